@@ -1,0 +1,2 @@
+// Package conformance runs the BabelQueue conformance suite against the Go bindings.
+package conformance

@@ -1,0 +1,3 @@
+module github.com/babelqueue/babelqueue-go/core
+
+go 1.25
