@@ -1,0 +1,93 @@
+# BabelQueue for Go — entry points. `make help` lists every target.
+#
+# Every target runs from the repository root and works on a fresh clone:
+# Go downloads modules into its cache under $HOME, and the broker scripts
+# cache Maven jars under $HOME as well.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+# Modules in dependency order. examples/* modules are added here as they land.
+MODULES := core conformance kafka pulsar tools
+
+GO ?= go
+GOTEST_FLAGS ?= -count=1 -p 2
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+ACTIONLINT  := github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
+FUZZTIME ?= 10s
+BROKERS := tools/brokers/with-brokers.sh
+
+.PHONY: help
+help: ## List the targets.
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## Build every module.
+	@for m in $(MODULES); do echo "== build $$m"; (cd $$m && $(GO) build ./...); done
+
+.PHONY: vet
+vet: ## go vet every module (integration-tagged files included).
+	@for m in $(MODULES); do echo "== vet $$m"; (cd $$m && $(GO) vet ./... && $(GO) vet -tags integration ./...); done
+
+.PHONY: test
+test: build vet ## Build, vet and run every module's unit tests with the race detector (no broker needed).
+	@for m in $(MODULES); do echo "== test $$m"; (cd $$m && $(GO) test -race $(GOTEST_FLAGS) ./...); done
+
+.PHONY: conformance
+conformance: ## Run the conformance suite against every binding and print the matrix.
+	$(GO) run ./conformance/cmd/bqconform
+
+.PHONY: brokers-up
+brokers-up: ## Start real Kafka (KRaft) and Pulsar standalone on 127.0.0.1 and print their addresses.
+	@tools/brokers/up.sh
+
+.PHONY: brokers-down
+brokers-down: ## Stop the brokers started by brokers-up and remove their data.
+	@tools/brokers/down.sh
+
+.PHONY: integration
+integration: ## Start the real brokers, run every module's integration tests against them, stop the brokers.
+	@$(BROKERS) $(MAKE) --no-print-directory integration-tests
+
+.PHONY: integration-tests
+integration-tests: ## Integration tests against brokers already described by BQ_* variables (see brokers-up).
+	@for m in $(MODULES); do echo "== integration $$m"; (cd $$m && $(GO) test -tags integration $(GOTEST_FLAGS) -p 1 -timeout 20m ./...); done
+
+.PHONY: bench
+bench: ## Benchmarks: codec micro-benchmarks, then broker benchmarks (ours vs the raw clients) on real brokers.
+	cd core && $(GO) test -run '^$$' -bench . -benchmem ./...
+	@$(BROKERS) $(MAKE) --no-print-directory bench-brokers
+
+.PHONY: bench-brokers
+bench-brokers: ## Broker benchmarks against brokers already described by BQ_* variables.
+	@for m in kafka pulsar; do (cd $$m && BQ_BENCH=1 $(GO) test -tags integration -run '^TestBench' -count=1 -p 1 -timeout 20m -v ./... | grep -E '^(bench:|--- FAIL|FAIL|ok)' || exit 1); done
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME (default 10s) each.
+	@for m in $(MODULES); do \
+	  for pkg in $$(cd $$m && $(GO) list ./...); do \
+	    dir=$$(cd $$m && $(GO) list -f '{{.Dir}}' $$pkg); \
+	    for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/func //'); do \
+	      echo "== fuzz $$pkg $$f"; (cd $$dir && $(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) .); \
+	    done; \
+	  done; \
+	done
+
+.PHONY: lint
+lint: verify-versions ## gofmt check, go vet, staticcheck (pinned), actionlint (pinned), version list check.
+	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@$(MAKE) --no-print-directory vet
+	@for m in $(MODULES); do echo "== staticcheck $$m"; (cd $$m && $(GO) run $(STATICCHECK) ./... && $(GO) run $(STATICCHECK) -tags integration ./...); done
+	$(GO) run $(ACTIONLINT) -no-color .github/workflows/*.yml
+
+.PHONY: verify-versions
+verify-versions: ## Check every module requires its siblings at the versions in versions.txt.
+	$(GO) run ./tools/cmd/verify-versions
+
+.PHONY: demo
+demo: ## Run the demo on the embedded Kafka-protocol broker (no setup besides Go).
+	$(GO) run ./examples/quickstart
+
+.PHONY: ci
+ci: lint test conformance integration ## Everything CI runs: lint, unit tests, conformance, real-broker integration tests.
