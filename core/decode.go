@@ -1,0 +1,279 @@
+package babelqueue
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Decoding rules (SPEC 2.6, 2.7), in the order they are checked:
+//
+//  1. The body must be one strict JSON object: valid UTF-8, RFC 8259 syntax,
+//     optional surrounding whitespace, at most 10000 levels of nesting.
+//     Anything else is poison.
+//  2. When meta is an object holding a schema_version that is not the JSON
+//     number 1 written exactly as `1` (2, 1.0, "1", null, ...), the body is
+//     rejected with ErrUnsupportedSchemaVersion, whatever else it holds: it
+//     may be a later schema this SDK does not know. A meta without
+//     schema_version is not an envelope of any version: poison.
+//  3. job must be a non-blank string; when it is missing or invalid, the
+//     inbound alias urn is used if it is a non-blank string. Otherwise
+//     poison. trace_id must be a non-blank string, data an object, meta an
+//     object, attempts a plain non-negative integer (no sign, fraction,
+//     exponent or leading zero) of at most MaxAttemptsValue. Anything else
+//     is poison.
+//  4. Duplicate keys: as in encoding/json and the JSON readers of the other
+//     SDKs, the last occurrence of a key is the one that counts, at the top
+//     level, in meta and in dead_letter. The body editors (SetAttempts,
+//     AnnotateDeadLetter, ...) likewise change the last occurrence. Earlier
+//     occurrences stay in the bytes, untouched.
+//  5. meta.id, meta.queue and meta.lang of another type than string, and a
+//     meta.created_at that is not an integer, are not rejected (rule 6 of
+//     the contract does not require them): the field reads as its zero value
+//     and the bytes are kept.
+
+// Top-level and meta keys the codec reads.
+const (
+	keyJob        = "job"
+	keyURN        = "urn"
+	keyTraceID    = "trace_id"
+	keyData       = "data"
+	keyMeta       = "meta"
+	keyAttempts   = "attempts"
+	keyDeadLetter = "dead_letter"
+)
+
+// vspan is the span of one value in a body; ok reports presence.
+type vspan struct {
+	start, end int
+	esc        bool // for a string value: it holds an escape
+	ok         bool
+}
+
+func spanOf(b []byte, m member) vspan {
+	v := vspan{start: m.valStart, end: m.valEnd, ok: true}
+	if b[m.valStart] == '"' {
+		v.esc = hasBackslash(b[m.valStart:m.valEnd])
+	}
+	return v
+}
+
+func (v vspan) is(b []byte, c byte) bool { return v.ok && b[v.start] == c }
+
+// parsed is the result of checking a body against the acceptance rule.
+type parsed struct {
+	job       vspan
+	jobKey    string
+	traceID   vspan
+	data      vspan
+	meta      vspan
+	id        vspan
+	queue     vspan
+	lang      vspan
+	createdAt int64
+	attempts  int
+	dl        vspan
+}
+
+// keyBytes returns the unescaped key of m as bytes (no copy when the key has
+// no escape).
+func keyBytes(b []byte, m member) []byte {
+	if !m.keyEscaped {
+		return b[m.keyStart+1 : m.keyEnd-1]
+	}
+	s, _ := unquote(b[m.keyStart:m.keyEnd], true)
+	return []byte(s)
+}
+
+func poisonf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrPoison}, args...)...)
+}
+
+// nonBlankString reports whether v is a JSON string whose value is not
+// blank (see IsBlank).
+func nonBlankString(b []byte, v vspan) bool {
+	if !v.is(b, '"') {
+		return false
+	}
+	if v.esc {
+		s, ok := unquote(b[v.start:v.end], true)
+		return ok && !IsBlank(s)
+	}
+	for _, c := range b[v.start+1 : v.end-1] {
+		switch c {
+		case ' ', '\t', '\n', '\v', '\f', '\r':
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+// parse applies the decoding rules to body.
+func parse(body []byte) (parsed, error) {
+	var p parsed
+	open := skipWS(body, 0)
+	if open >= len(body) {
+		return p, poisonf("empty body")
+	}
+	if body[open] != '{' {
+		if _, err := scanValue(body, open, 1); err != nil {
+			return p, poisonf("not JSON: %w", err)
+		}
+		return p, poisonf("body is JSON but not an object")
+	}
+	var urn, attempts vspan
+	it := newObjIter(body, open, 1)
+	for {
+		m, ok := it.next()
+		if !ok {
+			break
+		}
+		switch string(keyBytes(body, m)) {
+		case keyJob:
+			p.job = spanOf(body, m)
+		case keyURN:
+			urn = spanOf(body, m)
+		case keyTraceID:
+			p.traceID = spanOf(body, m)
+		case keyData:
+			p.data = spanOf(body, m)
+		case keyMeta:
+			p.meta = spanOf(body, m)
+		case keyAttempts:
+			attempts = spanOf(body, m)
+		case keyDeadLetter:
+			p.dl = spanOf(body, m)
+		}
+	}
+	if it.err != nil {
+		return p, poisonf("not JSON: %w", it.err)
+	}
+	if t := skipWS(body, it.end); t != len(body) {
+		return p, poisonf("not JSON: %w", syntaxErr(t, "data after the top-level value"))
+	}
+
+	var version vspan
+	if p.meta.is(body, '{') {
+		mi := newObjIter(body, p.meta.start, 1)
+		for {
+			m, ok := mi.next()
+			if !ok {
+				break
+			}
+			switch string(keyBytes(body, m)) {
+			case "schema_version":
+				version = spanOf(body, m)
+			case "id":
+				p.id = spanOf(body, m)
+			case "queue":
+				p.queue = spanOf(body, m)
+			case "lang":
+				p.lang = spanOf(body, m)
+			case "created_at":
+				p.createdAt, _ = parseInt64(body[m.valStart:m.valEnd])
+			}
+		}
+		if version.ok && string(body[version.start:version.end]) != "1" {
+			return p, &SchemaVersionError{Version: string(body[version.start:version.end]), Source: "body"}
+		}
+	}
+
+	switch {
+	case nonBlankString(body, p.job):
+		p.jobKey = keyJob
+	case nonBlankString(body, urn):
+		p.job, p.jobKey = urn, keyURN
+	default:
+		return p, poisonf("job (or urn) is not a non-blank string")
+	}
+	if !nonBlankString(body, p.traceID) {
+		return p, poisonf("trace_id is not a non-blank string")
+	}
+	if !p.data.is(body, '{') {
+		return p, poisonf("data is not an object")
+	}
+	if !p.meta.is(body, '{') {
+		return p, poisonf("meta is not an object")
+	}
+	if !version.ok {
+		return p, poisonf("meta.schema_version is missing")
+	}
+	if !attempts.ok {
+		return p, poisonf("attempts is missing")
+	}
+	n, ok := parseUint31(body[attempts.start:attempts.end])
+	if !ok {
+		return p, poisonf("attempts %s is not an integer between 0 and %d", body[attempts.start:attempts.end], MaxAttemptsValue)
+	}
+	p.attempts = n
+	return p, nil
+}
+
+// Accepts reports whether a consumer accepts body as an envelope (SPEC 2.6).
+// It returns nil, or an error wrapping ErrPoison (not an envelope) or
+// ErrUnsupportedSchemaVersion (a *SchemaVersionError: meta.schema_version
+// is not 1). It checks exactly what Decode checks, without building the
+// Envelope.
+func Accepts(body []byte) error {
+	_, err := parse(body)
+	return err
+}
+
+// Decode reads a received body into an Envelope; see the decoding rules at
+// the top of decode.go. Errors wrap ErrPoison or ErrUnsupportedSchemaVersion.
+//
+// Decode copies body once; the Envelope does not refer to the caller's
+// slice. The data payload is not decoded here (see DataMap and BindData).
+func Decode(body []byte) (*Envelope, error) {
+	p, err := parse(body)
+	if err != nil {
+		return nil, err
+	}
+	src := string(body)
+	e := &Envelope{
+		Job:      stringAt(src, p.job),
+		TraceID:  stringAt(src, p.traceID),
+		Attempts: p.attempts,
+		Meta: Meta{
+			ID:            stringAt(src, p.id),
+			Queue:         stringAt(src, p.queue),
+			Lang:          stringAt(src, p.lang),
+			SchemaVersion: SchemaVersion,
+			CreatedAt:     p.createdAt,
+		},
+		data:   src[p.data.start:p.data.end],
+		src:    src,
+		jobKey: p.jobKey,
+	}
+	if p.dl.is(body, '{') {
+		e.DeadLetter = parseDeadLetter(body, p.dl.start)
+	}
+	e.orig = snapshotOf(e)
+	return e, nil
+}
+
+// stringAt returns the value of the string token at v in src, or "" when v
+// is absent or not a string.
+func stringAt(src string, v vspan) string {
+	if !v.ok || src[v.start] != '"' {
+		return ""
+	}
+	if !v.esc {
+		return src[v.start+1 : v.end-1]
+	}
+	s, _ := unquote([]byte(src[v.start:v.end]), true)
+	return s
+}
+
+func snapshotOf(e *Envelope) snapshot {
+	s := snapshot{job: e.Job, traceID: e.TraceID, meta: e.Meta, attempts: e.Attempts}
+	if e.DeadLetter != nil {
+		s.hasDL = true
+		s.dl = *e.DeadLetter
+		s.dlErr, s.dlExc = copyNullable(e.DeadLetter.Error), copyNullable(e.DeadLetter.Exception)
+	}
+	return s
+}
+
+// isPoison reports whether err marks a poison body.
+func isPoison(err error) bool { return errors.Is(err, ErrPoison) }
