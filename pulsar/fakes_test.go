@@ -1,0 +1,238 @@
+package pulsar
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+)
+
+// fakeMessage is a pulsar.Message with the fields the Transport reads.
+// Calling any other method panics (nil embedded interface).
+type fakeMessage struct {
+	pulsar.Message
+	payload     []byte
+	props       map[string]string
+	key         string
+	orderingKey string
+	redelivery  uint32
+	eventTime   time.Time
+}
+
+func (m *fakeMessage) Payload() []byte               { return m.payload }
+func (m *fakeMessage) Properties() map[string]string { return m.props }
+func (m *fakeMessage) Key() string                   { return m.key }
+func (m *fakeMessage) OrderingKey() string           { return m.orderingKey }
+func (m *fakeMessage) RedeliveryCount() uint32       { return m.redelivery }
+func (m *fakeMessage) EventTime() time.Time          { return m.eventTime }
+
+// fakeProducer records what it is asked to send. It also satisfies
+// pulsar.Producer, so it can be given through WithRetryProducer.
+type fakeProducer struct {
+	pulsar.Producer
+	topic string
+
+	mu      sync.Mutex
+	sent    []*pulsar.ProducerMessage
+	sendErr error
+	closed  bool
+}
+
+func (p *fakeProducer) Send(_ context.Context, msg *pulsar.ProducerMessage) (pulsar.MessageID, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, errors.New("producer closed")
+	}
+	if p.sendErr != nil {
+		return nil, p.sendErr
+	}
+	p.sent = append(p.sent, msg)
+	return nil, nil
+}
+
+func (p *fakeProducer) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+}
+
+func (p *fakeProducer) Topic() string { return p.topic }
+
+func (p *fakeProducer) messages() []*pulsar.ProducerMessage {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]*pulsar.ProducerMessage(nil), p.sent...)
+}
+
+func (p *fakeProducer) isClosed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closed
+}
+
+// fakeConsumer delivers the messages pushed into ch and records
+// acknowledgements.
+type fakeConsumer struct {
+	opts pulsar.ConsumerOptions
+	ch   chan pulsar.Message
+
+	mu     sync.Mutex
+	acked  []pulsar.Message
+	nacked []pulsar.Message
+	closed bool
+	done   chan struct{}
+}
+
+func (c *fakeConsumer) Receive(ctx context.Context) (pulsar.Message, error) {
+	select {
+	case m := <-c.ch:
+		return m, nil
+	case <-c.done:
+		return nil, errors.New("consumer closed")
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (c *fakeConsumer) Ack(m pulsar.Message) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.acked = append(c.acked, m)
+	return nil
+}
+
+func (c *fakeConsumer) Nack(m pulsar.Message) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nacked = append(c.nacked, m)
+}
+
+func (c *fakeConsumer) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed {
+		c.closed = true
+		close(c.done)
+	}
+}
+
+func (c *fakeConsumer) counts() (acked, nacked int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.acked), len(c.nacked)
+}
+
+// fakeClient hands out fake producers and consumers, one per topic.
+type fakeClient struct {
+	mu           sync.Mutex
+	producers    map[string]*fakeProducer
+	consumers    map[string]*fakeConsumer
+	producerOpts []pulsar.ProducerOptions
+	createErr    error
+	subscribeErr error
+	closed       bool
+}
+
+func newFakeClient() *fakeClient {
+	return &fakeClient{producers: map[string]*fakeProducer{}, consumers: map[string]*fakeConsumer{}}
+}
+
+func (c *fakeClient) CreateProducer(opts pulsar.ProducerOptions) (producer, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.createErr != nil {
+		return nil, c.createErr
+	}
+	c.producerOpts = append(c.producerOpts, opts)
+	p := &fakeProducer{topic: opts.Topic}
+	c.producers[opts.Topic] = p
+	return p, nil
+}
+
+func (c *fakeClient) Subscribe(opts pulsar.ConsumerOptions) (consumer, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.subscribeErr != nil {
+		return nil, c.subscribeErr
+	}
+	fc := c.consumerLocked(opts.Topic)
+	fc.opts = opts
+	return fc, nil
+}
+
+// consumer returns the fake consumer of topic, creating it so that a test
+// can queue messages before the first Pop.
+func (c *fakeClient) consumer(topic string) *fakeConsumer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.consumerLocked(topic)
+}
+
+func (c *fakeClient) consumerLocked(topic string) *fakeConsumer {
+	fc, ok := c.consumers[topic]
+	if !ok {
+		fc = &fakeConsumer{ch: make(chan pulsar.Message, 16), done: make(chan struct{})}
+		c.consumers[topic] = fc
+	}
+	return fc
+}
+
+func (c *fakeClient) producer(topic string) *fakeProducer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.producers[topic]
+}
+
+func (c *fakeClient) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+}
+
+// fakeSetup builds a Transport on fake clients. opts are validated as New
+// validates them; WithRepublishRetries builds retry producers from fc and
+// WithRetryClient (given any non-nil pulsar.Client) from retry.
+type fakeSetup struct {
+	tr    *Transport
+	fc    *fakeClient
+	retry *fakeClient
+}
+
+func newFake(t *testing.T, opts ...Option) fakeSetup {
+	t.Helper()
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			t.Fatalf("option: %v", err)
+		}
+	}
+	if cfg.serviceURL == "" && cfg.client == nil {
+		cfg.serviceURL = "pulsar://127.0.0.1:6650"
+	}
+	if err := cfg.validate(); err != nil {
+		t.Fatalf("validate: %v", err)
+	}
+	s := fakeSetup{fc: newFakeClient()}
+	var retry client
+	switch {
+	case cfg.retryClient != nil:
+		s.retry = newFakeClient()
+		retry = s.retry
+	case cfg.republishRetries:
+		retry = s.fc
+	}
+	given := map[string]producer{}
+	for q, p := range cfg.retryProducers {
+		given[q] = borrowedProducer{p}
+	}
+	s.tr = newTransport(cfg, s.fc, true, retry, given)
+	t.Cleanup(func() { _ = s.tr.Close() })
+	return s
+}
+
+// stubClient is a pulsar.Client for option validation only.
+type stubClient struct{ pulsar.Client }

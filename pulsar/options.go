@@ -1,0 +1,396 @@
+package pulsar
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+)
+
+// Defaults applied by New. They are listed here, in one place.
+const (
+	// DefaultSubscription is the subscription name used by Pop.
+	DefaultSubscription = "babelqueue"
+	// DefaultMaxWait is how long Pop waits when it is given no timeout.
+	DefaultMaxWait = time.Second
+	// DefaultBatchingMaxPublishDelay bounds how long a publish waits for a
+	// batch to fill. Publish returns only once the broker acknowledged the
+	// write, so the client's own default (10 ms) would add up to 10 ms to
+	// every lone publish.
+	DefaultBatchingMaxPublishDelay = time.Millisecond
+	// DefaultDeadLetterSuffix names the dead-letter queue of a queue.
+	DefaultDeadLetterSuffix = ".dlq"
+)
+
+// Option configures a Transport. Options are applied in order by New; an
+// invalid value makes New return an error wrapping
+// babelqueue.ErrInvalidOption.
+type Option func(*config) error
+
+type config struct {
+	serviceURL string
+	client     pulsar.Client // prepared by the caller; never closed by us
+
+	topicPrefix string
+
+	subscription    string
+	subType         pulsar.SubscriptionType
+	subTypeDeclared bool
+	initialPosition pulsar.SubscriptionInitialPosition
+	nackDelay       time.Duration
+	maxWait         time.Duration
+	maxAttempts     int
+
+	retryProducers   map[string]pulsar.Producer // queue -> producer, given
+	retryClient      pulsar.Client              // given
+	republishRetries bool                       // build retry producers from our client
+
+	auth                pulsar.Authentication
+	tlsTrustCertsFile   string
+	tlsAllowInsecure    bool
+	tlsValidateHostname bool
+	connectionTimeout   time.Duration
+	operationTimeout    time.Duration
+
+	producerOptions func(*pulsar.ProducerOptions)
+	consumerOptions func(*pulsar.ConsumerOptions)
+
+	logger    *slog.Logger
+	onError   func(error)
+	onWarning func(string)
+}
+
+func defaultConfig() config {
+	return config{
+		subscription:    DefaultSubscription,
+		subType:         pulsar.Exclusive, // the client's default
+		initialPosition: pulsar.SubscriptionPositionEarliest,
+		maxWait:         DefaultMaxWait,
+		maxAttempts:     babelqueue.DefaultMaxAttempts,
+	}
+}
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("pulsar: %w: %s", babelqueue.ErrInvalidOption, fmt.Sprintf(format, args...))
+}
+
+// WithServiceURL makes the Transport build, and later close, its own client
+// for url (for example "pulsar://127.0.0.1:6650"). Exactly one of
+// WithServiceURL and WithClient is required.
+func WithServiceURL(url string) Option {
+	return func(c *config) error {
+		if babelqueue.IsBlank(url) {
+			return invalid("service URL is blank")
+		}
+		c.serviceURL = url
+		return nil
+	}
+}
+
+// WithClient makes the Transport use a client the caller prepared. The
+// Transport creates its producers and consumers from it and closes those on
+// Close, but never closes the client itself.
+func WithClient(client pulsar.Client) Option {
+	return func(c *config) error {
+		if client == nil {
+			return invalid("client is nil")
+		}
+		c.client = client
+		return nil
+	}
+}
+
+// WithTopicPrefix maps every queue name q to the topic
+// "persistent://<tenant>/<namespace>/<q>". Without it a queue name is used
+// as the topic name as it is, which Pulsar resolves in public/default. A
+// queue name that already holds "://" is always used as it is.
+func WithTopicPrefix(tenant, namespace string) Option {
+	return func(c *config) error {
+		if babelqueue.IsBlank(tenant) || babelqueue.IsBlank(namespace) {
+			return invalid("tenant and namespace must not be blank")
+		}
+		c.topicPrefix = "persistent://" + tenant + "/" + namespace + "/"
+		return nil
+	}
+}
+
+// WithSubscription sets the subscription name Pop subscribes with
+// (default DefaultSubscription).
+func WithSubscription(name string) Option {
+	return func(c *config) error {
+		if babelqueue.IsBlank(name) {
+			return invalid("subscription name is blank")
+		}
+		c.subscription = name
+		return nil
+	}
+}
+
+// WithSubscriptionType declares the subscription type. When it is not
+// declared the client's default, Exclusive, is used and counts as Exclusive
+// for the retry check of New.
+//
+// A negative acknowledgement advances Pulsar's redelivery count only on
+// Shared and KeyShared subscriptions, and native delayed delivery
+// (PublishDelayed) is honoured only by those two types.
+func WithSubscriptionType(t pulsar.SubscriptionType) Option {
+	return func(c *config) error {
+		switch t {
+		case pulsar.Exclusive, pulsar.Shared, pulsar.Failover, pulsar.KeyShared:
+		default:
+			return invalid("unknown subscription type %d", t)
+		}
+		c.subType = t
+		c.subTypeDeclared = true
+		return nil
+	}
+}
+
+// WithInitialPosition sets where a new subscription starts (default
+// pulsar.SubscriptionPositionEarliest, so that messages published before the
+// first Pop of a queue are delivered).
+func WithInitialPosition(p pulsar.SubscriptionInitialPosition) Option {
+	return func(c *config) error {
+		c.initialPosition = p
+		return nil
+	}
+}
+
+// WithNackRedeliveryDelay sets how long the broker waits before it
+// redelivers a negatively acknowledged message (default: the client's, one
+// minute).
+func WithNackRedeliveryDelay(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return invalid("nack redelivery delay must be positive, got %v", d)
+		}
+		c.nackDelay = d
+		return nil
+	}
+}
+
+// WithMaxWait sets how long Pop waits when it is called with a timeout of
+// zero or less (default DefaultMaxWait).
+func WithMaxWait(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return invalid("max wait must be positive, got %v", d)
+		}
+		c.maxWait = d
+		return nil
+	}
+}
+
+// WithMaxAttempts tells the Transport the max attempts of the App that
+// consumes through it (default babelqueue.DefaultMaxAttempts). It is used
+// only by the retry check of New; set the App's own option to the same value.
+func WithMaxAttempts(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return invalid("max attempts must be at least 1, got %d", n)
+		}
+		c.maxAttempts = n
+		return nil
+	}
+}
+
+// WithRetryProducer gives the producer Retry republishes through for
+// messages consumed from queue. It must write to the topic of queue. The
+// Transport never closes it. A given producer wins over WithRetryClient and
+// WithRepublishRetries.
+func WithRetryProducer(queue string, p pulsar.Producer) Option {
+	return func(c *config) error {
+		if babelqueue.IsBlank(queue) || p == nil {
+			return invalid("retry producer needs a queue and a producer")
+		}
+		if c.retryProducers == nil {
+			c.retryProducers = make(map[string]pulsar.Producer)
+		}
+		c.retryProducers[queue] = p
+		return nil
+	}
+}
+
+// WithRetryClient makes Retry republish through producers it builds lazily
+// from client, on the first retry of each queue, and closes on Close. The
+// Transport never closes client itself.
+func WithRetryClient(client pulsar.Client) Option {
+	return func(c *config) error {
+		if client == nil {
+			return invalid("retry client is nil")
+		}
+		c.retryClient = client
+		return nil
+	}
+}
+
+// WithRepublishRetries makes Retry republish through producers it builds
+// lazily from the Transport's own client. Without this option,
+// WithRetryProducer or WithRetryClient, Retry negatively acknowledges.
+func WithRepublishRetries() Option {
+	return func(c *config) error {
+		c.republishRetries = true
+		return nil
+	}
+}
+
+// WithToken authenticates the client the Transport builds with a JWT token.
+func WithToken(token string) Option {
+	return func(c *config) error {
+		if babelqueue.IsBlank(token) {
+			return invalid("token is blank")
+		}
+		c.auth = pulsar.NewAuthenticationToken(token)
+		return nil
+	}
+}
+
+// WithTLSAuth authenticates the client the Transport builds with a client
+// certificate and its private key (PEM files).
+func WithTLSAuth(certFile, keyFile string) Option {
+	return func(c *config) error {
+		if babelqueue.IsBlank(certFile) || babelqueue.IsBlank(keyFile) {
+			return invalid("TLS certificate and key files are required")
+		}
+		c.auth = pulsar.NewAuthenticationTLS(certFile, keyFile)
+		return nil
+	}
+}
+
+// WithTLSTrustCerts makes the client the Transport builds trust the CA
+// certificates in file (PEM) for a pulsar+ssl:// service URL. validateHostname
+// checks the broker's host name against its certificate.
+func WithTLSTrustCerts(file string, validateHostname bool) Option {
+	return func(c *config) error {
+		if babelqueue.IsBlank(file) {
+			return invalid("TLS trust certificate file is blank")
+		}
+		c.tlsTrustCertsFile = file
+		c.tlsValidateHostname = validateHostname
+		return nil
+	}
+}
+
+// WithTLSAllowInsecure makes the client the Transport builds accept any
+// broker certificate. Meant for tests only.
+func WithTLSAllowInsecure() Option {
+	return func(c *config) error {
+		c.tlsAllowInsecure = true
+		return nil
+	}
+}
+
+// WithTimeouts sets the connection and operation timeouts of the client the
+// Transport builds (zero keeps the client's default).
+func WithTimeouts(connection, operation time.Duration) Option {
+	return func(c *config) error {
+		if connection < 0 || operation < 0 {
+			return invalid("timeouts must not be negative")
+		}
+		c.connectionTimeout = connection
+		c.operationTimeout = operation
+		return nil
+	}
+}
+
+// WithProducerOptions lets fn adjust the options of every producer the
+// Transport creates, after the Transport filled in the topic and its own
+// defaults (batching with DefaultBatchingMaxPublishDelay).
+func WithProducerOptions(fn func(*pulsar.ProducerOptions)) Option {
+	return func(c *config) error {
+		c.producerOptions = fn
+		return nil
+	}
+}
+
+// WithConsumerOptions lets fn adjust the options of every consumer Pop
+// subscribes, after the Transport filled in topic, subscription name and
+// type, initial position and nack delay.
+func WithConsumerOptions(fn func(*pulsar.ConsumerOptions)) Option {
+	return func(c *config) error {
+		c.consumerOptions = fn
+		return nil
+	}
+}
+
+// WithLogger sets the logger of the default error and warning hooks
+// (default slog.Default()).
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return invalid("logger is nil")
+		}
+		c.logger = l
+		return nil
+	}
+}
+
+// WithOnError sets the hook called with errors the Transport handles itself,
+// such as a failed retry write that was settled by a negative
+// acknowledgement (default: log at error level). A panic in it is recovered.
+func WithOnError(fn func(error)) Option {
+	return func(c *config) error {
+		c.onError = fn
+		return nil
+	}
+}
+
+// WithOnWarning sets the hook called with warnings, such as a retry producer
+// that could not be created (default: log at warn level). A panic in it is
+// recovered.
+func WithOnWarning(fn func(string)) Option {
+	return func(c *config) error {
+		c.onWarning = fn
+		return nil
+	}
+}
+
+// validate checks the combination of options.
+func (c *config) validate() error {
+	switch {
+	case c.serviceURL == "" && c.client == nil:
+		return invalid("one of WithServiceURL or WithClient is required")
+	case c.serviceURL != "" && c.client != nil:
+		return invalid("WithServiceURL and WithClient exclude each other")
+	case c.client != nil && (c.auth != nil || c.tlsTrustCertsFile != "" || c.tlsAllowInsecure ||
+		c.connectionTimeout != 0 || c.operationTimeout != 0):
+		return invalid("authentication, TLS and timeout options configure a client the Transport builds; set them on the given client instead")
+	}
+	if c.maxAttempts > 1 && !c.canRepublish() && !c.nackAdvancesRedelivery() {
+		name := "undeclared (Exclusive)"
+		if c.subTypeDeclared {
+			name = subscriptionTypeName(c.subType)
+		}
+		return invalid("max attempts is %d but the subscription type is %s, on which a negative "+
+			"acknowledgement never advances the redelivery count, and there is no way to republish a retry: "+
+			"declare WithSubscriptionType(pulsar.Shared) or pulsar.KeyShared, or give WithRetryProducer, "+
+			"WithRetryClient or WithRepublishRetries", c.maxAttempts, name)
+	}
+	return nil
+}
+
+func (c *config) canRepublish() bool {
+	return len(c.retryProducers) > 0 || c.retryClient != nil || c.republishRetries
+}
+
+// nackAdvancesRedelivery reports whether the declared subscription type
+// counts negative acknowledgements.
+func (c *config) nackAdvancesRedelivery() bool {
+	return c.subTypeDeclared && (c.subType == pulsar.Shared || c.subType == pulsar.KeyShared)
+}
+
+func subscriptionTypeName(t pulsar.SubscriptionType) string {
+	switch t {
+	case pulsar.Exclusive:
+		return "Exclusive"
+	case pulsar.Shared:
+		return "Shared"
+	case pulsar.Failover:
+		return "Failover"
+	case pulsar.KeyShared:
+		return "KeyShared"
+	}
+	return fmt.Sprintf("SubscriptionType(%d)", t)
+}

@@ -1,0 +1,182 @@
+package pulsar
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+)
+
+func TestNewRejectsUnboundedRetries(t *testing.T) {
+	url := WithServiceURL("pulsar://127.0.0.1:6650")
+	producer := WithRetryProducer("orders", &fakeProducer{topic: "orders"})
+	tests := []struct {
+		name    string
+		opts    []Option
+		wantErr string // "" means New succeeds
+	}{
+		{"undeclared type, default max attempts", []Option{url}, "undeclared (Exclusive)"},
+		{"exclusive", []Option{url, WithSubscriptionType(pulsar.Exclusive)}, "Exclusive"},
+		{"failover", []Option{url, WithSubscriptionType(pulsar.Failover)}, "Failover"},
+		{"shared", []Option{url, WithSubscriptionType(pulsar.Shared)}, ""},
+		{"key shared", []Option{url, WithSubscriptionType(pulsar.KeyShared)}, ""},
+		{"exclusive with max attempts 1", []Option{url, WithSubscriptionType(pulsar.Exclusive), WithMaxAttempts(1)}, ""},
+		{"undeclared with max attempts 1", []Option{url, WithMaxAttempts(1)}, ""},
+		{"exclusive with retry producer", []Option{url, WithSubscriptionType(pulsar.Exclusive), producer}, ""},
+		{"failover with retry client", []Option{url, WithSubscriptionType(pulsar.Failover), WithRetryClient(stubClient{})}, ""},
+		{"undeclared with republish retries", []Option{url, WithRepublishRetries()}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr, err := New(tt.opts...)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("New = %v", err)
+				}
+				_ = tr.Close()
+				return
+			}
+			if !errors.Is(err, babelqueue.ErrInvalidOption) || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("New = %v, want ErrInvalidOption naming %q", err, tt.wantErr)
+			}
+			if tr != nil {
+				t.Error("New returned a Transport with an error")
+			}
+		})
+	}
+}
+
+func TestNewRejectsBadOptions(t *testing.T) {
+	url := WithServiceURL("pulsar://127.0.0.1:6650")
+	shared := WithSubscriptionType(pulsar.Shared)
+	tests := map[string][]Option{
+		"no url or client":      {shared},
+		"url and client":        {url, WithClient(stubClient{}), shared},
+		"blank url":             {WithServiceURL(" "), shared},
+		"nil client":            {WithClient(nil), shared},
+		"max attempts 0":        {url, shared, WithMaxAttempts(0)},
+		"blank subscription":    {url, shared, WithSubscription("\t")},
+		"bad subscription type": {url, WithSubscriptionType(pulsar.SubscriptionType(9))},
+		"blank tenant":          {url, shared, WithTopicPrefix("", "ns")},
+		"zero max wait":         {url, shared, WithMaxWait(0)},
+		"zero nack delay":       {url, shared, WithNackRedeliveryDelay(0)},
+		"token with client":     {WithClient(stubClient{}), shared, WithToken("jwt")},
+		"blank token":           {url, shared, WithToken("")},
+		"tls auth without key":  {url, shared, WithTLSAuth("cert.pem", "")},
+		"nil logger":            {url, shared, WithLogger(nil)},
+		"retry producer no q":   {url, WithRetryProducer("", &fakeProducer{})},
+	}
+	for name, opts := range tests {
+		t.Run(name, func(t *testing.T) {
+			if _, err := New(opts...); !errors.Is(err, babelqueue.ErrInvalidOption) {
+				t.Fatalf("New = %v, want ErrInvalidOption", err)
+			}
+		})
+	}
+}
+
+func TestNewWithAuthOptions(t *testing.T) {
+	tr, err := New(WithServiceURL("pulsar://127.0.0.1:6650"), WithSubscriptionType(pulsar.Shared),
+		WithToken("eyJhbGciOiJIUzI1NiJ9.e30.x"), WithTimeouts(time.Second, 2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPerQueueRetryCheck(t *testing.T) {
+	// A retry producer for one queue does not make another queue of an
+	// Exclusive subscription safe.
+	s := newFake(t, WithRetryProducer("orders", &fakeProducer{topic: "orders"}))
+	if _, err := s.tr.Pop(context.Background(), "orders", time.Millisecond); err != nil {
+		t.Fatalf("Pop orders = %v", err)
+	}
+	if _, err := s.tr.Pop(context.Background(), "payments", time.Millisecond); !errors.Is(err, babelqueue.ErrInvalidOption) {
+		t.Fatalf("Pop payments = %v, want ErrInvalidOption", err)
+	}
+}
+
+func TestCloseReleasesAndRejects(t *testing.T) {
+	s := newFake(t, WithSubscriptionType(pulsar.Shared))
+	ctx := context.Background()
+	if err := s.tr.Publish(ctx, "orders", envelope); err != nil {
+		t.Fatal(err)
+	}
+	s.fc.consumer("orders").ch <- &fakeMessage{payload: []byte(envelope)}
+	msg, err := s.tr.Pop(ctx, "orders", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.tr.Close(); err != nil {
+		t.Fatalf("second Close = %v", err)
+	}
+	if !s.fc.producer("orders").isClosed() || !s.fc.consumer("orders").closed || !s.fc.closed {
+		t.Error("Close left a producer, consumer or the owned client open")
+	}
+	checks := map[string]error{
+		"Publish":        s.tr.Publish(ctx, "orders", envelope),
+		"PublishDelayed": s.tr.PublishDelayed(ctx, "orders", envelope, time.Second),
+		"Forward":        s.tr.Forward(ctx, "orders.dlq", envelope, msg, nil),
+		"Ack":            s.tr.Ack(ctx, msg),
+		"Nack":           s.tr.Nack(ctx, msg),
+		"Retry":          s.tr.Retry(ctx, msg, 1),
+	}
+	_, checks["Pop"] = s.tr.Pop(ctx, "orders", time.Millisecond)
+	for op, err := range checks {
+		if !errors.Is(err, babelqueue.ErrClosed) {
+			t.Errorf("%s after Close = %v, want ErrClosed", op, err)
+		}
+	}
+}
+
+func TestCloseDuringPopReturnsErrClosed(t *testing.T) {
+	s := newFake(t, WithSubscriptionType(pulsar.Shared))
+	if _, err := s.tr.Pop(context.Background(), "q", time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.tr.Pop(context.Background(), "q", 10*time.Second)
+		done <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	_ = s.tr.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, babelqueue.ErrClosed) {
+			t.Fatalf("Pop interrupted by Close = %v, want ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Pop did not return after Close")
+	}
+}
+
+func TestGivenClientIsNotClosed(t *testing.T) {
+	c := &closeCountingClient{}
+	tr, err := New(WithClient(c), WithSubscriptionType(pulsar.Shared))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if c.closed != 0 {
+		t.Error("Close closed the caller's client")
+	}
+}
+
+type closeCountingClient struct {
+	pulsar.Client
+	closed int
+}
+
+func (c *closeCountingClient) Close() { c.closed++ }

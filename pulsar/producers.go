@@ -1,0 +1,142 @@
+package pulsar
+
+import (
+	"fmt"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+)
+
+// producerSlot holds a producer that is being, or has been, created. ready
+// is closed once p or err is set.
+type producerSlot struct {
+	ready chan struct{}
+	p     producer
+	err   error
+}
+
+// consumerSlot is producerSlot for a consumer.
+type consumerSlot struct {
+	ready chan struct{}
+	c     consumer
+	topic string
+	err   error
+}
+
+// producerFor returns the producer of topic, creating it on first use.
+func (t *Transport) producerFor(topic string) (producer, error) {
+	return t.slot(t.producers, topic, t.client, topic)
+}
+
+// retryProducerFor returns the producer Retry republishes through for
+// messages of queue (on topic), or nil when Retry has no way to republish.
+func (t *Transport) retryProducerFor(queue, topic string) (producer, error) {
+	if p, ok := t.given[queue]; ok {
+		return p, nil
+	}
+	if t.retry == nil {
+		return nil, nil
+	}
+	return t.slot(t.retries, queue, t.retry, topic)
+}
+
+// slot looks key up in m (a map of t guarded by t.mu) and creates the
+// producer from c on first use. Creation runs outside the lock; concurrent
+// callers wait for it. A failed creation is forgotten so that the next call
+// tries again.
+func (t *Transport) slot(m map[string]*producerSlot, key string, c client, topic string) (producer, error) {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil, errClosed("create producer for " + topic)
+	}
+	if s, ok := m[key]; ok {
+		t.mu.Unlock()
+		<-s.ready
+		return s.p, s.err
+	}
+	s := &producerSlot{ready: make(chan struct{})}
+	m[key] = s
+	t.mu.Unlock()
+
+	opts := pulsar.ProducerOptions{
+		Topic:                   topic,
+		BatchingMaxPublishDelay: DefaultBatchingMaxPublishDelay,
+	}
+	if t.cfg.producerOptions != nil {
+		t.cfg.producerOptions(&opts)
+	}
+	s.p, s.err = c.CreateProducer(opts)
+	if s.err != nil {
+		s.err = fmt.Errorf("pulsar: create producer for %s: %w", topic, s.err)
+		s.p = nil
+	}
+	close(s.ready)
+
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		// Close took this slot and closes s.p once ready.
+		return nil, errClosed("create producer for " + topic)
+	}
+	if s.err != nil && m[key] == s {
+		delete(m, key)
+	}
+	return s.p, s.err
+}
+
+// consumerFor returns the consumer of queue, subscribing on first use.
+func (t *Transport) consumerFor(queue string) (*consumerSlot, error) {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil, errClosed("subscribe to " + queue)
+	}
+	if s, ok := t.consumers[queue]; ok {
+		t.mu.Unlock()
+		<-s.ready
+		if s.err != nil {
+			return nil, s.err
+		}
+		return s, nil
+	}
+	topic := t.Topic(queue)
+	if t.cfg.maxAttempts > 1 && !t.cfg.nackAdvancesRedelivery() && t.given[queue] == nil && t.retry == nil {
+		t.mu.Unlock()
+		return nil, invalid("queue %s: max attempts is %d on a %s subscription without a retry producer for it",
+			queue, t.cfg.maxAttempts, subscriptionTypeName(t.cfg.subType))
+	}
+	s := &consumerSlot{ready: make(chan struct{}), topic: topic}
+	t.consumers[queue] = s
+	t.mu.Unlock()
+
+	opts := pulsar.ConsumerOptions{
+		Topic:                       topic,
+		SubscriptionName:            t.cfg.subscription,
+		Type:                        t.cfg.subType,
+		SubscriptionInitialPosition: t.cfg.initialPosition,
+		NackRedeliveryDelay:         t.cfg.nackDelay,
+	}
+	if t.cfg.consumerOptions != nil {
+		t.cfg.consumerOptions(&opts)
+	}
+	s.c, s.err = t.client.Subscribe(opts)
+	if s.err != nil {
+		s.err = fmt.Errorf("pulsar: subscribe %s to %s: %w", t.cfg.subscription, topic, s.err)
+		s.c = nil
+	}
+	close(s.ready)
+
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		// Close took this slot and closes s.c once ready.
+		return nil, errClosed("subscribe to " + queue)
+	}
+	if s.err != nil {
+		if t.consumers[queue] == s {
+			delete(t.consumers, queue)
+		}
+		return nil, s.err
+	}
+	return s, nil
+}

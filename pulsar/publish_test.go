@@ -1,0 +1,202 @@
+package pulsar
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/google/go-cmp/cmp"
+)
+
+const envelope = `{"job":"urn:babel:orders:created","trace_id":"t-1","data":{"order_id":1042},` +
+	`"meta":{"id":"m-1","queue":"orders","lang":"php","schema_version":1,"created_at":1749132727000},"attempts":0}`
+
+func TestPublishProjectsContractProperties(t *testing.T) {
+	s := newFake(t, WithSubscriptionType(pulsar.Shared))
+	if err := s.tr.Publish(context.Background(), "orders", envelope); err != nil {
+		t.Fatal(err)
+	}
+	sent := s.fc.producer("orders").messages()
+	if len(sent) != 1 {
+		t.Fatalf("sent %d messages, want 1", len(sent))
+	}
+	m := sent[0]
+	want := map[string]string{
+		"bq-job":            "urn:babel:orders:created",
+		"bq-trace-id":       "t-1",
+		"bq-message-id":     "m-1",
+		"bq-schema-version": "1",
+		"bq-source-lang":    "php",
+		"bq-attempts":       "0",
+	}
+	if diff := cmp.Diff(want, m.Properties); diff != "" {
+		t.Errorf("properties (-want +got):\n%s", diff)
+	}
+	if string(m.Payload) != envelope {
+		t.Errorf("payload changed:\n%s", m.Payload)
+	}
+	if got := m.EventTime.UnixMilli(); got != 1749132727000 {
+		t.Errorf("event time = %d, want created_at 1749132727000", got)
+	}
+	if m.DeliverAfter != 0 || m.Key != "" {
+		t.Errorf("unexpected DeliverAfter %v or key %q", m.DeliverAfter, m.Key)
+	}
+}
+
+func TestPublishWithHeadersContractWins(t *testing.T) {
+	s := newFake(t, WithSubscriptionType(pulsar.Shared))
+	err := s.tr.PublishWithHeaders(context.Background(), "orders", envelope, map[string]string{
+		"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+		"bq-job":      "urn:spoofed",
+		"blank":       " \t",
+		" ":           "x",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := s.fc.producer("orders").messages()[0]
+	if got := m.Properties["bq-job"]; got != "urn:babel:orders:created" {
+		t.Errorf("bq-job = %q, want the contract value", got)
+	}
+	if got := m.Properties["traceparent"]; got != "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" {
+		t.Errorf("traceparent = %q", got)
+	}
+	if _, ok := m.Properties["blank"]; ok {
+		t.Error("blank value was written")
+	}
+	if _, ok := m.Properties[" "]; ok {
+		t.Error("blank key was written")
+	}
+}
+
+func TestPublishNonEnvelopeHasNoProjection(t *testing.T) {
+	s := newFake(t, WithSubscriptionType(pulsar.Shared))
+	if err := s.tr.Publish(context.Background(), "orders", "not json"); err != nil {
+		t.Fatal(err)
+	}
+	m := s.fc.producer("orders").messages()[0]
+	if len(m.Properties) != 0 || !m.EventTime.IsZero() {
+		t.Errorf("properties %v, event time %v; want none", m.Properties, m.EventTime)
+	}
+}
+
+func TestPublishDelayedUsesDeliverAfter(t *testing.T) {
+	s := newFake(t, WithSubscriptionType(pulsar.Shared))
+	ctx := context.Background()
+	if err := s.tr.PublishDelayed(ctx, "orders", envelope, 1500*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.tr.PublishDelayed(ctx, "orders", envelope, 0); err != nil {
+		t.Fatal(err)
+	}
+	sent := s.fc.producer("orders").messages()
+	if sent[0].DeliverAfter != 1500*time.Millisecond {
+		t.Errorf("DeliverAfter = %v, want 1.5s", sent[0].DeliverAfter)
+	}
+	if sent[1].DeliverAfter != 0 {
+		t.Errorf("zero delay: DeliverAfter = %v, want 0", sent[1].DeliverAfter)
+	}
+	if sent[0].Properties["bq-job"] != "urn:babel:orders:created" {
+		t.Error("delayed publish lost the projection")
+	}
+}
+
+func TestTopicPrefix(t *testing.T) {
+	s := newFake(t, WithSubscriptionType(pulsar.Shared), WithTopicPrefix("acme", "prod"))
+	if err := s.tr.Publish(context.Background(), "orders", envelope); err != nil {
+		t.Fatal(err)
+	}
+	if s.fc.producer("persistent://acme/prod/orders") == nil {
+		t.Fatalf("no producer on the prefixed topic; have %v", s.fc.producerOpts)
+	}
+	if got := s.tr.Topic("non-persistent://x/y/z"); got != "non-persistent://x/y/z" {
+		t.Errorf("full topic name rewritten to %q", got)
+	}
+}
+
+func TestProducerOptionsDefaultsAndHook(t *testing.T) {
+	s := newFake(t, WithSubscriptionType(pulsar.Shared), WithProducerOptions(func(o *pulsar.ProducerOptions) {
+		o.Name = "custom"
+	}))
+	ctx := context.Background()
+	for i := 0; i < 3; i++ {
+		if err := s.tr.Publish(ctx, "orders", envelope); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(s.fc.producerOpts) != 1 {
+		t.Fatalf("created %d producers for one topic, want 1", len(s.fc.producerOpts))
+	}
+	o := s.fc.producerOpts[0]
+	if o.BatchingMaxPublishDelay != DefaultBatchingMaxPublishDelay || o.Name != "custom" || o.Topic != "orders" {
+		t.Errorf("producer options = %+v", o)
+	}
+}
+
+func TestPublishFromKeepsKeys(t *testing.T) {
+	s := newFake(t, WithSubscriptionType(pulsar.Shared))
+	ctx := context.Background()
+	s.fc.consumer("orders").ch <- &fakeMessage{payload: []byte(envelope), key: "k\x00\xff", orderingKey: "ok-1",
+		props: map[string]string{"bq-job": "urn:babel:orders:created"}}
+	msg, err := s.tr.Pop(ctx, "orders", time.Second)
+	if err != nil || msg == nil {
+		t.Fatalf("Pop = %v, %v", msg, err)
+	}
+	if err := s.tr.PublishFrom(ctx, "orders.dlq", envelope, msg); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.tr.PublishFromWithHeaders(ctx, "orders.dlq", envelope, msg, map[string]string{"traceparent": "tp"}); err != nil {
+		t.Fatal(err)
+	}
+	sent := s.fc.producer("orders.dlq").messages()
+	for i, m := range sent {
+		if m.Key != "k\x00\xff" || m.OrderingKey != "ok-1" {
+			t.Errorf("message %d: key %q ordering key %q", i, m.Key, m.OrderingKey)
+		}
+		if m.Properties["bq-job"] != "urn:babel:orders:created" {
+			t.Errorf("message %d lost the projection", i)
+		}
+	}
+	if sent[1].Properties["traceparent"] != "tp" {
+		t.Errorf("PublishFromWithHeaders lost traceparent")
+	}
+	// A message from another binding has no keys to keep.
+	if err := s.tr.PublishFrom(ctx, "other", envelope, &babelqueue.ReceivedMessage{Body: envelope}); err != nil {
+		t.Fatal(err)
+	}
+	if m := s.fc.producer("other").messages()[0]; m.Key != "" || m.OrderingKey != "" {
+		t.Errorf("foreign message produced keys %q %q", m.Key, m.OrderingKey)
+	}
+}
+
+func TestForwardWritesAsGiven(t *testing.T) {
+	s := newFake(t, WithSubscriptionType(pulsar.Shared))
+	ctx := context.Background()
+	gated := `{"job":"urn:x","meta":{"schema_version":2}, "attempts":5}`
+	et := time.UnixMilli(1700000000000)
+	s.fc.consumer("orders").ch <- &fakeMessage{payload: []byte(gated), key: "k1", orderingKey: "o1", eventTime: et,
+		redelivery: 3, props: map[string]string{"bq-schema-version": "2", "bq-job": "urn:x", "bq-attempts": "1"}}
+	msg, err := s.tr.Pop(ctx, "orders", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg.Body != gated {
+		t.Fatalf("a version-gated body was changed by Pop: %s", msg.Body)
+	}
+	if err := s.tr.Forward(ctx, "orders.dlq", msg.Body, msg, msg.Headers); err != nil {
+		t.Fatal(err)
+	}
+	m := s.fc.producer("orders.dlq").messages()[0]
+	if string(m.Payload) != gated {
+		t.Errorf("payload = %s", m.Payload)
+	}
+	want := map[string]string{"bq-schema-version": "2", "bq-job": "urn:x", "bq-attempts": "1"}
+	if diff := cmp.Diff(want, m.Properties); diff != "" {
+		t.Errorf("properties (-want +got):\n%s", diff)
+	}
+	if m.Key != "k1" || m.OrderingKey != "o1" || !m.EventTime.Equal(et) {
+		t.Errorf("key %q ordering key %q event time %v", m.Key, m.OrderingKey, m.EventTime)
+	}
+}

@@ -1,0 +1,161 @@
+package pulsar
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+)
+
+// delivery is the Handle of a ReceivedMessage returned by Pop.
+type delivery struct {
+	msg      pulsar.Message
+	consumer consumer
+	topic    string
+}
+
+// Message returns the pulsar.Message behind a ReceivedMessage returned by
+// Pop, or nil when msg did not come from this binding.
+func Message(msg *babelqueue.ReceivedMessage) pulsar.Message {
+	if d := deliveryOf(msg); d != nil {
+		return d.msg
+	}
+	return nil
+}
+
+func deliveryOf(msg *babelqueue.ReceivedMessage) *delivery {
+	if msg == nil {
+		return nil
+	}
+	d, _ := msg.Handle.(*delivery)
+	return d
+}
+
+// Pop receives the next message of queue, subscribing on the first call for
+// that queue, and waits at most timeout (the max wait of WithMaxWait when
+// timeout is zero or less). It returns (nil, nil) when nothing arrived.
+//
+// Headers holds every property of the message. Body is the payload, with
+// the §5 attempts rule applied: the reconciled attempts are the valid
+// bq-attempts property when present, else the body's attempts, and at least
+// the redelivery count; the body is rewritten only when it holds an integer
+// attempts and the reconciled value differs. A version-gated message (its
+// bq-schema-version property, or its meta.schema_version, is not 1) is
+// returned exactly as received, so that it can be moved to its dead-letter
+// queue unchanged.
+func (t *Transport) Pop(ctx context.Context, queue string, timeout time.Duration) (*babelqueue.ReceivedMessage, error) {
+	s, err := t.consumerFor(queue)
+	if err != nil {
+		return nil, err
+	}
+	if timeout <= 0 {
+		timeout = t.cfg.maxWait
+	}
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	m, err := s.c.Receive(rctx)
+	cancel()
+	if err != nil {
+		switch {
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case errors.Is(err, context.DeadlineExceeded):
+			return nil, nil
+		case t.isClosed():
+			return nil, errClosed("receive from " + s.topic)
+		}
+		return nil, fmt.Errorf("pulsar: receive from %s: %w", s.topic, err)
+	}
+	return received(queue, s, m), nil
+}
+
+// received turns m into a ReceivedMessage with the attempts rule applied.
+func received(queue string, s *consumerSlot, m pulsar.Message) *babelqueue.ReceivedMessage {
+	payload := m.Payload()
+	props := m.Properties()
+	headers := make(map[string]string, len(props))
+	for k, v := range props {
+		headers[k] = v
+	}
+	sv, present := headers[babelqueue.HeaderSchemaVersion]
+	if babelqueue.CheckSchemaVersionHeader(sv, present) == nil {
+		payload = reconcileBody(payload, headers, int(m.RedeliveryCount()))
+	}
+	return &babelqueue.ReceivedMessage{
+		Body:    string(payload),
+		Queue:   queue,
+		Headers: headers,
+		Handle:  &delivery{msg: m, consumer: s.c, topic: s.topic},
+	}
+}
+
+// reconcileBody applies the §5 attempts rule to payload.
+func reconcileBody(payload []byte, headers map[string]string, redelivery int) []byte {
+	bodyAttempts, ok := integerAttempts(payload)
+	if !ok {
+		return payload
+	}
+	prop, present := headers[babelqueue.HeaderAttempts]
+	n := babelqueue.ReconcilePulsar(bodyAttempts, prop, present, redelivery)
+	if n == bodyAttempts {
+		return payload
+	}
+	if class, _ := babelqueue.ClassifyBody(payload); class == babelqueue.ClassUnsupportedVersion {
+		// Version-gated by its body: it is moved to its dead-letter
+		// queue exactly as received.
+		return payload
+	}
+	out, err := babelqueue.SetAttempts(payload, n)
+	if err != nil {
+		return payload
+	}
+	return out
+}
+
+// integerAttempts returns the top-level attempts of a JSON object body when
+// it is a non-negative integer written as plain digits.
+func integerAttempts(body []byte) (int, bool) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(body, &obj); err != nil {
+		return 0, false
+	}
+	raw, ok := obj["attempts"]
+	if !ok {
+		return 0, false
+	}
+	return babelqueue.ParseAttemptsHeader(string(bytes.TrimSpace(raw)))
+}
+
+// Ack acknowledges msg: it will not be delivered again.
+func (t *Transport) Ack(_ context.Context, msg *babelqueue.ReceivedMessage) error {
+	d := deliveryOf(msg)
+	if d == nil {
+		return fmt.Errorf("pulsar: ack: %w: message was not received from this binding", babelqueue.ErrInvalidOption)
+	}
+	if t.isClosed() {
+		return errClosed("ack")
+	}
+	if err := d.consumer.Ack(d.msg); err != nil {
+		return fmt.Errorf("pulsar: ack on %s: %w", d.topic, err)
+	}
+	return nil
+}
+
+// Nack negatively acknowledges msg: the broker delivers it again after the
+// nack redelivery delay, with a higher redelivery count on Shared and
+// KeyShared subscriptions.
+func (t *Transport) Nack(_ context.Context, msg *babelqueue.ReceivedMessage) error {
+	d := deliveryOf(msg)
+	if d == nil {
+		return fmt.Errorf("pulsar: nack: %w: message was not received from this binding", babelqueue.ErrInvalidOption)
+	}
+	if t.isClosed() {
+		return errClosed("nack")
+	}
+	d.consumer.Nack(d.msg)
+	return nil
+}

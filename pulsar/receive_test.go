@@ -1,0 +1,166 @@
+package pulsar
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/google/go-cmp/cmp"
+)
+
+func bodyWithAttempts(raw string) string {
+	return `{"job":"urn:a","trace_id":"t","data":{},"meta":{"id":"i","queue":"q","lang":"go","schema_version":1,"created_at":1},"attempts":` + raw + `}`
+}
+
+func TestPopAppliesThePulsarAttemptsRule(t *testing.T) {
+	tests := []struct {
+		name       string
+		body       string
+		props      map[string]string
+		redelivery uint32
+		want       string // body attempts after Pop; "" means body unchanged
+	}{
+		{name: "first delivery", body: bodyWithAttempts("0"), want: ""},
+		{name: "redelivery count floors", body: bodyWithAttempts("0"), redelivery: 2, want: "2"},
+		{name: "property wins over body", body: bodyWithAttempts("0"), props: map[string]string{"bq-attempts": "2"}, want: "2"},
+		{name: "property lower than body is authoritative", body: bodyWithAttempts("4"), props: map[string]string{"bq-attempts": "1"}, want: "1"},
+		{name: "max of property and redelivery", body: bodyWithAttempts("0"), props: map[string]string{"bq-attempts": "1"}, redelivery: 3, want: "3"},
+		{name: "invalid property falls back to body", body: bodyWithAttempts("1"), props: map[string]string{"bq-attempts": "-2"}, want: ""},
+		{name: "blank property falls back to body", body: bodyWithAttempts("1"), props: map[string]string{"bq-attempts": " "}, redelivery: 1, want: ""},
+		{name: "out of range property falls back", body: bodyWithAttempts("0"), props: map[string]string{"bq-attempts": "2147483648"}, want: ""},
+		{name: "non-integer attempts not rewritten", body: bodyWithAttempts(`"1"`), redelivery: 4, want: ""},
+		{name: "fractional attempts not rewritten", body: bodyWithAttempts(`1.5`), redelivery: 4, want: ""},
+		{name: "missing attempts not rewritten", body: `{"job":"urn:a","trace_id":"t","data":{}}`, redelivery: 4, want: ""},
+		{name: "not json not rewritten", body: "\xff\x00raw", redelivery: 4, want: ""},
+		{name: "gated message not rewritten", body: bodyWithAttempts("0"), props: map[string]string{"bq-schema-version": "2"}, redelivery: 2, want: ""},
+		{name: "body version gated not rewritten", redelivery: 2, want: "",
+			body: `{"job":"urn:a","trace_id":"t","data":{},"meta":{"id":"i","queue":"q","lang":"go","schema_version":2,"created_at":1},"attempts":0}`},
+		{name: "schema version 1 property still reconciles", body: bodyWithAttempts("0"), props: map[string]string{"bq-schema-version": "1"}, redelivery: 1, want: "1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newFake(t, WithSubscriptionType(pulsar.Shared))
+			s.fc.consumer("q").ch <- &fakeMessage{payload: []byte(tt.body), props: tt.props, redelivery: tt.redelivery}
+			msg, err := s.tr.Pop(context.Background(), "q", time.Second)
+			if err != nil || msg == nil {
+				t.Fatalf("Pop = %v, %v", msg, err)
+			}
+			want := tt.body
+			if tt.want != "" {
+				if n, _ := integerAttempts([]byte(msg.Body)); strconv.Itoa(n) != tt.want {
+					t.Fatalf("body attempts = %d in %s, want %s", n, msg.Body, tt.want)
+				}
+				// Everything but the attempts value is kept.
+				want = strings.Replace(tt.body, `"attempts":`+attemptsOf(tt.body), `"attempts":`+tt.want, 1)
+			}
+			if msg.Body != want {
+				t.Errorf("body = %s\nwant  %s", msg.Body, want)
+			}
+			if len(tt.props) == 0 {
+				if len(msg.Headers) != 0 {
+					t.Errorf("headers = %v, want none", msg.Headers)
+				}
+			} else if diff := cmp.Diff(tt.props, msg.Headers); diff != "" {
+				t.Errorf("headers (-want +got):\n%s", diff)
+			}
+			if msg.Queue != "q" || Message(msg) == nil {
+				t.Errorf("queue %q, handle %v", msg.Queue, msg.Handle)
+			}
+		})
+	}
+}
+
+func attemptsOf(body string) string {
+	i := strings.LastIndex(body, `"attempts":`)
+	rest := body[i+len(`"attempts":`):]
+	return strings.TrimSuffix(rest, "}")
+}
+
+func TestPopKeepsBodyBytesWhenAttemptsUnchanged(t *testing.T) {
+	s := newFake(t, WithSubscriptionType(pulsar.Shared))
+	odd := "{ \"attempts\" : 2 ,\n \"job\":\"urn:a\", \"unknown\": [1,2] }"
+	s.fc.consumer("q").ch <- &fakeMessage{payload: []byte(odd), props: map[string]string{"bq-attempts": "2"}, redelivery: 1}
+	msg, err := s.tr.Pop(context.Background(), "q", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg.Body != odd {
+		t.Errorf("body rewritten although attempts did not change: %q", msg.Body)
+	}
+}
+
+func TestPopTimeoutReturnsNil(t *testing.T) {
+	s := newFake(t, WithSubscriptionType(pulsar.Shared), WithMaxWait(20*time.Millisecond))
+	msg, err := s.tr.Pop(context.Background(), "q", 0)
+	if msg != nil || err != nil {
+		t.Fatalf("Pop on an empty queue = %v, %v; want nil, nil", msg, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.tr.Pop(ctx, "q", time.Second); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Pop with a cancelled context = %v, want context.Canceled", err)
+	}
+}
+
+func TestPopSubscribesWithOptions(t *testing.T) {
+	s := newFake(t, WithSubscriptionType(pulsar.KeyShared), WithSubscription("billing"),
+		WithTopicPrefix("acme", "prod"), WithNackRedeliveryDelay(250*time.Millisecond),
+		WithInitialPosition(pulsar.SubscriptionPositionLatest),
+		WithConsumerOptions(func(o *pulsar.ConsumerOptions) { o.Name = "c1" }))
+	if _, err := s.tr.Pop(context.Background(), "orders", time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.tr.Pop(context.Background(), "orders", time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	fc := s.fc.consumer("persistent://acme/prod/orders")
+	o := fc.opts
+	if o.Topic != "persistent://acme/prod/orders" || o.SubscriptionName != "billing" || o.Type != pulsar.KeyShared ||
+		o.NackRedeliveryDelay != 250*time.Millisecond || o.SubscriptionInitialPosition != pulsar.SubscriptionPositionLatest ||
+		o.Name != "c1" {
+		t.Errorf("consumer options = %+v", o)
+	}
+	if len(s.fc.consumers) != 1 {
+		t.Errorf("subscribed %d times, want once", len(s.fc.consumers))
+	}
+}
+
+func TestPopSubscribeErrorIsReturnedAndRetried(t *testing.T) {
+	s := newFake(t, WithSubscriptionType(pulsar.Shared))
+	s.fc.subscribeErr = errors.New("broker down")
+	if _, err := s.tr.Pop(context.Background(), "q", time.Millisecond); err == nil || !strings.Contains(err.Error(), "broker down") {
+		t.Fatalf("Pop = %v, want the subscribe error", err)
+	}
+	s.fc.subscribeErr = nil
+	if _, err := s.tr.Pop(context.Background(), "q", time.Millisecond); err != nil {
+		t.Fatalf("Pop after the broker came back = %v", err)
+	}
+}
+
+func TestAckAndNack(t *testing.T) {
+	s := newFake(t, WithSubscriptionType(pulsar.Shared))
+	ctx := context.Background()
+	fc := s.fc.consumer("q")
+	fc.ch <- &fakeMessage{payload: []byte(envelope)}
+	fc.ch <- &fakeMessage{payload: []byte(envelope)}
+	a, _ := s.tr.Pop(ctx, "q", time.Second)
+	n, _ := s.tr.Pop(ctx, "q", time.Second)
+	if err := s.tr.Ack(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.tr.Nack(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	if fc.acked[0] != Message(a) || fc.nacked[0] != Message(n) || len(fc.acked) != 1 || len(fc.nacked) != 1 {
+		t.Errorf("acked %v nacked %v", fc.acked, fc.nacked)
+	}
+	foreign := &babelqueue.ReceivedMessage{Body: envelope}
+	if err := s.tr.Ack(ctx, foreign); !errors.Is(err, babelqueue.ErrInvalidOption) {
+		t.Errorf("Ack of a foreign message = %v", err)
+	}
+}
