@@ -164,7 +164,8 @@ func DeadLetterOf(body []byte) (*DeadLetter, bool) {
 // after the known ones). Every other byte of body is unchanged; a missing
 // attempts key or dead_letter block is inserted after the last member, in
 // that order. body must be a JSON object (else the error wraps ErrPoison);
-// a negative dl.Attempts is rejected with ErrInvalidEnvelope.
+// a dl.Attempts outside [0, MaxAttemptsValue] is rejected with
+// ErrInvalidEnvelope.
 func AnnotateDeadLetter(body []byte, dl DeadLetter) ([]byte, error) {
 	b, err := SetAttempts(body, dl.Attempts)
 	if err != nil {
@@ -205,11 +206,11 @@ func ClearDeadLetter(body []byte) ([]byte, error) {
 // to n (SPEC 2.4): only the bytes of that value change. When body has no
 // attempts key, `"attempts":n` is inserted after the last member. When the
 // key is repeated, the last occurrence (the one JSON readers keep) changes.
-// body must be a JSON object (else the error wraps ErrPoison); n must not be
-// negative (else ErrInvalidEnvelope).
+// body must be a JSON object (else the error wraps ErrPoison); n must be in
+// [0, MaxAttemptsValue] (else ErrInvalidEnvelope).
 func SetAttempts(body []byte, n int) ([]byte, error) {
-	if n < 0 {
-		return nil, fmt.Errorf("%w: attempts %d is negative", ErrInvalidEnvelope, n)
+	if n < 0 || n > MaxAttemptsValue {
+		return nil, fmt.Errorf("%w: attempts %d is out of range [0, %d]", ErrInvalidEnvelope, n, MaxAttemptsValue)
 	}
 	l, err := locateTop(body, "attempts")
 	if err != nil {

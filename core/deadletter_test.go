@@ -48,8 +48,10 @@ func TestSetAttemptsErrors(t *testing.T) {
 			t.Errorf("SetAttempts(%q) err = %v, want ErrPoison", body, err)
 		}
 	}
-	if _, err := SetAttempts([]byte(`{}`), -1); !errors.Is(err, ErrInvalidEnvelope) {
-		t.Errorf("SetAttempts(-1) err = %v, want ErrInvalidEnvelope", err)
+	for _, n := range []int{-1, MaxAttemptsValue + 1} {
+		if _, err := SetAttempts([]byte(`{}`), n); !errors.Is(err, ErrInvalidEnvelope) {
+			t.Errorf("SetAttempts(%d) err = %v, want ErrInvalidEnvelope", n, err)
+		}
 	}
 }
 

@@ -21,7 +21,7 @@ import (
 // block and a new or changed one is written as AnnotateDeadLetter does.
 //
 // Encode fails with ErrInvalidEnvelope rather than write a body Decode would
-// reject: a blank Job or TraceID, a negative Attempts, or a
+// reject: a blank Job or TraceID, Attempts outside [0, MaxAttemptsValue], or a
 // Meta.SchemaVersion other than SchemaVersion.
 func (e *Envelope) Encode() ([]byte, error) {
 	if err := e.check(); err != nil {
@@ -39,12 +39,12 @@ func (e *Envelope) check() error {
 		return fmt.Errorf("%w: job is blank", ErrInvalidEnvelope)
 	case IsBlank(e.TraceID):
 		return fmt.Errorf("%w: trace_id is blank", ErrInvalidEnvelope)
-	case e.Attempts < 0:
-		return fmt.Errorf("%w: attempts %d is negative", ErrInvalidEnvelope, e.Attempts)
+	case e.Attempts < 0 || e.Attempts > MaxAttemptsValue:
+		return fmt.Errorf("%w: attempts %d is out of range [0, %d]", ErrInvalidEnvelope, e.Attempts, MaxAttemptsValue)
 	case e.Meta.SchemaVersion != SchemaVersion:
 		return fmt.Errorf("%w: schema version %d (this SDK writes %d)", ErrInvalidEnvelope, e.Meta.SchemaVersion, SchemaVersion)
-	case e.DeadLetter != nil && e.DeadLetter.Attempts < 0:
-		return fmt.Errorf("%w: dead_letter.attempts %d is negative", ErrInvalidEnvelope, e.DeadLetter.Attempts)
+	case e.DeadLetter != nil && (e.DeadLetter.Attempts < 0 || e.DeadLetter.Attempts > MaxAttemptsValue):
+		return fmt.Errorf("%w: dead_letter.attempts %d is out of range [0, %d]", ErrInvalidEnvelope, e.DeadLetter.Attempts, MaxAttemptsValue)
 	}
 	return nil
 }

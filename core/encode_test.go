@@ -89,6 +89,7 @@ func TestEncodeRejectsWhatDecodeRejects(t *testing.T) {
 		{"blank job", base(), func(e *Envelope) { e.Job = " " }},
 		{"blank trace", base(), func(e *Envelope) { e.TraceID = "" }},
 		{"negative attempts", base(), func(e *Envelope) { e.Attempts = -1 }},
+		{"attempts too large", base(), func(e *Envelope) { e.Attempts = MaxAttemptsValue + 1 }},
 		{"schema version", base(), func(e *Envelope) { e.Meta.SchemaVersion = 2 }},
 		{"zero envelope", &Envelope{}, func(*Envelope) {}},
 		{"negative dead letter attempts", base(), func(e *Envelope) { e.DeadLetter = &DeadLetter{Attempts: -2} }},
