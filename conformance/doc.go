@@ -1,2 +1,24 @@
-// Package conformance runs the BabelQueue conformance suite against the Go bindings.
+// Package conformance loads a BabelQueue conformance suite directory and runs
+// its blocks against one or more bindings.
+//
+// A suite directory holds manifest.json, fixtures/*.json and
+// schema/message-envelope.schema.json, in the format of the canonical
+// BabelQueue conformance suite: a top-level "cases" array of envelope
+// fixtures, and broker blocks such as "kafka" and "pulsar" whose members
+// ("property_projection", "attempts_reconciliation", "schema_version_gate")
+// are blocks of their own. This module's suite (DefaultSuite) adds a
+// "babelqueue_go" object whose members cover every other rule of the
+// contract; the format of each is documented in the suite's manifest.
+//
+// A block is named by its path in the manifest: "cases", "kafka.property_projection",
+// "babelqueue_go.blank". A top-level object that holds a "cases" array
+// directly (such as "roundtrip") is one block; any other top-level object is
+// a group whose object-valued members are the blocks.
+//
+// A binding is anything with a Name. It takes part in a block by
+// implementing that block's capability interface (EnvelopeDecoder,
+// KafkaProjector, Classifier, ...). A block the binding does not implement,
+// and a block this runner does not know, are reported as skipped — never as
+// passed. Binding tests call Run; the bqconform command runs every linked
+// binding and prints the matrix.
 package conformance

@@ -2,6 +2,12 @@ module github.com/babelqueue/babelqueue-go/conformance
 
 go 1.25
 
-require github.com/babelqueue/babelqueue-go/core v0.1.0
+require (
+	github.com/babelqueue/babelqueue-go/core v0.1.0
+	github.com/google/go-cmp v0.7.0
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+)
+
+require golang.org/x/text v0.14.0 // indirect
 
 replace github.com/babelqueue/babelqueue-go/core => ../core

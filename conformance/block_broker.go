@@ -1,0 +1,278 @@
+package conformance
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+)
+
+func init() {
+	register("kafka.property_projection", runKafkaProjection)
+	register("kafka.attempts_reconciliation", runKafkaReconciliation)
+	register("kafka.schema_version_gate", runVersionGate(func(b Binding) (gateFunc, bool) {
+		g, ok := b.(KafkaVersionGate)
+		if !ok {
+			return nil, false
+		}
+		return g.AdmitKafka, true
+	}))
+	register("pulsar.property_projection", runPulsarProjection)
+	register("pulsar.attempts_reconciliation", runPulsarReconciliation)
+	register("pulsar.schema_version_gate", runVersionGate(func(b Binding) (gateFunc, bool) {
+		g, ok := b.(PulsarVersionGate)
+		if !ok {
+			return nil, false
+		}
+		return g.AdmitPulsar, true
+	}))
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// compareHeaderSet checks that got holds exactly the headers of want, each
+// once.
+func compareHeaderSet(got []Header, want map[string]string) error {
+	var errs []string
+	seen := map[string]int{}
+	for _, h := range got {
+		seen[h.Key]++
+		w, ok := want[h.Key]
+		switch {
+		case !ok:
+			errs = append(errs, fmt.Sprintf("unexpected header %s=%q", h.Key, h.Value))
+		case h.Value != w:
+			errs = append(errs, fmt.Sprintf("%s = %q, want %q", h.Key, h.Value, w))
+		}
+	}
+	for _, k := range sortedKeys(want) {
+		switch seen[k] {
+		case 0:
+			errs = append(errs, fmt.Sprintf("missing header %s=%q", k, want[k]))
+		case 1:
+		default:
+			errs = append(errs, fmt.Sprintf("header %s written %d times", k, seen[k]))
+		}
+	}
+	return joinErrs(errs)
+}
+
+type projectionBlock struct {
+	EnvelopeFile string            `json:"envelope_file"`
+	Headers      map[string]string `json:"headers"`
+	Properties   map[string]string `json:"properties"`
+}
+
+func runKafkaProjection(_ context.Context, s *Suite, raw json.RawMessage, b Binding) ([]namedCase, bool, error) {
+	var blk projectionBlock
+	if err := decodeBlock(raw, &blk); err != nil {
+		return nil, false, err
+	}
+	p, ok := b.(KafkaProjector)
+	if !ok {
+		return nil, false, nil
+	}
+	return []namedCase{{name: blk.EnvelopeFile, run: func() error {
+		body, err := s.ReadFile(blk.EnvelopeFile)
+		if err != nil {
+			return err
+		}
+		got, err := p.KafkaHeaders(body)
+		if err != nil {
+			return fmt.Errorf("project: %v", err)
+		}
+		return compareHeaderSet(got, blk.Headers)
+	}}}, true, nil
+}
+
+func runPulsarProjection(_ context.Context, s *Suite, raw json.RawMessage, b Binding) ([]namedCase, bool, error) {
+	var blk projectionBlock
+	if err := decodeBlock(raw, &blk); err != nil {
+		return nil, false, err
+	}
+	p, ok := b.(PulsarProjector)
+	if !ok {
+		return nil, false, nil
+	}
+	return []namedCase{{name: blk.EnvelopeFile, run: func() error {
+		body, err := s.ReadFile(blk.EnvelopeFile)
+		if err != nil {
+			return err
+		}
+		got, err := p.PulsarProperties(body)
+		if err != nil {
+			return fmt.Errorf("project: %v", err)
+		}
+		list := make([]Header, 0, len(got))
+		for _, k := range sortedKeys(got) {
+			list = append(list, Header{Key: k, Value: got[k]})
+		}
+		return compareHeaderSet(list, blk.Properties)
+	}}}, true, nil
+}
+
+// attemptsValue is header_attempts/property: null or absent = absent, an
+// integer = its decimal text, a string = that raw value.
+type attemptsValue struct {
+	present bool
+	raw     string
+}
+
+func (a *attemptsValue) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	a.present = true
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err == nil {
+		if _, err := strconv.ParseInt(string(n), 10, 64); err != nil {
+			return fmt.Errorf("attempts value %s is not an integer", b)
+		}
+		a.raw = string(n)
+		return nil
+	}
+	return json.Unmarshal(b, &a.raw)
+}
+
+type reconciliationBlock struct {
+	Cases []struct {
+		Name             string        `json:"name"`
+		BodyAttempts     int           `json:"body_attempts"`
+		HeaderAttempts   attemptsValue `json:"header_attempts"`
+		Property         attemptsValue `json:"property_attempts"`
+		RedeliveryCount  int           `json:"redelivery_count"`
+		ExpectedAttempts int           `json:"expected_attempts"`
+	} `json:"cases"`
+}
+
+func runKafkaReconciliation(_ context.Context, _ *Suite, raw json.RawMessage, b Binding) ([]namedCase, bool, error) {
+	var blk reconciliationBlock
+	if err := decodeBlock(raw, &blk); err != nil {
+		return nil, false, err
+	}
+	r, ok := b.(KafkaReconciler)
+	if !ok {
+		return nil, false, nil
+	}
+	var out []namedCase
+	for i, c := range blk.Cases {
+		out = append(out, namedCase{name: caseName(c.Name, i), run: func() error {
+			if got := r.ReconcileKafka(c.BodyAttempts, c.HeaderAttempts.raw, c.HeaderAttempts.present); got != c.ExpectedAttempts {
+				return fmt.Errorf("body %d, header %s: attempts = %d, want %d", c.BodyAttempts, describeAttempts(c.HeaderAttempts), got, c.ExpectedAttempts)
+			}
+			return nil
+		}})
+	}
+	return out, true, nil
+}
+
+func runPulsarReconciliation(_ context.Context, _ *Suite, raw json.RawMessage, b Binding) ([]namedCase, bool, error) {
+	var blk reconciliationBlock
+	if err := decodeBlock(raw, &blk); err != nil {
+		return nil, false, err
+	}
+	r, ok := b.(PulsarReconciler)
+	if !ok {
+		return nil, false, nil
+	}
+	var out []namedCase
+	for i, c := range blk.Cases {
+		out = append(out, namedCase{name: caseName(c.Name, i), run: func() error {
+			if got := r.ReconcilePulsar(c.BodyAttempts, c.Property.raw, c.Property.present, c.RedeliveryCount); got != c.ExpectedAttempts {
+				return fmt.Errorf("body %d, property %s, redelivery %d: attempts = %d, want %d", c.BodyAttempts, describeAttempts(c.Property), c.RedeliveryCount, got, c.ExpectedAttempts)
+			}
+			return nil
+		}})
+	}
+	return out, true, nil
+}
+
+func describeAttempts(a attemptsValue) string {
+	if !a.present {
+		return "absent"
+	}
+	return strconv.Quote(a.raw)
+}
+
+type gateFunc func(value string, present bool, body []byte) bool
+
+type gateBlock struct {
+	Property string `json:"property"`
+	Fixture  string `json:"fixture"`
+	Cases    []struct {
+		Name      string          `json:"name"`
+		Value     json.RawMessage `json:"value"`
+		Absent    bool            `json:"absent"`
+		ValueType string          `json:"value_type"`
+		Expect    string          `json:"expect"`
+	} `json:"cases"`
+}
+
+// runVersionGate runs a canonical schema_version_gate block: the fixture
+// body with the header set to each value must be decoded or rejected.
+func runVersionGate(capability func(Binding) (gateFunc, bool)) blockRunner {
+	return func(_ context.Context, s *Suite, raw json.RawMessage, b Binding) ([]namedCase, bool, error) {
+		var blk gateBlock
+		if err := decodeBlock(raw, &blk); err != nil {
+			return nil, false, err
+		}
+		gate, ok := capability(b)
+		if !ok {
+			return nil, false, nil
+		}
+		var out []namedCase
+		for i, c := range blk.Cases {
+			name := c.Name
+			if name == "" {
+				switch {
+				case c.Absent:
+					name = "absent"
+				default:
+					name = "value " + string(c.Value)
+				}
+				name = fmt.Sprintf("#%d %s", i+1, name)
+			}
+			out = append(out, namedCase{name: name, run: func() error {
+				value, present := "", false
+				switch {
+				case c.Absent || len(c.Value) == 0 || string(c.Value) == "null":
+				case c.Value[0] == '"':
+					if err := json.Unmarshal(c.Value, &value); err != nil {
+						return fmt.Errorf("%w: %v", ErrSuite, err)
+					}
+					present = true
+				default:
+					return skipCase{"non-string header values do not exist on this broker"}
+				}
+				if c.ValueType != "" {
+					return skipCase{"typed header values do not exist on this broker"}
+				}
+				var want bool
+				switch c.Expect {
+				case "decode":
+					want = true
+				case "reject":
+				default:
+					return fmt.Errorf("%w: expect must be decode or reject, got %q", ErrSuite, c.Expect)
+				}
+				body, err := s.ReadFile(blk.Fixture)
+				if err != nil {
+					return err
+				}
+				if got := gate(value, present, body); got != want {
+					return fmt.Errorf("%s %s: decoded = %v, want %v", blk.Property, describeAttempts(attemptsValue{present, value}), got, want)
+				}
+				return nil
+			}})
+		}
+		return out, true, nil
+	}
+}

@@ -1,0 +1,222 @@
+// Package corebinding runs the conformance suite against package babelqueue
+// (the core module): its envelope codec, dead-letter shaping and the pure
+// contract rules that every broker binding builds on.
+package corebinding
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+
+	"github.com/babelqueue/babelqueue-go/conformance"
+)
+
+// Binding is the core binding. Its zero value is ready to use.
+type Binding struct{}
+
+// New returns the core binding.
+func New() Binding { return Binding{} }
+
+// Compile-time proof of every capability the core binding implements.
+var (
+	_ conformance.EnvelopeDecoder      = Binding{}
+	_ conformance.EnvelopeProducer     = Binding{}
+	_ conformance.RoundTripper         = Binding{}
+	_ conformance.KafkaProjector       = Binding{}
+	_ conformance.PulsarProjector      = Binding{}
+	_ conformance.KafkaReconciler      = Binding{}
+	_ conformance.PulsarReconciler     = Binding{}
+	_ conformance.KafkaVersionGate     = Binding{}
+	_ conformance.PulsarVersionGate    = Binding{}
+	_ conformance.BlankRule            = Binding{}
+	_ conformance.AttemptsHeaderParser = Binding{}
+	_ conformance.Classifier           = Binding{}
+	_ conformance.AttemptsRewriter     = Binding{}
+	_ conformance.DeadLetterShaper     = Binding{}
+	_ conformance.PoisonShaper         = Binding{}
+	_ conformance.DeadLetterClearer    = Binding{}
+	_ conformance.AttemptsDecider      = Binding{}
+	_ conformance.HeaderMerger         = Binding{}
+)
+
+// Name returns "core".
+func (Binding) Name() string { return "core" }
+
+// DecodeEnvelope decodes body with babelqueue.Decode.
+func (Binding) DecodeEnvelope(body []byte) (*conformance.Decoded, error) {
+	env, err := babelqueue.Decode(body)
+	if err != nil {
+		return nil, err
+	}
+	d := &conformance.Decoded{
+		URN:           env.URN(),
+		TraceID:       env.TraceID,
+		MetaID:        env.Meta.ID,
+		CreatedAt:     env.Meta.CreatedAt,
+		Data:          env.Data(),
+		Attempts:      env.Attempts,
+		Lang:          env.Meta.Lang,
+		SchemaVersion: env.Meta.SchemaVersion,
+	}
+	if dl := env.DeadLetter; dl != nil {
+		d.DeadLetter = &conformance.DeadLetterInfo{Reason: dl.Reason, OriginalQueue: dl.OriginalQueue}
+	}
+	return d, nil
+}
+
+// ProduceEnvelope builds an envelope with babelqueue.Make and encodes it.
+func (Binding) ProduceEnvelope(urn, queue string, data json.RawMessage) ([]byte, error) {
+	env, err := babelqueue.Make(urn, data, babelqueue.WithQueue(queue))
+	if err != nil {
+		return nil, err
+	}
+	return env.Encode()
+}
+
+// IncrementAttempts decodes body, adds one to Attempts and encodes it.
+func (Binding) IncrementAttempts(body []byte) ([]byte, error) {
+	env, err := babelqueue.Decode(body)
+	if err != nil {
+		return nil, err
+	}
+	env.Attempts++
+	return env.Encode()
+}
+
+// KafkaHeaders returns the §6 header projection of body.
+func (Binding) KafkaHeaders(body []byte) ([]conformance.Header, error) {
+	return toHeaders(babelqueue.ProjectBody(body).Headers()), nil
+}
+
+// PulsarProperties returns the §5 property projection of body.
+func (Binding) PulsarProperties(body []byte) (map[string]string, error) {
+	props := map[string]string{}
+	for _, h := range babelqueue.ProjectBody(body).Headers() {
+		if _, dup := props[h.Key]; dup {
+			return nil, fmt.Errorf("property %s projected twice", h.Key)
+		}
+		props[h.Key] = h.Value
+	}
+	return props, nil
+}
+
+// ReconcileKafka applies babelqueue.ReconcileKafka.
+func (Binding) ReconcileKafka(bodyAttempts int, header string, present bool) int {
+	return babelqueue.ReconcileKafka(bodyAttempts, header, present)
+}
+
+// ReconcilePulsar applies babelqueue.ReconcilePulsar.
+func (Binding) ReconcilePulsar(bodyAttempts int, property string, present bool, redeliveryCount int) int {
+	return babelqueue.ReconcilePulsar(bodyAttempts, property, present, redeliveryCount)
+}
+
+// AdmitKafka applies the version gate to the header and then the
+// acceptance rule to body, as a consumer does.
+func (Binding) AdmitKafka(value string, present bool, body []byte) bool {
+	return admit(value, present, body)
+}
+
+// AdmitPulsar is AdmitKafka for the bq-schema-version property.
+func (Binding) AdmitPulsar(value string, present bool, body []byte) bool {
+	return admit(value, present, body)
+}
+
+func admit(value string, present bool, body []byte) bool {
+	if err := babelqueue.CheckSchemaVersionHeader(value, present); err != nil {
+		if !errors.Is(err, babelqueue.ErrUnsupportedSchemaVersion) {
+			panic(fmt.Sprintf("version gate error does not wrap ErrUnsupportedSchemaVersion: %v", err))
+		}
+		return false
+	}
+	return babelqueue.Accepts(body) == nil
+}
+
+// IsBlank applies babelqueue.IsBlank.
+func (Binding) IsBlank(s string) bool { return babelqueue.IsBlank(s) }
+
+// ParseAttemptsHeader applies babelqueue.ParseAttemptsHeader.
+func (Binding) ParseAttemptsHeader(raw string) (int, bool) {
+	return babelqueue.ParseAttemptsHeader(raw)
+}
+
+// ClassifyBody applies babelqueue.ClassifyBody, checking that its error
+// matches the class with errors.Is.
+func (Binding) ClassifyBody(body []byte) conformance.Class {
+	class, err := babelqueue.ClassifyBody(body)
+	switch class {
+	case babelqueue.ClassAccepted:
+		if err != nil {
+			return conformance.Class("accepted with error " + strconv.Quote(err.Error()))
+		}
+		return conformance.ClassAccepted
+	case babelqueue.ClassPoison:
+		if !errors.Is(err, babelqueue.ErrPoison) {
+			return conformance.Class(fmt.Sprintf("poison without ErrPoison (%v)", err))
+		}
+		return conformance.ClassPoison
+	case babelqueue.ClassUnsupportedVersion:
+		if !errors.Is(err, babelqueue.ErrUnsupportedSchemaVersion) {
+			return conformance.Class(fmt.Sprintf("unsupported_version without ErrUnsupportedSchemaVersion (%v)", err))
+		}
+		return conformance.ClassUnsupportedVersion
+	}
+	return conformance.Class(class.String())
+}
+
+// SetAttempts applies babelqueue.SetAttempts.
+func (Binding) SetAttempts(body []byte, n int) ([]byte, error) {
+	return babelqueue.SetAttempts(body, n)
+}
+
+// AnnotateDeadLetter applies babelqueue.AnnotateDeadLetter.
+func (Binding) AnnotateDeadLetter(body []byte, dl conformance.DeadLetter) ([]byte, error) {
+	return babelqueue.AnnotateDeadLetter(body, coreDeadLetter(dl))
+}
+
+// PoisonBody applies babelqueue.PoisonBody.
+func (Binding) PoisonBody(body []byte, dl conformance.DeadLetter) []byte {
+	return babelqueue.PoisonBody(body, coreDeadLetter(dl))
+}
+
+// ClearDeadLetter applies babelqueue.ClearDeadLetter.
+func (Binding) ClearDeadLetter(body []byte) ([]byte, error) {
+	return babelqueue.ClearDeadLetter(body)
+}
+
+// DecideAttempts applies babelqueue.Decide.
+func (Binding) DecideAttempts(reconciled, maxAttempts int, deadLetter bool) (string, int) {
+	d := babelqueue.Decide(reconciled, maxAttempts, deadLetter)
+	return d.Action.String(), d.Counted
+}
+
+// MergeHeaders applies babelqueue.MergeHeaders.
+func (Binding) MergeHeaders(contract []conformance.Header, extra map[string]string) []conformance.Header {
+	in := make([]babelqueue.Header, len(contract))
+	for i, h := range contract {
+		in[i] = babelqueue.Header{Key: h.Key, Value: h.Value}
+	}
+	return toHeaders(babelqueue.MergeHeaders(in, extra))
+}
+
+func toHeaders(hs []babelqueue.Header) []conformance.Header {
+	out := make([]conformance.Header, len(hs))
+	for i, h := range hs {
+		out[i] = conformance.Header{Key: h.Key, Value: h.Value}
+	}
+	return out
+}
+
+func coreDeadLetter(dl conformance.DeadLetter) babelqueue.DeadLetter {
+	return babelqueue.DeadLetter{
+		Reason:        dl.Reason,
+		Error:         dl.Error,
+		Exception:     dl.Exception,
+		FailedAt:      dl.FailedAt,
+		OriginalQueue: dl.OriginalQueue,
+		Attempts:      dl.Attempts,
+		Lang:          dl.Lang,
+	}
+}

@@ -1,0 +1,42 @@
+package corebinding_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/babelqueue/babelqueue-go/conformance"
+	"github.com/babelqueue/babelqueue-go/conformance/corebinding"
+)
+
+// bindingBlocks are the blocks that need a broker binding; the core
+// binding is expected to skip exactly these.
+var bindingBlocks = []string{
+	"babelqueue_go.kafka_retry_tier",
+	"babelqueue_go.kafka_delayed_publish",
+	"babelqueue_go.kafka_reinject_headers",
+	"babelqueue_go.kafka_reinject_wait",
+	"babelqueue_go.kafka_publish_from",
+	"babelqueue_go.pulsar_routing",
+	"babelqueue_go.version_gate_settlement",
+}
+
+// TestSuite runs the whole embedded suite against package babelqueue.
+func TestSuite(t *testing.T) {
+	rep := conformance.Run(t, "", corebinding.New())
+	var skipped []string
+	for _, r := range rep.Results {
+		if r.Status() == conformance.StatusSkipped {
+			skipped = append(skipped, r.Block)
+		}
+		if r.Skipped > 0 && r.Passed > 0 {
+			t.Errorf("%s: %d cases skipped inside a block core implements: %s", r.Block, r.Skipped, r.Reason)
+		}
+	}
+	if !slices.Equal(skipped, bindingBlocks) {
+		t.Errorf("skipped blocks = %q, want only the binding blocks %q", skipped, bindingBlocks)
+	}
+	passed, _, _ := rep.Totals()
+	if passed < 250 {
+		t.Errorf("only %d cases passed; the suite lost cases", passed)
+	}
+}

@@ -1,0 +1,46 @@
+package conformance
+
+import (
+	"context"
+	"testing"
+)
+
+// Run loads the suite in suiteDir (the embedded DefaultSuite when suiteDir
+// is "") and runs it against b as subtests named block/case: a failed case
+// fails the test, a skipped block or case is reported with t.Skip. It
+// returns the report so a binding test can assert more, for example that a
+// block it claims to implement was not skipped.
+func Run(t *testing.T, suiteDir string, b Binding) *Report {
+	t.Helper()
+	var (
+		s   *Suite
+		err error
+	)
+	if suiteDir == "" {
+		s, err = DefaultSuite()
+	} else {
+		s, err = LoadDir(suiteDir)
+	}
+	if err != nil {
+		t.Fatalf("load suite: %v", err)
+	}
+	rep := RunSuite(context.Background(), s, b)
+	for _, res := range rep.Results {
+		t.Run(res.Block, func(t *testing.T) {
+			if res.Status() == StatusSkipped && len(res.Cases) == 0 {
+				t.Skipf("%s: %s", res.Binding, res.Reason)
+			}
+			for _, c := range res.Cases {
+				t.Run(c.Name, func(t *testing.T) {
+					switch c.Status {
+					case StatusFailed:
+						t.Error(c.Message)
+					case StatusSkipped:
+						t.Skip(c.Message)
+					}
+				})
+			}
+		})
+	}
+	return rep
+}
