@@ -154,7 +154,7 @@ func runKafkaPublishFrom(ctx context.Context, s *Suite, raw json.RawMessage, b B
 			Queue:    c.Queue, Body: body,
 		})
 		if err != nil {
-			return fmt.Errorf("publish from: %v", err)
+			return fmt.Errorf("publish from: %w", err)
 		}
 		wantKey, err := c.Expected.bytesOf(s, c.Expected.Key)
 		if err != nil {
@@ -247,7 +247,7 @@ func runVersionGateSettlement(ctx context.Context, s *Suite, raw json.RawMessage
 			MaxAttempts: c.MaxAttempts, RedeliveryCount: c.RedeliveryCount, UnknownURNStrategy: c.UnknownURNStrategy,
 		})
 		if err != nil {
-			return fmt.Errorf("settle: %v", err)
+			return fmt.Errorf("settle: %w", err)
 		}
 		e := c.Expected
 		var errs []string

@@ -87,7 +87,7 @@ func runKafkaProjection(_ context.Context, s *Suite, raw json.RawMessage, b Bind
 		}
 		got, err := p.KafkaHeaders(body)
 		if err != nil {
-			return fmt.Errorf("project: %v", err)
+			return fmt.Errorf("project: %w", err)
 		}
 		return compareHeaderSet(got, blk.Headers)
 	}}}, true, nil
@@ -109,7 +109,7 @@ func runPulsarProjection(_ context.Context, s *Suite, raw json.RawMessage, b Bin
 		}
 		got, err := p.PulsarProperties(body)
 		if err != nil {
-			return fmt.Errorf("project: %v", err)
+			return fmt.Errorf("project: %w", err)
 		}
 		list := make([]Header, 0, len(got))
 		for _, k := range sortedKeys(got) {

@@ -62,7 +62,7 @@ func runSetAttempts(_ context.Context, s *Suite, raw json.RawMessage, b Binding)
 		}
 		got, err := r.SetAttempts(in, c.Attempts)
 		if err != nil {
-			return fmt.Errorf("set attempts: %v", err)
+			return fmt.Errorf("set attempts: %w", err)
 		}
 		return exactOutput(s, got, c.Output)
 	})
@@ -105,7 +105,7 @@ func runDeadLetterShape(_ context.Context, s *Suite, raw json.RawMessage, b Bind
 		}
 		got, err := sh.AnnotateDeadLetter(in, c.DeadLetter.value())
 		if err != nil {
-			return fmt.Errorf("annotate: %v", err)
+			return fmt.Errorf("annotate: %w", err)
 		}
 		return exactOutput(s, got, c.Output)
 	})
@@ -135,7 +135,7 @@ func runRedriveBody(_ context.Context, s *Suite, raw json.RawMessage, b Binding)
 		}
 		got, err := cl.ClearDeadLetter(in)
 		if err != nil {
-			return fmt.Errorf("clear dead letter: %v", err)
+			return fmt.Errorf("clear dead letter: %w", err)
 		}
 		return exactOutput(s, got, c.Output)
 	})
@@ -155,7 +155,7 @@ func runKafkaHeaderProjection(_ context.Context, s *Suite, raw json.RawMessage, 
 		}
 		got, err := p.KafkaHeaders(in)
 		if err != nil {
-			return fmt.Errorf("project: %v", err)
+			return fmt.Errorf("project: %w", err)
 		}
 		return compareHeaderList(got, c.Headers)
 	})

@@ -157,7 +157,7 @@ func runDataShape(_ context.Context, s *Suite, raw json.RawMessage, b Binding) (
 				}
 				body, err := prod.ProduceEnvelope(c.URN, c.Queue, c.Data)
 				if err != nil {
-					return fmt.Errorf("produce: %v", err)
+					return fmt.Errorf("produce: %w", err)
 				}
 				var top map[string]json.RawMessage
 				if err := json.Unmarshal(body, &top); err != nil {
@@ -220,7 +220,7 @@ func runRoundTrip(_ context.Context, s *Suite, raw json.RawMessage, b Binding) (
 			}
 			got, err := rt.IncrementAttempts(body)
 			if err != nil {
-				return fmt.Errorf("round trip: %v", err)
+				return fmt.Errorf("round trip: %w", err)
 			}
 			doc, err := parseJSON(got)
 			if err != nil {

@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 )
 
@@ -25,6 +26,11 @@ type blockRunner func(ctx context.Context, s *Suite, raw json.RawMessage, b Bind
 type skipCase struct{ reason string }
 
 func (e skipCase) Error() string { return e.reason }
+
+// Skip returns an error that a capability method returns to report that the
+// binding cannot run this case; reason says why. The case is reported as
+// skipped, never as passed. Wrapping the error keeps its meaning.
+func Skip(reason string) error { return skipCase{reason} }
 
 // knownBlocks maps block ids to their runners.
 var knownBlocks = map[string]blockRunner{}
@@ -80,7 +86,8 @@ func runBlock(ctx context.Context, s *Suite, blk Block, b Binding) (res Result) 
 	for _, c := range cases {
 		cr := CaseResult{Name: c.name, Status: StatusPassed}
 		if err := protect(c.run); err != nil {
-			if sk, isSkip := err.(skipCase); isSkip {
+			var sk skipCase
+			if errors.As(err, &sk) {
 				cr.Status, cr.Message = StatusSkipped, sk.reason
 				res.Skipped++
 				if res.Reason == "" {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -239,5 +240,22 @@ func TestDefaultSuiteMatchesDirectory(t *testing.T) {
 	entries, err := os.ReadDir(filepath.Join("suite", "fixtures"))
 	if err != nil || len(entries) == 0 {
 		t.Fatalf("fixtures: %v", err)
+	}
+}
+
+// settleSkipper reports every gate settlement case as one it cannot run.
+type settleSkipper struct{}
+
+func (settleSkipper) Name() string { return "skipper" }
+func (settleSkipper) SettleVersionGated(context.Context, GatedDelivery) (GatedOutcome, error) {
+	return GatedOutcome{}, fmt.Errorf("wrapped: %w", Skip("cannot redeliver"))
+}
+
+func TestBindingSkipIsReportedSkipped(t *testing.T) {
+	manifest := `{"babelqueue_go": {"version_gate_settlement": {"cases": [{"name": "a", "queue": "q", "body": {"text": "{}"}, "expected": {}}]}}}`
+	rep := RunSuite(context.Background(), suiteOf(t, manifest, nil), settleSkipper{})
+	r := rep.Results[0]
+	if r.Status() != StatusSkipped || r.Skipped != 1 || r.Cases[0].Message != "cannot redeliver" {
+		t.Fatalf("result = %+v, want the case skipped with the binding's reason", r)
 	}
 }

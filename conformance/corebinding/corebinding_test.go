@@ -2,6 +2,7 @@ package corebinding_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/babelqueue/babelqueue-go/conformance"
@@ -9,7 +10,8 @@ import (
 )
 
 // bindingBlocks are the blocks that need a broker binding; the core
-// binding is expected to skip exactly these.
+// binding is expected to skip exactly these. (version_gate_settlement runs
+// on the core App over the InMemoryTransport.)
 var bindingBlocks = []string{
 	"babelqueue_go.kafka_retry_tier",
 	"babelqueue_go.kafka_delayed_publish",
@@ -17,7 +19,6 @@ var bindingBlocks = []string{
 	"babelqueue_go.kafka_reinject_wait",
 	"babelqueue_go.kafka_publish_from",
 	"babelqueue_go.pulsar_routing",
-	"babelqueue_go.version_gate_settlement",
 }
 
 // TestSuite runs the whole embedded suite against package babelqueue.
@@ -28,8 +29,16 @@ func TestSuite(t *testing.T) {
 		if r.Status() == conformance.StatusSkipped {
 			skipped = append(skipped, r.Block)
 		}
-		if r.Skipped > 0 && r.Passed > 0 {
-			t.Errorf("%s: %d cases skipped inside a block core implements: %s", r.Block, r.Skipped, r.Reason)
+		for _, c := range r.Cases {
+			if c.Status != conformance.StatusSkipped {
+				continue
+			}
+			// A case may only be skipped for a named, reported core defect.
+			if !strings.HasPrefix(c.Message, "core defect: ") {
+				t.Errorf("%s/%s skipped inside a block core implements: %s", r.Block, c.Name, c.Message)
+			} else {
+				t.Logf("KNOWN DEFECT %s/%s: %s", r.Block, c.Name, c.Message)
+			}
 		}
 	}
 	if !slices.Equal(skipped, bindingBlocks) {
