@@ -1,2 +1,55 @@
-// Package kafka is the Apache Kafka binding of BabelQueue (broker-bindings §6).
+// Package kafka is the Apache Kafka binding of BabelQueue (broker-bindings
+// §6), a babelqueue.Transport on the pure-Go github.com/segmentio/kafka-go.
+//
+// # Records
+//
+// The record value is the envelope, byte for byte. The contract fields are
+// projected onto record headers (UTF-8): bq-job, bq-trace-id,
+// bq-message-id, bq-schema-version, bq-source-lang and bq-attempts, so a
+// peer in another language routes on bq-job without parsing the body. The
+// record timestamp is meta.created_at. Keys are placed with the Java
+// client's murmur2 partitioner (Murmur2Balancer), so a Go and a Java
+// producer put a key on the same partition, and every republish keeps the
+// key byte for byte.
+//
+//	tr, err := kafka.New(kafka.WithBrokers("127.0.0.1:9092"), kafka.WithGroupID("orders-workers"))
+//	app := babelqueue.NewApp(tr, babelqueue.WithDefaultQueue("orders"))
+//
+// # Publishing
+//
+// Writes are acknowledged by the broker before a publish returns. A lone
+// Publish waits at most the linger (WithLinger, 1ms) instead of kafka-go's
+// one-second batch timeout; concurrent publishers to a partition share a
+// produce request, and PublishBatch hands many records to the writer at
+// once.
+//
+// # Consuming
+//
+// Pop fetches without committing and Ack commits afterwards
+// (process-then-commit, at-least-once). Commits are batched
+// (WithCommitInterval) and flushed when a reader closes or loses its
+// partitions. The bq-attempts header is the authoritative retry counter:
+// when it differs from the body's attempts, Pop rewrites only that number.
+// A record whose bq-schema-version header is present, not blank and not 1
+// is handed over untouched for the App to dead-letter unchanged (Forward);
+// the OnSchemaVersionRejected hook names the version. Rewind puts the group
+// back at a record that must not be committed past.
+//
+// # Retry tiers
+//
+// Kafka has no delayed delivery. With WithRetryTiers, a retry goes to the
+// tier topic RetryTopic(topic, n) chosen from the attempt count
+// (PublishRetryForAttempt) and a delayed publish to the smallest tier that
+// covers the delay (PublishDelayed); a Reinjector carries the records back
+// to their work topic once the tier has elapsed. EnsureTopics creates the
+// work topic, its tiers (LogAppendTime) and its dead-letter topic.
+//
+// # Known limitations
+//
+//   - kafka-go delivers an empty record key as nil, so a record produced
+//     with an empty key is republished with a null key.
+//   - kafka-go reads a record's own timestamp and ignores the
+//     LogAppendTime flag of its batch, so the Reinjector anchors its wait
+//     on the producer's timestamp even on a LogAppendTime topic. This
+//     binding stamps retry-tier records with the publish time.
 package kafka

@@ -2,6 +2,22 @@ module github.com/babelqueue/babelqueue-go/kafka
 
 go 1.25
 
-require github.com/babelqueue/babelqueue-go/core v0.1.0
+require (
+	github.com/babelqueue/babelqueue-go/core v0.1.0
+	github.com/google/go-cmp v0.7.0
+	github.com/segmentio/kafka-go v0.4.51
+)
+
+require (
+	github.com/babelqueue/babelqueue-go/conformance v0.1.0
+	github.com/klauspost/compress v1.15.9 // indirect
+	github.com/pierrec/lz4/v4 v4.1.15 // indirect
+	github.com/xdg-go/pbkdf2 v1.0.0 // indirect
+	github.com/xdg-go/scram v1.1.2 // indirect
+	github.com/xdg-go/stringprep v1.0.4 // indirect
+	golang.org/x/text v0.23.0 // indirect
+)
 
 replace github.com/babelqueue/babelqueue-go/core => ../core
+
+replace github.com/babelqueue/babelqueue-go/conformance => ../conformance

@@ -1,0 +1,268 @@
+//go:build integration
+
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+)
+
+// The broker benchmarks run only with BQ_BENCH=1 (make bench). Each is
+// bounded in count and in time and prints one "bench:" line.
+
+func benchOnly(t *testing.T) {
+	if os.Getenv("BQ_BENCH") == "" {
+		t.Skip("set BQ_BENCH=1 to run the broker benchmarks")
+	}
+}
+
+func benchLine(name string, ours, raw float64) {
+	fmt.Printf("bench: %s ours=%.0f raw=%.0f ratio=%.2f\n", name, ours, raw, ours/raw)
+}
+
+// concurrently runs total calls of fn spread over workers goroutines and
+// returns the calls per second; it stops early after limit.
+func concurrently(t *testing.T, workers, total int, limit time.Duration, fn func(i int) error) float64 {
+	var next atomic.Int64
+	var failed atomic.Value
+	deadline := time.Now().Add(limit)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= total || time.Now().After(deadline) {
+					return
+				}
+				if err := fn(i); err != nil {
+					failed.Store(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		t.Fatal(err)
+	}
+	done := min(int(next.Load()), total)
+	return float64(done) / time.Since(start).Seconds()
+}
+
+func TestBenchKafkaPublish(t *testing.T) {
+	benchOnly(t)
+	tr := itTransport(t)
+	topic := uniq("bench-pub")
+	ensure(t, tr, topic, 3)
+	ctx := bgCtx(t, 5*time.Minute)
+	body := envelope(t, 0)
+	// Warm the metadata and the connections of both writers.
+	if err := tr.Publish(ctx, topic, body); err != nil {
+		t.Fatal(err)
+	}
+	raw := &kafkago.Writer{Addr: kafkago.TCP(brokerList(t)...), Balancer: &Murmur2Balancer{}, BatchTimeout: DefaultLinger,
+		BatchSize: DefaultBatchSize, BatchBytes: DefaultBatchBytes, RequiredAcks: kafkago.RequireAll, Transport: &kafkago.Transport{}}
+	defer raw.Close()
+	if err := raw.WriteMessages(ctx, kafkago.Message{Topic: topic, Value: []byte(body)}); err != nil {
+		t.Fatal(err)
+	}
+	const workers, total, limit = 64, 30000, 20 * time.Second
+	oursRate := concurrently(t, workers, total, limit, func(int) error { return tr.Publish(ctx, topic, body) })
+	rawRate := concurrently(t, workers, total, limit, func(int) error {
+		hs, ts := projection(body, time.Now())
+		return raw.WriteMessages(ctx, kafkago.Message{Topic: topic, Value: []byte(body), Headers: toKafkaHeaders(hs), Time: ts})
+	})
+	benchLine("kafka-publish-throughput", oursRate, rawRate)
+
+	const seq = 300
+	lat := make([]time.Duration, 0, seq)
+	for i := 0; i < seq; i++ {
+		start := time.Now()
+		if err := tr.Publish(ctx, topic, body); err != nil {
+			t.Fatal(err)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	fmt.Printf("bench: kafka-publish-seq-p50-ms value=%.2f\n", float64(lat[seq/2])/float64(time.Millisecond))
+	fmt.Printf("bench: kafka-publish-seq-p99-ms value=%.2f\n", float64(lat[seq*99/100])/float64(time.Millisecond))
+}
+
+func TestBenchKafkaConsume(t *testing.T) {
+	benchOnly(t)
+	const total = 20000
+	tr := itTransport(t)
+	topic := uniq("bench-consume")
+	ensure(t, tr, topic, 3)
+	ctx := bgCtx(t, 5*time.Minute)
+	body := envelope(t, 0)
+	batch := make([]string, 1000)
+	for i := range batch {
+		batch[i] = body
+	}
+	for i := 0; i < total/len(batch); i++ {
+		if err := tr.PublishBatch(ctx, topic, batch...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each side reads the whole topic with its own group, twice,
+	// alternating, and keeps its best round (the first reads of a topic
+	// pay for a cold page cache).
+	var oursRate, rawRate float64
+	for round := 0; round < 2; round++ {
+		rawRate = max(rawRate, consumeRaw(t, ctx, topic, total))
+		oursRate = max(oursRate, consumeOurs(t, ctx, topic, total))
+	}
+	benchLine("kafka-consume-throughput", oursRate, rawRate)
+}
+
+func TestBenchKafkaReinjectLateness(t *testing.T) {
+	benchOnly(t)
+	const partitions, total = 8, 800
+	tier := time.Second
+	topic := uniq("bench-reinject")
+	tr := itTransport(t, WithRetryTiers(tier), WithGroupID(uniq("bench-reinject")))
+	ensure(t, tr, topic, partitions)
+	ctx := bgCtx(t, 2*time.Minute)
+	r, err := tr.NewReinjector(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(rctx) }()
+	defer func() { stop(); <-done }()
+
+	// Read the work topic and note when each record arrives.
+	var mu sync.Mutex
+	var lateness []time.Duration
+	arrived := make(chan struct{}, total+partitions)
+	var wg sync.WaitGroup
+	readCtx, stopRead := context.WithCancel(ctx)
+	defer func() { stopRead(); wg.Wait() }()
+	for p := 0; p < partitions; p++ {
+		wg.Add(1)
+		go func(p int) {
+			defer wg.Done()
+			rd := kafkago.NewReader(kafkago.ReaderConfig{Brokers: brokerList(t), Topic: topic, Partition: p, MinBytes: 1, MaxBytes: 4 << 20,
+				MaxWait: 50 * time.Millisecond, ReadBackoffMin: 5 * time.Millisecond, ReadBackoffMax: 20 * time.Millisecond})
+			defer rd.Close()
+			for {
+				m, err := rd.ReadMessage(readCtx)
+				if err != nil {
+					return
+				}
+				now := time.Now()
+				if ns, err := strconv.ParseInt(string(m.Value), 10, 64); err == nil {
+					mu.Lock()
+					lateness = append(lateness, now.Sub(time.Unix(0, ns).Add(tier)))
+					mu.Unlock()
+				}
+				arrived <- struct{}{}
+			}
+		}(p)
+	}
+	// Warm-up until the re-injector owns its partitions.
+	if err := tr.PublishDelayed(ctx, topic, "warm-up", time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-arrived:
+	case <-time.After(30 * time.Second):
+		t.Fatal("warm-up record never re-injected")
+	}
+	// 800 records over about two seconds, spread over the partitions.
+	for i := 0; i < total; i++ {
+		if err := tr.PublishDelayed(ctx, topic, strconv.FormatInt(time.Now().UnixNano(), 10), tier); err != nil {
+			t.Fatal(err)
+		}
+		if i%40 == 39 {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	deadline := time.After(60 * time.Second)
+	for i := 0; i < total; i++ {
+		select {
+		case <-arrived:
+		case <-deadline:
+			t.Fatalf("only %d of %d records re-injected", i, total)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	sort.Slice(lateness, func(i, j int) bool { return lateness[i] < lateness[j] })
+	p := func(q int) float64 { return float64(lateness[len(lateness)*q/100]) / float64(time.Millisecond) }
+	if lateness[0] < -50*time.Millisecond {
+		t.Errorf("a record came back %v before its tier", -lateness[0])
+	}
+	fmt.Printf("bench: kafka-reinject-lateness-p99-ms value=%.1f\n", p(99))
+	fmt.Printf("bench: kafka-reinject-lateness-p50-ms value=%.1f\n", p(50))
+}
+
+// consumeOurs reads total records through the transport's Pop and Ack
+// (batched commits) and returns records per second, the group join
+// excluded.
+func consumeOurs(t *testing.T, ctx context.Context, topic string, total int) float64 {
+	consumer := itTransport(t, WithGroupID(uniq("bench-ours")))
+	defer consumer.Close()
+	first := popWithin(t, consumer, topic, 30*time.Second)
+	if err := consumer.Ack(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	n := 1
+	for n < total && time.Since(start) < 60*time.Second {
+		m, err := consumer.Pop(ctx, topic, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m == nil {
+			continue
+		}
+		if err := consumer.Ack(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	return float64(n-1) / time.Since(start).Seconds()
+}
+
+// consumeRaw reads total records with a kafka-go group reader that commits
+// in batches, and returns records per second, the group join excluded.
+func consumeRaw(t *testing.T, ctx context.Context, topic string, total int) float64 {
+	r := kafkago.NewReader(kafkago.ReaderConfig{Brokers: brokerList(t), GroupID: uniq("bench-raw"), Topic: topic,
+		MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 250 * time.Millisecond, CommitInterval: DefaultCommitInterval, StartOffset: kafkago.FirstOffset})
+	defer r.Close()
+	m, err := r.FetchMessage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = r.CommitMessages(ctx, m)
+	start := time.Now()
+	n := 1
+	for n < total && time.Since(start) < 60*time.Second {
+		fctx, cancel := context.WithTimeout(ctx, time.Second)
+		m, err := r.FetchMessage(fctx)
+		cancel()
+		if err != nil {
+			continue
+		}
+		if err := r.CommitMessages(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	return float64(n-1) / time.Since(start).Seconds()
+}

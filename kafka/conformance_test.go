@@ -1,0 +1,219 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/babelqueue/babelqueue-go/conformance"
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	kafkago "github.com/segmentio/kafka-go"
+)
+
+// conformanceBinding runs the §6 blocks of the conformance suite through
+// the transport's real code paths (Publish, Pop, PublishRetryForAttempt,
+// PublishDelayed, PublishFrom, the Reinjector's rewrite) over an in-memory
+// writer and reader.
+type conformanceBinding struct{ t *testing.T }
+
+var (
+	_ conformance.KafkaProjector        = conformanceBinding{}
+	_ conformance.KafkaReconciler       = conformanceBinding{}
+	_ conformance.KafkaVersionGate      = conformanceBinding{}
+	_ conformance.KafkaTierSelector     = conformanceBinding{}
+	_ conformance.KafkaDelaySelector    = conformanceBinding{}
+	_ conformance.KafkaReinjectRewriter = conformanceBinding{}
+	_ conformance.KafkaReinjectWaiter   = conformanceBinding{}
+	_ conformance.KafkaRepublisher      = conformanceBinding{}
+)
+
+func (conformanceBinding) Name() string { return "kafka" }
+
+type memTransport struct {
+	tr  *Transport
+	log *fakeLog
+	off *fakeOffsets
+}
+
+func newMem(opts ...Option) (*memTransport, error) {
+	m := &memTransport{log: newFakeLog(), off: newFakeOffsets()}
+	base := []Option{WithWriter(&fakeWriter{log: m.log}), WithMaxWaitTime(time.Second),
+		WithReaderFactory(func(q string) Reader { return newFakeReader(m.log, m.off, q) })}
+	tr, err := New(append(base, opts...)...)
+	if err != nil {
+		return nil, err
+	}
+	m.tr = tr
+	return m, nil
+}
+
+func (m *memTransport) written() []kafkago.Message {
+	m.log.mu.Lock()
+	defer m.log.mu.Unlock()
+	var out []kafkago.Message
+	for _, ps := range m.log.parts {
+		for _, p := range ps {
+			out = append(out, p...)
+		}
+	}
+	return out
+}
+
+func toConf(hs []kafkago.Header) []conformance.Header {
+	out := make([]conformance.Header, len(hs))
+	for i, h := range hs {
+		out[i] = conformance.Header{Key: h.Key, Value: string(h.Value)}
+	}
+	return out
+}
+
+func fromConf(hs []conformance.Header) []kafkago.Header {
+	out := make([]kafkago.Header, len(hs))
+	for i, h := range hs {
+		out[i] = kafkago.Header{Key: h.Key, Value: []byte(h.Value)}
+	}
+	return out
+}
+
+func (b conformanceBinding) KafkaHeaders(body []byte) ([]conformance.Header, error) {
+	m, err := newMem()
+	if err != nil {
+		return nil, err
+	}
+	if err := m.tr.Publish(context.Background(), "orders", string(body)); err != nil {
+		return nil, err
+	}
+	return toConf(m.written()[0].Headers), nil
+}
+
+// ReconcileKafka delivers a body with bodyAttempts through Pop and reads
+// the attempts of the body Pop hands over.
+func (b conformanceBinding) ReconcileKafka(bodyAttempts int, header string, present bool) int {
+	m, err := newMem()
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	body := `{"job":"urn:x","trace_id":"t","data":{},"meta":{"id":"i","queue":"q","lang":"go","schema_version":1,"created_at":1},"attempts":` + strconv.Itoa(bodyAttempts) + `}`
+	var hs []kafkago.Header
+	if present {
+		hs = []kafkago.Header{h(babelqueue.HeaderAttempts, header)}
+	}
+	m.log.append("orders", 0, kafkago.Message{Value: []byte(body), Headers: hs})
+	msg, err := m.tr.Pop(context.Background(), "orders", time.Second)
+	if err != nil || msg == nil {
+		b.t.Fatalf("Pop: %v %v", msg, err)
+	}
+	n, ok := babelqueue.ParseAttemptsHeader(babelqueue.ProjectBody([]byte(msg.Body)).Attempts)
+	if !ok {
+		b.t.Fatalf("Pop handed over a body without attempts: %s", msg.Body)
+	}
+	return n
+}
+
+// AdmitKafka reports whether Pop let the record through the version gate
+// (the hook did not fire); a gated body must come out untouched.
+func (b conformanceBinding) AdmitKafka(value string, present bool, body []byte) bool {
+	gated := false
+	m, err := newMem(WithOnSchemaVersionRejected(func(string, string) { gated = true }))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	var hs []kafkago.Header
+	if present {
+		hs = []kafkago.Header{h(babelqueue.HeaderSchemaVersion, value)}
+	}
+	m.log.append("orders", 0, kafkago.Message{Value: body, Headers: hs})
+	msg, err := m.tr.Pop(context.Background(), "orders", time.Second)
+	if err != nil || msg == nil {
+		b.t.Fatalf("Pop: %v %v", msg, err)
+	}
+	if gated && msg.Body != string(body) {
+		b.t.Fatalf("a gated body was changed: %q", msg.Body)
+	}
+	return !gated
+}
+
+func tierOfTopic(topic, work string) int {
+	n, _ := strconv.Atoi(strings.TrimPrefix(topic, work+".retry."))
+	return n
+}
+
+// RetryTier runs PublishRetryForAttempt and reads the tier it wrote to.
+func (b conformanceBinding) RetryTier(tiers []time.Duration, attemptsBefore int) int {
+	m, err := newMem(WithRetryTiers(tiers...))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	from := &babelqueue.ReceivedMessage{Queue: "orders", Body: "{}"}
+	if err := m.tr.PublishRetryForAttempt(context.Background(), from, attemptsBefore); err != nil {
+		if errors.Is(err, ErrDelayUnsupported) && len(m.written()) == 0 {
+			return 0
+		}
+		b.t.Fatal(err)
+	}
+	return tierOfTopic(m.written()[0].Topic, "orders")
+}
+
+func (conformanceBinding) RetryTopic(topic string, n int) string { return RetryTopic(topic, n) }
+
+// DelayTier runs PublishDelayed and reads the tier it wrote to.
+func (b conformanceBinding) DelayTier(tiers []time.Duration, delay time.Duration) (int, bool) {
+	m, err := newMem(WithRetryTiers(tiers...))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if err := m.tr.PublishDelayed(context.Background(), "orders", "{}", delay); err != nil {
+		if errors.Is(err, ErrDelayUnsupported) && errors.Is(err, babelqueue.ErrDelayUnsupported) && len(m.written()) == 0 {
+			return 0, false
+		}
+		b.t.Fatal(err)
+	}
+	return tierOfTopic(m.written()[0].Topic, "orders"), true
+}
+
+func (b conformanceBinding) ReinjectHeaders(in []conformance.Header) (string, []conformance.Header) {
+	r := &Reinjector{clock: babelqueue.SystemClock{}, workOf: map[string]string{"unknown.retry.1": "unknown"}}
+	out := r.reinjected(kafkago.Message{Topic: "unknown.retry.1", Value: []byte("v"), Headers: fromConf(in)})
+	return out.Topic, toConf(out.Headers)
+}
+
+func (conformanceBinding) ReinjectWait(recordTime, now time.Time, tier time.Duration) time.Duration {
+	return ReinjectWait(recordTime, tier, now)
+}
+
+func (b conformanceBinding) PublishFromRecord(ctx context.Context, in conformance.PublishFromInput) (conformance.KafkaRecord, error) {
+	m, err := newMem()
+	if err != nil {
+		return conformance.KafkaRecord{}, err
+	}
+	rec := kafkago.Message{Topic: in.Reserved.Topic, Key: in.Reserved.Key, Value: in.Reserved.Value, Headers: fromConf(in.Reserved.Headers)}
+	from := &babelqueue.ReceivedMessage{Body: string(in.Reserved.Value), Queue: rec.Topic, Headers: headerMap(rec.Headers),
+		Handle: &delivery{msg: rec, commit: [1]kafkago.Message{rec}}}
+	if err := m.tr.PublishFrom(ctx, in.Queue, string(in.Body), from); err != nil {
+		return conformance.KafkaRecord{}, err
+	}
+	w := m.written()[0]
+	return conformance.KafkaRecord{Topic: w.Topic, Key: w.Key, Value: w.Value, Headers: toConf(w.Headers)}, nil
+}
+
+func TestConformanceKafkaBlocks(t *testing.T) {
+	rep := conformance.Run(t, "", conformanceBinding{t: t})
+	want := map[string]bool{
+		"kafka.property_projection": true, "kafka.attempts_reconciliation": true, "kafka.schema_version_gate": true,
+		"babelqueue_go.kafka_retry_tier": true, "babelqueue_go.kafka_delayed_publish": true,
+		"babelqueue_go.kafka_reinject_headers": true, "babelqueue_go.kafka_reinject_wait": true,
+		"babelqueue_go.kafka_publish_from": true,
+	}
+	for _, res := range rep.Results {
+		if want[res.Block] && res.Status() != conformance.StatusPassed {
+			t.Errorf("block %s: %s (%s)", res.Block, res.Status(), res.Reason)
+		}
+		delete(want, res.Block)
+	}
+	for b := range want {
+		t.Errorf("block %s is not in the suite", b)
+	}
+}

@@ -1,0 +1,65 @@
+package kafka
+
+import (
+	"errors"
+	"fmt"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	kafkago "github.com/segmentio/kafka-go"
+)
+
+var (
+	// ErrClosed is returned by Pop, Ack and the publish calls once Close has
+	// run. It wraps babelqueue.ErrClosed. A closed transport never opens a
+	// new consumer-group reader.
+	ErrClosed = fmt.Errorf("kafka: transport is closed: %w", babelqueue.ErrClosed)
+
+	// ErrDelayUnsupported is returned, with nothing written, by
+	// PublishDelayed and PublishRetry when no retry tier covers the delay
+	// (or no tiers are configured) and by PublishRetryForAttempt and
+	// NewReinjector when no tiers are configured. Kafka has no native
+	// delayed delivery, so a delay is never clamped or dropped. It wraps
+	// babelqueue.ErrDelayUnsupported, so either sentinel matches.
+	ErrDelayUnsupported = fmt.Errorf("kafka: delay needs a retry tier that covers it: %w", babelqueue.ErrDelayUnsupported)
+
+	// ErrRecordTooLarge is returned when a record is larger than the
+	// writer's batch bytes (WithBatchBytes) or than the broker accepts
+	// (message.max.bytes). Nothing of that record was written.
+	ErrRecordTooLarge = errors.New("kafka: record too large")
+
+	// ErrNoBrokers is returned by New when a component needs brokers and
+	// none were given with WithBrokers.
+	ErrNoBrokers = fmt.Errorf("kafka: no brokers configured (WithBrokers): %w", babelqueue.ErrInvalidOption)
+
+	// ErrNoGroupID is returned by Pop and NewReinjector when no consumer
+	// group was given with WithGroupID.
+	ErrNoGroupID = fmt.Errorf("kafka: no consumer group configured (WithGroupID): %w", babelqueue.ErrInvalidOption)
+
+	// ErrEmptyTopic is returned when a blank topic (queue) name is passed.
+	ErrEmptyTopic = fmt.Errorf("kafka: blank topic name: %w", babelqueue.ErrInvalidOption)
+)
+
+// writeError wraps a failed write of topic with context and maps the
+// size errors of kafka-go and of the broker onto ErrRecordTooLarge.
+func writeError(topic string, err error) error {
+	if isTooLarge(err) {
+		return fmt.Errorf("kafka: write to %q: %w: %w", topic, ErrRecordTooLarge, err)
+	}
+	return fmt.Errorf("kafka: write to %q: %w", topic, err)
+}
+
+func isTooLarge(err error) bool {
+	var tooLarge kafkago.MessageTooLargeError
+	if errors.As(err, &tooLarge) || errors.Is(err, kafkago.MessageSizeTooLarge) || errors.Is(err, kafkago.RecordListTooLarge) {
+		return true
+	}
+	var each kafkago.WriteErrors
+	if errors.As(err, &each) {
+		for _, e := range each {
+			if e != nil && isTooLarge(e) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,145 @@
+package kafka
+
+import (
+	"sort"
+	"strconv"
+	"time"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	kafkago "github.com/segmentio/kafka-go"
+)
+
+// toKafkaHeaders converts headers to record headers with UTF-8 byte values.
+func toKafkaHeaders(hs []babelqueue.Header) []kafkago.Header {
+	if len(hs) == 0 {
+		return nil
+	}
+	out := make([]kafkago.Header, len(hs))
+	for i, h := range hs {
+		out[i] = kafkago.Header{Key: h.Key, Value: []byte(h.Value)}
+	}
+	return out
+}
+
+// headerMap returns the headers of a record as a map; when a key repeats,
+// the last value wins, as for a Java consumer's lastHeader.
+func headerMap(hs []kafkago.Header) map[string]string {
+	if len(hs) == 0 {
+		return nil
+	}
+	// One string holds every value; the map values are slices of it.
+	n := 0
+	for _, h := range hs {
+		n += len(h.Value)
+	}
+	buf := make([]byte, 0, n)
+	for _, h := range hs {
+		buf = append(buf, h.Value...)
+	}
+	all := string(buf)
+	m := make(map[string]string, len(hs))
+	off := 0
+	for _, h := range hs {
+		m[h.Key] = all[off : off+len(h.Value)]
+		off += len(h.Value)
+	}
+	return m
+}
+
+// lastHeader returns the last value of key among hs.
+func lastHeader(hs []kafkago.Header, key string) (string, bool) {
+	for i := len(hs) - 1; i >= 0; i-- {
+		if hs[i].Key == key {
+			return string(hs[i].Value), true
+		}
+	}
+	return "", false
+}
+
+// headerSet is an ordered header list in which each key appears once.
+type headerSet []babelqueue.Header
+
+func (s headerSet) index(key string) int {
+	for i, h := range s {
+		if h.Key == key {
+			return i
+		}
+	}
+	return -1
+}
+
+// set replaces the value of key, or appends it.
+func (s *headerSet) set(key, value string) {
+	if i := s.index(key); i >= 0 {
+		(*s)[i].Value = value
+		return
+	}
+	*s = append(*s, babelqueue.Header{Key: key, Value: value})
+}
+
+// setIfAbsent appends key unless it is already there.
+func (s *headerSet) setIfAbsent(key, value string) {
+	if s.index(key) < 0 {
+		*s = append(*s, babelqueue.Header{Key: key, Value: value})
+	}
+}
+
+// tierHeaders are the retry-tier routing headers that only the transport
+// sets; a caller's extra header of that name is ignored.
+func isTierHeader(key string) bool {
+	return key == babelqueue.HeaderDelay || key == babelqueue.HeaderOriginalTopic
+}
+
+// projection returns the §6 contract headers of body (in the contract
+// order) and the record timestamp: meta.created_at, or now when the body
+// has none.
+func projection(body string, now time.Time) (headerSet, time.Time) {
+	p := babelqueue.ProjectBody([]byte(body))
+	ts := now
+	if p.HasCreatedAt {
+		ts = time.UnixMilli(p.CreatedAt)
+	}
+	return headerSet(p.Headers()), ts
+}
+
+// withExtra appends the caller's out-of-band headers in key order: blank
+// keys and values are skipped, a key already present (a contract header)
+// wins, and the transport's tier headers are never taken from a caller.
+func withExtra(s headerSet, extra map[string]string) headerSet {
+	if len(extra) == 0 {
+		return s
+	}
+	keys := make([]string, 0, len(extra))
+	for k, v := range extra {
+		if babelqueue.IsBlank(k) || babelqueue.IsBlank(v) || isTierHeader(k) {
+			continue
+		}
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		s.setIfAbsent(k, extra[k])
+	}
+	return s
+}
+
+// forwardTrace copies the W3C trace headers of a delivered record.
+func forwardTrace(s headerSet, from []kafkago.Header) headerSet {
+	for _, k := range [...]string{babelqueue.HeaderTraceparent, babelqueue.HeaderTracestate} {
+		if v, ok := lastHeader(from, k); ok && !babelqueue.IsBlank(v) {
+			s.setIfAbsent(k, v)
+		}
+	}
+	return s
+}
+
+// keepRouting carries the delivered record's bq-job when the body projects
+// none (a poison body), so the routing header survives a republish.
+func keepRouting(s headerSet, from []kafkago.Header) headerSet {
+	if v, ok := lastHeader(from, babelqueue.HeaderJob); ok && !babelqueue.IsBlank(v) {
+		s.setIfAbsent(babelqueue.HeaderJob, v)
+	}
+	return s
+}
+
+func millis(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }

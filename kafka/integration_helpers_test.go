@@ -1,0 +1,171 @@
+//go:build integration
+
+package kafka
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	kafkago "github.com/segmentio/kafka-go"
+)
+
+// env returns the broker variable name, failing under CI and skipping
+// elsewhere when it is missing.
+func env(t testing.TB, name string) string {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is not set (start the brokers with tools/brokers/up.sh)", name)
+		}
+		t.Skipf("%s is not set (start the brokers with tools/brokers/up.sh)", name)
+	}
+	return v
+}
+
+func brokerList(t testing.TB) []string {
+	return strings.Split(env(t, "BQ_KAFKA_BROKERS"), ",")
+}
+
+func uniq(prefix string) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return prefix + "-" + hex.EncodeToString(b[:])
+}
+
+// itTransport builds a transport on the real broker, closed at cleanup.
+func itTransport(t testing.TB, opts ...Option) *Transport {
+	t.Helper()
+	tr, err := New(append([]Option{WithBrokers(brokerList(t)...)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tr.Close() })
+	return tr
+}
+
+// ensure creates topic (partitions), its retry tiers and its DLQ.
+func ensure(t testing.TB, tr *Transport, topic string, partitions int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := tr.EnsureTopics(ctx, topic, partitions, 1); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readTopic reads every partition of topic from the start, without a
+// group, until want records arrived (then it waits settle more for
+// unexpected extras) or within elapsed. Records come sorted by partition
+// then offset.
+func readTopic(t testing.TB, topic string, want int, within, settle time.Duration) []kafkago.Message {
+	t.Helper()
+	bs := brokerList(t)
+	client := adminClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	meta, err := client.Metadata(ctx, &kafkago.MetadataRequest{Topics: []string{topic}})
+	if err != nil || len(meta.Topics) != 1 || meta.Topics[0].Error != nil {
+		t.Fatalf("metadata of %s: %v %+v", topic, err, meta)
+	}
+	var (
+		mu   sync.Mutex
+		got  []kafkago.Message
+		full = make(chan struct{})
+		once sync.Once
+		wg   sync.WaitGroup
+	)
+	rctx, rcancel := context.WithCancel(ctx)
+	for _, p := range meta.Topics[0].Partitions {
+		wg.Add(1)
+		go func(p int) {
+			defer wg.Done()
+			r := kafkago.NewReader(kafkago.ReaderConfig{Brokers: bs, Topic: topic, Partition: p, MinBytes: 1, MaxBytes: 10 << 20, MaxWait: 100 * time.Millisecond})
+			defer r.Close()
+			for {
+				m, err := r.ReadMessage(rctx)
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				got = append(got, m)
+				if len(got) >= want {
+					once.Do(func() { close(full) })
+				}
+				mu.Unlock()
+			}
+		}(p.ID)
+	}
+	select {
+	case <-full:
+		time.Sleep(settle)
+	case <-ctx.Done():
+	}
+	rcancel()
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	sort.Slice(got, func(i, j int) bool {
+		if got[i].Partition != got[j].Partition {
+			return got[i].Partition < got[j].Partition
+		}
+		return got[i].Offset < got[j].Offset
+	})
+	return got
+}
+
+// produceRaw writes records with a plain kafka-go writer (a foreign
+// producer), each with its key, value and headers as given.
+func produceRaw(t testing.TB, msgs ...kafkago.Message) {
+	t.Helper()
+	tr := &kafkago.Transport{}
+	defer tr.CloseIdleConnections()
+	w := &kafkago.Writer{Addr: kafkago.TCP(brokerList(t)...), Balancer: &Murmur2Balancer{}, BatchTimeout: time.Millisecond,
+		RequiredAcks: kafkago.RequireAll, Transport: tr, AllowAutoTopicCreation: true}
+	defer w.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := w.WriteMessages(ctx, msgs...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func headerKeys(hs []kafkago.Header) []string {
+	var ks []string
+	for _, h := range hs {
+		ks = append(ks, h.Key)
+	}
+	return ks
+}
+
+// popWithin pops queue until a message arrives or d elapses.
+func popWithin(t testing.TB, tr *Transport, queue string, d time.Duration) *babelqueue.ReceivedMessage {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		m, err := tr.Pop(context.Background(), queue, time.Second)
+		if err != nil {
+			t.Fatalf("Pop: %v", err)
+		}
+		if m != nil {
+			return m
+		}
+	}
+	return nil
+}
+
+// adminClient returns a client with its own connections (and so its own
+// metadata cache, which a shared transport may hold stale).
+func adminClient(t testing.TB) *kafkago.Client {
+	tr := &kafkago.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &kafkago.Client{Addr: kafkago.TCP(brokerList(t)...), Transport: tr}
+}

@@ -1,0 +1,298 @@
+package kafka
+
+import (
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"time"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	kafkago "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/sasl"
+)
+
+// Defaults of the transport options. Every option and its default:
+//
+//	option                         default
+//	WithBrokers                    none (required unless WithWriter and WithReaderFactory are both given)
+//	WithGroupID                    none (required to consume and to run a Reinjector)
+//	WithMaxWaitTime                DefaultMaxWaitTime (1s): the longest a single Pop blocks
+//	WithOnSchemaVersionRejected    none
+//	WithReaderFactory              kafka-go group readers built from the brokers and group id
+//	WithWriter                     a kafka-go Writer owned by the transport
+//	WithRetryTiers                 none: retry tiers are opt-in (see DefaultRetryTiers)
+//	WithLinger                     DefaultLinger (1ms): how long a partition batch waits for company
+//	WithBatchSize                  DefaultBatchSize (1000 records per produce request)
+//	WithBatchBytes                 DefaultBatchBytes (1 MiB): also the largest record accepted
+//	WithRequiredAcks               kafkago.RequireAll
+//	WithCommitInterval             DefaultCommitInterval (100ms); 0 commits synchronously in Ack
+//	WithTLS                        none (plaintext)
+//	WithSASL, WithSASLPlain,
+//	WithSASLSCRAM                  none
+//	WithLogger                     slog.Default() at each log call
+//	WithClock                      babelqueue.SystemClock{} (stamps publish times, times re-inject waits)
+//	WithReinjectBuffer             DefaultReinjectBuffer (256 records per partition)
+//	WithAutoCreateTopics           true: the broker's auto.create.topics.enable decides
+const (
+	DefaultMaxWaitTime    = time.Second
+	DefaultLinger         = time.Millisecond
+	DefaultBatchSize      = 1000
+	DefaultBatchBytes     = 1 << 20
+	DefaultCommitInterval = 100 * time.Millisecond
+	DefaultReinjectBuffer = 256
+)
+
+// DefaultRetryTiers is the recommended retry tier list of §6.4: 5s, 30s, 5m
+// and 30m. Tiers are opt-in: pass it to WithRetryTiers to use it.
+var DefaultRetryTiers = []time.Duration{5 * time.Second, 30 * time.Second, 5 * time.Minute, 30 * time.Minute}
+
+// DefaultRetryTiersMs is DefaultRetryTiers in milliseconds.
+var DefaultRetryTiersMs = []int64{5000, 30000, 300000, 1800000}
+
+// Option customizes New. An option given a bad value does not panic: New
+// reports it, wrapping babelqueue.ErrInvalidOption.
+type Option func(*config)
+
+// OnSchemaVersionRejected is called by Pop when the version gate rejects a
+// record: its bq-schema-version header is present, not blank and not the
+// supported version. version is the header value and queue the topic the
+// record was read from. It is diagnostic only: a panic in it is recovered
+// and ignored, and it never changes how the record is delivered or settled.
+type OnSchemaVersionRejected func(version, queue string)
+
+type config struct {
+	brokers        []string
+	groupID        string
+	maxWait        time.Duration
+	onVersion      OnSchemaVersionRejected
+	readerFactory  func(queue string) Reader
+	writer         Writer
+	tiers          []time.Duration
+	linger         time.Duration
+	batchSize      int
+	batchBytes     int64
+	requiredAcks   kafkago.RequiredAcks
+	commitInterval time.Duration
+	tls            *tls.Config
+	sasl           sasl.Mechanism
+	logger         *slog.Logger
+	clock          babelqueue.Clock
+	reinjectBuffer int
+	autoCreate     bool
+
+	// groupFactory builds the consumer-group member of a Reinjector; tests
+	// replace it with a fake.
+	groupFactory func(groupID string, topics []string) groupMember
+
+	errs []error
+}
+
+func defaultConfig() config {
+	return config{
+		maxWait:        DefaultMaxWaitTime,
+		linger:         DefaultLinger,
+		batchSize:      DefaultBatchSize,
+		batchBytes:     DefaultBatchBytes,
+		requiredAcks:   kafkago.RequireAll,
+		commitInterval: DefaultCommitInterval,
+		clock:          babelqueue.SystemClock{},
+		reinjectBuffer: DefaultReinjectBuffer,
+		autoCreate:     true,
+	}
+}
+
+func (c *config) fail(format string, args ...any) {
+	c.errs = append(c.errs, fmt.Errorf("kafka: %w: "+format, append([]any{babelqueue.ErrInvalidOption}, args...)...))
+}
+
+func isBlank(s string) bool { return babelqueue.IsBlank(s) }
+
+func (c *config) log() *slog.Logger {
+	if c.logger != nil {
+		return c.logger
+	}
+	return slog.Default()
+}
+
+// WithBrokers sets the bootstrap brokers (host:port). Blank entries are
+// rejected.
+func WithBrokers(brokers ...string) Option {
+	return func(c *config) {
+		for _, b := range brokers {
+			if babelqueue.IsBlank(b) {
+				c.fail("blank broker address")
+				return
+			}
+		}
+		c.brokers = append([]string(nil), brokers...)
+	}
+}
+
+// WithGroupID sets the consumer group whose offsets Ack commits. It is
+// required to consume; a blank id is rejected.
+func WithGroupID(groupID string) Option {
+	return func(c *config) {
+		if babelqueue.IsBlank(groupID) {
+			c.fail("blank group id")
+			return
+		}
+		c.groupID = groupID
+	}
+}
+
+// WithMaxWaitTime caps how long a single Pop blocks waiting for a record,
+// whatever timeout it is given. It must be positive.
+func WithMaxWaitTime(d time.Duration) Option {
+	return func(c *config) {
+		if d <= 0 {
+			c.fail("max wait time %v is not positive", d)
+			return
+		}
+		c.maxWait = d
+	}
+}
+
+// WithOnSchemaVersionRejected registers the version gate hook (default none).
+func WithOnSchemaVersionRejected(fn OnSchemaVersionRejected) Option {
+	return func(c *config) { c.onVersion = fn }
+}
+
+// WithReaderFactory makes Pop read queue through the Reader f returns (a
+// fake in tests) instead of a kafka-go group reader. The transport closes a
+// returned Reader that implements io.Closer when it drops it.
+func WithReaderFactory(f func(queue string) Reader) Option {
+	return func(c *config) { c.readerFactory = f }
+}
+
+// WithWriter makes every write go through w (a fake in tests) instead of a
+// Writer built by the transport. The caller owns w: Close leaves it open.
+func WithWriter(w Writer) Option {
+	return func(c *config) { c.writer = w }
+}
+
+// WithRetryTiers configures the delays of the retry-topic pattern (§6.4):
+// tier n (1-based) is the topic RetryTopic(topic, n). The tiers must be
+// positive and strictly ascending, or New fails. Without tiers,
+// PublishDelayed, PublishRetry and PublishRetryForAttempt return
+// ErrDelayUnsupported and a retry is a republish to the work topic. A
+// deployment that sets tiers must run a Reinjector for them.
+func WithRetryTiers(tiers ...time.Duration) Option {
+	return func(c *config) {
+		for i, d := range tiers {
+			if d <= 0 {
+				c.fail("retry tier %d (%v) is not positive", i+1, d)
+				return
+			}
+			if d%time.Millisecond != 0 {
+				c.fail("retry tier %d (%v) is not a whole number of milliseconds", i+1, d)
+				return
+			}
+			if i > 0 && d <= tiers[i-1] {
+				c.fail("retry tiers are not strictly ascending: tier %d (%v) after %v", i+1, d, tiers[i-1])
+				return
+			}
+		}
+		c.tiers = append([]time.Duration(nil), tiers...)
+	}
+}
+
+// WithLinger sets how long the writer holds a partition's batch open for more
+// records before sending it. Concurrent publishers share a batch within this
+// window; a lone Publish waits at most this long. It must be positive.
+func WithLinger(d time.Duration) Option {
+	return func(c *config) {
+		if d <= 0 {
+			c.fail("linger %v is not positive", d)
+			return
+		}
+		c.linger = d
+	}
+}
+
+// WithBatchSize caps the records of one produce request per partition. It
+// must be positive.
+func WithBatchSize(n int) Option {
+	return func(c *config) {
+		if n <= 0 {
+			c.fail("batch size %d is not positive", n)
+			return
+		}
+		c.batchSize = n
+	}
+}
+
+// WithBatchBytes caps the bytes of one produce request per partition; a
+// single record larger than this is rejected with ErrRecordTooLarge before
+// anything is sent. Keep it at most the broker's message.max.bytes.
+func WithBatchBytes(n int64) Option {
+	return func(c *config) {
+		if n <= 0 {
+			c.fail("batch bytes %d is not positive", n)
+			return
+		}
+		c.batchBytes = n
+	}
+}
+
+// WithRequiredAcks sets the acknowledgement a write waits for. RequireNone
+// is rejected: a retry or dead-letter write must be acknowledged before the
+// original is committed.
+func WithRequiredAcks(acks kafkago.RequiredAcks) Option {
+	return func(c *config) {
+		if acks != kafkago.RequireOne && acks != kafkago.RequireAll {
+			c.fail("required acks %v: use RequireOne or RequireAll", acks)
+			return
+		}
+		c.requiredAcks = acks
+	}
+}
+
+// WithCommitInterval batches the offset commits of Ack: acknowledged offsets
+// are committed at most this long after Ack, in offset order, and any still
+// pending are committed when the reader is closed (Close, Rewind) or its
+// partitions are revoked. 0 makes every Ack wait for its commit. Negative is
+// rejected.
+func WithCommitInterval(d time.Duration) Option {
+	return func(c *config) {
+		if d < 0 {
+			c.fail("commit interval %v is negative", d)
+			return
+		}
+		c.commitInterval = d
+	}
+}
+
+// WithLogger sets the logger of the transport and its Reinjectors.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) { c.logger = l }
+}
+
+// WithClock sets the clock that stamps publish times of retry-tier records
+// and times the Reinjector's waits. nil is rejected.
+func WithClock(clock babelqueue.Clock) Option {
+	return func(c *config) {
+		if clock == nil {
+			c.fail("nil clock")
+			return
+		}
+		c.clock = clock
+	}
+}
+
+// WithReinjectBuffer bounds how many records a Reinjector holds per
+// partition while they wait out their tier. It must be positive.
+func WithReinjectBuffer(n int) Option {
+	return func(c *config) {
+		if n <= 0 {
+			c.fail("re-inject buffer %d is not positive", n)
+			return
+		}
+		c.reinjectBuffer = n
+	}
+}
+
+// WithAutoCreateTopics says whether a write to a missing topic asks the
+// broker to create it (it still obeys auto.create.topics.enable).
+func WithAutoCreateTopics(on bool) Option {
+	return func(c *config) { c.autoCreate = on }
+}

@@ -1,0 +1,150 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	kafkago "github.com/segmentio/kafka-go"
+)
+
+// delivery is the Handle of a ReceivedMessage reserved by Pop: the record as
+// fetched and the reader that must commit it.
+type delivery struct {
+	msg    kafkago.Message
+	reader Reader
+	commit [1]kafkago.Message // the record as CommitMessages takes it, without an allocation per Ack
+}
+
+// recordOf returns the Kafka record behind msg, when this transport
+// reserved it.
+func recordOf(msg *babelqueue.ReceivedMessage) (*delivery, bool) {
+	if msg == nil {
+		return nil, false
+	}
+	d, ok := msg.Handle.(*delivery)
+	return d, ok && d != nil
+}
+
+// Pop reserves the next record of the topic queue: it fetches without
+// committing (process-then-commit), waiting at most timeout, capped by
+// WithMaxWaitTime, and returns (nil, nil) when nothing arrived in time.
+//
+// The delivered body carries the attempts of §6: a valid bq-attempts header
+// is authoritative, so when it differs from the body's attempts only that
+// number is rewritten (SetAttempts); otherwise the bytes are handed over as
+// received, and they are never decoded here. A record rejected by the
+// version gate (a bq-schema-version header that is present, not blank and
+// not 1) is handed over untouched for the App to dead-letter, after the
+// OnSchemaVersionRejected hook ran.
+func (t *Transport) Pop(ctx context.Context, queue string, timeout time.Duration) (*babelqueue.ReceivedMessage, error) {
+	if babelqueue.IsBlank(queue) {
+		return nil, ErrEmptyTopic
+	}
+	r, err := t.reader(queue)
+	if err != nil {
+		return nil, err
+	}
+	if timeout <= 0 || timeout > t.cfg.maxWait {
+		timeout = t.cfg.maxWait
+	}
+	fctx, cancel := context.WithTimeout(ctx, timeout)
+	m, err := r.FetchMessage(fctx)
+	cancel()
+	if err != nil {
+		switch {
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case errors.Is(err, context.DeadlineExceeded):
+			return nil, nil
+		case t.isClosed():
+			return nil, ErrClosed
+		case errors.Is(err, io.EOF):
+			// The reader was closed under us (a concurrent Rewind); the
+			// next Pop opens a fresh one.
+			return nil, nil
+		}
+		return nil, wrapf(err, "fetch from %q", queue)
+	}
+	return t.received(queue, m, r), nil
+}
+
+// received turns a fetched record into the App's ReceivedMessage.
+func (t *Transport) received(queue string, m kafkago.Message, r Reader) *babelqueue.ReceivedMessage {
+	body := string(m.Value)
+	if _, gated := t.versionGate(queue, m.Headers); !gated {
+		body = reconcileBody(body, m.Headers)
+	}
+	if m.Topic == "" {
+		m.Topic = queue
+	}
+	return &babelqueue.ReceivedMessage{
+		Body:    body,
+		Queue:   m.Topic,
+		Headers: headerMap(m.Headers),
+		Handle:  &delivery{msg: m, reader: r, commit: [1]kafkago.Message{m}},
+	}
+}
+
+// reconcileBody applies §6 reconciliation: a valid bq-attempts header wins
+// over the body. The body is rewritten only when the count really changes;
+// a body that cannot hold the count (poison) is left as received.
+func reconcileBody(body string, hs []kafkago.Header) string {
+	raw, present := lastHeader(hs, babelqueue.HeaderAttempts)
+	if !present {
+		return body
+	}
+	n, ok := babelqueue.ParseAttemptsHeader(raw)
+	if !ok {
+		return body
+	}
+	out, err := babelqueue.SetAttempts([]byte(body), n)
+	if err != nil || string(out) == body {
+		return body
+	}
+	return string(out)
+}
+
+// Ack commits the reserved record (process-then-commit, at-least-once).
+// With a commit interval (WithCommitInterval) the commit is queued and sent
+// with the next batch, or when the reader closes or loses the partition;
+// with 0 Ack returns once the group coordinator stored it. Acks of one queue
+// come in delivery order, so commits never move backwards. A record whose
+// reader was dropped by Rewind cannot be committed any more: Ack reports it,
+// and the record will be delivered again.
+func (t *Transport) Ack(ctx context.Context, msg *babelqueue.ReceivedMessage) error {
+	d, ok := recordOf(msg)
+	if !ok {
+		return wrapf(babelqueue.ErrInvalidOption, "ack of a message this transport did not reserve")
+	}
+	if t.isClosed() {
+		return ErrClosed
+	}
+	if err := d.reader.CommitMessages(ctx, d.commit[:]...); err != nil {
+		if errors.Is(err, io.ErrClosedPipe) {
+			return wrapf(err, "commit %s/%d@%d: the reader was rewound or closed; the record will be delivered again", d.msg.Topic, d.msg.Partition, d.msg.Offset)
+		}
+		return wrapf(err, "commit %s/%d@%d", d.msg.Topic, d.msg.Partition, d.msg.Offset)
+	}
+	return nil
+}
+
+// Rewind puts the consumer of the reserved record's topic back at that
+// record without committing it, so that no later commit can pass it. A
+// kafka-go group reader cannot seek, so the reader is closed (flushing the
+// commits of records acknowledged before this one) and dropped; the next
+// Pop opens a new one, which resumes from the group's committed offset,
+// this record included. Other records fetched but not acknowledged are
+// delivered again too.
+func (t *Transport) Rewind(_ context.Context, msg *babelqueue.ReceivedMessage) error {
+	d, ok := recordOf(msg)
+	if !ok {
+		return wrapf(babelqueue.ErrInvalidOption, "rewind of a message this transport did not reserve")
+	}
+	if err := t.dropReader(msg.Queue, d.reader); err != nil {
+		return wrapf(err, "rewind %s/%d@%d", d.msg.Topic, d.msg.Partition, d.msg.Offset)
+	}
+	return nil
+}

@@ -1,0 +1,38 @@
+package kafka
+
+import (
+	"context"
+	"testing"
+
+	kafkago "github.com/segmentio/kafka-go"
+)
+
+// loopReader returns the same record forever and drops commits: it
+// measures the transport's own cost per delivery.
+type loopReader struct{ m kafkago.Message }
+
+func (r *loopReader) FetchMessage(context.Context) (kafkago.Message, error) { return r.m, nil }
+func (r *loopReader) CommitMessages(context.Context, ...kafkago.Message) error {
+	return nil
+}
+
+func BenchmarkPopAck(b *testing.B) {
+	body := envelope(&testing.T{}, 2)
+	hs, _ := projection(body, t0)
+	m := kafkago.Message{Topic: "orders", Value: []byte(body), Headers: toKafkaHeaders(hs)}
+	tr, err := New(WithWriter(&fakeWriter{log: newFakeLog()}), WithReaderFactory(func(string) Reader { return &loopReader{m: m} }))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		msg, err := tr.Pop(ctx, "orders", 0)
+		if err != nil || msg == nil {
+			b.Fatal(err)
+		}
+		if err := tr.Ack(ctx, msg); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

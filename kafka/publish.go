@@ -1,0 +1,77 @@
+package kafka
+
+import (
+	"context"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	kafkago "github.com/segmentio/kafka-go"
+)
+
+// Publish writes body to the topic queue and returns once the broker
+// acknowledged it. The record value is body unchanged; the §6 contract
+// fields are projected onto headers (bq-job, bq-trace-id, bq-message-id,
+// bq-schema-version, bq-source-lang, bq-attempts; a field the body lacks is
+// left out) and the record timestamp is meta.created_at (the publish time
+// when the body has none). The record has no key. A lone Publish waits at
+// most the linger (WithLinger) before its batch is sent; concurrent
+// publishers to a partition share a batch.
+func (t *Transport) Publish(ctx context.Context, queue, body string) error {
+	return t.PublishWithHeaders(ctx, queue, body, nil)
+}
+
+// PublishWithHeaders is Publish with out-of-band headers (such as a W3C
+// traceparent) appended beside the projection in key order. A contract
+// header wins a key collision, blank keys and values are skipped, and
+// bq-delay and bq-original-topic are never taken from headers. A nil or
+// empty map behaves exactly like Publish.
+func (t *Transport) PublishWithHeaders(ctx context.Context, queue, body string, headers map[string]string) error {
+	if babelqueue.IsBlank(queue) {
+		return ErrEmptyTopic
+	}
+	return t.write(ctx, queue, t.newRecord(queue, body, headers, nil))
+}
+
+// PublishBatch writes bodies to queue as Publish does, in one call: the
+// records are handed to the writer together, so they travel in as few
+// produce requests as the batch limits allow. It returns once every record
+// was acknowledged, or with an error naming how many failed; on error some
+// records may have been written. Records keep their relative order per
+// partition.
+func (t *Transport) PublishBatch(ctx context.Context, queue string, bodies ...string) error {
+	if babelqueue.IsBlank(queue) {
+		return ErrEmptyTopic
+	}
+	if len(bodies) == 0 {
+		return nil
+	}
+	msgs := make([]kafkago.Message, len(bodies))
+	for i, b := range bodies {
+		msgs[i] = t.newRecord(queue, b, nil, nil)
+	}
+	return t.write(ctx, queue, msgs...)
+}
+
+// newRecord builds the record Publish writes: projection, extra headers,
+// created_at timestamp, and key (nil for none).
+func (t *Transport) newRecord(queue, body string, extra map[string]string, key []byte) kafkago.Message {
+	hs, ts := projection(body, t.cfg.clock.Now())
+	hs = withExtra(hs, extra)
+	return kafkago.Message{
+		Topic:   queue,
+		Key:     key,
+		Value:   []byte(body),
+		Headers: toKafkaHeaders(hs),
+		Time:    ts,
+	}
+}
+
+// write hands msgs to the writer and maps its errors.
+func (t *Transport) write(ctx context.Context, topic string, msgs ...kafkago.Message) error {
+	if t.isClosed() {
+		return ErrClosed
+	}
+	if err := t.writer.WriteMessages(ctx, msgs...); err != nil {
+		return writeError(topic, err)
+	}
+	return nil
+}

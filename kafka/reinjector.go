@@ -1,0 +1,310 @@
+package kafka
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	kafkago "github.com/segmentio/kafka-go"
+)
+
+// Reinjector carries the records of the retry topics "<topic>.retry.<n>"
+// back to their work topics once their tier has elapsed (§6.4). Kafka has
+// no delayed delivery: PublishRetryForAttempt and PublishDelayed park a
+// record on a tier topic and the Reinjector returns it. A deployment that
+// configures retry tiers must run one, or retried and delayed records are
+// never delivered again.
+//
+// For every record it:
+//   - waits until the record timestamp + the tier, clamped to [now,
+//     now+tier] (see ReinjectWait): an old record is carried at once, a
+//     future-dated one waits at most one tier;
+//   - writes the value and the key, byte for byte, to the topic named by
+//     the bq-original-topic header (the work topic of the retry topic when
+//     the header is missing), without decoding anything, so an undecodable
+//     record is carried as it is;
+//   - drops bq-delay and bq-original-topic and keeps every other header;
+//   - commits the retry-topic offset only after the broker acknowledged
+//     that write. A failed write is retried, never skipped.
+//
+// Each assigned partition has its own worker and its own fetcher, whose
+// buffer is bounded (WithReinjectBuffer), so partitions wait independently,
+// a partition is carried in offset order and memory stays flat whatever
+// the backlog. When the group rebalances or Run stops, the workers stop at
+// once: a record still waiting was not written and is not committed, so the
+// next owner of the partition carries it. Commits of written records are
+// batched and flushed before the partitions are given up.
+//
+// The retry topics should be created with message.timestamp.type =
+// LogAppendTime (EnsureTopics does), so that the wait is anchored on the
+// broker's clock; with CreateTime the producer's clock is trusted. Use a
+// consumer group dedicated to re-injection.
+type Reinjector struct {
+	t         *Transport
+	groupID   string
+	topics    []string                 // retry topics consumed
+	tierOf    map[string]time.Duration // retry topic -> tier
+	workOf    map[string]string        // retry topic -> work topic
+	newMember func(groupID string, topics []string) (groupMember, error)
+	clock     babelqueue.Clock
+	log       *slog.Logger
+}
+
+// NewReinjector builds a Reinjector for workTopics with the transport's
+// tiers, writer, brokers, group id, security and clock. It consumes
+// RetryTopic(topic, 1) ... RetryTopic(topic, N) of every work topic. It
+// returns ErrDelayUnsupported when no tiers are configured, ErrEmptyTopic
+// for a missing or blank work topic, ErrNoGroupID without a group id and
+// ErrNoBrokers without brokers.
+func (t *Transport) NewReinjector(workTopics ...string) (*Reinjector, error) {
+	if len(t.cfg.tiers) == 0 {
+		return nil, ErrDelayUnsupported
+	}
+	if len(workTopics) == 0 {
+		return nil, ErrEmptyTopic
+	}
+	if t.cfg.groupID == "" {
+		return nil, ErrNoGroupID
+	}
+	r := &Reinjector{
+		t:       t,
+		groupID: t.cfg.groupID,
+		tierOf:  make(map[string]time.Duration),
+		workOf:  make(map[string]string),
+		clock:   t.cfg.clock,
+		log:     t.cfg.log(),
+	}
+	for _, w := range workTopics {
+		if isBlank(w) {
+			return nil, ErrEmptyTopic
+		}
+		for i, tier := range t.cfg.tiers {
+			rt := RetryTopic(w, i+1)
+			if _, dup := r.tierOf[rt]; dup {
+				continue
+			}
+			r.topics = append(r.topics, rt)
+			r.tierOf[rt] = tier
+			r.workOf[rt] = w
+		}
+	}
+	switch {
+	case t.cfg.groupFactory != nil:
+		r.newMember = func(g string, topics []string) (groupMember, error) { return t.cfg.groupFactory(g, topics), nil }
+	case len(t.cfg.brokers) > 0:
+		r.newMember = t.newKafkaMember
+	default:
+		return nil, ErrNoBrokers
+	}
+	return r, nil
+}
+
+// Run consumes the retry topics until ctx is cancelled, then returns nil
+// once every worker has stopped and the commits of written records were
+// flushed. It returns an error when the consumer group cannot be joined or
+// fails for good. Records fetched but not yet written are left uncommitted
+// for the next run.
+func (r *Reinjector) Run(ctx context.Context) error {
+	m, err := r.newMember(r.groupID, r.topics)
+	if err != nil {
+		return wrapf(err, "re-injector: join group %q", r.groupID)
+	}
+	defer m.Close()
+	for {
+		gen, err := m.Next(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return wrapf(err, "re-injector: group %q", r.groupID)
+		}
+		r.runGeneration(gen)
+	}
+}
+
+// runGeneration starts a worker per assigned partition and the committer;
+// they all stop when the generation ends.
+func (r *Reinjector) runGeneration(gen groupGeneration) {
+	c := &committer{gen: gen, pending: make(map[string]map[int]int64), dirty: make(chan struct{}, 1), log: r.log}
+	gen.Start(c.run)
+	for topic, parts := range gen.Assignments() {
+		tier, ok := r.tierOf[topic]
+		if !ok {
+			continue
+		}
+		for _, p := range parts {
+			w := &partitionWorker{r: r, gen: gen, topic: topic, partition: p.ID, offset: p.Offset, tier: tier, commit: c}
+			gen.Start(w.run)
+		}
+	}
+}
+
+// partitionWorker carries one partition's records in offset order.
+type partitionWorker struct {
+	r         *Reinjector
+	gen       groupGeneration
+	topic     string
+	partition int
+	offset    int64
+	tier      time.Duration
+	commit    *committer
+}
+
+func (w *partitionWorker) run(ctx context.Context) {
+	src := w.gen.OpenPartition(w.topic, w.partition, w.offset, w.r.t.cfg.reinjectBuffer)
+	defer src.Close()
+	backoff := newBackoff()
+	for {
+		m, err := src.FetchMessage(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			w.r.log.Warn("kafka: re-injector fetch failed", "topic", w.topic, "partition", w.partition, "err", err)
+			if !sleep(ctx, w.r.clock, backoff.next()) {
+				return
+			}
+			continue
+		}
+		backoff.reset()
+		if !sleep(ctx, w.r.clock, ReinjectWait(m.Time, w.tier, w.r.clock.Now())) {
+			return // revoked or stopped while waiting: not written, not committed
+		}
+		out := w.r.reinjected(m)
+		for {
+			err := w.r.t.writer.WriteMessages(ctx, out)
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			w.r.log.Warn("kafka: re-inject write failed; retrying", "from", w.topic, "partition", w.partition,
+				"offset", m.Offset, "to", out.Topic, "err", err)
+			if !sleep(ctx, w.r.clock, backoff.next()) {
+				return
+			}
+		}
+		backoff.reset()
+		w.commit.mark(w.topic, w.partition, m.Offset+1)
+	}
+}
+
+// reinjected builds the work-topic copy of a retry-topic record: value and
+// key byte for byte, every header but bq-delay and bq-original-topic.
+func (r *Reinjector) reinjected(m kafkago.Message) kafkago.Message {
+	dest, ok := lastHeader(m.Headers, babelqueue.HeaderOriginalTopic)
+	if !ok || isBlank(dest) {
+		dest = r.workOf[m.Topic]
+	}
+	hs := make([]kafkago.Header, 0, len(m.Headers))
+	for _, h := range m.Headers {
+		if !isTierHeader(h.Key) {
+			hs = append(hs, h)
+		}
+	}
+	return kafkago.Message{Topic: dest, Key: m.Key, Value: m.Value, Headers: hs, Time: r.clock.Now()}
+}
+
+// committer commits the offsets of written records, coalescing what was
+// written while a commit was in flight, and flushes them when the
+// generation ends.
+type committer struct {
+	gen     groupGeneration
+	log     *slog.Logger
+	mu      sync.Mutex
+	pending map[string]map[int]int64
+	dirty   chan struct{}
+}
+
+// mark records that every record of topic/partition before next was
+// written.
+func (c *committer) mark(topic string, partition int, next int64) {
+	c.mu.Lock()
+	ps := c.pending[topic]
+	if ps == nil {
+		ps = make(map[int]int64)
+		c.pending[topic] = ps
+	}
+	if next > ps[partition] {
+		ps[partition] = next
+	}
+	c.mu.Unlock()
+	select {
+	case c.dirty <- struct{}{}:
+	default:
+	}
+}
+
+func (c *committer) run(ctx context.Context) {
+	for {
+		select {
+		case <-c.dirty:
+			c.flush()
+		case <-ctx.Done():
+			c.flush()
+			return
+		}
+	}
+}
+
+func (c *committer) flush() {
+	c.mu.Lock()
+	batch := c.pending
+	c.pending = make(map[string]map[int]int64)
+	c.mu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	if err := c.gen.CommitOffsets(batch); err != nil {
+		c.log.Warn("kafka: re-injector commit failed; the records may be carried again", "err", err)
+		c.mu.Lock()
+		for topic, ps := range batch {
+			for p, off := range ps {
+				cur := c.pending[topic]
+				if cur == nil {
+					cur = make(map[int]int64)
+					c.pending[topic] = cur
+				}
+				if off > cur[p] {
+					cur[p] = off
+				}
+			}
+		}
+		c.mu.Unlock()
+	}
+}
+
+// sleep waits d on clock; it reports false when ctx ended first.
+func sleep(ctx context.Context, clock babelqueue.Clock, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	timer := clock.NewTimer(d)
+	select {
+	case <-timer.C():
+		return ctx.Err() == nil
+	case <-ctx.Done():
+		timer.Stop()
+		return false
+	}
+}
+
+// backoff doubles from 100ms up to 5s.
+type backoff struct{ d time.Duration }
+
+func newBackoff() *backoff { return &backoff{} }
+
+func (b *backoff) next() time.Duration {
+	switch {
+	case b.d == 0:
+		b.d = 100 * time.Millisecond
+	case b.d < 5*time.Second:
+		b.d = min(2*b.d, 5*time.Second)
+	}
+	return b.d
+}
+
+func (b *backoff) reset() { b.d = 0 }

@@ -1,0 +1,211 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	kafkago "github.com/segmentio/kafka-go"
+)
+
+// Writer is the subset of *kafkago.Writer the transport writes through.
+// WriteMessages returns once every record was acknowledged by the broker, or
+// with an error.
+type Writer interface {
+	WriteMessages(ctx context.Context, msgs ...kafkago.Message) error
+}
+
+// Reader is the subset of *kafkago.Reader the transport consumes through: a
+// group reader without auto-commit. A Reader that also implements io.Closer
+// is closed when the transport drops it (Rewind, Close).
+type Reader interface {
+	FetchMessage(ctx context.Context) (kafkago.Message, error)
+	CommitMessages(ctx context.Context, msgs ...kafkago.Message) error
+}
+
+// Transport implements babelqueue.Transport over Apache Kafka, with every
+// optional capability of the core contract. Publish and its variants are
+// safe for concurrent use; Pop, Ack and Rewind of one queue must be called
+// from one goroutine at a time (a Kafka consumer is sequential), different
+// queues may be consumed concurrently.
+type Transport struct {
+	cfg       config
+	writer    Writer
+	ownWriter *kafkago.Writer    // nil when the writer was injected
+	net       *kafkago.Transport // connections of ownWriter and of admin calls
+	dialer    *kafkago.Dialer    // connections of readers and group members
+
+	mu      sync.Mutex
+	closed  bool
+	readers map[string]Reader
+}
+
+var (
+	_ babelqueue.Transport         = (*Transport)(nil)
+	_ babelqueue.HeaderPublisher   = (*Transport)(nil)
+	_ babelqueue.KeyedRepublisher  = (*Transport)(nil)
+	_ babelqueue.HeaderRepublisher = (*Transport)(nil)
+	_ babelqueue.Forwarder         = (*Transport)(nil)
+	_ babelqueue.Rewinder          = (*Transport)(nil)
+	_ babelqueue.DelayedPublisher  = (*Transport)(nil)
+	_ babelqueue.TieredRetrier     = (*Transport)(nil)
+)
+
+// New builds a transport. Give it brokers (WithBrokers) and, to consume, a
+// group id (WithGroupID); tests may instead inject a Writer and a reader
+// factory (WithWriter, WithReaderFactory). A bad option or a missing broker
+// list is reported here, wrapping babelqueue.ErrInvalidOption. New does not
+// contact the brokers.
+func New(opts ...Option) (*Transport, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	if len(cfg.errs) > 0 {
+		return nil, errors.Join(cfg.errs...)
+	}
+	if len(cfg.brokers) == 0 && (cfg.writer == nil || cfg.readerFactory == nil) {
+		return nil, ErrNoBrokers
+	}
+	t := &Transport{cfg: cfg, readers: make(map[string]Reader)}
+	if len(cfg.brokers) > 0 {
+		t.net = &kafkago.Transport{
+			TLS:      cfg.tls,
+			SASL:     cfg.sasl,
+			ClientID: clientID,
+		}
+		t.dialer = &kafkago.Dialer{
+			Timeout:       10 * time.Second,
+			DualStack:     true,
+			TLS:           cfg.tls,
+			SASLMechanism: cfg.sasl,
+			ClientID:      clientID,
+		}
+	}
+	if cfg.writer != nil {
+		t.writer = cfg.writer
+	} else {
+		t.ownWriter = &kafkago.Writer{
+			Addr:                   kafkago.TCP(cfg.brokers...),
+			Balancer:               &Murmur2Balancer{},
+			BatchTimeout:           cfg.linger,
+			BatchSize:              cfg.batchSize,
+			BatchBytes:             cfg.batchBytes,
+			RequiredAcks:           cfg.requiredAcks,
+			AllowAutoTopicCreation: cfg.autoCreate,
+			Transport:              t.net,
+			ErrorLogger:            kafkaLogger{cfg.log()},
+		}
+		t.writer = t.ownWriter
+	}
+	return t, nil
+}
+
+const clientID = "babelqueue-go"
+
+// Close releases what the transport created: its readers, whose pending
+// commits are flushed first, and its own Writer and connections. A Writer
+// injected with WithWriter is left open. After Close, Pop, Ack and the
+// publish calls return ErrClosed; a second Close is a no-op. It returns the
+// first error met.
+func (t *Transport) Close() error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil
+	}
+	t.closed = true
+	readers := t.readers
+	t.readers = nil
+	t.mu.Unlock()
+
+	var errs []error
+	for queue, r := range readers {
+		if err := closeReader(r); err != nil {
+			errs = append(errs, wrapf(err, "close reader of %q", queue))
+		}
+	}
+	if t.ownWriter != nil {
+		if err := t.ownWriter.Close(); err != nil {
+			errs = append(errs, wrapf(err, "close writer"))
+		}
+	}
+	if t.net != nil {
+		t.net.CloseIdleConnections()
+	}
+	if len(errs) > 0 {
+		return errs[0]
+	}
+	return nil
+}
+
+func (t *Transport) isClosed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.closed
+}
+
+// reader returns the reader of queue, building it on first use.
+func (t *Transport) reader(queue string) (Reader, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil, ErrClosed
+	}
+	if r, ok := t.readers[queue]; ok {
+		return r, nil
+	}
+	var r Reader
+	if t.cfg.readerFactory != nil {
+		r = t.cfg.readerFactory(queue)
+	} else {
+		if t.cfg.groupID == "" {
+			return nil, ErrNoGroupID
+		}
+		r = kafkago.NewReader(kafkago.ReaderConfig{
+			Brokers:        t.cfg.brokers,
+			GroupID:        t.cfg.groupID,
+			Topic:          queue,
+			Dialer:         t.dialer,
+			MinBytes:       1,
+			MaxBytes:       16 << 20,
+			MaxWait:        250 * time.Millisecond,
+			ReadBackoffMin: 10 * time.Millisecond,
+			ReadBackoffMax: 250 * time.Millisecond,
+			CommitInterval: t.cfg.commitInterval,
+			StartOffset:    kafkago.FirstOffset,
+			ErrorLogger:    kafkaLogger{t.cfg.log()},
+		})
+	}
+	if r == nil {
+		return nil, wrapf(babelqueue.ErrInvalidOption, "reader factory returned nil for %q", queue)
+	}
+	t.readers[queue] = r
+	return r, nil
+}
+
+// dropReader forgets r as the reader of queue (when it still is) and closes
+// it, flushing the commits it holds.
+func (t *Transport) dropReader(queue string, r Reader) error {
+	t.mu.Lock()
+	if cur, ok := t.readers[queue]; ok && cur == r {
+		delete(t.readers, queue)
+	} else {
+		t.mu.Unlock()
+		return nil // already dropped (a second Rewind, or Close)
+	}
+	t.mu.Unlock()
+	return closeReader(r)
+}
+
+func closeReader(r Reader) error {
+	if c, ok := r.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}

@@ -1,0 +1,354 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/google/go-cmp/cmp"
+	kafkago "github.com/segmentio/kafka-go"
+)
+
+type rig struct {
+	t       *testing.T
+	log     *fakeLog
+	offsets *fakeOffsets
+	writer  *fakeWriter
+	clock   *babelqueue.FakeClock
+	tr      *Transport
+	readers []*fakeReader
+}
+
+func newRig(t *testing.T, opts ...Option) *rig {
+	t.Helper()
+	rg := &rig{t: t, log: newFakeLog(), offsets: newFakeOffsets(), clock: babelqueue.NewFakeClock(t0)}
+	rg.writer = &fakeWriter{log: rg.log}
+	rg.log.create("orders", 3)
+	base := []Option{WithWriter(rg.writer), WithClock(rg.clock), WithReaderFactory(func(q string) Reader {
+		r := newFakeReader(rg.log, rg.offsets, q)
+		rg.readers = append(rg.readers, r)
+		return r
+	})}
+	tr, err := New(append(base, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rg.tr = tr
+	t.Cleanup(func() { _ = tr.Close() })
+	return rg
+}
+
+const createdMs = 1749132727000
+
+func envelope(t *testing.T, attempts int) string {
+	t.Helper()
+	env, err := babelqueue.Make("urn:babel:orders:created", map[string]any{"order_id": 1042},
+		babelqueue.WithQueue("orders"), babelqueue.WithTraceID("trace-1"), babelqueue.WithID("id-1"),
+		babelqueue.WithCreatedAt(time.UnixMilli(createdMs)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Attempts = attempts
+	b, err := env.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func contractHeaders(attempts string) []kafkago.Header {
+	return []kafkago.Header{
+		h("bq-job", "urn:babel:orders:created"), h("bq-trace-id", "trace-1"), h("bq-message-id", "id-1"),
+		h("bq-schema-version", "1"), h("bq-source-lang", "go"), h("bq-attempts", attempts),
+	}
+}
+
+func (rg *rig) pop(queue string) *babelqueue.ReceivedMessage {
+	rg.t.Helper()
+	m, err := rg.tr.Pop(context.Background(), queue, time.Second)
+	if err != nil || m == nil {
+		rg.t.Fatalf("Pop(%s) = %v, %v", queue, m, err)
+	}
+	return m
+}
+
+func TestPublishProjectsHeadersAndTimestamp(t *testing.T) {
+	rg := newRig(t)
+	body := envelope(t, 0)
+	if err := rg.tr.Publish(context.Background(), "orders", body); err != nil {
+		t.Fatal(err)
+	}
+	got := rg.log.records("orders")
+	if len(got) != 1 {
+		t.Fatalf("%d records", len(got))
+	}
+	m := got[0]
+	if string(m.Value) != body || m.Key != nil {
+		t.Fatalf("value %q key %q", m.Value, m.Key)
+	}
+	if diff := cmp.Diff(contractHeaders("0"), m.Headers); diff != "" {
+		t.Fatalf("headers (-want +got):\n%s", diff)
+	}
+	if !m.Time.Equal(time.UnixMilli(createdMs)) {
+		t.Fatalf("timestamp %v, want created_at", m.Time)
+	}
+}
+
+func TestPublishWithHeadersRules(t *testing.T) {
+	rg := newRig(t)
+	err := rg.tr.PublishWithHeaders(context.Background(), "orders", envelope(t, 0), map[string]string{
+		"traceparent": "00-t-s-01", "bq-job": "urn:evil", "zeta": "z", "alpha": "a", " ": "blank key",
+		"empty": " ", "bq-delay": "1", "bq-original-topic": "x", "bq-replay-bypass": "1",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append(contractHeaders("0"), h("alpha", "a"), h("bq-replay-bypass", "1"), h("traceparent", "00-t-s-01"), h("zeta", "z"))
+	if diff := cmp.Diff(want, rg.log.records("orders")[0].Headers); diff != "" {
+		t.Fatalf("headers (-want +got):\n%s", diff)
+	}
+}
+
+func TestPublishBatchAndErrors(t *testing.T) {
+	rg := newRig(t)
+	ctx := context.Background()
+	if err := rg.tr.PublishBatch(ctx, "orders", envelope(t, 0), envelope(t, 1), "raw"); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(rg.log.records("orders")); n != 3 {
+		t.Fatalf("%d records", n)
+	}
+	for _, q := range []string{"", "  "} {
+		if err := rg.tr.Publish(ctx, q, "x"); !errors.Is(err, ErrEmptyTopic) || !errors.Is(err, babelqueue.ErrInvalidOption) {
+			t.Fatalf("Publish to %q: %v", q, err)
+		}
+	}
+	rg.writer.setFail(func(msgs []kafkago.Message) error { return kafkago.MessageTooLargeError{Message: msgs[0]} })
+	if err := rg.tr.Publish(ctx, "orders", "x"); !errors.Is(err, ErrRecordTooLarge) {
+		t.Fatalf("too large: %v", err)
+	}
+	rg.writer.setFail(func([]kafkago.Message) error { return kafkago.WriteErrors{nil, kafkago.MessageSizeTooLarge} })
+	if err := rg.tr.PublishBatch(ctx, "orders", "a", "b"); !errors.Is(err, ErrRecordTooLarge) {
+		t.Fatalf("batch too large: %v", err)
+	}
+}
+
+// A real kafka-go writer rejects an oversized record before any network
+// call, so this needs no broker.
+func TestRecordLargerThanBatchBytesIsRejected(t *testing.T) {
+	tr, err := New(WithBrokers("127.0.0.1:1"), WithBatchBytes(64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err = tr.Publish(ctx, "orders", strings.Repeat("x", 200))
+	if !errors.Is(err, ErrRecordTooLarge) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	cases := []struct {
+		name string
+		opts []Option
+		want error
+	}{
+		{"no brokers", nil, ErrNoBrokers},
+		{"blank broker", []Option{WithBrokers("")}, babelqueue.ErrInvalidOption},
+		{"blank group", []Option{WithBrokers("b:9092"), WithGroupID(" ")}, babelqueue.ErrInvalidOption},
+		{"tiers not ascending", []Option{WithBrokers("b:9092"), WithRetryTiers(5*time.Second, time.Second)}, babelqueue.ErrInvalidOption},
+		{"tiers repeated", []Option{WithBrokers("b:9092"), WithRetryTiers(time.Second, time.Second)}, babelqueue.ErrInvalidOption},
+		{"tier zero", []Option{WithBrokers("b:9092"), WithRetryTiers(0)}, babelqueue.ErrInvalidOption},
+		{"tier negative", []Option{WithBrokers("b:9092"), WithRetryTiers(-time.Second)}, babelqueue.ErrInvalidOption},
+		{"tier sub-millisecond", []Option{WithBrokers("b:9092"), WithRetryTiers(time.Microsecond)}, babelqueue.ErrInvalidOption},
+		{"acks none", []Option{WithBrokers("b:9092"), WithRequiredAcks(kafkago.RequireNone)}, babelqueue.ErrInvalidOption},
+		{"linger", []Option{WithBrokers("b:9092"), WithLinger(0)}, babelqueue.ErrInvalidOption},
+		{"scram algo", []Option{WithBrokers("b:9092"), WithSASLSCRAM(0, "u", "p")}, babelqueue.ErrInvalidOption},
+		{"plain user", []Option{WithBrokers("b:9092"), WithSASLPlain("", "p")}, babelqueue.ErrInvalidOption},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tr, err := New(c.opts...)
+			if !errors.Is(err, c.want) || tr != nil {
+				t.Fatalf("New = %v, %v; want %v", tr, err, c.want)
+			}
+		})
+	}
+	tr, err := New(WithBrokers("127.0.0.1:1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if _, err := tr.Pop(context.Background(), "orders", time.Millisecond); !errors.Is(err, ErrNoGroupID) {
+		t.Fatalf("Pop without group: %v", err)
+	}
+	if err := tr.EnsureTopics(context.Background(), "orders", 0, 1); !errors.Is(err, babelqueue.ErrInvalidOption) {
+		t.Fatalf("EnsureTopics with 0 partitions: %v", err)
+	}
+	if _, err := New(WithBrokers("b:9092"), WithSASLSCRAM(SCRAMSHA512, "u", "p"), WithTLS(nil)); !errors.Is(err, babelqueue.ErrInvalidOption) {
+		t.Fatalf("nil TLS: %v", err)
+	}
+}
+
+func TestPopHeaderAttemptsAreAuthoritative(t *testing.T) {
+	cases := []struct {
+		name      string
+		body      int
+		header    *string
+		wantBody  int
+		unchanged bool
+	}{
+		{"absent header keeps body", 2, nil, 2, true},
+		{"higher header rewrites", 0, ptr("3"), 3, false},
+		{"lower header rewrites", 5, ptr("1"), 1, false},
+		{"equal header keeps bytes", 4, ptr("4"), 4, true},
+		{"invalid header ignored", 2, ptr(" 7"), 2, true},
+		{"signed header ignored", 2, ptr("+7"), 2, true},
+		{"out of range ignored", 2, ptr("2147483648"), 2, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rg := newRig(t)
+			body := envelope(t, c.body)
+			var hs []kafkago.Header
+			if c.header != nil {
+				hs = []kafkago.Header{h("bq-attempts", *c.header)}
+			}
+			rg.log.append("orders", 0, kafkago.Message{Value: []byte(body), Headers: hs})
+			m := rg.pop("orders")
+			if c.unchanged && m.Body != body {
+				t.Fatalf("body rewritten:\n%s\n%s", body, m.Body)
+			}
+			if want := envelope(t, c.wantBody); m.Body != want {
+				t.Fatalf("body\n got %s\nwant %s", m.Body, want)
+			}
+			if m.Queue != "orders" {
+				t.Fatalf("queue %q", m.Queue)
+			}
+		})
+	}
+}
+
+func ptr(s string) *string { return &s }
+
+func TestPopLeavesPoisonAndVersionGatedBodiesUntouched(t *testing.T) {
+	var hooked []string
+	rg := newRig(t, WithOnSchemaVersionRejected(func(v, q string) {
+		hooked = append(hooked, v+"@"+q)
+		panic("hook panics are swallowed")
+	}))
+	poison := "not json"
+	gated := envelope(t, 0)
+	rg.log.append("orders", 0, kafkago.Message{Value: []byte(poison), Headers: []kafkago.Header{h("bq-attempts", "2")}})
+	rg.log.append("orders", 0, kafkago.Message{Value: []byte(gated), Headers: []kafkago.Header{h("bq-schema-version", "2"), h("bq-attempts", "5")}})
+	rg.log.append("orders", 0, kafkago.Message{Value: []byte(gated), Headers: []kafkago.Header{h("bq-schema-version", " "), h("bq-attempts", "5")}})
+	if m := rg.pop("orders"); m.Body != poison {
+		t.Fatalf("poison body changed: %q", m.Body)
+	}
+	m := rg.pop("orders")
+	if m.Body != gated || m.Headers["bq-schema-version"] != "2" {
+		t.Fatalf("gated record changed: %q %v", m.Body, m.Headers)
+	}
+	if diff := cmp.Diff([]string{"2@orders"}, hooked); diff != "" {
+		t.Fatalf("hook calls (-want +got):\n%s", diff)
+	}
+	if m := rg.pop("orders"); m.Body != envelope(t, 5) {
+		t.Fatalf("blank version header must not gate: %q", m.Body)
+	}
+}
+
+func TestPopTimeoutAndContext(t *testing.T) {
+	rg := newRig(t, WithMaxWaitTime(20*time.Millisecond))
+	start := time.Now()
+	m, err := rg.tr.Pop(context.Background(), "orders", time.Hour)
+	if m != nil || err != nil {
+		t.Fatalf("empty Pop = %v, %v", m, err)
+	}
+	if time.Since(start) > 2*time.Second {
+		t.Fatal("Pop ignored WithMaxWaitTime")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := rg.tr.Pop(ctx, "orders", time.Second); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled Pop: %v", err)
+	}
+	if _, err := rg.tr.Pop(context.Background(), " ", time.Second); !errors.Is(err, ErrEmptyTopic) {
+		t.Fatalf("blank queue: %v", err)
+	}
+}
+
+func TestAckCommitsAndRewindRedelivers(t *testing.T) {
+	rg := newRig(t)
+	ctx := context.Background()
+	for _, v := range []string{"a", "b", "c"} {
+		rg.log.append("orders", 0, kafkago.Message{Value: []byte(v)})
+	}
+	a := rg.pop("orders")
+	if err := rg.tr.Ack(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if got := rg.offsets.get("orders", 0); got != 1 {
+		t.Fatalf("committed %d after acking a", got)
+	}
+	b := rg.pop("orders")
+	_ = rg.pop("orders") // c fetched, never acknowledged
+	if err := rg.tr.Rewind(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if !rg.readers[0].closed {
+		t.Fatal("Rewind left the reader open")
+	}
+	if err := rg.tr.Ack(ctx, b); err == nil {
+		t.Fatal("Ack through a rewound reader succeeded")
+	}
+	if got := rg.offsets.get("orders", 0); got != 1 {
+		t.Fatalf("committed %d after rewinding b", got)
+	}
+	again := rg.pop("orders")
+	if again.Body != "b" || len(rg.readers) != 2 {
+		t.Fatalf("after Rewind got %q with %d readers", again.Body, len(rg.readers))
+	}
+	if err := rg.tr.Rewind(ctx, b); err != nil { // a second Rewind of a dropped reader is a no-op
+		t.Fatal(err)
+	}
+	if rg.readers[1].closed {
+		t.Fatal("a stale Rewind closed the new reader")
+	}
+}
+
+func TestCloseRules(t *testing.T) {
+	rg := newRig(t)
+	ctx := context.Background()
+	rg.log.append("orders", 0, kafkago.Message{Value: []byte("a")})
+	m := rg.pop("orders")
+	if err := rg.tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !rg.readers[0].closed {
+		t.Fatal("Close left a reader open")
+	}
+	if err := rg.tr.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	for name, err := range map[string]error{
+		"Pop":     func() error { _, err := rg.tr.Pop(ctx, "orders", time.Millisecond); return err }(),
+		"Ack":     rg.tr.Ack(ctx, m),
+		"Publish": rg.tr.Publish(ctx, "orders", "x"),
+	} {
+		if !errors.Is(err, ErrClosed) || !errors.Is(err, babelqueue.ErrClosed) {
+			t.Errorf("%s after Close: %v", name, err)
+		}
+	}
+	if len(rg.readers) != 1 {
+		t.Fatal("Pop after Close opened a reader")
+	}
+	// The injected writer belongs to the caller and still works.
+	if err := rg.writer.WriteMessages(ctx, kafkago.Message{Topic: "orders"}); err != nil {
+		t.Fatal(err)
+	}
+}
