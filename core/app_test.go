@@ -1,0 +1,257 @@
+package babelqueue
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+)
+
+// ---- helpers shared by the runtime tests ----
+
+var epoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// testApp returns an App tuned for fast tests: short poll timeout, no
+// failure backoff, silent logger. opts come last and win.
+func testApp(t Transport, opts ...Option) *App {
+	base := []Option{WithPollTimeout(5 * time.Millisecond), WithFailureBackoff(0), WithLogger(quietLogger())}
+	return NewApp(t, append(base, opts...)...)
+}
+
+// envBody returns the encoded envelope of urn with the given attempts.
+func envBody(t *testing.T, urn string, attempts int, opts ...MakeOption) string {
+	t.Helper()
+	env, err := Make(urn, map[string]any{"n": 1}, append([]MakeOption{WithQueue("orders")}, opts...)...)
+	if err != nil {
+		t.Fatalf("Make: %v", err)
+	}
+	b, err := env.Encode()
+	if err != nil {
+		t.Fatalf("Encode: %v", err)
+	}
+	if attempts != 0 {
+		b, err = SetAttempts(b, attempts)
+		if err != nil {
+			t.Fatalf("SetAttempts: %v", err)
+		}
+	}
+	return string(b)
+}
+
+func mustDecode(t *testing.T, body string) *Envelope {
+	t.Helper()
+	env, err := Decode([]byte(body))
+	if err != nil {
+		t.Fatalf("Decode(%s): %v", body, err)
+	}
+	return env
+}
+
+func drain(t *testing.T, a *App, queues ...string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	n, err := a.Drain(ctx, queues...)
+	if err != nil {
+		t.Fatalf("Drain: %v", err)
+	}
+	return n
+}
+
+// recorder collects what the hooks report.
+type recorder struct {
+	mu       sync.Mutex
+	errs     []error
+	warnings []error
+}
+
+func (r *recorder) options() []Option {
+	return []Option{
+		WithOnError(func(err error) { r.mu.Lock(); r.errs = append(r.errs, err); r.mu.Unlock() }),
+		WithOnWarning(func(err error) { r.mu.Lock(); r.warnings = append(r.warnings, err); r.mu.Unlock() }),
+	}
+}
+
+func (r *recorder) errors() []error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]error(nil), r.errs...)
+}
+
+func (r *recorder) warns() []error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]error(nil), r.warnings...)
+}
+
+func anyIs(errs []error, target error) bool {
+	for _, e := range errs {
+		if errors.Is(e, target) {
+			return true
+		}
+	}
+	return false
+}
+
+// Capability-limited views of an InMemoryTransport.
+type plainTransport struct{ Transport }
+
+func only(mem *InMemoryTransport) Transport { return plainTransport{mem} }
+
+// ---- App.Publish ----
+
+func TestPublishReturnsMetaIDAndWritesToDefaultQueue(t *testing.T) {
+	mem := NewInMemoryTransport()
+	a := testApp(mem, WithDefaultQueue("orders"))
+	id, err := a.Publish(context.Background(), "urn:babel:orders:created", map[string]any{"order_id": 1042})
+	if err != nil {
+		t.Fatalf("Publish: %v", err)
+	}
+	msgs := mem.Messages("orders")
+	if len(msgs) != 1 {
+		t.Fatalf("orders holds %d messages, want 1", len(msgs))
+	}
+	env := mustDecode(t, msgs[0].Body)
+	if env.Meta.ID != id || id == "" {
+		t.Errorf("Publish returned %q, meta.id is %q", id, env.Meta.ID)
+	}
+	if env.Meta.Queue != "orders" || env.URN() != "urn:babel:orders:created" || env.Attempts != 0 {
+		t.Errorf("envelope = queue %q urn %q attempts %d", env.Meta.Queue, env.URN(), env.Attempts)
+	}
+	if got := msgs[0].Headers[HeaderJob]; got != "urn:babel:orders:created" {
+		t.Errorf("bq-job header = %q", got)
+	}
+}
+
+func TestPublishToQueueAndEnvelopeOptions(t *testing.T) {
+	mem := NewInMemoryTransport()
+	a := testApp(mem)
+	id, err := a.Publish(context.Background(), "urn:x", nil, ToQueue("billing"),
+		WithEnvelopeOptions(WithTraceID("trace-1"), WithQueue("ignored")))
+	if err != nil {
+		t.Fatalf("Publish: %v", err)
+	}
+	if mem.Len(DefaultQueue) != 0 || mem.Len("billing") != 1 {
+		t.Fatalf("default=%d billing=%d, want 0 and 1", mem.Len(DefaultQueue), mem.Len("billing"))
+	}
+	env := mustDecode(t, mem.Messages("billing")[0].Body)
+	if env.TraceID != "trace-1" || env.Meta.Queue != "billing" || env.Meta.ID != id {
+		t.Errorf("trace %q queue %q id %q", env.TraceID, env.Meta.Queue, env.Meta.ID)
+	}
+}
+
+func TestPublishWithHeaders(t *testing.T) {
+	mem := NewInMemoryTransport()
+	a := testApp(mem)
+	_, err := a.PublishWithHeaders(context.Background(), "urn:x", nil,
+		map[string]string{"traceparent": "00-abc-def-01", HeaderJob: "urn:spoof", "blank": " "})
+	if err != nil {
+		t.Fatalf("PublishWithHeaders: %v", err)
+	}
+	h := mem.Messages(DefaultQueue)[0].Headers
+	if h["traceparent"] != "00-abc-def-01" {
+		t.Errorf("traceparent = %q", h["traceparent"])
+	}
+	if h[HeaderJob] != "urn:x" {
+		t.Errorf("bq-job = %q, the contract header must win", h[HeaderJob])
+	}
+	if _, ok := h["blank"]; ok {
+		t.Error("a blank header value was written")
+	}
+
+	// Without HeaderPublisher, headers cannot be honoured: nothing written.
+	b := testApp(only(mem))
+	_, err = b.PublishWithHeaders(context.Background(), "urn:x", nil, map[string]string{"traceparent": "x"})
+	if !errors.Is(err, errors.ErrUnsupported) {
+		t.Errorf("err = %v, want errors.ErrUnsupported", err)
+	}
+	if mem.Len(DefaultQueue) != 1 {
+		t.Errorf("a refused publish wrote something")
+	}
+	// An empty map is a plain publish.
+	if _, err := b.PublishWithHeaders(context.Background(), "urn:x", nil, nil); err != nil {
+		t.Errorf("PublishWithHeaders(nil headers) on a plain transport: %v", err)
+	}
+}
+
+func TestPublishDelayed(t *testing.T) {
+	clock := NewFakeClock(epoch)
+	mem := NewInMemoryTransport(WithMemoryClock(clock))
+	a := testApp(mem)
+	ctx := context.Background()
+	if _, err := a.Publish(ctx, "urn:x", nil, WithDelay(time.Minute)); err != nil {
+		t.Fatalf("Publish: %v", err)
+	}
+	if m, _ := mem.Pop(ctx, DefaultQueue, 0); m != nil {
+		t.Fatal("a delayed message was visible before its time")
+	}
+	clock.Advance(59 * time.Second)
+	if m, _ := mem.Pop(ctx, DefaultQueue, 0); m != nil {
+		t.Fatal("a delayed message was visible a second early")
+	}
+	clock.Advance(time.Second)
+	if m, _ := mem.Pop(ctx, DefaultQueue, 0); m == nil {
+		t.Fatal("the delayed message is not visible at its time")
+	}
+
+	for name, tr := range map[string]Transport{"no delayed publish": only(mem)} {
+		_, err := testApp(tr).Publish(ctx, "urn:x", nil, WithDelay(time.Second))
+		if !errors.Is(err, ErrDelayUnsupported) {
+			t.Errorf("%s: err = %v, want ErrDelayUnsupported", name, err)
+		}
+	}
+	_, err := a.PublishWithHeaders(ctx, "urn:x", nil, map[string]string{"a": "b"}, WithDelay(time.Second))
+	if !errors.Is(err, ErrDelayUnsupported) {
+		t.Errorf("headers with a delay: err = %v, want ErrDelayUnsupported", err)
+	}
+}
+
+func TestInvalidOptionsSurfaceFromEveryEntryPoint(t *testing.T) {
+	cases := map[string]Option{
+		"max attempts 0":    WithMaxAttempts(0),
+		"blank queue":       WithDefaultQueue(" "),
+		"blank dlq":         WithDeadLetterQueue(""),
+		"blank suffix":      WithDeadLetterSuffix("\t"),
+		"zero poll timeout": WithPollTimeout(0),
+		"bad strategy":      WithUnknownURNStrategy("retry"),
+		"nil clock":         WithClock(nil),
+		"zero settle":       WithSettleTimeout(0),
+		"negative backoff":  WithFailureBackoff(-time.Second),
+	}
+	for name, opt := range cases {
+		t.Run(name, func(t *testing.T) {
+			a := NewApp(NewInMemoryTransport(), opt)
+			ctx := context.Background()
+			if _, err := a.Publish(ctx, "urn:x", nil); !errors.Is(err, ErrInvalidOption) {
+				t.Errorf("Publish: %v", err)
+			}
+			if err := a.Consume(ctx); !errors.Is(err, ErrInvalidOption) {
+				t.Errorf("Consume: %v", err)
+			}
+			if _, err := a.Drain(ctx); !errors.Is(err, ErrInvalidOption) {
+				t.Errorf("Drain: %v", err)
+			}
+		})
+	}
+	if _, err := NewApp(nil).Publish(context.Background(), "urn:x", nil); !errors.Is(err, ErrInvalidOption) {
+		t.Errorf("nil transport: %v", err)
+	}
+	if _, err := NewApp(NewInMemoryTransport()).Drain(context.Background(), "a", " "); !errors.Is(err, ErrInvalidOption) {
+		t.Errorf("blank queue name: %v", err)
+	}
+}
+
+func TestPublishRejectsBlankURN(t *testing.T) {
+	mem := NewInMemoryTransport()
+	if _, err := testApp(mem).Publish(context.Background(), " ", nil); err == nil {
+		t.Fatal("Publish with a blank URN succeeded")
+	}
+	if len(mem.Queues()) != 0 && mem.Len(DefaultQueue) != 0 {
+		t.Error("a rejected publish wrote something")
+	}
+}

@@ -1,0 +1,262 @@
+package babelqueue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+)
+
+// Consume reads queues (the default queue when none is given) until ctx is
+// cancelled, one goroutine per queue, and handles every message it reads.
+// It blocks until every one of those goroutines has stopped.
+//
+// It returns nil once ctx is cancelled. A bad message never stops it: a
+// poison body, a rejected version, a failing handler or a failed settle
+// write is settled or left for redelivery, and reported through the
+// OnError / OnWarning hooks and the logger. It stops, cancelling the other
+// queues, and returns the error when the transport fails in a way a retry
+// cannot mend: Pop returns an error, or a call reports ErrClosed. A queue
+// must not be consumed by two Consume calls of one process at once (the
+// Transport contract reads a queue from one goroutine).
+func (a *App) Consume(ctx context.Context, queues ...string) error {
+	queues, err := a.queuesToRead(queues)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+
+	var (
+		wg       sync.WaitGroup
+		errOnce  sync.Once
+		firstErr error
+	)
+	for _, q := range queues {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := a.consumeQueue(ctx, q); err != nil {
+				errOnce.Do(func() { firstErr = err })
+				cancel(err)
+			}
+		}()
+	}
+	wg.Wait()
+	return firstErr
+}
+
+// queuesToRead validates the queue list of Consume and Drain.
+func (a *App) queuesToRead(queues []string) ([]string, error) {
+	if a.cfgErr != nil {
+		return nil, a.cfgErr
+	}
+	if len(queues) == 0 {
+		return []string{a.cfg.defaultQueue}, nil
+	}
+	seen := make(map[string]bool, len(queues))
+	out := make([]string, 0, len(queues))
+	for _, q := range queues {
+		if IsBlank(q) {
+			return nil, invalid("queue name is blank")
+		}
+		if !seen[q] {
+			seen[q] = true
+			out = append(out, q)
+		}
+	}
+	return out, nil
+}
+
+// consumeQueue is the loop of one queue.
+func (a *App) consumeQueue(ctx context.Context, queue string) error {
+	for {
+		if ctx.Err() != nil {
+			return nil
+		}
+		msg, err := a.t.Pop(ctx, queue, a.cfg.pollTimeout)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("babelqueue: consume %s: pop: %w", queue, err)
+		}
+		if msg == nil {
+			continue
+		}
+		if msg.Queue == "" {
+			msg.Queue = queue
+		}
+		if ctx.Err() != nil {
+			// Read while stopping: hand it back untouched.
+			a.unsettle(ctx, msg, "consume stopped")
+			return nil
+		}
+		out := a.deliver(ctx, msg)
+		if out.err == nil {
+			continue
+		}
+		if errors.Is(out.err, ErrClosed) {
+			return fmt.Errorf("babelqueue: consume %s: %w", queue, out.err)
+		}
+		if out.settleFailed {
+			a.backoff(ctx)
+		}
+	}
+}
+
+// backoff waits the failure backoff on the App's clock, or until ctx ends.
+func (a *App) backoff(ctx context.Context) {
+	if a.cfg.failureBackoff <= 0 {
+		return
+	}
+	t := a.cfg.clock.NewTimer(a.cfg.failureBackoff)
+	defer t.Stop()
+	select {
+	case <-t.C():
+	case <-ctx.Done():
+	}
+}
+
+// Drain handles messages of queues (the default queue when none is given)
+// until they are all empty, and returns how many deliveries it handled,
+// whatever their outcome. A queue counts as empty after a Pop that waited
+// the poll timeout for nothing; Drain passes over the queues again until a
+// whole pass finds nothing, so that retries and messages one handler
+// publishes to another drained queue are handled too. Under
+// StrategyRelease a released message is not counted, and Drain stops
+// reading a queue when it meets a message it already released.
+//
+// Unlike Consume, Drain returns at the first failed settle write (an error
+// wrapping ErrSettle; the message is left for redelivery) and at a
+// transport error, with the count so far. It also returns when ctx ends.
+func (a *App) Drain(ctx context.Context, queues ...string) (int, error) {
+	queues, err := a.queuesToRead(queues)
+	if err != nil {
+		return 0, err
+	}
+	released := make(map[string]bool)
+	total := 0
+	for {
+		pass := 0
+		for _, q := range queues {
+			n, err := a.drainQueue(ctx, q, released)
+			pass += n
+			total += n
+			if err != nil {
+				return total, err
+			}
+		}
+		if pass == 0 {
+			return total, nil
+		}
+	}
+}
+
+func (a *App) drainQueue(ctx context.Context, queue string, released map[string]bool) (int, error) {
+	n := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return n, err
+		}
+		msg, err := a.t.Pop(ctx, queue, a.cfg.pollTimeout)
+		if err != nil {
+			return n, fmt.Errorf("babelqueue: drain %s: pop: %w", queue, err)
+		}
+		if msg == nil {
+			return n, nil
+		}
+		if msg.Queue == "" {
+			msg.Queue = queue
+		}
+		out := a.deliver(ctx, msg)
+		if out.released {
+			if released[out.key] {
+				return n, out.err
+			}
+			released[out.key] = true
+		} else {
+			n++
+		}
+		if out.err != nil {
+			return n, out.err
+		}
+	}
+}
+
+// outcome is what happened to one delivery.
+type outcome struct {
+	// err is a settle failure (wrapping ErrSettle) or ErrClosed; nil when
+	// the message was settled (or deliberately left for redelivery at
+	// shutdown).
+	err error
+	// settleFailed reports that a settle write failed and the message was
+	// left for redelivery.
+	settleFailed bool
+	// released reports a StrategyRelease hand-back; key identifies the
+	// released message (its body, which a release does not change).
+	released bool
+	key      string
+}
+
+// deliver handles one reserved message from start to settlement.
+func (a *App) deliver(ctx context.Context, msg *ReceivedMessage) outcome {
+	hctx := ContextWithHeaders(ctx, msg.Headers)
+
+	// Version gate, before the body is decoded.
+	version, present := msg.Header(HeaderSchemaVersion)
+	if err := CheckSchemaVersionHeader(version, present); err != nil {
+		return a.settleVersionGated(ctx, msg, version, err)
+	}
+
+	env, err := Decode([]byte(msg.Body))
+	if err != nil {
+		if errors.Is(err, ErrUnsupportedSchemaVersion) {
+			return a.settleVersionGated(ctx, msg, ProjectBody([]byte(msg.Body)).SchemaVersion, err)
+		}
+		return a.settlePoison(ctx, msg, err)
+	}
+
+	route := env.URN()
+	if h, ok := msg.Header(HeaderJob); ok && !IsBlank(h) {
+		route = h
+		if h != env.URN() && a.cfg.onMismatch != nil {
+			fn := a.cfg.onMismatch
+			safely(func() { fn(h, env.URN(), env) })
+		}
+	}
+
+	h := a.handler(route)
+	if h == nil {
+		return a.settleUnknownURN(ctx, msg, env, route)
+	}
+
+	herr := runHandler(hctx, h, env)
+	if herr == nil {
+		return a.ack(ctx, msg, env, route)
+	}
+	if ctx.Err() != nil {
+		// The handler most likely failed because Consume is stopping: that
+		// is not the message's fault, so it is handed back uncounted.
+		a.logger().LogAttrs(ctx, slog.LevelInfo, "babelqueue: handler stopped with the consumer; message left for redelivery",
+			a.attrs(msg, env, route, slog.String("error", herr.Error()))...)
+		a.unsettle(ctx, msg, "consume stopped")
+		return outcome{}
+	}
+	a.reportError(ctx, &DeliveryError{Queue: msg.Queue, URN: route, MessageID: env.Meta.ID, Err: herr},
+		a.attrs(msg, env, route)...)
+	return a.settleRetryable(ctx, msg, env, route, ReasonFailed, herr)
+}
+
+// attrs returns the log attributes of a delivery.
+func (a *App) attrs(msg *ReceivedMessage, env *Envelope, route string, extra ...slog.Attr) []slog.Attr {
+	out := []slog.Attr{slog.String("queue", msg.Queue)}
+	if route != "" {
+		out = append(out, slog.String("urn", route))
+	}
+	if env != nil {
+		out = append(out, slog.String("message_id", env.Meta.ID), slog.Int("attempts", env.Attempts))
+	}
+	return append(out, extra...)
+}

@@ -1,0 +1,75 @@
+package babelqueue
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+)
+
+// Handler processes one message. A nil error acknowledges the message; any
+// other error is a failure, retried up to the App's max attempts and then
+// dead-lettered (or dropped). ctx carries the delivered headers (see
+// HeadersFromContext and IsReplay) and is cancelled when Consume stops.
+type Handler func(ctx context.Context, env *Envelope) error
+
+// PanicError is the failure recorded when a handler panics. The App
+// recovers the panic and treats it like a returned error.
+type PanicError struct {
+	// Value is the value passed to panic.
+	Value any
+	// Stack is the stack of the panicking goroutine.
+	Stack []byte
+}
+
+// Error returns "babelqueue: handler panicked: <value>".
+func (e *PanicError) Error() string { return fmt.Sprintf("babelqueue: handler panicked: %v", e.Value) }
+
+// Unwrap returns Value when it is an error, so errors.Is and errors.As see
+// through a panic(err).
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
+
+// UnknownURNError is the failure of a message whose URN has no handler. It
+// matches ErrNoHandler.
+type UnknownURNError struct {
+	// URN is the route that had no handler: the bq-job header when present
+	// and not blank, else the body's URN.
+	URN string
+}
+
+// Error returns "babelqueue: no handler for urn: <urn>".
+func (e *UnknownURNError) Error() string { return fmt.Sprintf("%v: %q", ErrNoHandler, e.URN) }
+
+// Is reports whether target is ErrNoHandler.
+func (e *UnknownURNError) Is(target error) bool { return target == ErrNoHandler }
+
+// Handle registers h for urn, replacing any handler registered before. It
+// may be called while the App consumes; the change applies to the next
+// message. A nil h removes the handler.
+func (a *App) Handle(urn string, h Handler) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if h == nil {
+		delete(a.handlers, urn)
+		return
+	}
+	a.handlers[urn] = h
+}
+
+func (a *App) handler(urn string) Handler {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.handlers[urn]
+}
+
+// runHandler calls h, turning a panic into a *PanicError.
+func runHandler(ctx context.Context, h Handler, env *Envelope) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Value: r, Stack: debug.Stack()}
+		}
+	}()
+	return h(ctx, env)
+}
