@@ -126,6 +126,7 @@ type attemptsValue struct {
 	raw     string
 }
 
+// UnmarshalJSON reads null, an integer or a raw string.
 func (a *attemptsValue) UnmarshalJSON(b []byte) error {
 	if string(b) == "null" {
 		return nil

@@ -51,6 +51,7 @@ type optString struct {
 	Value string
 }
 
+// UnmarshalJSON records presence and null.
 func (o *optString) UnmarshalJSON(b []byte) error {
 	o.Set = true
 	if string(b) == "null" {
@@ -63,6 +64,7 @@ func (o *optString) UnmarshalJSON(b []byte) error {
 // headerList is an ordered header list written as [["key","value"], ...].
 type headerList []Header
 
+// UnmarshalJSON reads [[key, value], ...].
 func (h *headerList) UnmarshalJSON(b []byte) error {
 	var pairs [][2]string
 	if err := json.Unmarshal(b, &pairs); err != nil {

@@ -25,6 +25,7 @@ type blockRunner func(ctx context.Context, s *Suite, raw json.RawMessage, b Bind
 // type its broker does not carry).
 type skipCase struct{ reason string }
 
+// Error returns the skip reason.
 func (e skipCase) Error() string { return e.reason }
 
 // Skip returns an error that a capability method returns to report that the

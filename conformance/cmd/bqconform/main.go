@@ -5,7 +5,7 @@
 //
 // Usage:
 //
-//	bqconform [-suite DIR] [-v]
+//	bqconform [-suite DIR]
 //
 // Without -suite it runs the suite embedded in the conformance module. Any
 // directory in the canonical format runs unchanged; blocks this runner does
