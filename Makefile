@@ -9,7 +9,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 # Modules in dependency order. examples/* modules are added here as they land.
-MODULES := core conformance kafka pulsar tools
+MODULES := core conformance kafka pulsar tools otel examples/orderstatus
 
 GO ?= go
 GOTEST_FLAGS ?= -count=1 -p 2

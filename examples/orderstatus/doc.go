@@ -1,0 +1,4 @@
+// Command orderstatus is the order status processor example.
+package main
+
+func main() {}

@@ -1,0 +1,2 @@
+// Package otel adds OpenTelemetry tracing and metrics to BabelQueue for Go.
+package otel
