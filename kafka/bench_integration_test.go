@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	kafkago "github.com/segmentio/kafka-go"
 )
 
@@ -120,11 +121,14 @@ func TestBenchKafkaConsume(t *testing.T) {
 	// Each side reads the whole topic with its own group, twice,
 	// alternating, and keeps its best round (the first reads of a topic
 	// pay for a cold page cache).
-	var oursRate, rawRate float64
+	var appRate, popRate, rawRate float64
 	for round := 0; round < 2; round++ {
 		rawRate = max(rawRate, consumeRaw(t, ctx, topic, total))
-		oursRate = max(oursRate, consumeOurs(t, ctx, topic, total))
+		popRate = max(popRate, consumeOurs(t, ctx, topic, total))
+		appRate = max(appRate, consumeApp(t, ctx, topic, total))
 	}
+	benchLine("kafka-consume-transport-throughput", popRate, rawRate)
+	oursRate := appRate
 	benchLine("kafka-consume-throughput", oursRate, rawRate)
 }
 
@@ -265,4 +269,37 @@ func consumeRaw(t *testing.T, ctx context.Context, topic string, total int) floa
 		n++
 	}
 	return float64(n-1) / time.Since(start).Seconds()
+}
+
+// consumeApp reads total records through a babelqueue.App with a no-op
+// handler and returns records per second, from the first handled record
+// to the last.
+func consumeApp(t *testing.T, ctx context.Context, topic string, total int) float64 {
+	tr := itTransport(t, WithGroupID(uniq("bench-app")))
+	defer tr.Close()
+	app := babelqueue.NewApp(tr, babelqueue.WithDefaultQueue(topic), babelqueue.WithPollTimeout(time.Second))
+	var n atomic.Int64
+	var start, end time.Time
+	finished := make(chan struct{})
+	app.Handle("urn:babel:orders:created", func(context.Context, *babelqueue.Envelope) error {
+		switch c := n.Add(1); {
+		case c == 1:
+			start = time.Now()
+		case c == int64(total):
+			end = time.Now()
+			close(finished)
+		}
+		return nil
+	})
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- app.Consume(cctx, topic) }()
+	select {
+	case <-finished:
+	case <-time.After(90 * time.Second):
+		end = time.Now()
+	}
+	cancel()
+	<-done
+	return float64(n.Load()-1) / end.Sub(start).Seconds()
 }

@@ -3,6 +3,9 @@ package kafka
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
 	"strconv"
 	"strings"
 	"testing"
@@ -205,7 +208,7 @@ func TestConformanceKafkaBlocks(t *testing.T) {
 		"kafka.property_projection": true, "kafka.attempts_reconciliation": true, "kafka.schema_version_gate": true,
 		"babelqueue_go.kafka_retry_tier": true, "babelqueue_go.kafka_delayed_publish": true,
 		"babelqueue_go.kafka_reinject_headers": true, "babelqueue_go.kafka_reinject_wait": true,
-		"babelqueue_go.kafka_publish_from": true,
+		"babelqueue_go.kafka_publish_from": true, "babelqueue_go.version_gate_settlement": true,
 	}
 	for _, res := range rep.Results {
 		if want[res.Block] && res.Status() != conformance.StatusPassed {
@@ -216,4 +219,69 @@ func TestConformanceKafkaBlocks(t *testing.T) {
 	for b := range want {
 		t.Errorf("block %s is not in the suite", b)
 	}
+}
+
+var _ conformance.VersionGateSettler = conformanceBinding{}
+
+// SettleVersionGated delivers in through a babelqueue.App over the
+// transport (in-memory writer and reader) and reports what happened. A
+// redelivery count is built by popping and rewinding that many times.
+func (b conformanceBinding) SettleVersionGated(ctx context.Context, in conformance.GatedDelivery) (conformance.GatedOutcome, error) {
+	var out conformance.GatedOutcome
+	hookCalls := 0
+	m, err := newMem(WithMaxWaitTime(20 * time.Millisecond))
+	if err != nil {
+		return out, err
+	}
+	defer m.tr.Close()
+	m.log.append(in.Queue, 0, kafkago.Message{Value: in.Body, Headers: fromConf(in.Headers)})
+	for range in.RedeliveryCount {
+		msg, err := m.tr.Pop(ctx, in.Queue, time.Second)
+		if err != nil || msg == nil {
+			return out, fmt.Errorf("pop for redelivery: %v", err)
+		}
+		if err := m.tr.Rewind(ctx, msg); err != nil {
+			return out, err
+		}
+	}
+	opts := []babelqueue.Option{
+		babelqueue.WithDefaultQueue(in.Queue),
+		babelqueue.WithDeadLetter(in.DeadLetter),
+		babelqueue.WithPollTimeout(20 * time.Millisecond),
+		babelqueue.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
+		babelqueue.WithOnSchemaVersionRejected(func(version, _ string) {
+			hookCalls++
+			out.HookVersion = version
+		}),
+	}
+	if in.MaxAttempts > 0 {
+		opts = append(opts, babelqueue.WithMaxAttempts(in.MaxAttempts))
+	}
+	if in.UnknownURNStrategy != "" {
+		opts = append(opts, babelqueue.WithUnknownURNStrategy(babelqueue.UnknownURNStrategy(in.UnknownURNStrategy)))
+	}
+	app := babelqueue.NewApp(m.tr, opts...)
+	if p := babelqueue.ProjectBody(in.Body); p.Job != "" {
+		app.Handle(p.Job, func(context.Context, *babelqueue.Envelope) error {
+			out.HandlerCalled = true
+			return errors.New("the handler of a version-gated message ran")
+		})
+	}
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := app.Drain(dctx, in.Queue); err != nil {
+		return out, fmt.Errorf("drain: %w", err)
+	}
+	out.Acked = m.off.get(in.Queue, 0) > 0
+	out.Retried = hookCalls > 1 || len(m.log.records(in.Queue)) > 1
+	for _, w := range m.written() {
+		if w.Topic == in.Queue {
+			continue
+		}
+		if strings.Contains(w.Topic, ".retry.") {
+			out.Retried = true
+		}
+		out.Written = append(out.Written, conformance.KafkaRecord{Topic: w.Topic, Key: w.Key, Value: w.Value, Headers: toConf(w.Headers)})
+	}
+	return out, nil
 }

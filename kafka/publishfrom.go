@@ -71,15 +71,28 @@ func (t *Transport) PublishFromWithHeaders(ctx context.Context, queue, body stri
 // Forward implements babelqueue.Forwarder: body is written to queue
 // exactly as given, with exactly the headers passed (contract bq- headers
 // included, blank keys skipped, in key order), nothing projected from the
-// body, and the reserved record's key byte for byte. The App uses it to
-// move a version-gated record to its dead-letter topic unchanged.
+// body, and the reserved record's key byte for byte. When body and headers
+// are those of the reserved record, its headers keep their original order.
+// The App uses it to move a version-gated record to its dead-letter topic
+// unchanged, and Redrive to write a kept dead letter back.
 func (t *Transport) Forward(ctx context.Context, queue, body string, from *babelqueue.ReceivedMessage, headers map[string]string) error {
 	if babelqueue.IsBlank(queue) {
 		return ErrEmptyTopic
 	}
 	var key []byte
-	if d, ok := recordOf(from); ok {
+	d, ok := recordOf(from)
+	if ok {
 		key = d.msg.Key
+		if body == string(d.msg.Value) && sameHeaders(d.msg.Headers, headers) {
+			// Moving the record unchanged: keep its header order too.
+			return t.write(ctx, queue, kafkago.Message{
+				Topic:   queue,
+				Key:     key,
+				Value:   d.msg.Value,
+				Headers: append([]kafkago.Header(nil), d.msg.Headers...),
+				Time:    t.cfg.clock.Now(),
+			})
+		}
 	}
 	keys := make([]string, 0, len(headers))
 	for k := range headers {
@@ -99,6 +112,20 @@ func (t *Transport) Forward(ctx context.Context, queue, body string, from *babel
 		Headers: hs,
 		Time:    t.cfg.clock.Now(),
 	})
+}
+
+// sameHeaders reports whether m is exactly the header map of hs: each key
+// once, with the same value.
+func sameHeaders(hs []kafkago.Header, m map[string]string) bool {
+	if len(hs) != len(m) {
+		return false
+	}
+	for _, h := range hs {
+		if v, ok := m[h.Key]; !ok || v != string(h.Value) {
+			return false
+		}
+	}
+	return true
 }
 
 func (t *Transport) republished(queue, body string, d *delivery, extra map[string]string) kafkago.Message {

@@ -38,9 +38,12 @@ import (
 // batched and flushed before the partitions are given up.
 //
 // The retry topics should be created with message.timestamp.type =
-// LogAppendTime (EnsureTopics does), so that the wait is anchored on the
-// broker's clock; with CreateTime the producer's clock is trusted. Use a
-// consumer group dedicated to re-injection.
+// LogAppendTime (EnsureTopics does). Note that kafka-go reports a record's
+// own timestamp and ignores its batch's LogAppendTime flag, so the wait is
+// anchored on the producer's timestamp even then; this transport stamps
+// retry-tier records with the publish time, and the clamp to one tier
+// bounds the effect of a skewed producer clock. Use a consumer group
+// dedicated to re-injection.
 type Reinjector struct {
 	t         *Transport
 	groupID   string

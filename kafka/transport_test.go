@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -350,5 +351,160 @@ func TestCloseRules(t *testing.T) {
 	// The injected writer belongs to the caller and still works.
 	if err := rg.writer.WriteMessages(ctx, kafkago.Message{Topic: "orders"}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestForwardWritesExactlyWhatIsPassed(t *testing.T) {
+	rg := newRig(t)
+	ctx := context.Background()
+	orig := []kafkago.Header{h("bq-schema-version", "2"), h("bq-job", "urn:x"), h("x", "1")}
+	rg.log.append("orders", 0, kafkago.Message{Key: []byte{0, 1}, Value: []byte("gated \xff"), Headers: orig})
+	m := rg.pop("orders")
+	// Unchanged record: original header order, value and key.
+	if err := rg.tr.Forward(ctx, "orders.dlq", m.Body, m, m.Headers); err != nil {
+		t.Fatal(err)
+	}
+	// Other headers: exactly those passed, in key order, nothing projected.
+	if err := rg.tr.Forward(ctx, "orders.dlq", envelope(t, 0), m, map[string]string{"b": "2", "a": "1", " ": "x"}); err != nil {
+		t.Fatal(err)
+	}
+	got := rg.log.records("orders.dlq")
+	if diff := cmp.Diff(orig, got[0].Headers); diff != "" {
+		t.Fatalf("forwarded headers (-want +got):\n%s", diff)
+	}
+	if string(got[0].Value) != "gated \xff" || !cmp.Equal(got[0].Key, []byte{0, 1}) {
+		t.Fatalf("forwarded %q key %v", got[0].Value, got[0].Key)
+	}
+	if diff := cmp.Diff([]kafkago.Header{h("a", "1"), h("b", "2")}, got[1].Headers); diff != "" {
+		t.Fatalf("headers (-want +got):\n%s", diff)
+	}
+	if !cmp.Equal(got[1].Key, []byte{0, 1}) {
+		t.Fatal("key lost")
+	}
+}
+
+func TestRetryForAttemptRecord(t *testing.T) {
+	rg := newRig(t, WithRetryTiers(5*time.Second, 30*time.Second, 5*time.Minute))
+	ctx := context.Background()
+	key := []byte("k\x00")
+	in := append(contractHeaders("1"), h("traceparent", "00-a-b-01"), h("tracestate", "s=1"), h("x-private", "not forwarded"))
+	rg.log.append("orders", 0, kafkago.Message{Key: key, Value: []byte(envelope(t, 1)), Headers: in})
+	m := rg.pop("orders")
+	for _, c := range []struct {
+		before int
+		topic  string
+		delay  string
+	}{{1, "orders.retry.2", "30000"}, {0, "orders.retry.1", "5000"}, {9, "orders.retry.3", "300000"}} {
+		if err := rg.tr.PublishRetryForAttempt(ctx, m, c.before); err != nil {
+			t.Fatal(err)
+		}
+		got := rg.log.records(c.topic)
+		if len(got) != 1 {
+			t.Fatalf("%s holds %d records", c.topic, len(got))
+		}
+		r := got[0]
+		want := append(contractHeaders(strconv.Itoa(c.before+1)), h("bq-delay", c.delay), h("bq-original-topic", "orders"),
+			h("traceparent", "00-a-b-01"), h("tracestate", "s=1"))
+		if diff := cmp.Diff(want, r.Headers); diff != "" {
+			t.Fatalf("attempts before %d: headers (-want +got):\n%s", c.before, diff)
+		}
+		if string(r.Value) != envelope(t, c.before+1) || !cmp.Equal(r.Key, key) || !r.Time.Equal(t0) {
+			t.Fatalf("record %q key %q time %v", r.Value, r.Key, r.Time)
+		}
+	}
+	none := newRig(t)
+	err := none.tr.PublishRetryForAttempt(ctx, m, 0)
+	if !errors.Is(err, ErrDelayUnsupported) || !errors.Is(err, babelqueue.ErrDelayUnsupported) {
+		t.Fatalf("without tiers: %v", err)
+	}
+}
+
+func TestDelayedPublishAndDeprecatedRetry(t *testing.T) {
+	rg := newRig(t, WithRetryTiers(5*time.Second, 30*time.Second))
+	ctx := context.Background()
+	if err := rg.tr.PublishDelayed(ctx, "orders", envelope(t, 0), 6*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	got := rg.log.records("orders.retry.2")
+	want := append(contractHeaders("0"), h("bq-delay", "30000"), h("bq-original-topic", "orders"))
+	if len(got) != 1 || !cmp.Equal(want, got[0].Headers) {
+		t.Fatalf("delayed record %+v", got)
+	}
+	if err := rg.tr.PublishDelayed(ctx, "orders", "x", 31*time.Second); !errors.Is(err, ErrDelayUnsupported) {
+		t.Fatalf("delay beyond the last tier: %v", err)
+	}
+	if err := rg.tr.PublishDelayed(ctx, "orders", "now", 0); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(rg.log.records("orders")); n != 1 {
+		t.Fatalf("zero delay wrote %d records to the work topic", n)
+	}
+	rg.log.append("orders", 0, kafkago.Message{Value: []byte(envelope(t, 2))})
+	m := rg.pop("orders")
+	if m.Body == "now" {
+		m = rg.pop("orders")
+	}
+	if err := rg.tr.PublishRetry(ctx, m, 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	r := rg.log.records("orders.retry.1")[0]
+	if v, _ := lastHeader(r.Headers, "bq-delay"); v != "2000" {
+		t.Fatalf("deprecated PublishRetry bq-delay %q, want the delay", v)
+	}
+	if v, _ := lastHeader(r.Headers, "bq-attempts"); v != "3" || string(r.Value) != envelope(t, 3) {
+		t.Fatalf("deprecated PublishRetry attempts %q body %s", v, r.Value)
+	}
+	if err := rg.tr.PublishRetry(ctx, m, time.Hour); !errors.Is(err, ErrDelayUnsupported) {
+		t.Fatalf("PublishRetry beyond the tiers: %v", err)
+	}
+}
+
+func TestPublishFromModes(t *testing.T) {
+	rg := newRig(t)
+	ctx := context.Background()
+	in := []kafkago.Header{h("bq-job", "urn:route"), h("traceparent", "00-a-b-01"), h("x", "1")}
+	rg.log.append("orders", 0, kafkago.Message{Key: []byte("k"), Value: []byte("poison"), Headers: in})
+	m := rg.pop("orders")
+	// Restore: same topic, same body.
+	if err := rg.tr.PublishFrom(ctx, "orders", m.Body, m); err != nil {
+		t.Fatal(err)
+	}
+	// Republish onto the own topic: projection (none for poison), bq-job
+	// kept, trace forwarded, key kept.
+	if err := rg.tr.PublishFrom(ctx, "orders", "poison2", m); err != nil {
+		t.Fatal(err)
+	}
+	// Another topic: no trace, key kept.
+	if err := rg.tr.PublishFrom(ctx, "orders.dlq", envelope(t, 3), m); err != nil {
+		t.Fatal(err)
+	}
+	// With headers.
+	if err := rg.tr.PublishFromWithHeaders(ctx, "orders.dlq", "p", m, map[string]string{"bq-replay-bypass": "1"}); err != nil {
+		t.Fatal(err)
+	}
+	recs := rg.log.records("orders")
+	if len(recs) != 3 {
+		t.Fatalf("%d records", len(recs))
+	}
+	restored, republished := recs[1], recs[2]
+	if !cmp.Equal(in, restored.Headers) || string(restored.Value) != "poison" || string(restored.Key) != "k" || !restored.Time.Equal(t0) {
+		t.Fatalf("restored %+v", restored)
+	}
+	if diff := cmp.Diff([]kafkago.Header{h("bq-job", "urn:route"), h("traceparent", "00-a-b-01")}, republished.Headers); diff != "" {
+		t.Fatalf("republish headers (-want +got):\n%s", diff)
+	}
+	dlq := rg.log.records("orders.dlq")
+	if diff := cmp.Diff(contractHeaders("3"), dlq[0].Headers); diff != "" || string(dlq[0].Key) != "k" {
+		t.Fatalf("dead letter key %q headers (-want +got):\n%s", dlq[0].Key, diff)
+	}
+	if diff := cmp.Diff([]kafkago.Header{h("bq-job", "urn:route"), h("bq-replay-bypass", "1")}, dlq[1].Headers); diff != "" || string(dlq[1].Key) != "k" {
+		t.Fatalf("header republish key %q headers (-want +got):\n%s", dlq[1].Key, diff)
+	}
+	// A message this transport did not reserve yields a keyless record.
+	if err := rg.tr.PublishFrom(ctx, "other", envelope(t, 0), &babelqueue.ReceivedMessage{Queue: "x", Body: "y"}); err != nil {
+		t.Fatal(err)
+	}
+	if r := rg.log.records("other")[0]; r.Key != nil {
+		t.Fatalf("foreign from gave key %q", r.Key)
 	}
 }
