@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# Apache Kafka (KRaft, single node) on 127.0.0.1 for tests.
+#
+#   kafka.sh up      start (or find running) and print the BQ_KAFKA_* lines
+#   kafka.sh down    stop and remove the data
+#   kafka.sh status  exit 0 when running and serving
+#   kafka.sh env     print the BQ_KAFKA_* lines of the running broker
+#
+# Ports and credentials can be overridden with the variables below.
+set -euo pipefail
+# shellcheck source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+KAFKA_PORT="${BQ_KAFKA_PORT:-19092}"
+KAFKA_SASL_PORT="${BQ_KAFKA_SASL_PORT:-19093}"
+KAFKA_CONTROLLER_PORT="${BQ_KAFKA_CONTROLLER_PORT:-19094}"
+KAFKA_USER="${BQ_KAFKA_SASL_USER:-bq}"
+KAFKA_PASSWORD="${BQ_KAFKA_SASL_PASSWORD:-bq-secret}"
+KAFKA_HEAP="${BQ_KAFKA_HEAP:--Xms128m -Xmx512m}"
+KAFKA_START_TIMEOUT="${BQ_KAFKA_START_TIMEOUT:-180}"
+
+DIR="$BQ_BROKERS_STATE/kafka"
+PIDFILE="$DIR/pid"
+ENVFILE="$DIR/env"
+
+env_lines() {
+  printf 'BQ_KAFKA_BROKERS=%s:%s\n' "$BQ_HOST" "$KAFKA_PORT"
+  printf 'BQ_KAFKA_SASL_BROKERS=%s:%s\n' "$BQ_HOST" "$KAFKA_SASL_PORT"
+  printf 'BQ_KAFKA_SASL_USER=%s\n' "$KAFKA_USER"
+  printf 'BQ_KAFKA_SASL_PASSWORD=%s\n' "$KAFKA_PASSWORD"
+}
+
+probe() {
+  "$1" kafka -brokers "$BQ_HOST:$KAFKA_PORT" -sasl-brokers "$BQ_HOST:$KAFKA_SASL_PORT" \
+    -user "$KAFKA_USER" -password "$KAFKA_PASSWORD" -timeout "$2" -pid "$(cat "$PIDFILE" 2>/dev/null || echo 0)"
+}
+
+do_up() {
+  local probe_bin cp_file cluster_id started rc
+  cp_file="$(resolve_classpath kafka "$BQ_BROKERS_DIR/kafka")"
+  probe_bin="$(probe_bin)"
+
+  if pid_alive "$PIDFILE"; then
+    if probe "$probe_bin" 20s >/dev/null 2>"$DIR/logs/probe.err"; then
+      log "kafka: already running (pid $(cat "$PIDFILE"))"
+      cat "$ENVFILE"
+      return 0
+    fi
+    log "kafka: pid $(cat "$PIDFILE") is alive but does not serve; restarting it"
+    cat "$DIR/logs/probe.err" >&2 || true
+    stop_pid "$PIDFILE" kafka
+  fi
+
+  local p
+  for p in "$KAFKA_PORT" "$KAFKA_SASL_PORT" "$KAFKA_CONTROLLER_PORT"; do
+    if port_busy "$p"; then
+      die "kafka: port $BQ_HOST:$p is taken by another process (see: ss -ltnp | grep :$p); stop it or set BQ_KAFKA_PORT / BQ_KAFKA_SASL_PORT / BQ_KAFKA_CONTROLLER_PORT"
+    fi
+  done
+
+  rm -rf "$DIR"
+  mkdir -p "$DIR/data" "$DIR/logs"
+  sed -e "s#@PLAINTEXT_PORT@#$KAFKA_PORT#g" \
+    -e "s#@SASL_PORT@#$KAFKA_SASL_PORT#g" \
+    -e "s#@CONTROLLER_PORT@#$KAFKA_CONTROLLER_PORT#g" \
+    -e "s#@DATA_DIR@#$DIR/data#g" \
+    "$BQ_BROKERS_DIR/kafka/server.properties.in" >"$DIR/server.properties"
+
+  # A Kafka cluster id is 16 random bytes in URL-safe base64 without padding.
+  cluster_id="$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')"
+  local java_common=(-cp "$(cat "$cp_file")"
+    "-Dlog4j2.configurationFile=$BQ_BROKERS_DIR/kafka/log4j2.xml"
+    "-Dbq.log.dir=$DIR/logs" -Djava.awt.headless=true)
+
+  log "kafka: formatting $DIR/data (cluster id $cluster_id, SCRAM user $KAFKA_USER)"
+  if ! timeout 120 java "${java_common[@]}" -Xmx256m kafka.tools.StorageTool format \
+    --config "$DIR/server.properties" --cluster-id "$cluster_id" \
+    --add-scram "SCRAM-SHA-256=[name=$KAFKA_USER,password=$KAFKA_PASSWORD]" \
+    --add-scram "SCRAM-SHA-512=[name=$KAFKA_USER,password=$KAFKA_PASSWORD]" \
+    >"$DIR/logs/format.out" 2>&1; then
+    tail_logs "$DIR/logs"
+    die "kafka: formatting the storage failed"
+  fi
+
+  log "kafka: starting on $BQ_HOST:$KAFKA_PORT (PLAINTEXT), $BQ_HOST:$KAFKA_SASL_PORT (SASL_PLAINTEXT, SCRAM-SHA-256/512)"
+  started=$(date +%s)
+  local java_args=("${java_common[@]}")
+  # shellcheck disable=SC2206
+  java_args+=($KAFKA_HEAP)
+  java_args+=(-XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35
+    -XX:+ExplicitGCInvokesConcurrent -XX:+ExitOnOutOfMemoryError
+    kafka.Kafka "$DIR/server.properties")
+  # The JVM runs in its own session (setsid) so the caller's Ctrl-C or exit
+  # does not kill it; the wrapper records its own pid, then becomes java.
+  (exec 9>&-; cd "$DIR" && setsid bash -c 'echo $$ >"$0"; exec java "$@"' "$PIDFILE" "${java_args[@]}" \
+    >"$DIR/logs/kafka.out" 2>&1 </dev/null &)
+  for _ in $(seq 1 50); do
+    [ -s "$PIDFILE" ] && break
+    sleep 0.1
+  done
+  [ -s "$PIDFILE" ] || die "kafka: the JVM did not start (see $DIR/logs/kafka.out)"
+
+  rc=0
+  probe "$probe_bin" "${KAFKA_START_TIMEOUT}s" >"$DIR/logs/probe.out" 2>&1 || rc=$?
+  if [ "$rc" != 0 ]; then
+    cat "$DIR/logs/probe.out" >&2
+    tail_logs "$DIR/logs"
+    stop_pid "$PIDFILE" kafka
+    die "kafka: not serving after ${KAFKA_START_TIMEOUT}s (logs above; kept in $DIR/logs)"
+  fi
+  env_lines >"$ENVFILE"
+  log "kafka: serving after $(($(date +%s) - started))s (pid $(cat "$PIDFILE"), rss $(($(rss_kib "$PIDFILE") / 1024)) MiB, logs in $DIR/logs)"
+  cat "$ENVFILE"
+}
+
+do_down() {
+  stop_pid "$PIDFILE" kafka
+  # Data goes; logs stay for a post-mortem until the next up.
+  rm -rf "$DIR/data" "$ENVFILE" "$DIR/server.properties"
+}
+
+do_status() {
+  pid_alive "$PIDFILE" || return 1
+  probe "$(probe_bin)" 5s >/dev/null 2>&1
+}
+
+do_env() {
+  pid_alive "$PIDFILE" && [ -s "$ENVFILE" ] || die "kafka: not running (start it with tools/brokers/up.sh kafka)"
+  cat "$ENVFILE"
+}
+
+case "${1:-}" in
+up) with_lock kafka do_up ;;
+down) with_lock kafka do_down ;;
+status) do_status ;;
+env) do_env ;;
+*)
+  echo "usage: $0 up|down|status|env" >&2
+  exit 2
+  ;;
+esac

@@ -1,0 +1,156 @@
+# shellcheck shell=bash
+# Shared helpers for the broker scripts. Sourced, never run.
+#
+# Layout:
+#   BQ_BROKERS_STATE  (default ${TMPDIR:-/tmp}/babelqueue-brokers)
+#       <broker>/pid         pid of the running JVM
+#       <broker>/data/       broker data, removed by down
+#       <broker>/logs/       broker log files (kept by down for post-mortems
+#                            until the next up)
+#       <broker>/env         the BQ_* lines of the running broker
+#   BQ_BROKERS_CACHE  (default ${XDG_CACHE_HOME:-$HOME/.cache}/babelqueue/brokers)
+#       <broker>-<pom sha>.classpath   resolved jar list (jars live in ~/.m2)
+#       bin/bqprobe                    readiness probe (built from ../probe)
+
+BQ_BROKERS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+BQ_TOOLS_DIR="$(cd "$BQ_BROKERS_DIR/.." && pwd)"
+BQ_BROKERS_STATE="${BQ_BROKERS_STATE:-${TMPDIR:-/tmp}/babelqueue-brokers}"
+BQ_BROKERS_CACHE="${BQ_BROKERS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/babelqueue/brokers}"
+BQ_HOST=127.0.0.1
+
+# log prints a progress line on stderr; stdout carries only the BQ_* lines.
+log() { printf '[brokers %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+die() {
+  printf '[brokers] ERROR: %s\n' "$*" >&2
+  exit 1
+}
+
+need() {
+  command -v "$1" >/dev/null 2>&1 || die "$1 is required but not on PATH ($2)"
+}
+
+# port_busy PORT: true when something accepts connections on 127.0.0.1:PORT.
+port_busy() {
+  (exec 3<>"/dev/tcp/$BQ_HOST/$1") 2>/dev/null
+}
+
+# pid_alive PIDFILE: true when the file names a live process.
+pid_alive() {
+  local pid
+  [ -s "$1" ] || return 1
+  pid="$(cat "$1")"
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
+}
+
+# tail_logs DIR: prints the end of every log file in DIR, for diagnosis.
+tail_logs() {
+  local f
+  for f in "$1"/*.log "$1"/*.out; do
+    [ -s "$f" ] || continue
+    printf '\n----- last 60 lines of %s -----\n' "$f" >&2
+    tail -n 60 "$f" >&2
+  done
+  printf -- '-----\n' >&2
+}
+
+# with_lock NAME CMD...: runs CMD while holding an exclusive lock, so two
+# concurrent up/down calls never race on the same broker.
+with_lock() {
+  local name="$1"
+  shift
+  mkdir -p "$BQ_BROKERS_STATE"
+  (
+    if command -v flock >/dev/null 2>&1; then
+      if ! flock -n 9; then
+        log "$name: another start or stop is running; waiting for it (lock $BQ_BROKERS_STATE/$name.lock)"
+        flock -w "${BQ_LOCK_TIMEOUT:-1800}" 9 || die "$name: timed out waiting for the lock $BQ_BROKERS_STATE/$name.lock"
+      fi
+    fi
+    "$@"
+  ) 9>"$BQ_BROKERS_STATE/$name.lock"
+}
+
+# resolve_classpath NAME POMDIR: prints the path of a file holding the
+# broker's classpath, resolving it with Maven on first use. The result is
+# cached per pom content; a cache entry whose jars went missing is redone.
+resolve_classpath() {
+  local name="$1" pomdir="$2" sum cp_file tmp mvn_log jar ok attempt
+  need java "install a Java 17+ JDK"
+  need mvn "install Apache Maven 3.8+"
+  sum="$(cat "$pomdir/pom.xml" "${BQ_MAVEN_SETTINGS:-$BQ_BROKERS_DIR/maven-settings.xml}" | sha256sum | cut -c1-16)"
+  mkdir -p "$BQ_BROKERS_CACHE"
+  cp_file="$BQ_BROKERS_CACHE/$name-$sum.classpath"
+  if [ -s "$cp_file" ]; then
+    ok=1
+    while IFS= read -r jar; do
+      [ -f "$jar" ] || { ok=0; break; }
+    done < <(tr ':' '\n' <"$cp_file")
+    if [ "$ok" = 1 ]; then
+      printf '%s\n' "$cp_file"
+      return 0
+    fi
+    log "$name: cached classpath refers to missing jars; resolving again"
+  fi
+  mvn_log="$BQ_BROKERS_CACHE/$name-mvn.log"
+  tmp="$cp_file.tmp.$$"
+  for attempt in 1 2; do
+    log "$name: resolving jars with Maven (attempt $attempt; first run downloads them into ~/.m2)"
+    if timeout "${BQ_MVN_TIMEOUT:-1500}" mvn -B -q -f "$pomdir/pom.xml" \
+      -s "${BQ_MAVEN_SETTINGS:-$BQ_BROKERS_DIR/maven-settings.xml}" \
+      dependency:build-classpath -Dmdep.outputFile="$tmp" -Dmdep.includeScope=runtime \
+      >"$mvn_log" 2>&1 && [ -s "$tmp" ]; then
+      mv "$tmp" "$cp_file"
+      printf '%s\n' "$cp_file"
+      return 0
+    fi
+    rm -f "$tmp"
+  done
+  printf '\n----- last 40 lines of %s -----\n' "$mvn_log" >&2
+  tail -n 40 "$mvn_log" >&2
+  die "$name: Maven could not resolve $pomdir/pom.xml (timeout ${BQ_MVN_TIMEOUT:-1500}s; log above)"
+}
+
+# probe_bin: prints the path of the readiness probe, building it when the
+# sources changed. The Go build cache makes a rebuild cheap.
+probe_bin() {
+  need go "install Go 1.25+"
+  local bin="$BQ_BROKERS_CACHE/bin/bqprobe"
+  mkdir -p "$BQ_BROKERS_CACHE/bin"
+  if ! (cd "$BQ_TOOLS_DIR" && go build -o "$bin.tmp.$$" ./brokers/probe) >"$BQ_BROKERS_CACHE/probe-build.log" 2>&1; then
+    cat "$BQ_BROKERS_CACHE/probe-build.log" >&2
+    rm -f "$bin.tmp.$$"
+    die "could not build the readiness probe (tools/brokers/probe)"
+  fi
+  mv "$bin.tmp.$$" "$bin"
+  printf '%s\n' "$bin"
+}
+
+# stop_pid PIDFILE NAME: stops the process (TERM, then KILL after a grace
+# period) and removes the pid file.
+stop_pid() {
+  local pidfile="$1" name="$2" pid i
+  if pid_alive "$pidfile"; then
+    pid="$(cat "$pidfile")"
+    log "$name: stopping pid $pid"
+    kill -TERM "$pid" 2>/dev/null || true
+    for i in $(seq 1 "${BQ_STOP_GRACE:-30}"); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+      log "$name: pid $pid still alive after ${BQ_STOP_GRACE:-30}s; killing"
+      kill -KILL "$pid" 2>/dev/null || true
+      sleep 1
+    fi
+  fi
+  rm -f "$pidfile"
+}
+
+# rss_kib PIDFILE: resident memory of the process in KiB (0 when gone).
+rss_kib() {
+  local pid
+  pid_alive "$1" || { echo 0; return; }
+  pid="$(cat "$1")"
+  awk '/^VmRSS:/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0
+}

@@ -1,0 +1,98 @@
+// Command probe waits until a broker started by tools/brokers really serves
+// clients, and exits non-zero with the last error when it does not within
+// the timeout. The broker scripts run it; it is not meant for other use.
+//
+//	probe kafka  -brokers 127.0.0.1:19092 -sasl-brokers 127.0.0.1:19093 -user U -password P [-timeout 3m] [-pid N]
+//	probe pulsar -url pulsar://127.0.0.1:16650 -admin http://127.0.0.1:18080 [-timeout 3m] [-pid N]
+//
+// Kafka is ready when a topic can be created through the PLAINTEXT listener
+// (so the controller and the broker both work) and a metadata request
+// succeeds through the SASL listener with both SCRAM mechanisms. Pulsar is
+// ready when the admin API lists the namespace public/default and a message
+// can be produced through the binary protocol (so the bookie accepts writes).
+//
+// With -pid, the probe gives up at once when that process is gone.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: probe kafka|pulsar [flags]")
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "kafka":
+		err = runKafka(os.Args[2:])
+	case "pulsar":
+		err = runPulsar(os.Args[2:])
+	default:
+		err = fmt.Errorf("unknown broker %q (want kafka or pulsar)", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "probe:", err)
+		os.Exit(1)
+	}
+}
+
+// common holds the flags every probe accepts.
+type common struct {
+	timeout time.Duration
+	pid     int
+}
+
+func (c *common) register(fs *flag.FlagSet) {
+	fs.DurationVar(&c.timeout, "timeout", 3*time.Minute, "give up after this long")
+	fs.IntVar(&c.pid, "pid", 0, "give up when this process is gone (0: do not watch)")
+}
+
+// errProcessGone reports that the watched broker process exited.
+var errProcessGone = errors.New("broker process exited")
+
+// poll calls check until it succeeds, the timeout passes or the watched
+// process dies. Each check gets its own short deadline.
+func poll(c common, name string, check func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	start := time.Now()
+	var last error
+	for attempt := 1; ; attempt++ {
+		if c.pid > 0 && !alive(c.pid) {
+			return fmt.Errorf("%s: %w (pid %d) after %s; last check error: %v", name, errProcessGone, c.pid, time.Since(start).Round(time.Second), last)
+		}
+		cctx, ccancel := context.WithTimeout(ctx, 15*time.Second)
+		last = check(cctx)
+		ccancel()
+		if last == nil {
+			fmt.Fprintf(os.Stderr, "probe: %s serving after %s (%d checks)\n", name, time.Since(start).Round(100*time.Millisecond), attempt)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: not serving after %s: %w", name, c.timeout, last)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// alive reports whether process pid exists (signal 0 probes without
+// delivering anything).
+func alive(pid int) bool {
+	return syscall.Kill(pid, 0) == nil
+}
+
+// quietLogger discards client library logs; the probe reports errors itself.
+func quietLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}

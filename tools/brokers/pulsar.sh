@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# Apache Pulsar standalone on 127.0.0.1 for tests (no functions worker, no
+# stream storage, delayed delivery on with a 100 ms tick).
+#
+#   pulsar.sh up      start (or find running) and print the BQ_PULSAR_* lines
+#   pulsar.sh down    stop and remove the data
+#   pulsar.sh status  exit 0 when running and serving
+#   pulsar.sh env     print the BQ_PULSAR_* lines of the running broker
+set -euo pipefail
+# shellcheck source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+PULSAR_PORT="${BQ_PULSAR_PORT:-16650}"
+PULSAR_WEB_PORT="${BQ_PULSAR_WEB_PORT:-18080}"
+PULSAR_BOOKIE_PORT="${BQ_PULSAR_BOOKIE_PORT:-13181}"
+PULSAR_HEAP="${BQ_PULSAR_HEAP:--Xms128m -Xmx512m -XX:MaxDirectMemorySize=512m}"
+PULSAR_START_TIMEOUT="${BQ_PULSAR_START_TIMEOUT:-240}"
+
+DIR="$BQ_BROKERS_STATE/pulsar"
+PIDFILE="$DIR/pid"
+ENVFILE="$DIR/env"
+
+env_lines() {
+  printf 'BQ_PULSAR_URL=pulsar://%s:%s\n' "$BQ_HOST" "$PULSAR_PORT"
+  printf 'BQ_PULSAR_ADMIN_URL=http://%s:%s\n' "$BQ_HOST" "$PULSAR_WEB_PORT"
+}
+
+probe() {
+  "$1" pulsar -url "pulsar://$BQ_HOST:$PULSAR_PORT" -admin "http://$BQ_HOST:$PULSAR_WEB_PORT" \
+    -timeout "$2" -pid "$(cat "$PIDFILE" 2>/dev/null || echo 0)"
+}
+
+do_up() {
+  local probe_bin cp_file started rc p
+  cp_file="$(resolve_classpath pulsar "$BQ_BROKERS_DIR/pulsar")"
+  probe_bin="$(probe_bin)"
+
+  if pid_alive "$PIDFILE"; then
+    if probe "$probe_bin" 30s >/dev/null 2>"$DIR/logs/probe.err"; then
+      log "pulsar: already running (pid $(cat "$PIDFILE"))"
+      cat "$ENVFILE"
+      return 0
+    fi
+    log "pulsar: pid $(cat "$PIDFILE") is alive but does not serve; restarting it"
+    cat "$DIR/logs/probe.err" >&2 || true
+    stop_pid "$PIDFILE" pulsar
+  fi
+
+  for p in "$PULSAR_PORT" "$PULSAR_WEB_PORT" "$PULSAR_BOOKIE_PORT"; do
+    if port_busy "$p"; then
+      die "pulsar: port $BQ_HOST:$p is taken by another process (see: ss -ltnp | grep :$p); stop it or set BQ_PULSAR_PORT / BQ_PULSAR_WEB_PORT / BQ_PULSAR_BOOKIE_PORT"
+    fi
+  done
+
+  rm -rf "$DIR"
+  mkdir -p "$DIR/data" "$DIR/logs"
+  sed -e "s#@BROKER_PORT@#$PULSAR_PORT#g" \
+    -e "s#@WEB_PORT@#$PULSAR_WEB_PORT#g" \
+    "$BQ_BROKERS_DIR/pulsar/standalone.conf.in" >"$DIR/standalone.conf"
+
+  # JVM flags follow Pulsar's own launch script: BookKeeper finds its
+  # metadata through Pulsar's metadata store, Netty and BookKeeper need a few
+  # JDK internals opened.
+  local java_args=(-cp "$(cat "$cp_file")"
+    "-Dlog4j2.configurationFile=$BQ_BROKERS_DIR/pulsar/log4j2.xml"
+    "-Dbq.log.dir=$DIR/logs" -Djava.awt.headless=true
+    -Dbookkeeper.metadata.bookie.drivers=org.apache.pulsar.metadata.bookkeeper.PulsarMetadataBookieDriver
+    -Dbookkeeper.metadata.client.drivers=org.apache.pulsar.metadata.bookkeeper.PulsarMetadataClientDriver
+    -Dio.netty.tryReflectionSetAccessible=true -Djava.net.preferIPv4Stack=true
+    -Dpulsar.allocator.exit_on_oom=true
+    --add-opens java.base/java.io=ALL-UNNAMED
+    --add-opens java.base/java.util.zip=ALL-UNNAMED
+    --add-opens java.base/java.nio=ALL-UNNAMED
+    --add-opens java.base/jdk.internal.misc=ALL-UNNAMED
+    --add-opens java.base/sun.net=ALL-UNNAMED
+    --add-opens java.management/sun.management=ALL-UNNAMED
+    -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:+ExitOnOutOfMemoryError)
+  # shellcheck disable=SC2206
+  java_args+=($PULSAR_HEAP)
+  java_args+=(org.apache.pulsar.PulsarStandaloneStarter
+    --config "$DIR/standalone.conf" --no-functions-worker --no-stream-storage --wipe-data
+    --bookkeeper-dir "$DIR/data/bookkeeper" --metadata-dir "$DIR/data/metadata"
+    --bookkeeper-port "$PULSAR_BOOKIE_PORT")
+
+  log "pulsar: starting on $BQ_HOST:$PULSAR_PORT (binary), $BQ_HOST:$PULSAR_WEB_PORT (admin), bookie $BQ_HOST:$PULSAR_BOOKIE_PORT"
+  started=$(date +%s)
+  # The JVM runs in its own session (setsid) so the caller's Ctrl-C or exit
+  # does not kill it; the wrapper records its own pid, then becomes java.
+  (exec 9>&-; cd "$DIR" && setsid bash -c 'echo $$ >"$0"; exec java "$@"' "$PIDFILE" "${java_args[@]}" \
+    >"$DIR/logs/pulsar.out" 2>&1 </dev/null &)
+  for _ in $(seq 1 50); do
+    [ -s "$PIDFILE" ] && break
+    sleep 0.1
+  done
+  [ -s "$PIDFILE" ] || die "pulsar: the JVM did not start (see $DIR/logs/pulsar.out)"
+
+  rc=0
+  probe "$probe_bin" "${PULSAR_START_TIMEOUT}s" >"$DIR/logs/probe.out" 2>&1 || rc=$?
+  if [ "$rc" != 0 ]; then
+    cat "$DIR/logs/probe.out" >&2
+    tail_logs "$DIR/logs"
+    stop_pid "$PIDFILE" pulsar
+    die "pulsar: not serving after ${PULSAR_START_TIMEOUT}s (logs above; kept in $DIR/logs)"
+  fi
+  env_lines >"$ENVFILE"
+  log "pulsar: serving after $(($(date +%s) - started))s (pid $(cat "$PIDFILE"), rss $(($(rss_kib "$PIDFILE") / 1024)) MiB, logs in $DIR/logs)"
+  cat "$ENVFILE"
+}
+
+do_down() {
+  stop_pid "$PIDFILE" pulsar
+  rm -rf "$DIR/data" "$ENVFILE" "$DIR/standalone.conf"
+}
+
+do_status() {
+  pid_alive "$PIDFILE" || return 1
+  probe "$(probe_bin)" 5s >/dev/null 2>&1
+}
+
+do_env() {
+  pid_alive "$PIDFILE" && [ -s "$ENVFILE" ] || die "pulsar: not running (start it with tools/brokers/up.sh pulsar)"
+  cat "$ENVFILE"
+}
+
+case "${1:-}" in
+up) with_lock pulsar do_up ;;
+down) with_lock pulsar do_down ;;
+status) do_status ;;
+env) do_env ;;
+*)
+  echo "usage: $0 up|down|status|env" >&2
+  exit 2
+  ;;
+esac
