@@ -244,7 +244,7 @@ func (a *App) deliver(ctx context.Context, msg *ReceivedMessage) outcome {
 		a.unsettle(ctx, msg, "consume stopped")
 		return outcome{}
 	}
-	a.reportError(ctx, &DeliveryError{Queue: msg.Queue, URN: route, MessageID: env.Meta.ID, Err: herr},
+	a.reportError(ctx, "babelqueue: handler failed", &DeliveryError{Queue: msg.Queue, URN: route, MessageID: env.Meta.ID, Err: herr},
 		a.attrs(msg, env, route)...)
 	return a.settleRetryable(ctx, msg, env, route, ReasonFailed, herr)
 }

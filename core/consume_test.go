@@ -1,9 +1,12 @@
 package babelqueue
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -249,3 +252,31 @@ func TestDrainDefaultQueueAndContext(t *testing.T) {
 		t.Errorf("Drain(cancelled) = %v", err)
 	}
 }
+
+func TestLogsGoToTheConfiguredLogger(t *testing.T) {
+	var buf syncBuffer
+	mem := NewInMemoryTransport()
+	a := testApp(mem, WithLogger(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))), WithMaxAttempts(1))
+	a.Handle("urn:x", func(context.Context, *Envelope) error { return errors.New("boom") })
+	id, _ := a.Publish(context.Background(), "urn:x", nil, ToQueue("orders"))
+	drain(t, a, "orders")
+	out := buf.String()
+	for _, want := range []string{`"msg":"babelqueue: handler failed"`, `"error":"boom"`, `"message_id":"` + id + `"`,
+		`"queue":"orders"`, `"msg":"babelqueue: message dead-lettered"`, `"dead_letter_queue":"orders.dlq"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %s:\n%s", want, out)
+		}
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }

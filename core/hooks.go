@@ -41,20 +41,31 @@ func (a *App) logger() *slog.Logger {
 	return slog.Default()
 }
 
-// reportError logs err and hands it to the OnError hook.
-func (a *App) reportError(ctx context.Context, err error, attrs ...slog.Attr) {
-	a.logger().LogAttrs(ctx, slog.LevelError, err.Error(), attrs...)
+// reportError logs err under the constant message what and hands it to
+// the OnError hook.
+func (a *App) reportError(ctx context.Context, what string, err error, attrs ...slog.Attr) {
+	a.logger().LogAttrs(ctx, slog.LevelError, what, append(attrs, slog.String("error", detail(err)))...)
 	if fn := a.cfg.onError; fn != nil {
 		safely(func() { fn(err) })
 	}
 }
 
-// reportWarning logs err as a warning and hands it to the OnWarning hook.
-func (a *App) reportWarning(ctx context.Context, err error, attrs ...slog.Attr) {
-	a.logger().LogAttrs(ctx, slog.LevelWarn, err.Error(), attrs...)
+// reportWarning logs err as a warning under the constant message what and
+// hands it to the OnWarning hook.
+func (a *App) reportWarning(ctx context.Context, what string, err error, attrs ...slog.Attr) {
+	a.logger().LogAttrs(ctx, slog.LevelWarn, what, append(attrs, slog.String("error", detail(err)))...)
 	if fn := a.cfg.onWarning; fn != nil {
 		safely(func() { fn(err) })
 	}
+}
+
+// detail returns the text of err without the DeliveryError prefix, whose
+// fields are logged as attributes already.
+func detail(err error) string {
+	if d, ok := err.(*DeliveryError); ok {
+		return d.Err.Error()
+	}
+	return err.Error()
 }
 
 // safely runs fn, recovering and discarding a panic.

@@ -47,7 +47,7 @@ func (a *App) ackAfterWrite(ctx context.Context, msg *ReceivedMessage, env *Enve
 func (a *App) ackFailed(ctx context.Context, msg *ReceivedMessage, env *Envelope, route string, err error) outcome {
 	a.unsettle(ctx, msg, "acknowledge failed")
 	derr := a.deliveryErr(msg, env, route, fmt.Errorf("%w: acknowledge: %w", ErrSettle, err))
-	a.reportError(ctx, derr, a.attrs(msg, env, route)...)
+	a.reportError(ctx, "babelqueue: acknowledge failed; message left for redelivery", derr, a.attrs(msg, env, route)...)
 	return outcome{err: derr, settleFailed: true}
 }
 
@@ -55,7 +55,7 @@ func (a *App) ackFailed(ctx context.Context, msg *ReceivedMessage, env *Envelope
 func (a *App) writeFailed(ctx context.Context, msg *ReceivedMessage, env *Envelope, route, what string, err error) outcome {
 	a.unsettle(ctx, msg, what+" failed")
 	derr := a.deliveryErr(msg, env, route, fmt.Errorf("%w: %s: %w", ErrSettle, what, err))
-	a.reportError(ctx, derr, a.attrs(msg, env, route)...)
+	a.reportError(ctx, "babelqueue: settle write failed; message left for redelivery", derr, a.attrs(msg, env, route)...)
 	return outcome{err: derr, settleFailed: true}
 }
 
@@ -76,7 +76,7 @@ func (a *App) unsettle(ctx context.Context, msg *ReceivedMessage, why string) {
 		return
 	}
 	if err != nil {
-		a.reportError(ctx, &DeliveryError{Queue: msg.Queue, Err: fmt.Errorf("%w: handing the message back after %s: %w", ErrSettle, why, err)},
+		a.reportError(ctx, "babelqueue: handing a message back failed", &DeliveryError{Queue: msg.Queue, Err: fmt.Errorf("%w: handing the message back after %s: %w", ErrSettle, why, err)},
 			slog.String("queue", msg.Queue))
 	}
 }
@@ -146,11 +146,11 @@ func (a *App) settleVersionGated(ctx context.Context, msg *ReceivedMessage, vers
 		safely(func() { fn(version, msg.Queue) })
 	}
 	attrs := []slog.Attr{slog.String("queue", msg.Queue), slog.String("schema_version", version)}
-	a.reportError(ctx, &DeliveryError{Queue: msg.Queue, Err: fmt.Errorf("schema version %q rejected: %w", version, cause)}, attrs...)
+	a.reportError(ctx, "babelqueue: schema version rejected", &DeliveryError{Queue: msg.Queue, Err: fmt.Errorf("schema version %q rejected: %w", version, cause)}, attrs...)
 	if !a.cfg.deadLetter {
 		out := a.ack(ctx, msg, nil, "")
 		if out.err == nil {
-			a.reportWarning(ctx, &DeliveryError{Queue: msg.Queue,
+			a.reportWarning(ctx, "babelqueue: version-gated message dropped", &DeliveryError{Queue: msg.Queue,
 				Err: fmt.Errorf("schema version %q rejected and dropped (dead-lettering off): %w", version, cause)}, attrs...)
 		}
 		return out
@@ -187,7 +187,7 @@ func poisonAttempts(msg *ReceivedMessage) int {
 // incoming bq-job and the key kept; off, it takes the bounded retry.
 func (a *App) settlePoison(ctx context.Context, msg *ReceivedMessage, cause error) outcome {
 	route, _ := msg.Header(HeaderJob)
-	a.reportError(ctx, &DeliveryError{Queue: msg.Queue, URN: route, Err: cause}, slog.String("queue", msg.Queue))
+	a.reportError(ctx, "babelqueue: poison message", &DeliveryError{Queue: msg.Queue, URN: route, Err: cause}, slog.String("queue", msg.Queue))
 	if !a.cfg.deadLetter {
 		return a.settleRetryable(ctx, msg, nil, route, ReasonPoison, cause)
 	}
@@ -204,7 +204,7 @@ func (a *App) settleUnknownURN(ctx context.Context, msg *ReceivedMessage, env *E
 	case StrategyDelete:
 		out := a.ack(ctx, msg, env, route)
 		if out.err == nil {
-			a.reportWarning(ctx, a.deliveryErr(msg, env, route, fmt.Errorf("deleted: %w", cause)), attrs...)
+			a.reportWarning(ctx, "babelqueue: message without handler deleted", a.deliveryErr(msg, env, route, fmt.Errorf("deleted: %w", cause)), attrs...)
 		}
 		return out
 	case StrategyRelease:
@@ -214,14 +214,14 @@ func (a *App) settleUnknownURN(ctx context.Context, msg *ReceivedMessage, env *E
 		if !a.cfg.deadLetter {
 			out := a.ack(ctx, msg, env, route)
 			if out.err == nil {
-				a.reportWarning(ctx, a.deliveryErr(msg, env, route, fmt.Errorf("dropped (dead-lettering off): %w", cause)), attrs...)
+				a.reportWarning(ctx, "babelqueue: message without handler dropped", a.deliveryErr(msg, env, route, fmt.Errorf("dropped (dead-lettering off): %w", cause)), attrs...)
 			}
 			return out
 		}
-		a.reportError(ctx, a.deliveryErr(msg, env, route, cause), attrs...)
+		a.reportError(ctx, "babelqueue: no handler", a.deliveryErr(msg, env, route, cause), attrs...)
 		return a.deadLetter(ctx, msg, env, route, ReasonUnknownURN, cause, counted)
 	default: // StrategyFail
-		a.reportError(ctx, a.deliveryErr(msg, env, route, cause), attrs...)
+		a.reportError(ctx, "babelqueue: no handler", a.deliveryErr(msg, env, route, cause), attrs...)
 		return a.settleRetryable(ctx, msg, env, route, ReasonUnknownURN, cause)
 	}
 }
@@ -238,7 +238,7 @@ func (a *App) release(ctx context.Context, msg *ReceivedMessage, env *Envelope, 
 	}
 	out := a.ackAfterWrite(ctx, msg, env, route, "released copy")
 	if out.err == nil {
-		a.reportWarning(ctx, a.deliveryErr(msg, env, route, fmt.Errorf("released to %s: %w", msg.Queue, cause)),
+		a.reportWarning(ctx, "babelqueue: message without handler released", a.deliveryErr(msg, env, route, fmt.Errorf("released to %s: %w", msg.Queue, cause)),
 			a.attrs(msg, env, route)...)
 	}
 	out.released, out.key = true, msg.Body
@@ -263,7 +263,7 @@ func (a *App) settleRetryable(ctx context.Context, msg *ReceivedMessage, env *En
 	default:
 		out := a.ack(ctx, msg, env, route)
 		if out.err == nil {
-			a.reportWarning(ctx, a.deliveryErr(msg, env, route,
+			a.reportWarning(ctx, "babelqueue: message dropped after its last attempt", a.deliveryErr(msg, env, route,
 				fmt.Errorf("dropped after %d of %d attempts (dead-lettering off): %w", d.Counted, a.cfg.maxAttempts, cause)),
 				a.attrs(msg, env, route)...)
 		}

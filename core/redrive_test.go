@@ -1,0 +1,313 @@
+package babelqueue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+)
+
+// deadLetters fills orders.dlq through the App: one dead letter per urn,
+// keyed key-<i>, failed at epoch + i minutes. It returns the bodies first
+// published, in order.
+func deadLetters(t *testing.T, mem *InMemoryTransport, urns ...string) []string {
+	t.Helper()
+	clock := NewFakeClock(epoch)
+	a := testApp(mem, WithMaxAttempts(1), WithClock(clock))
+	var published []string
+	for i, urn := range urns {
+		a.Handle(urn, func(context.Context, *Envelope) error { return errors.New("boom " + urn) })
+		body := envBody(t, urn, 0)
+		published = append(published, body)
+		mem.PublishKeyed(context.Background(), "orders", []byte(fmt.Sprintf("key-%d", i)), body, map[string]string{"traceparent": "tp"})
+		drain(t, a, "orders")
+		clock.Advance(time.Minute)
+	}
+	if mem.Len("orders.dlq") != len(urns) {
+		t.Fatalf("set-up: DLQ holds %d, want %d", mem.Len("orders.dlq"), len(urns))
+	}
+	return published
+}
+
+func redrive(t *testing.T, tr Transport, opts ...RedriveOption) (*RedriveResult, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := Redrive(ctx, tr, "orders.dlq", append([]RedriveOption{WithRedrivePollTimeout(5 * time.Millisecond)}, opts...)...)
+	if res == nil {
+		t.Fatal("Redrive returned a nil result")
+	}
+	return res, err
+}
+
+func outcomes(res *RedriveResult) []string {
+	var out []string
+	for _, it := range res.Items {
+		out = append(out, string(it.Outcome)+"/"+string(it.Disposition))
+	}
+	return out
+}
+
+func TestRedriveMovesDeadLettersBack(t *testing.T) {
+	mem := NewInMemoryTransport()
+	published := deadLetters(t, mem, "urn:a", "urn:b")
+	res, err := redrive(t, mem)
+	if err != nil {
+		t.Fatalf("Redrive: %v", err)
+	}
+	if res.Examined != 2 || res.Moved != 2 || res.Kept != 0 || mem.Len("orders.dlq") != 0 || mem.Acked("orders.dlq") != 2 {
+		t.Fatalf("result %+v, dlq len %d acked %d", res, mem.Len("orders.dlq"), mem.Acked("orders.dlq"))
+	}
+	back := mem.Messages("orders")
+	if len(back) != 2 {
+		t.Fatalf("orders holds %d", len(back))
+	}
+	for i, m := range back {
+		env := mustDecode(t, m.Body)
+		orig := mustDecode(t, published[i])
+		if env.DeadLetter != nil || env.Attempts != 0 {
+			t.Errorf("redriven %d still has dead_letter %+v / attempts %d", i, env.DeadLetter, env.Attempts)
+		}
+		if env.Meta != orig.Meta || env.TraceID != orig.TraceID || env.URN() != orig.URN() || string(env.Data()) != string(orig.Data()) {
+			t.Errorf("redriven %d changed the envelope:\n got %s\nwant %s", i, m.Body, published[i])
+		}
+		if string(m.Key) != fmt.Sprintf("key-%d", i) {
+			t.Errorf("redriven %d key = %q", i, m.Key)
+		}
+		if _, ok := m.Headers[HeaderReplayBypass]; ok {
+			t.Error("replay header stamped without the option")
+		}
+		if res.Items[i].Target != "orders" || res.Items[i].MessageID != orig.Meta.ID || res.Items[i].Reason != ReasonFailed {
+			t.Errorf("item %d = %+v", i, res.Items[i])
+		}
+	}
+}
+
+func TestRedriveTargetAndMetaQueueFallback(t *testing.T) {
+	mem := NewInMemoryTransport()
+	deadLetters(t, mem, "urn:a")
+	res, err := redrive(t, mem, WithRedriveTarget("elsewhere"))
+	if err != nil || res.Moved != 1 || mem.Len("elsewhere") != 1 {
+		t.Fatalf("WithRedriveTarget: %v %+v", err, res)
+	}
+
+	// A dead letter without original_queue goes to meta.queue.
+	mem2 := NewInMemoryTransport()
+	body, err := AnnotateDeadLetter([]byte(envBody(t, "urn:a", 0, WithQueue("from-meta"))), DeadLetter{Reason: ReasonFailed, Attempts: 3, Lang: Lang})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem2.Publish(context.Background(), "orders.dlq", string(body))
+	if res, err := redrive(t, mem2); err != nil || res.Moved != 1 || mem2.Len("from-meta") != 1 {
+		t.Fatalf("meta.queue fallback: %v %+v queues %v", err, res, mem2.Queues())
+	}
+
+	// A target that is the DLQ itself is refused, and the message stays.
+	mem3 := NewInMemoryTransport()
+	deadLetters(t, mem3, "urn:a")
+	res, err = redrive(t, mem3, WithRedriveTarget("orders.dlq"))
+	if err != nil || res.Moved != 0 || res.Items[0].Outcome != RedriveNoTarget || mem3.Len("orders.dlq") != 1 {
+		t.Fatalf("target = DLQ: %v %v", err, outcomes(res))
+	}
+}
+
+func TestRedriveDryRunChangesNothing(t *testing.T) {
+	mem := NewInMemoryTransport()
+	deadLetters(t, mem, "urn:a", "urn:b")
+	mem.Publish(context.Background(), "orders.dlq", `{"raw":"garbage","dead_letter":{"reason":"poison"}}`)
+	before := mem.Messages("orders.dlq")
+	res, err := redrive(t, mem, WithRedriveDryRun())
+	if err != nil {
+		t.Fatalf("Redrive: %v", err)
+	}
+	want := []string{"would_move/rewound", "would_move/rewound", "undecodable/rewound"}
+	if !slices.Equal(outcomes(res), want) || !res.DryRun || res.Moved != 2 || res.Kept != 1 {
+		t.Errorf("outcomes %v, result %+v", outcomes(res), res)
+	}
+	after := mem.Messages("orders.dlq")
+	if fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("a dry run changed the DLQ:\nbefore %v\nafter  %v", before, after)
+	}
+	if mem.Len("orders") != 0 || mem.InFlight("orders.dlq") != 0 || mem.Acked("orders.dlq") != 0 {
+		t.Errorf("a dry run wrote or settled something")
+	}
+}
+
+func TestRedriveSelectorKeepsTheOthersExactly(t *testing.T) {
+	mem := NewInMemoryTransport()
+	deadLetters(t, mem, "urn:a", "urn:b", "urn:a")
+	mem.PublishKeyed(context.Background(), "orders.dlq", []byte("pk"), "not json at all", map[string]string{HeaderJob: "urn:a"})
+	before := mem.Messages("orders.dlq")
+	res, err := redrive(t, mem, WithRedriveSelector(SelectURN("urn:a")))
+	if err != nil {
+		t.Fatalf("Redrive: %v", err)
+	}
+	want := []string{"moved/removed", "unselected/restored", "moved/removed", "undecodable/restored"}
+	if !slices.Equal(outcomes(res), want) || res.Examined != 4 {
+		t.Fatalf("outcomes = %v (examined %d), want %v", outcomes(res), res.Examined, want)
+	}
+	kept := mem.Messages("orders.dlq")
+	if len(kept) != 2 || fmt.Sprint(kept[0]) != fmt.Sprint(before[1]) || fmt.Sprint(kept[1]) != fmt.Sprint(before[3]) {
+		t.Errorf("kept messages changed:\n got %v\nwant %v and %v", kept, before[1], before[3])
+	}
+	if mem.Len("orders") != 2 || mem.InFlight("orders.dlq") != 0 {
+		t.Errorf("orders=%d inflight=%d", mem.Len("orders"), mem.InFlight("orders.dlq"))
+	}
+	// A second run sees the kept ones once each and moves nothing.
+	res, err = redrive(t, mem, WithRedriveSelector(SelectURN("urn:a")))
+	if err != nil || res.Examined != 2 || res.Moved != 0 || mem.Len("orders.dlq") != 2 {
+		t.Errorf("second run: %v %v", err, outcomes(res))
+	}
+}
+
+func TestRedriveSelectors(t *testing.T) {
+	mem := NewInMemoryTransport()
+	deadLetters(t, mem, "urn:a", "urn:b", "urn:c") // failed at epoch, +1m, +2m
+	cases := []struct {
+		name string
+		sel  func(*Envelope) bool
+		want int
+	}{
+		{"reason failed", SelectReason(ReasonFailed), 3},
+		{"reason poison", SelectReason(ReasonPoison), 0},
+		{"failed in [+1m, +2m)", SelectFailedBetween(epoch.Add(time.Minute), epoch.Add(2*time.Minute)), 1},
+		{"failed from +1m", SelectFailedBetween(epoch.Add(time.Minute), time.Time{}), 2},
+		{"urn b or c", SelectURN("urn:b", "urn:c"), 2},
+	}
+	for _, tc := range cases {
+		res, err := redrive(t, mem, WithRedriveDryRun(), WithRedriveSelector(tc.sel))
+		if err != nil || res.Moved != tc.want || res.Examined != 3 {
+			t.Errorf("%s: would move %d of %d (%v), want %d", tc.name, res.Moved, res.Examined, err, tc.want)
+		}
+	}
+	// Selectors combine: both must agree.
+	res, _ := redrive(t, mem, WithRedriveDryRun(), WithRedriveSelector(SelectURN("urn:a", "urn:b")),
+		WithRedriveSelector(SelectFailedBetween(epoch.Add(time.Minute), time.Time{})))
+	if res.Moved != 1 {
+		t.Errorf("combined selectors would move %d, want 1", res.Moved)
+	}
+}
+
+func TestRedriveMax(t *testing.T) {
+	mem := NewInMemoryTransport()
+	deadLetters(t, mem, "urn:a", "urn:b", "urn:c")
+	res, err := redrive(t, mem, WithRedriveMax(2))
+	if err != nil || res.Moved != 2 || res.Examined != 2 || mem.Len("orders.dlq") != 1 || mem.Len("orders") != 2 {
+		t.Fatalf("max 2: %v %+v dlq %d", err, res, mem.Len("orders.dlq"))
+	}
+	if env := mustDecode(t, mem.Messages("orders.dlq")[0].Body); env.URN() != "urn:c" {
+		t.Errorf("the message left is %s, want the third", env.URN())
+	}
+}
+
+func TestRedriveReplayBypassReachesTheHandler(t *testing.T) {
+	mem := NewInMemoryTransport()
+	deadLetters(t, mem, "urn:a")
+	if _, err := redrive(t, only(mem), WithRedriveReplayBypass()); !errors.Is(err, ErrInvalidOption) || mem.Len("orders.dlq") != 1 {
+		t.Fatalf("replay on a transport without headers: %v", err)
+	}
+	res, err := redrive(t, mem, WithRedriveReplayBypass())
+	if err != nil || res.Moved != 1 {
+		t.Fatalf("Redrive: %v", err)
+	}
+	m := mem.Messages("orders")[0]
+	if IsBlank(m.Headers[HeaderReplayBypass]) || string(m.Key) != "key-0" {
+		t.Fatalf("redriven copy headers %v key %q", m.Headers, m.Key)
+	}
+	a := testApp(mem)
+	charged, replay := 0, false
+	a.Handle("urn:a", func(ctx context.Context, env *Envelope) error {
+		replay = IsReplay(ctx)
+		return BypassExternalEffects(ctx, func() error { charged++; return nil })
+	})
+	drain(t, a, "orders")
+	if !replay || charged != 0 {
+		t.Errorf("replay=%v charged=%d, want true and 0", replay, charged)
+	}
+}
+
+func TestRedriveFailedWriteKeepsTheMessage(t *testing.T) {
+	mem := NewInMemoryTransport()
+	deadLetters(t, mem, "urn:a", "urn:b")
+	writes := 0
+	mem.SetFault(func(op, q string) error {
+		if q == "orders" && op != "Pop" {
+			writes++
+			if writes == 2 {
+				return errors.New("target refused")
+			}
+		}
+		return nil
+	})
+	res, err := redrive(t, mem)
+	if !errors.Is(err, ErrSettle) {
+		t.Fatalf("err = %v, want ErrSettle", err)
+	}
+	want := []string{"moved/removed", "failed/rewound"}
+	if !slices.Equal(outcomes(res), want) {
+		t.Errorf("outcomes = %v, want %v", outcomes(res), want)
+	}
+	dlq := mem.Messages("orders.dlq")
+	if len(dlq) != 1 || mustDecode(t, dlq[0].Body).URN() != "urn:b" || mem.InFlight("orders.dlq") != 0 || mem.Len("orders") != 1 {
+		t.Errorf("dlq %v, orders %d", dlq, mem.Len("orders"))
+	}
+	if res.Items[1].Err == nil {
+		t.Error("the failed item carries no error")
+	}
+}
+
+// keyedOnly has neither Forwarder nor Rewinder nor Nack: kept messages and
+// dry runs must write back.
+type keyedOnly struct {
+	Transport
+	KeyedRepublisher
+}
+
+func TestRedriveOnAMinimalTransportLosesAndDuplicatesNothing(t *testing.T) {
+	for _, dry := range []bool{false, true} {
+		mem := NewInMemoryTransport()
+		deadLetters(t, mem, "urn:a", "urn:b", "urn:c")
+		before := mem.Messages("orders.dlq")
+		opts := []RedriveOption{WithRedriveSelector(SelectURN("urn:b"))}
+		if dry {
+			opts = append(opts, WithRedriveDryRun())
+		}
+		res, err := redrive(t, keyedOnly{mem, mem}, opts...)
+		if err != nil || res.Examined != 3 {
+			t.Fatalf("dry=%v: %v %v", dry, err, outcomes(res))
+		}
+		var bodies, want []string
+		for _, m := range mem.Messages("orders.dlq") {
+			bodies = append(bodies, m.Body)
+		}
+		for i, m := range before {
+			if dry || i != 1 {
+				want = append(want, m.Body)
+			}
+		}
+		slices.Sort(bodies)
+		slices.Sort(want)
+		if !slices.Equal(bodies, want) || mem.InFlight("orders.dlq") != 0 {
+			t.Errorf("dry=%v: DLQ bodies changed or duplicated: %d vs %d", dry, len(bodies), len(want))
+		}
+		if !dry && mem.Len("orders") != 1 {
+			t.Errorf("moved %d", mem.Len("orders"))
+		}
+	}
+}
+
+func TestRedriveArguments(t *testing.T) {
+	if _, err := Redrive(context.Background(), nil, "x"); !errors.Is(err, ErrInvalidOption) {
+		t.Errorf("nil transport: %v", err)
+	}
+	if _, err := Redrive(context.Background(), NewInMemoryTransport(), " "); !errors.Is(err, ErrInvalidOption) {
+		t.Errorf("blank dlq: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Redrive(ctx, NewInMemoryTransport(), "x"); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
+	}
+}
