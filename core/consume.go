@@ -20,6 +20,10 @@ import (
 // cannot mend: Pop returns an error, or a call reports ErrClosed. A queue
 // must not be consumed by two Consume calls of one process at once (the
 // Transport contract reads a queue from one goroutine).
+//
+// Under StrategyRelease, a message this loop released and reads again (no
+// other consumer took it) is released again and followed by a pause of the
+// failure backoff, so that a URN nobody handles does not spin the loop.
 func (a *App) Consume(ctx context.Context, queues ...string) error {
 	queues, err := a.queuesToRead(queues)
 	if err != nil {
@@ -69,8 +73,16 @@ func (a *App) queuesToRead(queues []string) ([]string, error) {
 	return out, nil
 }
 
+// maxReleasedMemory bounds the set of released messages a consume loop
+// remembers to detect a release going round in circles.
+const maxReleasedMemory = 1024
+
 // consumeQueue is the loop of one queue.
 func (a *App) consumeQueue(ctx context.Context, queue string) error {
+	// Bodies this loop released (StrategyRelease). Meeting one again means
+	// no other consumer took it: the loop pauses for the failure backoff
+	// before releasing it again, instead of spinning on it.
+	released := make(map[string]struct{})
 	for {
 		if ctx.Err() != nil {
 			return nil
@@ -94,6 +106,16 @@ func (a *App) consumeQueue(ctx context.Context, queue string) error {
 			return nil
 		}
 		out := a.deliver(ctx, msg)
+		if out.released && out.err == nil {
+			if _, again := released[out.key]; again {
+				a.backoff(ctx)
+			} else {
+				if len(released) >= maxReleasedMemory {
+					clear(released)
+				}
+				released[out.key] = struct{}{}
+			}
+		}
 		if out.err == nil {
 			continue
 		}

@@ -280,3 +280,35 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 	return s.b.Write(p)
 }
 func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+func TestConsumeDoesNotSpinOnAReleasedMessage(t *testing.T) {
+	clock := NewFakeClock(epoch)
+	mem := NewInMemoryTransport()
+	a := testApp(mem, WithUnknownURNStrategy(StrategyRelease), WithClock(clock), WithFailureBackoff(time.Minute))
+	mem.Publish(context.Background(), "orders", envBody(t, "urn:nobody", 0))
+	var releases atomic.Int32
+	mem.SetFault(func(op, q string) error {
+		if op == "PublishFromWithHeaders" {
+			releases.Add(1)
+		}
+		return nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- a.Consume(ctx, "orders") }()
+	wctx, wcancel := context.WithTimeout(ctx, 5*time.Second)
+	defer wcancel()
+	if err := clock.WaitForTimers(wctx, 1); err != nil {
+		t.Fatal("the loop never paused on the message it had released")
+	}
+	if n := releases.Load(); n != 2 {
+		t.Errorf("released %d times before pausing, want 2", n)
+	}
+	cancel()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if mem.Len("orders")+mem.InFlight("orders") != 1 {
+		t.Errorf("the released message was lost or duplicated: len %d inflight %d", mem.Len("orders"), mem.InFlight("orders"))
+	}
+}
