@@ -51,8 +51,8 @@ const (
 	// during a rolling deploy. A URN that no consumer handles circulates
 	// until one does; it is never dead-lettered or dropped. Each release is
 	// reported as a warning. A consume loop that reads back a message it
-	// released waits the failure backoff (WithFailureBackoff) before
-	// releasing it again, so such a message does not spin the loop.
+	// released releases it again and then waits the failure backoff
+	// (WithFailureBackoff), so such a message does not spin the loop.
 	StrategyRelease UnknownURNStrategy = "release"
 	// StrategyDeadLetter dead-letters the message at once with reason
 	// unknown_urn, or drops it with a warning when dead-lettering is off.
