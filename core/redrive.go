@@ -253,7 +253,8 @@ func Redrive(ctx context.Context, t Transport, dlq string, opts ...RedriveOption
 	r := &redriver{t: t, dlq: dlq, cfg: cfg, res: res, written: make(map[string]bool)}
 	err := r.run(ctx)
 	if cfg.dryRun {
-		err = errors.Join(err, r.handBackHeld(ctx))
+		// Handing back must finish even when ctx ended the run.
+		err = errors.Join(err, r.handBackHeld(context.WithoutCancel(ctx)))
 	}
 	return res, err
 }
@@ -294,7 +295,7 @@ func (r *redriver) run(ctx context.Context) error {
 		}
 		if r.written[msg.Body] {
 			// Every message of the run has been seen: hand this one back.
-			_, err := r.handBack(ctx, msg)
+			_, err := r.handBack(context.WithoutCancel(ctx), msg)
 			return err
 		}
 		if err := r.one(ctx, msg); err != nil {

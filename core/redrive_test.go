@@ -311,3 +311,24 @@ func TestRedriveArguments(t *testing.T) {
 		t.Errorf("cancelled: %v", err)
 	}
 }
+
+func TestRedriveDryRunHandsBackWhenCancelled(t *testing.T) {
+	mem := NewInMemoryTransport()
+	deadLetters(t, mem, "urn:a", "urn:b")
+	ctx, cancel := context.WithCancel(context.Background())
+	n := 0
+	sel := func(*Envelope) bool {
+		if n++; n == 2 {
+			cancel()
+		}
+		return true
+	}
+	res, err := Redrive(ctx, keyedOnly{mem, mem}, "orders.dlq", WithRedriveDryRun(), WithRedriveSelector(sel),
+		WithRedrivePollTimeout(5*time.Millisecond))
+	if !errors.Is(err, context.Canceled) || res.Examined != 2 {
+		t.Fatalf("err %v examined %d", err, res.Examined)
+	}
+	if mem.Len("orders.dlq") != 2 || mem.InFlight("orders.dlq") != 0 {
+		t.Errorf("after a cancelled dry run: dlq %d in flight %d, want 2 and 0", mem.Len("orders.dlq"), mem.InFlight("orders.dlq"))
+	}
+}
