@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +17,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	kafkago "github.com/segmentio/kafka-go"
 )
+
+var quiet = babelqueue.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
 
 // runApp consumes topic with app until the test ends.
 func runApp(t *testing.T, app *babelqueue.App, topic string) {
@@ -62,7 +66,7 @@ func TestIntegrationAppRetriesThroughTiersThenDeadLetters(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var deliveries []seen
-	app := babelqueue.NewApp(tr, babelqueue.WithDefaultQueue(topic), babelqueue.WithMaxAttempts(3),
+	app := babelqueue.NewApp(tr, quiet, babelqueue.WithDefaultQueue(topic), babelqueue.WithMaxAttempts(3),
 		babelqueue.WithPollTimeout(200*time.Millisecond), babelqueue.WithOnError(func(error) {}))
 	app.Handle("urn:babel:orders:created", func(ctx context.Context, env *babelqueue.Envelope) error {
 		mu.Lock()
@@ -119,7 +123,7 @@ func TestIntegrationAppPoisonAndVersionGateGoToDLQ(t *testing.T) {
 	var mu sync.Mutex
 	var versions []string
 	called := 0
-	app := babelqueue.NewApp(tr, babelqueue.WithDefaultQueue(topic), babelqueue.WithPollTimeout(200*time.Millisecond),
+	app := babelqueue.NewApp(tr, quiet, babelqueue.WithDefaultQueue(topic), babelqueue.WithPollTimeout(200*time.Millisecond),
 		babelqueue.WithUnknownURNStrategy(babelqueue.StrategyRelease), babelqueue.WithOnError(func(error) {}), babelqueue.WithOnWarning(func(error) {}),
 		babelqueue.WithOnSchemaVersionRejected(func(v, q string) { mu.Lock(); versions = append(versions, v); mu.Unlock() }))
 	app.Handle("urn:x", func(context.Context, *babelqueue.Envelope) error { mu.Lock(); called++; mu.Unlock(); return nil })

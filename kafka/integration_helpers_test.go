@@ -6,34 +6,19 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/tools/brokertest"
 	kafkago "github.com/segmentio/kafka-go"
 )
 
-// env returns the broker variable name, failing under CI and skipping
-// elsewhere when it is missing.
-func env(t testing.TB, name string) string {
-	t.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is not set (start the brokers with tools/brokers/up.sh)", name)
-		}
-		t.Skipf("%s is not set (start the brokers with tools/brokers/up.sh)", name)
-	}
-	return v
-}
-
-func brokerList(t testing.TB) []string {
-	return strings.Split(env(t, "BQ_KAFKA_BROKERS"), ",")
-}
+// brokerList returns the PLAINTEXT listener of the real broker (from
+// BQ_KAFKA_BROKERS): a missing variable skips the test, or fails it under CI.
+func brokerList(t testing.TB) []string { return brokertest.KafkaBrokers(t) }
 
 func uniq(prefix string) string {
 	var b [4]byte

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/tools/brokertest"
 	"github.com/google/go-cmp/cmp"
 	kafkago "github.com/segmentio/kafka-go"
 )
@@ -473,7 +474,7 @@ func TestIntegrationVersionGateForwardsUnchanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := readTopic(t, topic+".dlq", 1, 10*time.Second, 0)
-	want := []kafkago.Header{h("bq-attempts", "4"), h("bq-job", "urn:x"), h("bq-schema-version", "2")}
+	want := []kafkago.Header{h("bq-schema-version", "2"), h("bq-attempts", "4"), h("bq-job", "urn:x")} // as received
 	if len(got) != 1 || string(got[0].Value) != body || string(got[0].Key) != "k1" {
 		t.Fatalf("dlq %+v", got)
 	}
@@ -554,11 +555,10 @@ func TestIntegrationCloseRules(t *testing.T) {
 }
 
 func TestIntegrationSCRAM(t *testing.T) {
-	addr := env(t, "BQ_KAFKA_SASL_BROKERS")
-	user, pass := env(t, "BQ_KAFKA_SASL_USER"), env(t, "BQ_KAFKA_SASL_PASSWORD")
+	addrs, user, pass := brokertest.KafkaSASL(t)
 	for _, algo := range []SCRAMAlgorithm{SCRAMSHA256, SCRAMSHA512} {
 		t.Run(fmt.Sprint(algo), func(t *testing.T) {
-			tr, err := New(WithBrokers(strings.Split(addr, ",")...), WithGroupID(uniq("g")), WithSASLSCRAM(algo, user, pass))
+			tr, err := New(WithBrokers(addrs...), WithGroupID(uniq("g")), WithSASLSCRAM(algo, user, pass))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -574,7 +574,7 @@ func TestIntegrationSCRAM(t *testing.T) {
 			}
 		})
 	}
-	bad, err := New(WithBrokers(strings.Split(addr, ",")...), WithSASLSCRAM(SCRAMSHA512, user, pass+"-wrong"))
+	bad, err := New(WithBrokers(addrs...), WithSASLSCRAM(SCRAMSHA512, user, pass+"-wrong"))
 	if err != nil {
 		t.Fatal(err)
 	}
