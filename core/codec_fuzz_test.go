@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -75,8 +76,12 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("decoded job %q trace %q attempts %d data %s; encoding/json reads %q %q %s %s",
 				env.Job, env.TraceID, env.Attempts, env.Data(), wantJob, wantTrace, ref["attempts"], ref["data"])
 		}
-		if _, err := env.DataMap(); err != nil {
+		dm, err := env.DataMap()
+		if err != nil {
 			t.Fatalf("DataMap: %v", err)
+		}
+		if want := referenceTree(t, string(env.Data())); !reflect.DeepEqual(any(dm), want) {
+			t.Fatalf("DataMap = %#v, encoding/json = %#v", dm, want)
 		}
 
 		// Unchanged: Encode gives back the received bytes.

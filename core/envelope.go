@@ -3,7 +3,6 @@ package babelqueue
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 )
 
 // Lang is the meta.lang and dead_letter.lang value this SDK writes.
@@ -96,17 +95,16 @@ func (e *Envelope) Data() []byte {
 	return []byte(e.data)
 }
 
-// DataMap decodes data into a map. Numbers come back as json.Number, so an
-// integer keeps every digit (12345678901234567890 stays exact).
+// DataMap decodes data into a new map, as encoding/json does into an `any`
+// with UseNumber: numbers come back as json.Number, so an integer keeps
+// every digit (12345678901234567890 stays exact); nested objects are
+// map[string]any and arrays []any. The data was validated when the envelope
+// was made or decoded, so the error is always nil today; it is kept so that
+// callers handle it should the rules ever tighten.
 func (e *Envelope) DataMap() (map[string]any, error) {
-	d := json.NewDecoder(strings.NewReader(e.dataJSON()))
-	d.UseNumber()
-	var m map[string]any
-	if err := d.Decode(&m); err != nil {
-		return nil, fmt.Errorf("babelqueue: decoding data of %s: %w", e.Job, err)
-	}
-	if m == nil {
-		m = map[string]any{}
+	m, ok := treeOf(e.dataJSON()).(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("babelqueue: data of %s is not a JSON object", e.Job)
 	}
 	return m, nil
 }

@@ -3,6 +3,7 @@ package babelqueue
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -136,6 +137,36 @@ func TestParseIntegers(t *testing.T) {
 	for _, s := range []string{"", "1.5", "1e3", "9223372036854775808", "--1", "1-"} {
 		if _, ok := parseInt64([]byte(s)); ok {
 			t.Errorf("parseInt64(%s) accepted", s)
+		}
+	}
+}
+
+// referenceTree decodes s with encoding/json and UseNumber.
+func referenceTree(t *testing.T, s string) any {
+	t.Helper()
+	d := json.NewDecoder(strings.NewReader(s))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		t.Fatalf("encoding/json: %v", err)
+	}
+	return v
+}
+
+func TestTreeOfMatchesEncodingJSON(t *testing.T) {
+	extra := []string{
+		`{"a":{"a":1},"a":[1,{"b":null}],"c":"x\"y","d":-0.5e+3,"e":true,"f":false,"g":[],"h":{}}`,
+		` [ 1 , "two" , [ [ ] ] , { "k" : "\u00e9\ud83d\ude00\ud800" } ] `,
+		`{"big":12345678901234567890,"neg":-12345678901234567890.25}`,
+		`"\\\""`, `"a\\"`,
+	}
+	for _, c := range append(append([]string{}, scannerCases...), extra...) {
+		if !strictValid([]byte(c)) {
+			continue
+		}
+		got, want := treeOf(c), referenceTree(t, c)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("treeOf(%q) = %#v, encoding/json = %#v", c, got, want)
 		}
 	}
 }
