@@ -123,13 +123,6 @@ func produceRaw(t testing.TB, msgs ...kafkago.Message) {
 	}
 }
 
-func headerKeys(hs []kafkago.Header) []string {
-	var ks []string
-	for _, h := range hs {
-		ks = append(ks, h.Key)
-	}
-	return ks
-}
 
 // popWithin pops queue until a message arrives or d elapses.
 func popWithin(t testing.TB, tr *Transport, queue string, d time.Duration) *babelqueue.ReceivedMessage {

@@ -508,3 +508,49 @@ func TestPublishFromModes(t *testing.T) {
 		t.Fatalf("foreign from gave key %q", r.Key)
 	}
 }
+
+func TestHeadersDoNotGrowAcrossRetryHops(t *testing.T) {
+	rg := newRig(t, WithRetryTiers(time.Second))
+	ctx := context.Background()
+	reinject := &Reinjector{clock: rg.clock, workOf: map[string]string{"orders.retry.1": "orders"}}
+	first := append(contractHeaders("0"), h("traceparent", "00-a-b-01"), h("tracestate", "s"), h("x-app", "v"))
+	rg.log.append("orders", 0, kafkago.Message{Key: []byte("k"), Value: []byte(envelope(t, 0)), Headers: first})
+	var afterOne []string
+	for hop := 0; hop <= 10; hop++ {
+		m := rg.pop("orders")
+		d, _ := recordOf(m)
+		keys := headerKeys(d.msg.Headers)
+		if hop == 1 {
+			afterOne = keys
+		}
+		if hop > 1 {
+			if diff := cmp.Diff(afterOne, keys); diff != "" {
+				t.Fatalf("hop %d (-hop 1 +now):\n%s", hop, diff)
+			}
+		}
+		if got := m.Headers["bq-attempts"]; got != strconv.Itoa(hop) || m.Body != envelope(t, hop) {
+			t.Fatalf("hop %d: bq-attempts %q body %s", hop, got, m.Body)
+		}
+		if err := rg.tr.PublishRetryForAttempt(ctx, m, hop); err != nil {
+			t.Fatal(err)
+		}
+		if err := rg.tr.Ack(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		tier := rg.log.records("orders.retry.1")
+		back := reinject.reinjected(tier[len(tier)-1])
+		rg.log.append("orders", 0, back)
+	}
+	want := []string{"bq-job", "bq-trace-id", "bq-message-id", "bq-schema-version", "bq-source-lang", "bq-attempts", "traceparent", "tracestate"}
+	if diff := cmp.Diff(want, afterOne); diff != "" {
+		t.Fatalf("headers after one hop (-want +got):\n%s", diff)
+	}
+}
+
+func headerKeys(hs []kafkago.Header) []string {
+	var ks []string
+	for _, h := range hs {
+		ks = append(ks, h.Key)
+	}
+	return ks
+}
