@@ -123,7 +123,6 @@ func produceRaw(t testing.TB, msgs ...kafkago.Message) {
 	}
 }
 
-
 // popWithin pops queue until a message arrives or d elapses.
 func popWithin(t testing.TB, tr *Transport, queue string, d time.Duration) *babelqueue.ReceivedMessage {
 	t.Helper()
