@@ -122,7 +122,25 @@ func deadLetterHeaders(msg *ReceivedMessage) map[string]string {
 // capability the transport has: HeaderRepublisher, KeyedRepublisher (the
 // headers are then not written), HeaderPublisher (the key is then lost),
 // Publish.
+//
+// One case comes first: when headers carry a bq-job route that differs
+// from the body's URN (a routing mismatch), a header republish would lose
+// it (the contract projection wins a collision) and the copy would reach
+// another handler. A Forwarder then writes the projected headers with the
+// delivered route in place of the body's.
 func (a *App) writeKeyed(ctx context.Context, queue, body string, from *ReceivedMessage, headers map[string]string) error {
+	if job, ok := headers[HeaderJob]; ok {
+		if fw, isFw := a.t.(Forwarder); isFw {
+			if p := ProjectBody([]byte(body)); p.Job != "" && p.Job != job {
+				h := make(map[string]string, len(headers)+6)
+				for _, x := range MergeHeaders(p.Headers(), headers) {
+					h[x.Key] = x.Value
+				}
+				h[HeaderJob] = job
+				return fw.Forward(ctx, queue, body, from, h)
+			}
+		}
+	}
 	if t, ok := a.t.(HeaderRepublisher); ok {
 		return t.PublishFromWithHeaders(ctx, queue, body, from, headers)
 	}

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -708,5 +710,134 @@ func TestExceptionName(t *testing.T) {
 		if got := exceptionName(tc.err); got != tc.want {
 			t.Errorf("exceptionName(%v) = %q, want %q", tc.err, got, tc.want)
 		}
+	}
+}
+
+// opLog records the operations an InMemoryTransport sees, in order.
+type opLog struct {
+	mu  sync.Mutex
+	ops []string
+}
+
+func (l *opLog) install(mem *InMemoryTransport) {
+	mem.SetFault(func(op, q string) error {
+		if op != "Pop" {
+			l.mu.Lock()
+			l.ops = append(l.ops, op+" "+q)
+			l.mu.Unlock()
+		}
+		return nil
+	})
+}
+
+func (l *opLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.ops, ", ")
+}
+
+func TestDeadLetterWriteUsesTheBestCapabilityThenAcks(t *testing.T) {
+	type hr = HeaderRepublisher
+	cases := []struct {
+		name       string
+		wrap       func(*InMemoryTransport) Transport
+		wantOps    string
+		wantKey    string
+		wantTrace  string
+		wantJobHdr string
+	}{
+		{"forward keeps a mismatched route", func(m *InMemoryTransport) Transport {
+			return struct {
+				Transport
+				hr
+				Forwarder
+			}{m, m, m}
+		}, "Forward orders.dlq, Ack orders", "k", "tp", "urn:routed"},
+		{"header republish", func(m *InMemoryTransport) Transport { return neither{m, m} },
+			"PublishFromWithHeaders orders.dlq, Ack orders", "k", "tp", "urn:x"},
+		{"keyed republish", func(m *InMemoryTransport) Transport {
+			return struct {
+				Transport
+				KeyedRepublisher
+			}{m, m}
+		}, "PublishFrom orders.dlq, Ack orders", "k", "", "urn:x"},
+		{"header publish", func(m *InMemoryTransport) Transport {
+			return struct {
+				Transport
+				HeaderPublisher
+			}{m, m}
+		}, "PublishWithHeaders orders.dlq, Ack orders", "", "tp", "urn:x"},
+		{"plain publish", func(m *InMemoryTransport) Transport { return only(m) }, "Publish orders.dlq, Ack orders", "", "", "urn:x"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			mem := NewInMemoryTransport()
+			// A keyed message whose bq-job header routes it to another URN
+			// than its body's.
+			mem.PublishKeyed(ctx, "setup", []byte("k"), envBody(t, "urn:x", 0), nil)
+			seed, _ := mem.Pop(ctx, "setup", 0)
+			h := maps.Clone(seed.Headers)
+			h[HeaderJob], h["traceparent"] = "urn:routed", "tp"
+			mem.Forward(ctx, "orders", seed.Body, seed, h)
+
+			a := testApp(tc.wrap(mem), WithMaxAttempts(1))
+			a.Handle("urn:routed", func(context.Context, *Envelope) error { return errors.New("boom") })
+			msg, _ := mem.Pop(ctx, "orders", 0)
+			var log opLog
+			log.install(mem)
+			if out := a.deliver(ctx, msg); out.err != nil {
+				t.Fatal(out.err)
+			}
+			if log.String() != tc.wantOps {
+				t.Errorf("operations = %q, want %q", log.String(), tc.wantOps)
+			}
+			d := mem.Messages("orders.dlq")[0]
+			if string(d.Key) != tc.wantKey || d.Headers["traceparent"] != tc.wantTrace || d.Headers[HeaderJob] != tc.wantJobHdr {
+				t.Errorf("dead letter key %q headers %v", d.Key, d.Headers)
+			}
+			if d.Headers[HeaderAttempts] != "" && d.Headers[HeaderAttempts] != "1" {
+				t.Errorf("dead letter bq-attempts = %q, want the counted 1", d.Headers[HeaderAttempts])
+			}
+		})
+	}
+}
+
+func TestDeliveryErrorText(t *testing.T) {
+	inner := errors.New("boom")
+	cases := []struct {
+		err  *DeliveryError
+		want string
+	}{
+		{&DeliveryError{Queue: "q", Err: inner}, "babelqueue: queue q: boom"},
+		{&DeliveryError{Queue: "q", URN: "urn:x", MessageID: "id-1", Err: inner}, "babelqueue: queue q, message id-1 (urn:x): boom"},
+	}
+	for _, tc := range cases {
+		if tc.err.Error() != tc.want || !errors.Is(tc.err, inner) {
+			t.Errorf("%q, want %q", tc.err.Error(), tc.want)
+		}
+	}
+}
+
+func TestHandleReplacesAndRemoves(t *testing.T) {
+	mem := NewInMemoryTransport()
+	a := testApp(mem, WithUnknownURNStrategy(StrategyDelete))
+	got := ""
+	a.Handle("urn:x", func(context.Context, *Envelope) error { got = "first"; return nil })
+	a.Handle("urn:x", func(context.Context, *Envelope) error { got = "second"; return nil })
+	mem.Publish(context.Background(), "q", envBody(t, "urn:x", 0))
+	drain(t, a, "q")
+	if got != "second" {
+		t.Errorf("handler = %q, want the replacement", got)
+	}
+	a.Handle("urn:x", nil)
+	got = ""
+	mem.Publish(context.Background(), "q", envBody(t, "urn:x", 0))
+	drain(t, a, "q")
+	if got != "" || mem.Acked("q") != 2 {
+		t.Errorf("a removed handler ran (%q) or the message was not deleted", got)
+	}
+	if a.Transport() != mem {
+		t.Error("Transport() is not the transport given")
 	}
 }
