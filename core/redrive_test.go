@@ -332,3 +332,73 @@ func TestRedriveDryRunHandsBackWhenCancelled(t *testing.T) {
 		t.Errorf("after a cancelled dry run: dlq %d in flight %d, want 2 and 0", mem.Len("orders.dlq"), mem.InFlight("orders.dlq"))
 	}
 }
+
+func TestRedriveWriteCapabilities(t *testing.T) {
+	type hr = HeaderRepublisher
+	cases := []struct {
+		name        string
+		wrap        func(*InMemoryTransport) Transport
+		wantKeepOp  string // how an unselected message is written back
+		wantMoveOp  string
+		keyKept     bool
+		replayValid bool
+	}{
+		{"forwarder", func(m *InMemoryTransport) Transport { return m }, "Forward", "PublishFrom", true, true},
+		{"keyed", func(m *InMemoryTransport) Transport { return keyedOnly{m, m} }, "PublishFrom", "PublishFrom", true, false},
+		{"header republish", func(m *InMemoryTransport) Transport {
+			return struct {
+				Transport
+				hr
+			}{m, m}
+		}, "PublishFromWithHeaders", "PublishFromWithHeaders", true, true},
+		{"header publish", func(m *InMemoryTransport) Transport {
+			return struct {
+				Transport
+				HeaderPublisher
+			}{m, m}
+		}, "PublishWithHeaders", "Publish", false, true},
+		{"plain", func(m *InMemoryTransport) Transport { return only(m) }, "Publish", "Publish", false, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := NewInMemoryTransport()
+			deadLetters(t, mem, "urn:a", "urn:b")
+			var log opLog
+			log.install(mem)
+			res, err := redrive(t, tc.wrap(mem), WithRedriveSelector(SelectURN("urn:a")))
+			if err != nil || res.Moved != 1 || res.Kept != 1 {
+				t.Fatalf("%v %v", err, outcomes(res))
+			}
+			// The run stops at the copy it wrote back, handing it back once
+			// more: by Rewind when it can, else by another write-back.
+			sentinel := ", Rewind orders.dlq"
+			if tc.name != "forwarder" {
+				sentinel = ", " + tc.wantKeepOp + " orders.dlq, Ack orders.dlq"
+			}
+			want := tc.wantMoveOp + " orders, Ack orders.dlq, " + tc.wantKeepOp + " orders.dlq, Ack orders.dlq" + sentinel
+			if log.String() != want {
+				t.Errorf("operations = %q, want %q", log.String(), want)
+			}
+			moved, kept := mem.Messages("orders")[0], mem.Messages("orders.dlq")[0]
+			if (string(moved.Key) == "key-0") != tc.keyKept || (string(kept.Key) == "key-1") != tc.keyKept {
+				t.Errorf("keys moved %q kept %q, kept=%v", moved.Key, kept.Key, tc.keyKept)
+			}
+			if kept.Headers["traceparent"] != "tp" && tc.wantKeepOp != "PublishFrom" && tc.wantKeepOp != "Publish" {
+				t.Errorf("kept message lost its out-of-band headers: %v", kept.Headers)
+			}
+			if mustDecode(t, kept.Body).URN() != "urn:b" || dlqEntry(t, kept.Body).Reason != ReasonFailed {
+				t.Errorf("kept message changed: %s", kept.Body)
+			}
+
+			mem2 := NewInMemoryTransport()
+			deadLetters(t, mem2, "urn:a")
+			_, err = redrive(t, tc.wrap(mem2), WithRedriveReplayBypass())
+			if tc.replayValid != (err == nil) {
+				t.Errorf("replay bypass: err = %v, want valid=%v", err, tc.replayValid)
+			}
+			if tc.replayValid && mem2.Messages("orders")[0].Headers[HeaderReplayBypass] == "" {
+				t.Error("replay header missing")
+			}
+		})
+	}
+}
