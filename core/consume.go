@@ -12,6 +12,12 @@ import (
 // cancelled, one goroutine per queue, and handles every message it reads.
 // It blocks until every one of those goroutines has stopped.
 //
+// Every message is settled by the contract's rules: acknowledged after its
+// handler succeeded; retried (attempts + 1) or dead-lettered after a failure,
+// the original acknowledged only once the broker acknowledged the copy; a
+// failed copy write leaves the original unacknowledged (rewound, or
+// negatively acknowledged) and reported, not counted as an attempt.
+//
 // It returns nil once ctx is cancelled. A bad message never stops it: a
 // poison body, a rejected version, a failing handler or a failed settle
 // write is settled or left for redelivery, and reported through the

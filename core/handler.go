@@ -9,7 +9,17 @@ import (
 // Handler processes one message. A nil error acknowledges the message; any
 // other error is a failure, retried up to the App's max attempts and then
 // dead-lettered (or dropped). ctx carries the delivered headers (see
-// HeadersFromContext and IsReplay) and is cancelled when Consume stops.
+// HeadersFromContext and IsReplay) and is cancelled when Consume stops; an
+// error returned once it is cancelled is not counted as an attempt, the
+// message is handed back for redelivery. A panic is recovered and treated
+// as a *PanicError.
+//
+// The dead letter of a failed message records dead_letter.error =
+// err.Error() and dead_letter.exception = the Go type of err, written as %T
+// prints it, after every fmt.Errorf %w layer has been unwrapped: returning
+// fmt.Errorf("charge: %w", &PaymentError{}) records "*shop.PaymentError",
+// errors.New records "*errors.errorString", and an error wrapping several
+// (errors.Join) records its own type.
 type Handler func(ctx context.Context, env *Envelope) error
 
 // PanicError is the failure recorded when a handler panics. The App
