@@ -79,12 +79,16 @@ func TestBenchKafkaPublish(t *testing.T) {
 	if err := raw.WriteMessages(ctx, kafkago.Message{Topic: topic, Value: []byte(body)}); err != nil {
 		t.Fatal(err)
 	}
-	const workers, total, limit = 64, 30000, 20 * time.Second
-	oursRate := concurrently(t, workers, total, limit, func(int) error { return tr.Publish(ctx, topic, body) })
-	rawRate := concurrently(t, workers, total, limit, func(int) error {
-		hs, ts := projection(body, time.Now())
-		return raw.WriteMessages(ctx, kafkago.Message{Topic: topic, Value: []byte(body), Headers: toKafkaHeaders(hs), Time: ts})
-	})
+	// Two alternating rounds per side; each keeps its best.
+	const workers, total, limit = 64, 15000, 15 * time.Second
+	var oursRate, rawRate float64
+	for round := 0; round < 2; round++ {
+		oursRate = max(oursRate, concurrently(t, workers, total, limit, func(int) error { return tr.Publish(ctx, topic, body) }))
+		rawRate = max(rawRate, concurrently(t, workers, total, limit, func(int) error {
+			hs, ts := projection(body, time.Now())
+			return raw.WriteMessages(ctx, kafkago.Message{Topic: topic, Value: []byte(body), Headers: toKafkaHeaders(hs), Time: ts})
+		}))
+	}
 	benchLine("kafka-publish-throughput", oursRate, rawRate)
 
 	const seq = 300

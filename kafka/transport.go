@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
@@ -38,8 +39,8 @@ type Transport struct {
 	net       *kafkago.Transport // connections of ownWriter and of admin calls
 	dialer    *kafkago.Dialer    // connections of readers and group members
 
+	closed  atomic.Bool // set under mu, read without it on the publish path
 	mu      sync.Mutex
-	closed  bool
 	readers map[string]Reader
 }
 
@@ -115,11 +116,11 @@ const clientID = "babelqueue-go"
 // first error met.
 func (t *Transport) Close() error {
 	t.mu.Lock()
-	if t.closed {
+	if t.closed.Load() {
 		t.mu.Unlock()
 		return nil
 	}
-	t.closed = true
+	t.closed.Store(true)
 	readers := t.readers
 	t.readers = nil
 	t.mu.Unlock()
@@ -144,17 +145,13 @@ func (t *Transport) Close() error {
 	return nil
 }
 
-func (t *Transport) isClosed() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.closed
-}
+func (t *Transport) isClosed() bool { return t.closed.Load() }
 
 // reader returns the reader of queue, building it on first use.
 func (t *Transport) reader(queue string) (Reader, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.closed {
+	if t.closed.Load() {
 		return nil, ErrClosed
 	}
 	if r, ok := t.readers[queue]; ok {
