@@ -100,6 +100,8 @@ type MemoryMessage struct {
 type memMessage struct {
 	id           uint64
 	body         string
+	bodyAttempts int  // the body's integer attempts, when hasAttempts
+	hasAttempts  bool // whether the body holds an integer attempts
 	headers      map[string]string
 	key          []byte
 	redeliveries int
@@ -216,10 +218,18 @@ func (t *InMemoryTransport) write(op, queue, body string, headers map[string]str
 	if err := t.check(op, queue); err != nil {
 		return err
 	}
+	m := newMemMessage(body, headers, key)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.enqueueLocked(queue, &memMessage{body: body, headers: headers, key: slices.Clone(key)}, due)
+	t.enqueueLocked(queue, m, due)
 	return nil
+}
+
+// newMemMessage stores body, reading its attempts once for the
+// reconciliation of every later delivery.
+func newMemMessage(body string, headers map[string]string, key []byte) *memMessage {
+	n, ok := ParseAttemptsHeader(ProjectBody([]byte(body)).Attempts)
+	return &memMessage{body: body, bodyAttempts: n, hasAttempts: ok, headers: headers, key: slices.Clone(key)}
 }
 
 // keyOf returns the key of a message popped from t, nil for any other.
@@ -321,7 +331,7 @@ func (t *InMemoryTransport) Retry(ctx context.Context, msg *ReceivedMessage, cou
 	body, headers := withAttempts(msg.Body, msg.Headers, counted)
 	delete(q.reserved, h.m.id)
 	q.acked++
-	t.enqueueLocked(h.queue, &memMessage{body: body, headers: headers, key: h.m.key}, time.Time{})
+	t.enqueueLocked(h.queue, newMemMessage(body, headers, h.m.key), time.Time{})
 	return nil
 }
 
@@ -394,10 +404,9 @@ func (t *InMemoryTransport) Pop(ctx context.Context, queue string, timeout time.
 func (t *InMemoryTransport) delivery(queue string, m *memMessage) *ReceivedMessage {
 	body := m.body
 	headers := maps.Clone(m.headers)
-	bodyAttempts, hasInt := ParseAttemptsHeader(ProjectBody([]byte(body)).Attempts)
 	hv, present := m.headers[HeaderAttempts]
-	rec := ReconcilePulsar(bodyAttempts, hv, present, m.redeliveries)
-	if hasInt && rec != bodyAttempts {
+	rec := ReconcilePulsar(m.bodyAttempts, hv, present, m.redeliveries)
+	if m.hasAttempts && rec != m.bodyAttempts {
 		if b, err := SetAttempts([]byte(body), rec); err == nil {
 			body = string(b)
 		}
