@@ -60,7 +60,10 @@ type Reinjector struct {
 // RetryTopic(topic, 1) ... RetryTopic(topic, N) of every work topic. It
 // returns ErrDelayUnsupported when no tiers are configured, ErrEmptyTopic
 // for a missing or blank work topic, ErrNoGroupID without a group id and
-// ErrNoBrokers without brokers.
+// ErrNoBrokers without brokers: the Reinjector joins the group itself
+// (kafka-go's ConsumerGroup), because it must see each rebalance to stop
+// waiting on partitions it lost, which a Reader from WithReaderFactory
+// cannot tell it. Close the transport only after Run has returned.
 func (t *Transport) NewReinjector(workTopics ...string) (*Reinjector, error) {
 	if len(t.cfg.tiers) == 0 {
 		return nil, ErrDelayUnsupported
