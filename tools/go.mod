@@ -5,6 +5,7 @@ go 1.25.0
 require (
 	github.com/apache/pulsar-client-go v0.19.0
 	github.com/segmentio/kafka-go v0.4.51
+	github.com/twmb/franz-go v1.21.7
 	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260905045312-d70fc1b5b9f8
 )
 
@@ -41,7 +42,6 @@ require (
 	github.com/prometheus/procfs v0.15.1 // indirect
 	github.com/sirupsen/logrus v1.9.3 // indirect
 	github.com/spaolacci/murmur3 v1.1.0 // indirect
-	github.com/twmb/franz-go v1.21.7 // indirect
 	github.com/twmb/franz-go/pkg/kmsg v1.13.1 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	github.com/xdg-go/pbkdf2 v1.0.0 // indirect
