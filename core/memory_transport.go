@@ -404,6 +404,11 @@ func (t *InMemoryTransport) Pop(ctx context.Context, queue string, timeout time.
 func (t *InMemoryTransport) delivery(queue string, m *memMessage) *ReceivedMessage {
 	body := m.body
 	headers := maps.Clone(m.headers)
+	if v, ok := m.headers[HeaderSchemaVersion]; CheckSchemaVersionHeader(v, ok) != nil {
+		// A version-gated message is handed over exactly as it was
+		// published: the App moves it to the dead-letter queue unchanged.
+		return &ReceivedMessage{Body: body, Queue: queue, Headers: headers, Handle: &memHandle{t: t, queue: queue, m: m}}
+	}
 	hv, present := m.headers[HeaderAttempts]
 	rec := ReconcilePulsar(m.bodyAttempts, hv, present, m.redeliveries)
 	if m.hasAttempts && rec != m.bodyAttempts {

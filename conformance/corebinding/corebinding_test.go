@@ -2,7 +2,6 @@ package corebinding_test
 
 import (
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/babelqueue/babelqueue-go/conformance"
@@ -33,12 +32,7 @@ func TestSuite(t *testing.T) {
 			if c.Status != conformance.StatusSkipped {
 				continue
 			}
-			// A case may only be skipped for a named, reported core defect.
-			if !strings.HasPrefix(c.Message, "core defect: ") {
-				t.Errorf("%s/%s skipped inside a block core implements: %s", r.Block, c.Name, c.Message)
-			} else {
-				t.Logf("KNOWN DEFECT %s/%s: %s", r.Block, c.Name, c.Message)
-			}
+			t.Errorf("%s/%s skipped inside a block core implements: %s", r.Block, c.Name, c.Message)
 		}
 	}
 	if !slices.Equal(skipped, bindingBlocks) {

@@ -1,13 +1,11 @@
 package corebinding
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"sort"
-	"strconv"
 	"time"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
@@ -99,30 +97,5 @@ func (Binding) SettleVersionGated(ctx context.Context, in conformance.GatedDeliv
 			out.Written = append(out.Written, rec)
 		}
 	}
-	if err := knownPopRewrite(in, out); err != nil {
-		return out, err
-	}
 	return out, nil
-}
-
-// knownPopRewrite recognises a known core defect: InMemoryTransport.Pop
-// reconciles attempts against the redelivery count and rewrites the body
-// before the App applies the version gate, so a redelivered version-gated
-// body reaches the DLQ with attempts changed instead of as received
-// (SPEC 4.3). It reports the case as skipped, naming the defect, only when
-// the written body is exactly that rewrite; any other difference fails.
-func knownPopRewrite(in conformance.GatedDelivery, out conformance.GatedOutcome) error {
-	if in.RedeliveryCount == 0 || len(out.Written) != 1 {
-		return nil
-	}
-	p := babelqueue.ProjectBody(in.Body)
-	body, err := strconv.Atoi(p.Attempts)
-	if err != nil {
-		return nil
-	}
-	rewritten, err := babelqueue.SetAttempts(in.Body, babelqueue.ReconcilePulsar(body, "", false, in.RedeliveryCount))
-	if err != nil || bytes.Equal(rewritten, in.Body) || !bytes.Equal(out.Written[0].Value, rewritten) {
-		return nil
-	}
-	return conformance.Skip("core defect: InMemoryTransport.Pop rewrote attempts of a version-gated body before the gate")
 }
