@@ -1,35 +1,6 @@
 package babelqueue
 
-import (
-	"errors"
-	"fmt"
-)
-
-// Decoding rules (SPEC 2.6, 2.7), in the order they are checked:
-//
-//  1. The body must be one strict JSON object: valid UTF-8, RFC 8259 syntax,
-//     optional surrounding whitespace, at most 10000 levels of nesting.
-//     Anything else is poison.
-//  2. When meta is an object holding a schema_version that is not the JSON
-//     number 1 written exactly as `1` (2, 1.0, "1", null, ...), the body is
-//     rejected with ErrUnsupportedSchemaVersion, whatever else it holds: it
-//     may be a later schema this SDK does not know. A meta without
-//     schema_version is not an envelope of any version: poison.
-//  3. job must be a non-blank string; when it is missing or invalid, the
-//     inbound alias urn is used if it is a non-blank string. Otherwise
-//     poison. trace_id must be a non-blank string, data an object, meta an
-//     object, attempts a plain non-negative integer (no sign, fraction,
-//     exponent or leading zero) of at most MaxAttemptsValue. Anything else
-//     is poison.
-//  4. Duplicate keys: as in encoding/json and the JSON readers of the other
-//     SDKs, the last occurrence of a key is the one that counts, at the top
-//     level, in meta and in dead_letter. The body editors (SetAttempts,
-//     AnnotateDeadLetter, ...) likewise change the last occurrence. Earlier
-//     occurrences stay in the bytes, untouched.
-//  5. meta.id, meta.queue and meta.lang of another type than string, and a
-//     meta.created_at that is not an integer, are not rejected (rule 6 of
-//     the contract does not require them): the field reads as its zero value
-//     and the bytes are kept.
+import "fmt"
 
 // Top-level and meta keys the codec reads.
 const (
@@ -219,8 +190,34 @@ func Accepts(body []byte) error {
 	return err
 }
 
-// Decode reads a received body into an Envelope; see the decoding rules at
-// the top of decode.go. Errors wrap ErrPoison or ErrUnsupportedSchemaVersion.
+// Decode reads a received body into an Envelope. Errors wrap ErrPoison or
+// ErrUnsupportedSchemaVersion (then they are a *SchemaVersionError).
+//
+// The rules (SPEC 2.6, 2.7), in the order they are checked:
+//
+//  1. The body must be one strict JSON object: valid UTF-8, RFC 8259 syntax,
+//     optional surrounding whitespace, at most 10000 levels of nesting.
+//     Anything else is poison.
+//  2. When meta is an object holding a schema_version that is not the JSON
+//     number 1 written exactly as `1` (2, 1.0, "1", null, ...), the body is
+//     rejected with ErrUnsupportedSchemaVersion, whatever else it holds: it
+//     may be a later schema this SDK does not know. A meta without
+//     schema_version is not an envelope of any version: poison.
+//  3. job must be a non-blank string; when it is missing or invalid, the
+//     inbound alias urn is used if it is a non-blank string. Otherwise
+//     poison. trace_id must be a non-blank string, data an object, meta an
+//     object, attempts a plain non-negative integer (no sign, fraction,
+//     exponent or leading zero) of at most MaxAttemptsValue. Anything else
+//     is poison.
+//  4. Duplicate keys: as in encoding/json and the JSON readers of the other
+//     SDKs, the last occurrence of a key is the one that counts, at the top
+//     level, in meta and in dead_letter. The body editors (SetAttempts,
+//     AnnotateDeadLetter, ...) likewise change the last occurrence. Earlier
+//     occurrences stay in the bytes, untouched.
+//  5. meta.id, meta.queue and meta.lang of another type than string, and a
+//     meta.created_at that is not an integer, are not rejected (rule 6 of
+//     the contract does not require them): the field reads as its zero value
+//     and the bytes are kept.
 //
 // Decode copies body once; the Envelope does not refer to the caller's
 // slice. The data payload is not decoded here (see DataMap and BindData).
@@ -274,6 +271,3 @@ func snapshotOf(e *Envelope) snapshot {
 	}
 	return s
 }
-
-// isPoison reports whether err marks a poison body.
-func isPoison(err error) bool { return errors.Is(err, ErrPoison) }
