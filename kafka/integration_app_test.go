@@ -245,3 +245,62 @@ func TestIntegrationRedriveKeepsKeyAndLeavesTheRest(t *testing.T) {
 		t.Fatalf("work topic holds %d records after both runs", len(all))
 	}
 }
+
+// A dead-letter write the broker refuses leaves the original uncommitted;
+// it is delivered again and dead-lettered once the fault clears.
+func TestIntegrationAppFailedDeadLetterWriteLeavesOriginal(t *testing.T) {
+	topic, group := uniq("it-app-dlqfault"), uniq("g")
+	tr := itTransport(t, WithGroupID(group))
+	ensure(t, tr, topic, 1)
+	setMaxMessageBytes(t, topic+".dlq", 100)
+	var mu sync.Mutex
+	calls := 0
+	var settleErrs int
+	app := babelqueue.NewApp(tr, quiet, babelqueue.WithDefaultQueue(topic), babelqueue.WithMaxAttempts(1),
+		babelqueue.WithPollTimeout(200*time.Millisecond), babelqueue.WithFailureBackoff(100*time.Millisecond),
+		babelqueue.WithOnError(func(err error) {
+			if errors.Is(err, babelqueue.ErrSettle) {
+				mu.Lock()
+				settleErrs++
+				mu.Unlock()
+			}
+		}))
+	app.Handle("urn:babel:orders:created", func(context.Context, *babelqueue.Envelope) error {
+		mu.Lock()
+		calls++
+		mu.Unlock()
+		return errors.New("always fails")
+	})
+	if err := tr.Publish(bgCtx(t, 10*time.Second), topic, envelope(t, 0)); err != nil {
+		t.Fatal(err)
+	}
+	runApp(t, app, topic)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mu.Lock()
+		c, s := calls, settleErrs
+		mu.Unlock()
+		if c >= 2 && s >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("handler ran %d times, %d settle errors", c, s)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := committedTotal(t, group, topic, 1); got != 0 {
+		t.Fatalf("original committed (%d) although its dead letter was never written", got)
+	}
+	setMaxMessageBytes(t, topic+".dlq", 1048588)
+	dlq := readTopic(t, topic+".dlq", 1, 30*time.Second, time.Second)
+	if len(dlq) != 1 {
+		t.Fatalf("dlq holds %d records", len(dlq))
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for committedTotal(t, group, topic, 1) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("original never committed after its dead letter was written")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

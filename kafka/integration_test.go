@@ -669,3 +669,59 @@ func committedTotal(t testing.TB, group, topic string, partitions int) int64 {
 	}
 	return total
 }
+
+// Acknowledged offsets wait in the batch (a long commit interval here) and
+// are committed when the partitions are revoked: a member that joins later
+// gets none of the acknowledged records again.
+func TestIntegrationBatchedCommitsFlushedOnRevokeAndClose(t *testing.T) {
+	topic, group := uniq("it-flush"), uniq("g")
+	pub := itTransport(t)
+	ensure(t, pub, topic, 2)
+	ctx := bgCtx(t, 90*time.Second)
+	for p := 0; p < 2; p++ {
+		for i := 0; i < 3; i++ {
+			produceRaw(t, kafkago.Message{Topic: topic, Key: keyFor(p, 2, "flush"), Value: []byte(fmt.Sprintf("old-%d-%d", p, i))})
+		}
+	}
+	a := itTransport(t, WithGroupID(group), WithCommitInterval(time.Minute))
+	for i := 0; i < 6; i++ {
+		m := popWithin(t, a, topic, 20*time.Second)
+		if m == nil {
+			t.Fatalf("A got %d of 6", i)
+		}
+		if err := a.Ack(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := committedTotal(t, group, topic, 2); got != 0 {
+		t.Fatalf("%d offsets committed before the interval, the revoke or Close", got)
+	}
+	b := itTransport(t, WithGroupID(group))
+	for p := 0; p < 2; p++ {
+		produceRaw(t, kafkago.Message{Topic: topic, Key: keyFor(p, 2, "flush"), Value: []byte(fmt.Sprintf("new-%d", p))})
+	}
+	// B joins; A's reader gives up its partitions and flushes its commits.
+	deadline := time.Now().Add(30 * time.Second)
+	var gotB []string
+	for time.Now().Before(deadline) && len(gotB) == 0 {
+		if m, err := b.Pop(ctx, topic, time.Second); err != nil {
+			t.Fatal(err)
+		} else if m != nil {
+			gotB = append(gotB, m.Body)
+		}
+	}
+	for _, v := range gotB {
+		if strings.HasPrefix(v, "old-") {
+			t.Fatalf("B got acknowledged record %s again: commits were not flushed on revoke", v)
+		}
+	}
+	if len(gotB) == 0 {
+		t.Fatal("B never got a partition")
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := committedTotal(t, group, topic, 2); got < 6 {
+		t.Fatalf("committed total %d after revoke and Close, want at least 6", got)
+	}
+}
