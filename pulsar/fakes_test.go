@@ -39,6 +39,7 @@ type fakeProducer struct {
 	sent    []*pulsar.ProducerMessage
 	sendErr error
 	closed  bool
+	onSend  func(*pulsar.ProducerMessage) // called after a successful send
 }
 
 func (p *fakeProducer) Send(_ context.Context, msg *pulsar.ProducerMessage) (pulsar.MessageID, error) {
@@ -51,6 +52,9 @@ func (p *fakeProducer) Send(_ context.Context, msg *pulsar.ProducerMessage) (pul
 		return nil, p.sendErr
 	}
 	p.sent = append(p.sent, msg)
+	if p.onSend != nil {
+		p.onSend(msg)
+	}
 	return nil, nil
 }
 
@@ -85,6 +89,10 @@ type fakeConsumer struct {
 	nacked []pulsar.Message
 	closed bool
 	done   chan struct{}
+
+	// redeliverOnNack makes Nack deliver the message again with its
+	// redelivery count advanced, as a Shared subscription does.
+	redeliverOnNack bool
 }
 
 func (c *fakeConsumer) Receive(ctx context.Context) (pulsar.Message, error) {
@@ -109,6 +117,11 @@ func (c *fakeConsumer) Nack(m pulsar.Message) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.nacked = append(c.nacked, m)
+	if fm, ok := m.(*fakeMessage); ok && c.redeliverOnNack {
+		again := *fm
+		again.redelivery++
+		c.ch <- &again
+	}
 }
 
 func (c *fakeConsumer) Close() {
@@ -135,6 +148,10 @@ type fakeClient struct {
 	createErr    error
 	subscribeErr error
 	closed       bool
+
+	// loopback delivers what a producer sends to the fake consumer of its
+	// topic, like a broker would.
+	loopback bool
 }
 
 func newFakeClient() *fakeClient {
@@ -149,6 +166,12 @@ func (c *fakeClient) CreateProducer(opts pulsar.ProducerOptions) (producer, erro
 	}
 	c.producerOpts = append(c.producerOpts, opts)
 	p := &fakeProducer{topic: opts.Topic}
+	if c.loopback {
+		fc := c.consumerLocked(opts.Topic)
+		p.onSend = func(m *pulsar.ProducerMessage) {
+			fc.ch <- &fakeMessage{payload: m.Payload, props: m.Properties, key: m.Key, orderingKey: m.OrderingKey, eventTime: m.EventTime}
+		}
+	}
 	c.producers[opts.Topic] = p
 	return p, nil
 }
@@ -175,7 +198,7 @@ func (c *fakeClient) consumer(topic string) *fakeConsumer {
 func (c *fakeClient) consumerLocked(topic string) *fakeConsumer {
 	fc, ok := c.consumers[topic]
 	if !ok {
-		fc = &fakeConsumer{ch: make(chan pulsar.Message, 16), done: make(chan struct{})}
+		fc = &fakeConsumer{ch: make(chan pulsar.Message, 256), done: make(chan struct{})}
 		c.consumers[topic] = fc
 	}
 	return fc

@@ -33,8 +33,12 @@ func (t *Transport) retryProducerFor(queue, topic string) (producer, error) {
 	if p, ok := t.given[queue]; ok {
 		return p, nil
 	}
-	if t.retry == nil {
+	switch {
+	case t.retry == nil:
 		return nil, nil
+	case t.retry == t.client:
+		// WithRepublishRetries: the topic's own producer serves.
+		return t.producerFor(topic)
 	}
 	return t.slot(t.retries, queue, t.retry, topic)
 }
@@ -45,7 +49,7 @@ func (t *Transport) retryProducerFor(queue, topic string) (producer, error) {
 // tries again.
 func (t *Transport) slot(m map[string]*producerSlot, key string, c client, topic string) (producer, error) {
 	t.mu.Lock()
-	if t.closed {
+	if t.closed.Load() {
 		t.mu.Unlock()
 		return nil, errClosed("create producer for " + topic)
 	}
@@ -74,7 +78,7 @@ func (t *Transport) slot(m map[string]*producerSlot, key string, c client, topic
 
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.closed {
+	if t.closed.Load() {
 		// Close took this slot and closes s.p once ready.
 		return nil, errClosed("create producer for " + topic)
 	}
@@ -87,7 +91,7 @@ func (t *Transport) slot(m map[string]*producerSlot, key string, c client, topic
 // consumerFor returns the consumer of queue, subscribing on first use.
 func (t *Transport) consumerFor(queue string) (*consumerSlot, error) {
 	t.mu.Lock()
-	if t.closed {
+	if t.closed.Load() {
 		t.mu.Unlock()
 		return nil, errClosed("subscribe to " + queue)
 	}
@@ -128,7 +132,7 @@ func (t *Transport) consumerFor(queue string) (*consumerSlot, error) {
 
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.closed {
+	if t.closed.Load() {
 		// Close took this slot and closes s.c once ready.
 		return nil, errClosed("subscribe to " + queue)
 	}

@@ -1,9 +1,7 @@
 package pulsar
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -114,20 +112,6 @@ func reconcileBody(payload []byte, headers map[string]string, redelivery int) []
 		return payload
 	}
 	return out
-}
-
-// integerAttempts returns the top-level attempts of a JSON object body when
-// it is a non-negative integer written as plain digits.
-func integerAttempts(body []byte) (int, bool) {
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(body, &obj); err != nil {
-		return 0, false
-	}
-	raw, ok := obj["attempts"]
-	if !ok {
-		return 0, false
-	}
-	return babelqueue.ParseAttemptsHeader(string(bytes.TrimSpace(raw)))
 }
 
 // Ack acknowledges msg: it will not be delivered again.

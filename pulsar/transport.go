@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
@@ -26,8 +27,9 @@ type Transport struct {
 	retry     client              // builds retry producers lazily; nil when none
 	given     map[string]producer // queue -> retry producer given by the caller
 
+	closed atomic.Bool // set under mu, read without it on hot paths
+
 	mu        sync.Mutex
-	closed    bool
 	producers map[string]*producerSlot // topic -> producer we created
 	retries   map[string]*producerSlot // queue -> retry producer we created
 	consumers map[string]*consumerSlot // queue -> consumer we created
@@ -132,11 +134,11 @@ func DeadLetterQueue(queue string) string { return queue + DefaultDeadLetterSuff
 // babelqueue.ErrClosed. Close is idempotent.
 func (t *Transport) Close() error {
 	t.mu.Lock()
-	if t.closed {
+	if t.closed.Load() {
 		t.mu.Unlock()
 		return nil
 	}
-	t.closed = true
+	t.closed.Store(true)
 	consumers := make([]*consumerSlot, 0, len(t.consumers))
 	for _, s := range t.consumers {
 		consumers = append(consumers, s)
@@ -169,11 +171,7 @@ func (t *Transport) Close() error {
 	return nil
 }
 
-func (t *Transport) isClosed() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.closed
-}
+func (t *Transport) isClosed() bool { return t.closed.Load() }
 
 func errClosed(op string) error { return fmt.Errorf("pulsar: %s: %w", op, babelqueue.ErrClosed) }
 

@@ -1,0 +1,54 @@
+package pulsar
+
+import (
+	"context"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+)
+
+// Consumer consumes one queue of a Transport with a handler per URN. It is
+// the Go counterpart of the Node adapter's consumer, built on
+// babelqueue.App: routing on the bq-job property (falling back to the
+// body's URN), the routing-mismatch and schema-version hooks, poison and
+// version-gate handling, retries through the Transport's Retry and dead
+// letters to "<queue>.dlq" all behave as the App documents.
+type Consumer struct {
+	app   *babelqueue.App
+	queue string
+}
+
+// NewConsumer returns a Consumer of queue. The App under it gets, before
+// opts, the max attempts the Transport was built with (WithMaxAttempts; so
+// the construction check of New and the App's retry decision agree) and
+// the Transport's max wait as its poll timeout. opts may set any other App
+// option, such as babelqueue.WithOnRoutingMismatch,
+// babelqueue.WithOnSchemaVersionRejected, babelqueue.WithOnError or
+// babelqueue.WithDeadLetter. Option errors surface from Run.
+func NewConsumer(tr *Transport, queue string, handlers map[string]babelqueue.Handler, opts ...babelqueue.Option) *Consumer {
+	var base []babelqueue.Option
+	if tr != nil {
+		base = []babelqueue.Option{
+			babelqueue.WithMaxAttempts(tr.cfg.maxAttempts),
+			babelqueue.WithPollTimeout(tr.cfg.maxWait),
+			babelqueue.WithDefaultQueue(queue),
+		}
+	}
+	var t babelqueue.Transport
+	if tr != nil {
+		t = tr
+	}
+	app := babelqueue.NewApp(t, append(base, opts...)...)
+	for urn, h := range handlers {
+		app.Handle(urn, h)
+	}
+	return &Consumer{app: app, queue: queue}
+}
+
+// Run consumes the queue until ctx is cancelled (it then returns nil) or
+// the Transport fails in a way a retry cannot mend, which it returns. A bad
+// message never stops it.
+func (c *Consumer) Run(ctx context.Context) error { return c.app.Consume(ctx, c.queue) }
+
+// App returns the App under the Consumer, for publishing or for handlers
+// added later.
+func (c *Consumer) App() *babelqueue.App { return c.app }
