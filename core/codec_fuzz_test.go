@@ -275,5 +275,25 @@ func FuzzSetAttempts(f *testing.F) {
 		if p := ProjectBody(out); p.Attempts != num {
 			t.Fatalf("ProjectBody(SetAttempts).Attempts = %q, want %s", p.Attempts, num)
 		}
+
+		// Without a dead_letter key, dead-lettering then redriving gives the
+		// body with attempts 0: both edits touch only their own bytes.
+		if _, _, has := lastMemberSpan(t, body, "dead_letter"); !has {
+			dead, err := AnnotateDeadLetter(body, DeadLetter{Reason: ReasonFailed, Error: strp("e"), Attempts: n})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strictValid(dead) {
+				t.Fatalf("AnnotateDeadLetter output %q is not valid JSON", dead)
+			}
+			back, err := ClearDeadLetter(dead)
+			if err != nil {
+				t.Fatal(err)
+			}
+			zero, _ := SetAttempts(body, 0)
+			if !bytes.Equal(back, zero) {
+				t.Fatalf("ClearDeadLetter(AnnotateDeadLetter(%q)) = %q, want %q", body, back, zero)
+			}
+		}
 	})
 }

@@ -311,3 +311,27 @@ func TestDecodeDoesNotAliasInput(t *testing.T) {
 		t.Fatalf("envelope changed with the input buffer: %+v", env)
 	}
 }
+
+func TestDecodeEscapedKeys(t *testing.T) {
+	body := `{"j\u006fb":"u","trace\u005fid":"t","d\u0061ta":{"k":1},"m\u0065ta":{"schema\u005fversion":1,"\u0071ueue":"q"},"\u0061ttempts":2}`
+	env, err := Decode([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.Job != "u" || env.TraceID != "t" || string(env.Data()) != `{"k":1}` || env.Meta.Queue != "q" || env.Attempts != 2 {
+		t.Fatalf("decoded %+v", env)
+	}
+	// The editors find escaped keys too, and keep their spelling.
+	env.Attempts = 5
+	out, err := env.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.Replace(body, `"\u0061ttempts":2`, `"\u0061ttempts":5`, 1); string(out) != want {
+		t.Fatalf("Encode = %s", out)
+	}
+	p := ProjectBody([]byte(body))
+	if p.Job != "u" || p.TraceID != "t" || p.SchemaVersion != "1" || p.Attempts != "2" {
+		t.Fatalf("ProjectBody = %+v", p)
+	}
+}

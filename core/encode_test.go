@@ -227,3 +227,42 @@ func TestRoundTripStable(t *testing.T) {
 		t.Fatalf("re-encode changed bytes:\n%s\n%s", first, second)
 	}
 }
+
+func TestEncodeDecodedMetaEdits(t *testing.T) {
+	env, err := Decode([]byte(validBody))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Meta.Lang = "go"
+	env.Meta.CreatedAt = 1
+	out, err := env.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Replace(strings.Replace(validBody, `"lang":"php"`, `"lang":"go"`, 1), `"created_at":1749132727000`, `"created_at":1`, 1)
+	if string(out) != want {
+		t.Fatalf("Encode = %s\nwant %s", out, want)
+	}
+}
+
+func TestHandMadeEnvelope(t *testing.T) {
+	env := &Envelope{Job: "u", TraceID: "t", Meta: Meta{SchemaVersion: SchemaVersion}}
+	if string(env.Data()) != "{}" {
+		t.Fatalf("Data() = %s", env.Data())
+	}
+	m, err := env.DataMap()
+	if err != nil || len(m) != 0 || m == nil {
+		t.Fatalf("DataMap = %v, %v", m, err)
+	}
+	out, err := env.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"job":"u","trace_id":"t","data":{},"meta":{"id":"","queue":"","lang":"","schema_version":1,"created_at":0},"attempts":0}`
+	if string(out) != want {
+		t.Fatalf("Encode = %s", out)
+	}
+	if _, err := Decode(out); err != nil {
+		t.Fatalf("Decode(Encode(hand-made)) = %v", err)
+	}
+}

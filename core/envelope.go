@@ -33,6 +33,9 @@ type Meta struct {
 //
 // The data payload is kept as raw JSON and is only decoded when the handler
 // asks for it (DataMap or BindData), so routing a message never pays for it.
+//
+// No method modifies the envelope: concurrent calls are safe as long as no
+// goroutine writes its exported fields at the same time.
 type Envelope struct {
 	// Job is the message URN (the body's job key, or its urn alias).
 	Job string
