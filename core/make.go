@@ -44,7 +44,9 @@ func WithCreatedAt(t time.Time) MakeOption { return func(c *makeConfig) { c.crea
 // data becomes the data object. It may be a map, a struct (or a pointer to
 // one), anything else encoding/json encodes as a JSON object, or the raw
 // bytes of a JSON object as json.RawMessage or []byte (validated and
-// compacted). nil, a nil map and a nil pointer give the empty object {}.
+// compacted). nil, a nil map, a nil pointer and a nil json.RawMessage or
+// []byte give the empty object {}; a non-nil empty []byte is not a JSON
+// object.
 // Data that is not a JSON object fails with an error wrapping
 // ErrInvalidData; a blank job fails with ErrInvalidEnvelope.
 func Make(job string, data any, opts ...MakeOption) (*Envelope, error) {
@@ -103,8 +105,14 @@ func encodeData(data any) (string, error) {
 	case nil:
 		return "{}", nil
 	case json.RawMessage:
+		if v == nil {
+			return "{}", nil
+		}
 		return rawObject(v)
 	case []byte:
+		if v == nil {
+			return "{}", nil
+		}
 		return rawObject(v)
 	}
 	if rv := reflect.ValueOf(data); (rv.Kind() == reflect.Map || rv.Kind() == reflect.Pointer) && rv.IsNil() {

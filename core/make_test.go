@@ -35,6 +35,8 @@ func TestMakeData(t *testing.T) {
 		{"nil", nil, `{}`},
 		{"nil map", nilMap, `{}`},
 		{"nil pointer", nilPtr, `{}`},
+		{"nil raw message", json.RawMessage(nil), `{}`},
+		{"nil bytes", []byte(nil), `{}`},
 		{"map", map[string]any{"b": 2, "a": "x"}, `{"a":"x","b":2}`},
 		{"map no html escaping", map[string]string{"h": "<b>&</b>"}, `{"h":"<b>&</b>"}`},
 		{"struct", orderData{OrderID: 7}, `{"order_id":7}`},
