@@ -4,36 +4,25 @@ package pulsar
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/babelqueue/babelqueue-go/tools/brokertest"
 )
 
-// brokerURL returns the service URL of the Pulsar standalone the brokers
-// scripts started.
+// brokerURL returns the service URL of the Pulsar standalone started by
+// tools/brokers/up.sh (BQ_PULSAR_URL): the test is skipped without it, and
+// fails under CI.
 func brokerURL(t testing.TB) string {
 	t.Helper()
-	u := os.Getenv("BQ_PULSAR_URL")
-	if u == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("BQ_PULSAR_URL is not set")
-		}
-		t.Skip("BQ_PULSAR_URL is not set; start the brokers with tools/brokers/up.sh pulsar")
-	}
-	return u
+	return brokertest.PulsarURL(t)
 }
-
-var queueSeq atomic.Int64
 
 // uniqueQueue returns a queue name no other test or run uses.
 func uniqueQueue(t testing.TB) string {
-	name := strings.NewReplacer("/", "-", " ", "-", "_", "-").Replace(strings.ToLower(t.Name()))
-	return fmt.Sprintf("it-%s-%d-%d", name, time.Now().UnixNano(), queueSeq.Add(1))
+	t.Helper()
+	return brokertest.Topic(t, "pulsar")
 }
 
 // rawClient returns a pulsar-client-go client closed at the end of the test.
