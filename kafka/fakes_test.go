@@ -77,10 +77,11 @@ func (l *fakeLog) at(ctx context.Context, topic string, partition int, offset in
 
 // fakeWriter writes into a fakeLog, placing keyed records with murmur2.
 type fakeWriter struct {
-	log  *fakeLog
-	mu   sync.Mutex
-	fail func(msgs []kafkago.Message) error // nil: every write succeeds
-	rr   int
+	log   *fakeLog
+	mu    sync.Mutex
+	fail  func(msgs []kafkago.Message) error // nil: every write succeeds
+	rr    int
+	calls []int // records per successful WriteMessages call
 }
 
 func (w *fakeWriter) WriteMessages(ctx context.Context, msgs ...kafkago.Message) error {
@@ -92,6 +93,9 @@ func (w *fakeWriter) WriteMessages(ctx context.Context, msgs ...kafkago.Message)
 			return err
 		}
 	}
+	w.mu.Lock()
+	w.calls = append(w.calls, len(msgs))
+	w.mu.Unlock()
 	for _, m := range msgs {
 		n := 1
 		w.log.mu.Lock()
@@ -263,6 +267,7 @@ type fakeGen struct {
 	buffers []int
 
 	mu         sync.Mutex
+	opened     []*fakePartition
 	commitErr  error
 	commitLog  []map[string]map[int]int64
 	afterClose bool
@@ -314,7 +319,31 @@ func (g *fakeGen) OpenPartition(topic string, partition int, offset int64, buffe
 	if offset < 0 {
 		offset = 0
 	}
-	return &fakePartition{log: g.log, topic: topic, partition: partition, next: offset}
+	fp := &fakePartition{log: g.log, topic: topic, partition: partition, next: offset}
+	g.mu.Lock()
+	g.opened = append(g.opened, fp)
+	g.mu.Unlock()
+	return fp
+}
+
+// fetchedUpTo reports whether every opened reader of topic/partition has
+// handed out records up to offset next.
+func (g *fakeGen) fetchedUpTo(topic string, partition int, next int64) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	found := false
+	for _, p := range g.opened {
+		if p.topic == topic && p.partition == partition {
+			found = true
+			p.mu.Lock()
+			n := p.next
+			p.mu.Unlock()
+			if n < next {
+				return false
+			}
+		}
+	}
+	return found
 }
 
 // End revokes every partition and waits for the generation's functions.
@@ -327,15 +356,21 @@ type fakePartition struct {
 	log       *fakeLog
 	topic     string
 	partition int
+	mu        sync.Mutex
 	next      int64
 }
 
 func (p *fakePartition) FetchMessage(ctx context.Context) (kafkago.Message, error) {
-	m, err := p.log.at(ctx, p.topic, p.partition, p.next)
+	p.mu.Lock()
+	next := p.next
+	p.mu.Unlock()
+	m, err := p.log.at(ctx, p.topic, p.partition, next)
 	if err != nil {
 		return m, err
 	}
+	p.mu.Lock()
 	p.next++
+	p.mu.Unlock()
 	return m, nil
 }
 

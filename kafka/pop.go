@@ -39,7 +39,10 @@ func recordOf(msg *babelqueue.ReceivedMessage) (*delivery, bool) {
 // received, and they are never decoded here. A record rejected by the
 // version gate (a bq-schema-version header that is present, not blank and
 // not 1) is handed over untouched for the App to dead-letter, after the
-// OnSchemaVersionRejected hook ran.
+// OnSchemaVersionRejected hook ran. A group error that heals by itself (a
+// coordinator moving, a rebalance, a lost connection) is logged and counts
+// as an empty poll; one that does not (authentication, authorization, an
+// invalid group id) is returned.
 func (t *Transport) Pop(ctx context.Context, queue string, timeout time.Duration) (*babelqueue.ReceivedMessage, error) {
 	if babelqueue.IsBlank(queue) {
 		return nil, ErrEmptyTopic
@@ -65,6 +68,12 @@ func (t *Transport) Pop(ctx context.Context, queue string, timeout time.Duration
 		case errors.Is(err, io.EOF):
 			// The reader was closed under us (a concurrent Rewind); the
 			// next Pop opens a fresh one.
+			return nil, nil
+		case !permanent(err):
+			// The group reader keeps retrying (coordinator moving, a
+			// rebalance, a lost connection): report it and let the
+			// caller poll again.
+			t.cfg.log().Warn("kafka: consumer group error; retrying", "queue", queue, "err", err)
 			return nil, nil
 		}
 		return nil, wrapf(err, "fetch from %q", queue)

@@ -109,9 +109,11 @@ func (t *Transport) NewReinjector(workTopics ...string) (*Reinjector, error) {
 
 // Run consumes the retry topics until ctx is cancelled, then returns nil
 // once every worker has stopped and the commits of written records were
-// flushed. It returns an error when the consumer group cannot be joined or
-// fails for good. Records fetched but not yet written are left uncommitted
-// for the next run.
+// flushed. Group errors that heal (a coordinator moving or loading, a
+// rebalance, a lost connection) are logged and retried; Run returns an
+// error for one that does not (authentication, authorization, an invalid
+// group id). Records fetched but not yet written are left uncommitted for
+// the next run.
 func (r *Reinjector) Run(ctx context.Context) error {
 	m, err := r.newMember(r.groupID, r.topics)
 	if err != nil {
@@ -120,13 +122,17 @@ func (r *Reinjector) Run(ctx context.Context) error {
 	defer m.Close()
 	for {
 		gen, err := m.Next(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil && permanent(err):
 			return wrapf(err, "re-injector: group %q", r.groupID)
+		case err != nil:
+			// The group retries by itself (with its join backoff).
+			r.log.Warn("kafka: re-injector group error; retrying", "group", r.groupID, "err", err)
+		default:
+			r.runGeneration(gen)
 		}
-		r.runGeneration(gen)
 	}
 }
 
@@ -158,9 +164,79 @@ type partitionWorker struct {
 	commit    *committer
 }
 
+// maxReinjectBatch caps the records one re-inject write carries.
+const maxReinjectBatch = 500
+
 func (w *partitionWorker) run(ctx context.Context) {
-	src := w.gen.OpenPartition(w.topic, w.partition, w.offset, w.r.t.cfg.reinjectBuffer)
-	defer src.Close()
+	buffer := w.r.t.cfg.reinjectBuffer
+	src := w.gen.OpenPartition(w.topic, w.partition, w.offset, buffer)
+	// The fetcher keeps at most buffer records ready for the worker, so the
+	// worker can take every record that is already due without blocking.
+	fetched := make(chan kafkago.Message, buffer)
+	fetchDone := make(chan struct{})
+	go func() {
+		defer close(fetchDone)
+		w.fetch(ctx, src, fetched)
+	}()
+	defer func() {
+		<-fetchDone // ctx has ended: the fetcher returns
+		src.Close()
+	}()
+	backoff := newBackoff()
+	var head *kafkago.Message
+	batch := make([]kafkago.Message, 0, 16)
+	for {
+		if head == nil {
+			select {
+			case m := <-fetched:
+				head = &m
+			case <-ctx.Done():
+				return
+			}
+		}
+		if !sleep(ctx, w.r.clock, ReinjectWait(head.Time, w.tier, w.r.clock.Now())) {
+			return // revoked or stopped while waiting: not written, not committed
+		}
+		// The head is due; so may be the records behind it. Carry them in
+		// one write, in offset order, up to the first that must wait.
+		batch = append(batch[:0], w.r.reinjected(*head))
+		last := head.Offset
+		head = nil
+	collect:
+		for len(batch) < maxReinjectBatch {
+			select {
+			case m := <-fetched:
+				if ReinjectWait(m.Time, w.tier, w.r.clock.Now()) > 0 {
+					head = &m
+					break collect
+				}
+				batch = append(batch, w.r.reinjected(m))
+				last = m.Offset
+			default:
+				break collect
+			}
+		}
+		for {
+			err := w.r.t.writer.WriteMessages(ctx, batch...)
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			w.r.log.Warn("kafka: re-inject write failed; retrying", "from", w.topic, "partition", w.partition,
+				"records", len(batch), "last_offset", last, "err", err)
+			if !sleep(ctx, w.r.clock, backoff.next()) {
+				return
+			}
+		}
+		backoff.reset()
+		w.commit.mark(w.topic, w.partition, last+1)
+	}
+}
+
+// fetch reads src into out until ctx ends.
+func (w *partitionWorker) fetch(ctx context.Context, src partitionReader, out chan<- kafkago.Message) {
 	backoff := newBackoff()
 	for {
 		m, err := src.FetchMessage(ctx)
@@ -175,26 +251,11 @@ func (w *partitionWorker) run(ctx context.Context) {
 			continue
 		}
 		backoff.reset()
-		if !sleep(ctx, w.r.clock, ReinjectWait(m.Time, w.tier, w.r.clock.Now())) {
-			return // revoked or stopped while waiting: not written, not committed
+		select {
+		case out <- m:
+		case <-ctx.Done():
+			return
 		}
-		out := w.r.reinjected(m)
-		for {
-			err := w.r.t.writer.WriteMessages(ctx, out)
-			if err == nil {
-				break
-			}
-			if ctx.Err() != nil {
-				return
-			}
-			w.r.log.Warn("kafka: re-inject write failed; retrying", "from", w.topic, "partition", w.partition,
-				"offset", m.Offset, "to", out.Topic, "err", err)
-			if !sleep(ctx, w.r.clock, backoff.next()) {
-				return
-			}
-		}
-		backoff.reset()
-		w.commit.mark(w.topic, w.partition, m.Offset+1)
 	}
 }
 

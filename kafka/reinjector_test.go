@@ -338,3 +338,43 @@ func TestReinjectorShutdownMidWaitCommitsNothing(t *testing.T) {
 		t.Fatalf("commits at shutdown: %s", commits)
 	}
 }
+
+func TestReinjectorCarriesDueRecordsInOneWrite(t *testing.T) {
+	rg := newReinjectRig(t, 1, 5*time.Second)
+	rg.log.append("orders.retry.1", 0, kafkago.Message{Value: []byte("head"), Time: t0})
+	for i := 0; i < 4; i++ {
+		rg.log.append("orders.retry.1", 0, kafkago.Message{Value: []byte(fmt.Sprint("due-", i)), Time: t0.Add(-time.Hour)})
+	}
+	rg.log.append("orders.retry.1", 0, kafkago.Message{Value: []byte("later"), Time: t0.Add(time.Second)})
+	gen := rg.start([]int{0})
+	rg.waitTimers(1)
+	// Every record is buffered (the fetcher then blocks fetching offset 6)
+	// before the head becomes due.
+	deadline := time.Now().Add(5 * time.Second)
+	for !gen.fetchedUpTo("orders.retry.1", 0, 6) {
+		if time.Now().After(deadline) {
+			t.Fatal("the fetcher did not buffer the records")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	rg.clock.Advance(5 * time.Second)
+	got := rg.waitRecords("orders", 5)
+	var order []string
+	for _, m := range got {
+		order = append(order, string(m.Value))
+	}
+	if diff := cmp.Diff([]string{"head", "due-0", "due-1", "due-2", "due-3"}, order); diff != "" {
+		t.Fatalf("order (-want +got):\n%s", diff)
+	}
+	rg.waitCommitted("orders.retry.1", 0, 5)
+	rg.writer.mu.Lock()
+	calls := append([]int(nil), rg.writer.calls...)
+	rg.writer.mu.Unlock()
+	if diff := cmp.Diff([]int{5}, calls); diff != "" {
+		t.Fatalf("writes (-want +got):\n%s", diff)
+	}
+	rg.waitTimers(1) // "later" waits its own second
+	rg.clock.Advance(time.Second)
+	rg.waitRecords("orders", 6)
+	rg.waitCommitted("orders.retry.1", 0, 6)
+}
