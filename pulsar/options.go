@@ -347,6 +347,20 @@ func WithOnWarning(fn func(string)) Option {
 	}
 }
 
+// clientOptions returns the options of the client New builds from a
+// service URL.
+func (c *config) clientOptions() pulsar.ClientOptions {
+	return pulsar.ClientOptions{
+		URL:                        c.serviceURL,
+		Authentication:             c.auth,
+		TLSTrustCertsFilePath:      c.tlsTrustCertsFile,
+		TLSAllowInsecureConnection: c.tlsAllowInsecure,
+		TLSValidateHostname:        c.tlsValidateHostname,
+		ConnectionTimeout:          c.connectionTimeout,
+		OperationTimeout:           c.operationTimeout,
+	}
+}
+
 // validate checks the combination of options.
 func (c *config) validate() error {
 	switch {

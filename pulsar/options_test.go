@@ -180,3 +180,53 @@ type closeCountingClient struct {
 }
 
 func (c *closeCountingClient) Close() { c.closed++ }
+
+func TestClientOptionsCarryAuthAndTLS(t *testing.T) {
+	cfg := defaultConfig()
+	for _, o := range []Option{
+		WithServiceURL("pulsar+ssl://127.0.0.1:6651"),
+		WithToken("jwt-token"),
+		WithTLSTrustCerts("/etc/ca.pem", true),
+		WithTimeouts(2*time.Second, 3*time.Second),
+	} {
+		if err := o(&cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	co := cfg.clientOptions()
+	if co.URL != "pulsar+ssl://127.0.0.1:6651" || co.TLSTrustCertsFilePath != "/etc/ca.pem" || !co.TLSValidateHostname ||
+		co.TLSAllowInsecureConnection || co.ConnectionTimeout != 2*time.Second || co.OperationTimeout != 3*time.Second {
+		t.Errorf("client options = %+v", co)
+	}
+	p, ok := co.Authentication.(authProvider)
+	if !ok {
+		t.Fatalf("token authentication not set: %T", co.Authentication)
+	}
+	if err := p.Init(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := p.GetData()
+	if p.Name() != "token" || err != nil || string(data) != "jwt-token" {
+		t.Errorf("auth %s data = %q, %v", p.Name(), data, err)
+	}
+
+	cfg = defaultConfig()
+	if err := WithTLSAuth("client.pem", "client.key")(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := WithTLSAllowInsecure()(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	co = cfg.clientOptions()
+	if p, ok := co.Authentication.(authProvider); !ok || p.Name() != "tls" || !co.TLSAllowInsecureConnection {
+		t.Errorf("TLS auth not set: %+v", co)
+	}
+}
+
+// authProvider is the part of pulsar-client-go's auth.Provider the test
+// reads (pulsar.Authentication is an empty interface).
+type authProvider interface {
+	Init() error
+	Name() string
+	GetData() ([]byte, error)
+}

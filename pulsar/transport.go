@@ -71,15 +71,7 @@ func New(opts ...Option) (*Transport, error) {
 	if cfg.client != nil {
 		c = realClient{cfg.client}
 	} else {
-		pc, err := pulsar.NewClient(pulsar.ClientOptions{
-			URL:                        cfg.serviceURL,
-			Authentication:             cfg.auth,
-			TLSTrustCertsFilePath:      cfg.tlsTrustCertsFile,
-			TLSAllowInsecureConnection: cfg.tlsAllowInsecure,
-			TLSValidateHostname:        cfg.tlsValidateHostname,
-			ConnectionTimeout:          cfg.connectionTimeout,
-			OperationTimeout:           cfg.operationTimeout,
-		})
+		pc, err := pulsar.NewClient(cfg.clientOptions())
 		if err != nil {
 			return nil, fmt.Errorf("pulsar: create client for %s: %w", cfg.serviceURL, err)
 		}
