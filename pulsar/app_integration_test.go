@@ -100,11 +100,11 @@ func deadLetter(t *testing.T, payload []byte) (reason string, dlAttempts, attemp
 	return v.DeadLetter.Reason, v.DeadLetter.Attempts, v.Attempts
 }
 
-func testRetriesThenDeadLetter(t *testing.T, opts ...Option) {
+func testRetriesThenDeadLetter(t *testing.T, optsFor func(c pulsar.Client, q string) []Option) {
 	c := rawClient(t)
 	q := uniqueQueue(t)
 	dlqReader := newRawReader(t, c, DeadLetterQueue(q))
-	tr := newIntegrationTransport(t, append([]Option{WithNackRedeliveryDelay(200 * time.Millisecond)}, opts...)...)
+	tr := newIntegrationTransport(t, append([]Option{WithNackRedeliveryDelay(200 * time.Millisecond)}, optsFor(c, q)...)...)
 	app := babelqueue.NewApp(tr, babelqueue.WithMaxAttempts(3), babelqueue.WithPollTimeout(200*time.Millisecond))
 	var rec recorder
 	app.Handle("urn:babel:orders:created", rec.handler(true))
@@ -135,11 +135,27 @@ func testRetriesThenDeadLetter(t *testing.T, opts ...Option) {
 }
 
 func TestIntegrationSharedRetriesByNackThenDeadLetter(t *testing.T) {
-	testRetriesThenDeadLetter(t, WithSubscriptionType(pulsar.Shared))
+	testRetriesThenDeadLetter(t, func(pulsar.Client, string) []Option {
+		return []Option{WithSubscriptionType(pulsar.Shared)}
+	})
 }
 
 func TestIntegrationExclusiveRetriesByRepublishThenDeadLetter(t *testing.T) {
-	testRetriesThenDeadLetter(t, WithSubscriptionType(pulsar.Exclusive), WithRepublishRetries())
+	testRetriesThenDeadLetter(t, func(pulsar.Client, string) []Option {
+		return []Option{WithSubscriptionType(pulsar.Exclusive), WithRepublishRetries()}
+	})
+}
+
+func TestIntegrationFailoverRetriesThroughGivenProducer(t *testing.T) {
+	testRetriesThenDeadLetter(t, func(c pulsar.Client, q string) []Option {
+		return []Option{WithSubscriptionType(pulsar.Failover), WithRetryProducer(q, rawProducer(t, c, q))}
+	})
+}
+
+func TestIntegrationUndeclaredTypeRetriesThroughRetryClient(t *testing.T) {
+	testRetriesThenDeadLetter(t, func(c pulsar.Client, _ string) []Option {
+		return []Option{WithRetryClient(c)}
+	})
 }
 
 func TestIntegrationRoutingByPropertyAndMismatchHook(t *testing.T) {
@@ -363,5 +379,37 @@ func TestIntegrationRedriveKeepsKey(t *testing.T) {
 	// The DLQ was emptied: a second run finds nothing.
 	if msg, err := tr.Pop(context.Background(), dlq, time.Second); msg != nil || err != nil {
 		t.Errorf("the DLQ still holds a redriven message: %v, %v", msg, err)
+	}
+}
+
+func TestIntegrationConsumerHandlesByURN(t *testing.T) {
+	q := uniqueQueue(t)
+	tr := newIntegrationTransport(t, WithSubscriptionType(pulsar.KeyShared), WithMaxWait(200*time.Millisecond))
+	got := make(chan *babelqueue.Envelope, 1)
+	c := NewConsumer(tr, q, map[string]babelqueue.Handler{
+		"urn:babel:orders:created": func(ctx context.Context, env *babelqueue.Envelope) error {
+			if babelqueue.HeadersFromContext(ctx)["traceparent"] != "tp-c" {
+				return errors.New("traceparent missing")
+			}
+			got <- env
+			return nil
+		},
+	})
+	id, err := c.App().PublishWithHeaders(context.Background(), "urn:babel:orders:created", map[string]any{"order_id": 7},
+		map[string]string{"traceparent": "tp-c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	select {
+	case env := <-got:
+		if env.Meta.ID != id || env.Meta.Queue != q || env.Attempts != 0 {
+			t.Errorf("handled %+v, want id %s on %s", env.Meta, id, q)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the Consumer never handled the message")
 	}
 }
