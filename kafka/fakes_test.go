@@ -266,11 +266,10 @@ type fakeGen struct {
 	wg      sync.WaitGroup
 	buffers []int
 
-	mu         sync.Mutex
-	opened     []*fakePartition
-	commitErr  error
-	commitLog  []map[string]map[int]int64
-	afterClose bool
+	mu        sync.Mutex
+	opened    []*fakePartition
+	commitErr error
+	commitLog []map[string]map[int]int64
 }
 
 func newFakeGen(log *fakeLog, offsets *fakeOffsets, topics map[string][]int) *fakeGen {

@@ -378,3 +378,22 @@ func TestReinjectorCarriesDueRecordsInOneWrite(t *testing.T) {
 	rg.waitRecords("orders", 6)
 	rg.waitCommitted("orders.retry.1", 0, 6)
 }
+
+func TestReinjectorKeepsFailedCommitsForTheNextFlush(t *testing.T) {
+	rg := newReinjectRig(t, 1, time.Second)
+	rg.log.append("orders.retry.1", 0, kafkago.Message{Value: []byte("a"), Time: t0.Add(-time.Hour)})
+	gen := newFakeGen(rg.log, rg.offsets, map[string][]int{"orders.retry.1": {0}})
+	gen.commitErr = errors.New("coordinator moving")
+	rg.group.gens <- gen
+	rg.waitRecords("orders", 1)
+	time.Sleep(20 * time.Millisecond)
+	if got := rg.offsets.get("orders.retry.1", 0); got != 0 {
+		t.Fatalf("committed %d through a failing coordinator", got)
+	}
+	gen.mu.Lock()
+	gen.commitErr = nil
+	gen.mu.Unlock()
+	rg.log.append("orders.retry.1", 0, kafkago.Message{Value: []byte("b"), Time: t0.Add(-time.Hour)})
+	rg.waitRecords("orders", 2)
+	rg.waitCommitted("orders.retry.1", 0, 2)
+}
