@@ -217,6 +217,7 @@ func TestBenchKafkaReinjectLateness(t *testing.T) {
 	}
 	fmt.Printf("bench: kafka-reinject-lateness-p99-ms value=%.1f\n", p(99))
 	fmt.Printf("bench: kafka-reinject-lateness-p50-ms value=%.1f\n", p(50))
+	fmt.Printf("bench: kafka-reinject-lateness-p90-ms value=%.1f\n", p(90))
 }
 
 // consumeOurs reads total records through the transport's Pop and Ack
