@@ -20,12 +20,8 @@ type vspan struct {
 	ok         bool
 }
 
-func spanOf(b []byte, m member) vspan {
-	v := vspan{start: m.valStart, end: m.valEnd, ok: true}
-	if b[m.valStart] == '"' {
-		v.esc = hasBackslash(b[m.valStart:m.valEnd])
-	}
-	return v
+func spanOf(m member) vspan {
+	return vspan{start: m.valStart, end: m.valEnd, esc: m.valEscaped, ok: true}
 }
 
 func (v vspan) is(b []byte, c byte) bool { return v.ok && b[v.start] == c }
@@ -101,19 +97,19 @@ func parse(body []byte) (parsed, error) {
 		}
 		switch string(keyBytes(body, m)) {
 		case keyJob:
-			p.job = spanOf(body, m)
+			p.job = spanOf(m)
 		case keyURN:
-			urn = spanOf(body, m)
+			urn = spanOf(m)
 		case keyTraceID:
-			p.traceID = spanOf(body, m)
+			p.traceID = spanOf(m)
 		case keyData:
-			p.data = spanOf(body, m)
+			p.data = spanOf(m)
 		case keyMeta:
-			p.meta = spanOf(body, m)
+			p.meta = spanOf(m)
 		case keyAttempts:
-			attempts = spanOf(body, m)
+			attempts = spanOf(m)
 		case keyDeadLetter:
-			p.dl = spanOf(body, m)
+			p.dl = spanOf(m)
 		}
 	}
 	if it.err != nil {
@@ -133,13 +129,13 @@ func parse(body []byte) (parsed, error) {
 			}
 			switch string(keyBytes(body, m)) {
 			case "schema_version":
-				version = spanOf(body, m)
+				version = spanOf(m)
 			case "id":
-				p.id = spanOf(body, m)
+				p.id = spanOf(m)
 			case "queue":
-				p.queue = spanOf(body, m)
+				p.queue = spanOf(m)
 			case "lang":
-				p.lang = spanOf(body, m)
+				p.lang = spanOf(m)
 			case "created_at":
 				p.createdAt, _ = parseInt64(body[m.valStart:m.valEnd])
 			}

@@ -118,6 +118,14 @@ func encodeData(data any) (string, error) {
 	if rv := reflect.ValueOf(data); (rv.Kind() == reflect.Map || rv.Kind() == reflect.Pointer) && rv.IsNil() {
 		return "{}", nil
 	}
+	switch data.(type) {
+	case map[string]any, map[string]string:
+		// The common payload shapes skip reflection; anything the fast
+		// path does not handle goes through encoding/json below.
+		if out, ok := appendDataValue(make([]byte, 0, 256), data, 0); ok {
+			return string(out), nil
+		}
+	}
 	d := dataEncoders.Get().(*dataEncoder)
 	defer func() {
 		if d.buf.Cap() <= 64<<10 { // do not keep huge buffers alive

@@ -1,10 +1,12 @@
 package babelqueue
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"math"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 )
@@ -162,4 +164,92 @@ func TestFormatUUIDv4(t *testing.T) {
 	if got := formatUUIDv4([16]byte{}); got != "00000000-0000-4000-8000-000000000000" {
 		t.Fatalf("formatUUIDv4(00..) = %s", got)
 	}
+}
+
+// encodingJSON encodes v with encoding/json, HTML escaping off.
+func encodingJSON(v any) (string, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(buf.String(), "\n"), nil
+}
+
+func TestFastDataEncoderMatchesEncodingJSON(t *testing.T) {
+	cyclic := map[string]any{}
+	cyclic["self"] = cyclic
+	values := []any{
+		nil, true, false, "", "s <&> \"q\" \u2028 \xff", json.Number("12345678901234567890"), json.Number("-1.5e+3"),
+		json.Number(""), json.Number("1x"), json.Number("01"),
+		0, -1, int8(-8), int16(16), int32(-32), int64(math.MaxInt64), uint(1), uint8(8), uint16(16), uint32(32), uint64(math.MaxUint64),
+		0.0, math.Copysign(0, -1), 0.1, 1.5, -2.25, 1e20, 1e21, 123456789e15, 1e-6, 1e-7, 9.999e-7, 5e-324, math.MaxFloat64, 1e100, -1e-10,
+		float32(0.1), float32(1e21), float32(1e-7), float32(3.4e38), math.NaN(), math.Inf(1), float32(math.Inf(-1)),
+		map[string]any{}, map[string]any{"b": 1, "a": []any{1, "x", nil, map[string]any{"z": true, "é": 2}}, "": "empty"},
+		map[string]string{"k2": "v", "k1": "<>"}, []any{}, []string{"a", "b"}, []string(nil), []any(nil), map[string]any(nil),
+		map[string]any{"t": time.Unix(0, 0).UTC()}, // not handled: falls back
+		map[string]any{"c": make(chan int)},
+		cyclic,
+	}
+	handled := 0
+	for _, v := range values {
+		want, werr := encodingJSON(v)
+		got, ok := appendDataValue(nil, v, 0)
+		if !ok {
+			continue // the fallback (encoding/json itself) handles it
+		}
+		handled++
+		if werr != nil {
+			t.Errorf("fast path encoded %#v as %s, encoding/json fails: %v", v, got, werr)
+			continue
+		}
+		if string(got) != want {
+			t.Errorf("fast path %#v = %s, encoding/json = %s", v, got, want)
+		}
+	}
+	if handled < len(values)-12 {
+		t.Errorf("the fast path handled only %d of %d values", handled, len(values))
+	}
+	// Through Make, whichever path runs, data equals encoding/json's output.
+	for _, v := range values {
+		if _, isMap := v.(map[string]any); !isMap {
+			continue
+		}
+		want, werr := encodingJSON(v)
+		env, err := Make("urn:t", v)
+		if werr != nil {
+			if !errors.Is(err, ErrInvalidData) {
+				t.Errorf("Make(%T) err = %v, want ErrInvalidData (encoding/json: %v)", v, err, werr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("Make: %v", err)
+			continue
+		}
+		if v.(map[string]any) == nil {
+			want = "{}"
+		}
+		if got := string(env.Data()); got != want {
+			t.Errorf("Make data = %s, want %s", got, want)
+		}
+	}
+}
+
+func FuzzFastDataEncoder(f *testing.F) {
+	for _, s := range []string{`{"a":1.5,"b":[1e21,1e-7,"x<"],"c":{"d":null}}`, `{"n":12345678901234567890}`, `{"f":-0.0000001234}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var v any
+		if json.Unmarshal(b, &v) != nil {
+			return
+		}
+		want, werr := encodingJSON(v)
+		got, ok := appendDataValue(nil, v, 0)
+		if ok && (werr != nil || string(got) != want) {
+			t.Fatalf("fast path = %s, encoding/json = %s (%v)", got, want, werr)
+		}
+	})
 }

@@ -59,6 +59,7 @@ type member struct {
 	keyStart, keyEnd int
 	valStart, valEnd int
 	keyEscaped       bool
+	valEscaped       bool // the value is a string holding an escape
 }
 
 // keyIs reports whether the member's key equals name once unescaped.
@@ -139,7 +140,11 @@ func (it *objIter) next() (member, bool) {
 	}
 	i = skipWS(b, i+1)
 	m.valStart = i
-	end, err = scanValue(b, i, it.depth+1)
+	if i < len(b) && b[i] == '"' {
+		end, m.valEscaped, err = scanString(b, i)
+	} else {
+		end, err = scanValue(b, i, it.depth+1)
+	}
 	if err != nil {
 		return member{}, it.fail(err)
 	}
