@@ -140,7 +140,6 @@ func (r *Reinjector) Run(ctx context.Context) error {
 // they all stop when the generation ends.
 func (r *Reinjector) runGeneration(gen groupGeneration) {
 	c := &committer{gen: gen, pending: make(map[string]map[int]int64), dirty: make(chan struct{}, 1), log: r.log}
-	gen.Start(c.run)
 	for topic, parts := range gen.Assignments() {
 		tier, ok := r.tierOf[topic]
 		if !ok {
@@ -148,9 +147,14 @@ func (r *Reinjector) runGeneration(gen groupGeneration) {
 		}
 		for _, p := range parts {
 			w := &partitionWorker{r: r, gen: gen, topic: topic, partition: p.ID, offset: p.Offset, tier: tier, commit: c}
-			gen.Start(w.run)
+			c.workers.Add(1)
+			gen.Start(func(ctx context.Context) {
+				defer c.workers.Done()
+				w.run(ctx)
+			})
 		}
 	}
+	gen.Start(c.run)
 }
 
 // partitionWorker carries one partition's records in offset order.
@@ -281,6 +285,7 @@ func (r *Reinjector) reinjected(m kafkago.Message) kafkago.Message {
 type committer struct {
 	gen     groupGeneration
 	log     *slog.Logger
+	workers sync.WaitGroup // the final flush waits for the workers' last writes
 	mu      sync.Mutex
 	pending map[string]map[int]int64
 	dirty   chan struct{}
@@ -311,6 +316,7 @@ func (c *committer) run(ctx context.Context) {
 		case <-c.dirty:
 			c.flush()
 		case <-ctx.Done():
+			c.workers.Wait()
 			c.flush()
 			return
 		}
