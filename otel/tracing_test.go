@@ -3,6 +3,7 @@ package otel
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,7 +20,7 @@ const testURN = "urn:babel:orders:created"
 // newApp returns an App over the decorated in-memory transport mem.
 func newApp(h *harness, mem babelqueue.Transport, opts ...babelqueue.Option) *babelqueue.App {
 	base := []babelqueue.Option{babelqueue.WithDefaultQueue("orders"), babelqueue.WithPollTimeout(20 * time.Millisecond),
-		babelqueue.WithFailureBackoff(0)}
+		babelqueue.WithFailureBackoff(0), babelqueue.WithLogger(slog.New(slog.DiscardHandler))}
 	return babelqueue.NewApp(h.tel.Transport(mem), append(base, opts...)...)
 }
 
@@ -309,7 +310,7 @@ func TestRetryLinkCrossesProcessesInHeader(t *testing.T) {
 	}
 
 	appB := babelqueue.NewApp(second.Transport(republisher{mem}), babelqueue.WithDefaultQueue("orders"),
-		babelqueue.WithPollTimeout(20*time.Millisecond))
+		babelqueue.WithPollTimeout(20*time.Millisecond), babelqueue.WithLogger(slog.New(slog.DiscardHandler)))
 	appB.Handle(testURN, second.Middleware(func(context.Context, *babelqueue.Envelope) error { return nil }))
 	drain(t, appB)
 	spans := h.ended("process orders")

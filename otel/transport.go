@@ -194,7 +194,7 @@ func (t *transport) Pop(ctx context.Context, queue string, timeout time.Duration
 	parent := t.tel.extract(context.Background(), msg.Headers)
 	_, d.span = t.tel.tracer.Start(parent, "process "+q, opts...)
 	for _, old := range t.tel.reg.open(d) {
-		t.finish(ctx, old, OutcomeUnsettled)
+		t.end(ctx, old, OutcomeUnsettled)
 	}
 	return msg, nil
 }
@@ -277,11 +277,16 @@ func (t *transport) handedBack(ctx context.Context, msg *babelqueue.ReceivedMess
 	t.finish(ctx, d, OutcomeRequeued)
 }
 
-// finish ends d's span with outcome and records the handled metric, once.
+// finish ends d's span with outcome and records the handled metric, once
+// (a delivery already ended, by eviction say, is left alone).
 func (t *transport) finish(ctx context.Context, d *delivery, outcome string) {
-	if !t.tel.reg.close(d) {
-		return
+	if t.tel.reg.close(d) {
+		t.end(ctx, d, outcome)
 	}
+}
+
+// end ends the span of d, removed from the registry, with outcome.
+func (t *transport) end(ctx context.Context, d *delivery, outcome string) {
 	var reason string
 	var failed bool
 	t.tel.reg.with(func() { reason, failed = d.reason, d.handlerFailed })
