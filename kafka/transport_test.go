@@ -387,7 +387,8 @@ func TestRetryForAttemptRecord(t *testing.T) {
 	rg := newRig(t, WithRetryTiers(5*time.Second, 30*time.Second, 5*time.Minute))
 	ctx := context.Background()
 	key := []byte("k\x00")
-	in := append(contractHeaders("1"), h("traceparent", "00-a-b-01"), h("tracestate", "s=1"), h("x-private", "not forwarded"))
+	in := append(contractHeaders("1"), h("traceparent", "00-a-b-01"), h("tracestate", "s=1"), h("x-private", "not forwarded"),
+		h("bq-replay-bypass", "1"))
 	rg.log.append("orders", 0, kafkago.Message{Key: key, Value: []byte(envelope(t, 1)), Headers: in})
 	m := rg.pop("orders")
 	for _, c := range []struct {
@@ -404,7 +405,7 @@ func TestRetryForAttemptRecord(t *testing.T) {
 		}
 		r := got[0]
 		want := append(contractHeaders(strconv.Itoa(c.before+1)), h("bq-delay", c.delay), h("bq-original-topic", "orders"),
-			h("traceparent", "00-a-b-01"), h("tracestate", "s=1"))
+			h("traceparent", "00-a-b-01"), h("tracestate", "s=1"), h("bq-replay-bypass", "1"))
 		if diff := cmp.Diff(want, r.Headers); diff != "" {
 			t.Fatalf("attempts before %d: headers (-want +got):\n%s", c.before, diff)
 		}
