@@ -99,7 +99,7 @@ func (g *kafkaGeneration) OpenPartition(topic string, partition int, offset int6
 		Partition:      partition,
 		QueueCapacity:  buffer,
 		MinBytes:       1,
-		MaxBytes:       4 << 20,
+		MaxBytes:       1 << 20,
 		MaxWait:        250 * time.Millisecond,
 		ReadBackoffMin: 10 * time.Millisecond,
 		ReadBackoffMax: 250 * time.Millisecond,
