@@ -34,19 +34,21 @@ import (
 
 func main() {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if err := run(log); err != nil {
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer cancel()
+	if err := run(ctx, os.Getenv, log); err != nil {
 		log.Error("orderstatus: stopped", "error", err.Error())
+		cancel()
 		os.Exit(1)
 	}
 }
 
-func run(log *slog.Logger) error {
-	settings, err := orderstatus.SettingsFromEnv(os.Getenv)
+// run runs the processor until ctx ends (nil) or a record cannot be settled.
+func run(ctx context.Context, getenv func(string) string, log *slog.Logger) error {
+	settings, err := orderstatus.SettingsFromEnv(getenv)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer cancel()
 
 	store, err := orderstatus.OpenSQLite(ctx, settings.StorePath)
 	if err != nil {

@@ -192,13 +192,18 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		written += len(msgs)
 		fmt.Fprintf(out, "phase %d: published %d records: %s\n", i+1, len(msgs), ph.title)
 		if ph.outage {
-			select {
-			case <-time.After(cfg.OutageFor):
-			case <-ctx.Done():
-				return nil, fmt.Errorf("during the outage: %w", context.Cause(ctx))
+			// The outage lasts OutageFor, and at least until every record of
+			// the phase has been refused once, however slow the machine.
+			for time.Since(phaseStart) < cfg.OutageFor || store.refused.Load() < int64(len(msgs)) {
+				select {
+				case <-time.After(10 * time.Millisecond):
+				case <-ctx.Done():
+					return nil, fmt.Errorf("during the outage: %w", context.Cause(ctx))
+				}
 			}
 			store.down.Store(false)
-			fmt.Fprintf(out, "phase %d: the store is back after %v\n", i+1, cfg.OutageFor)
+			fmt.Fprintf(out, "phase %d: the store is back after %v, having refused %d attempts\n",
+				i+1, time.Since(phaseStart).Round(time.Millisecond), store.refused.Load())
 		}
 		if err := settle(ctx, client, s, parts, store); err != nil {
 			if procErr != nil {
