@@ -47,8 +47,7 @@ func inferSystem(inner babelqueue.Transport) string {
 // ---- publishing ----
 
 // startSend starts the producer span of a publish of body to queue.
-func (t *transport) startSend(ctx context.Context, queue, body string) (context.Context, trace.Span) {
-	p := babelqueue.ProjectBody([]byte(body))
+func (t *transport) startSend(ctx context.Context, queue string, p babelqueue.Projection) (context.Context, trace.Span) {
 	attrs := []attribute.KeyValue{
 		semconv.MessagingSystemKey.String(t.system),
 		semconv.MessagingDestinationName(queue),
@@ -83,8 +82,8 @@ func (t *transport) endSend(ctx context.Context, span trace.Span, queue string, 
 // release or dead-letter copy the App writes through Publish or
 // PublishWithHeaders when the transport cannot republish by key), or nil
 // for a new message.
-func (t *transport) settleOf(queue, body string) *delivery {
-	d := t.tel.reg.lookupID(babelqueue.ProjectBody([]byte(body)).MessageID)
+func (t *transport) settleOf(queue, body, msgID string) *delivery {
+	d := t.tel.reg.lookupID(msgID)
 	if d == nil {
 		return nil
 	}
@@ -100,12 +99,13 @@ func (t *transport) settleOf(queue, body string) *delivery {
 // Publish writes a new message with a producer span; its trace context goes
 // out as headers when inner is a HeaderPublisher.
 func (t *transport) Publish(ctx context.Context, queue, body string) error {
-	if d := t.settleOf(queue, body); d != nil {
+	p := babelqueue.ProjectBody([]byte(body))
+	if d := t.settleOf(queue, body, p.MessageID); d != nil {
 		return t.settleWrite(ctx, d, queue, body, nil, false, func(_ map[string]string) error {
 			return t.inner.Publish(ctx, queue, body)
 		})
 	}
-	ctx, span := t.startSend(ctx, queue, body)
+	ctx, span := t.startSend(ctx, queue, p)
 	var err error
 	if hp, ok := t.inner.(babelqueue.HeaderPublisher); ok {
 		err = hp.PublishWithHeaders(ctx, queue, body, t.tel.inject(ctx, nil))
@@ -117,12 +117,13 @@ func (t *transport) Publish(ctx context.Context, queue, body string) error {
 
 func (t *transport) publishWithHeaders(ctx context.Context, queue, body string, headers map[string]string) error {
 	hp := t.inner.(babelqueue.HeaderPublisher)
-	if d := t.settleOf(queue, body); d != nil {
+	p := babelqueue.ProjectBody([]byte(body))
+	if d := t.settleOf(queue, body, p.MessageID); d != nil {
 		return t.settleWrite(ctx, d, queue, body, headers, false, func(h map[string]string) error {
 			return hp.PublishWithHeaders(ctx, queue, body, h)
 		})
 	}
-	ctx, span := t.startSend(ctx, queue, body)
+	ctx, span := t.startSend(ctx, queue, p)
 	if _, ok := headers[babelqueue.HeaderTraceparent]; !ok {
 		headers = t.tel.inject(ctx, headers)
 	}
@@ -131,7 +132,7 @@ func (t *transport) publishWithHeaders(ctx context.Context, queue, body string, 
 
 func (t *transport) publishDelayed(ctx context.Context, queue, body string, delay time.Duration) error {
 	dp := t.inner.(babelqueue.DelayedPublisher)
-	ctx, span := t.startSend(ctx, queue, body)
+	ctx, span := t.startSend(ctx, queue, babelqueue.ProjectBody([]byte(body)))
 	span.SetAttributes(attribute.Int64("babelqueue.delay_ms", delay.Milliseconds()))
 	// DelayedPublisher carries no headers: the trace context cannot travel
 	// with a delayed message.
