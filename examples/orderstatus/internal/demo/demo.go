@@ -22,7 +22,8 @@ import (
 // Config configures Run.
 type Config struct {
 	// Brokers of a real cluster; empty runs the embedded broker. On a real
-	// cluster the topics and the group get a unique suffix per run.
+	// cluster the topics and the group get a unique suffix per run, and the
+	// topics are deleted at the end.
 	Brokers []string
 	// Out receives the readable summary (default os.Stdout).
 	Out io.Writer
@@ -113,6 +114,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if err := createTopics(ctx, s.Brokers, parts); err != nil {
 			return nil, err
 		}
+		defer deleteTopics(s.Brokers, parts)
 		fmt.Fprintf(out, "broker: Kafka cluster at %v\n", s.Brokers)
 	}
 	fmt.Fprintf(out, "topics: %s (3 partitions), %s (3 partitions), %s (1 partition); group %s\n",
@@ -206,8 +208,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 				i+1, time.Since(phaseStart).Round(time.Millisecond), store.refused.Load())
 		}
 		if err := settle(ctx, client, s, parts, store); err != nil {
-			if procErr != nil {
-				return nil, fmt.Errorf("the processor stopped: %w", procErr)
+			if perr := stop(); perr != nil {
+				return nil, fmt.Errorf("the processor stopped: %w", perr)
 			}
 			return nil, fmt.Errorf("phase %d did not settle: %w", i+1, err)
 		}
@@ -280,6 +282,18 @@ func createTopics(ctx context.Context, brokers []string, parts map[string]int) e
 		}
 	}
 	return nil
+}
+
+// deleteTopics removes the run's topics from a real cluster, best effort.
+func deleteTopics(brokers []string, parts map[string]int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second}
+	req := &kafka.DeleteTopicsRequest{}
+	for topic := range parts {
+		req.Topics = append(req.Topics, topic)
+	}
+	client.DeleteTopics(ctx, req)
 }
 
 func runID() string {

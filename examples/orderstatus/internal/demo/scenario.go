@@ -2,7 +2,6 @@ package demo
 
 import (
 	"fmt"
-	"strconv"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/babelqueue/babelqueue-go/examples/orderstatus"
@@ -19,7 +18,8 @@ type step struct {
 }
 
 // phase is a batch of steps published together; outage holds the store down
-// for the phase's first OutageFor.
+// while the phase starts (Config.OutageFor, and until every record of the
+// phase has been refused once).
 type phase struct {
 	title  string
 	steps  []step
@@ -136,5 +136,3 @@ func concat(parts ...[]step) []step {
 	}
 	return out
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }
