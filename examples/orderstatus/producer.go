@@ -31,11 +31,12 @@ var _ Producer = (*KafkaProducer)(nil)
 
 // NewKafkaProducer returns a producer writing to the given brokers with
 // acknowledgement by all in-sync replicas, placing a record on its topic by
-// the hash of its key. It owns a kafka-go Writer: Close it.
+// the murmur2 hash of its key as the Java client does (so an order keeps its
+// partition whichever SDK produced it). It owns a kafka-go Writer: Close it.
 func NewKafkaProducer(brokers []string) *KafkaProducer {
 	return &KafkaProducer{w: &kafka.Writer{
 		Addr:         kafka.TCP(brokers...),
-		Balancer:     &kafka.Hash{},
+		Balancer:     &kafka.Murmur2Balancer{},
 		RequiredAcks: kafka.RequireAll,
 		BatchTimeout: time.Millisecond,
 		MaxAttempts:  3,

@@ -169,7 +169,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	defer stop()
 
 	client := &kafka.Client{Addr: kafka.TCP(s.Brokers...), Timeout: 10 * time.Second}
-	pub := &kafka.Writer{Addr: kafka.TCP(s.Brokers...), Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll,
+	pub := &kafka.Writer{Addr: kafka.TCP(s.Brokers...), Balancer: &kafka.Murmur2Balancer{}, RequiredAcks: kafka.RequireAll,
 		BatchTimeout: time.Millisecond}
 	defer pub.Close()
 
