@@ -241,7 +241,12 @@ func (a *App) deliver(ctx context.Context, msg *ReceivedMessage) outcome {
 	env, err := Decode([]byte(msg.Body))
 	if err != nil {
 		if errors.Is(err, ErrUnsupportedSchemaVersion) {
-			return a.settleVersionGated(ctx, msg, ProjectBody([]byte(msg.Body)).SchemaVersion, err)
+			rejected := ProjectBody([]byte(msg.Body)).SchemaVersion
+			var sv *SchemaVersionError
+			if errors.As(err, &sv) {
+				rejected = sv.Version
+			}
+			return a.settleVersionGated(ctx, msg, rejected, err)
 		}
 		return a.settlePoison(ctx, msg, err)
 	}
