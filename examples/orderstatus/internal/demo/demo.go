@@ -33,13 +33,13 @@ type Config struct {
 	// Timeout bounds the whole run (default 55s).
 	Timeout time.Duration
 	// OutageFor is how long the store is held down in the outage phase
-	// (default 600ms; the backoffs add up to 1.1s before the last attempt).
+	// (default 600ms; the backoffs add up to 1.5s before the last attempt).
 	OutageFor time.Duration
 }
 
 // The retry settings of the demo: short, so that the run ends in seconds.
 const (
-	demoAttempts = 5
+	demoAttempts = 6
 	demoMinDelay = 100 * time.Millisecond
 	demoMaxDelay = 400 * time.Millisecond
 )
