@@ -66,7 +66,7 @@ func TestDecoratorKeepsCapabilitiesOfRealTransports(t *testing.T) {
 			if Unwrap(wrapped) != tc.inner {
 				t.Errorf("Unwrap does not return the wrapped transport")
 			}
-			if got := wrapped.(interface{ Unwrap() babelqueue.Transport }).Unwrap().(babelqueue.Transport); got != tc.inner {
+			if got := wrapped.(interface{ Unwrap() babelqueue.Transport }).Unwrap(); got != tc.inner {
 				t.Errorf("Unwrap method does not return the wrapped transport")
 			}
 			if got := inferSystem(tc.inner); got != tc.system {

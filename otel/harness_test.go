@@ -70,7 +70,7 @@ func spanNames(spans tracetest.SpanStubs) []string {
 func attrs(s tracetest.SpanStub) map[string]string {
 	m := make(map[string]string, len(s.Attributes))
 	for _, kv := range s.Attributes {
-		m[string(kv.Key)] = kv.Value.Emit()
+		m[string(kv.Key)] = kv.Value.String()
 	}
 	return m
 }
@@ -129,7 +129,7 @@ func findMetric(rm metricdata.ResourceMetrics, name string) (metricdata.Metrics,
 func matches(set attribute.Set, want map[string]string) bool {
 	for k, v := range want {
 		got, ok := set.Value(attribute.Key(k))
-		if !ok || got.Emit() != v {
+		if !ok || got.String() != v {
 			return false
 		}
 	}

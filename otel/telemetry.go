@@ -69,7 +69,7 @@ func (t *Telemetry) Metrics() *Metrics { return t.metrics }
 // NegativeAcknowledger, DelayedPublisher, TieredRetrier, Retrier), so an App
 // over it takes the same paths as over t. Methods of t outside the
 // babelqueue contract (Close, PublishBatch, ...) are reached through the
-// decorator's Unwrap method (see Unwrap).
+// decorator's Unwrap method (see Unwrap). A nil inner gives nil.
 func (t *Telemetry) Transport(inner babelqueue.Transport) babelqueue.Transport {
 	if inner == nil {
 		return nil
