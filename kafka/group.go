@@ -93,17 +93,18 @@ func (g *kafkaGeneration) CommitOffsets(offsets map[string]map[int]int64) error 
 
 func (g *kafkaGeneration) OpenPartition(topic string, partition int, offset int64, buffer int) partitionReader {
 	r := kafkago.NewReader(kafkago.ReaderConfig{
-		Brokers:        g.t.cfg.brokers,
-		Dialer:         g.t.dialer,
-		Topic:          topic,
-		Partition:      partition,
-		QueueCapacity:  buffer,
-		MinBytes:       1,
-		MaxBytes:       1 << 20,
-		MaxWait:        250 * time.Millisecond,
-		ReadBackoffMin: 10 * time.Millisecond,
-		ReadBackoffMax: 250 * time.Millisecond,
-		ErrorLogger:    kafkaLogger{g.t.cfg.log()},
+		Brokers:         g.t.cfg.brokers,
+		Dialer:          g.t.dialer,
+		Topic:           topic,
+		Partition:       partition,
+		QueueCapacity:   buffer,
+		MinBytes:        1,
+		MaxBytes:        1 << 20,
+		MaxWait:         250 * time.Millisecond,
+		ReadBackoffMin:  10 * time.Millisecond,
+		ReadBackoffMax:  250 * time.Millisecond,
+		ReadLagInterval: -1,
+		ErrorLogger:     kafkaLogger{g.t.cfg.log()},
 	})
 	if err := r.SetOffset(offset); err != nil {
 		g.t.cfg.log().Warn("kafka: re-injector set offset", "topic", topic, "partition", partition, "offset", offset, "err", err)

@@ -431,8 +431,16 @@ func TestIntegrationFailedRetryWriteLeavesOriginalUncommitted(t *testing.T) {
 		t.Fatalf("original not delivered again after the failed write: %v", again)
 	}
 	setMaxMessageBytes(t, RetryTopic(topic, 1), 1048588) // the fault clears
-	if err := tr.PublishRetryForAttempt(ctx, again, 0); err != nil {
-		t.Fatal(err)
+	// The broker applies a topic config change asynchronously.
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		err := tr.PublishRetryForAttempt(ctx, again, 0)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ErrRecordTooLarge) || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	if err := tr.Ack(ctx, again); err != nil {
 		t.Fatal(err)

@@ -165,18 +165,19 @@ func (t *Transport) reader(queue string) (Reader, error) {
 			return nil, ErrNoGroupID
 		}
 		r = kafkago.NewReader(kafkago.ReaderConfig{
-			Brokers:        t.cfg.brokers,
-			GroupID:        t.cfg.groupID,
-			Topic:          queue,
-			Dialer:         t.dialer,
-			MinBytes:       1,
-			MaxBytes:       16 << 20,
-			MaxWait:        250 * time.Millisecond,
-			ReadBackoffMin: 10 * time.Millisecond,
-			ReadBackoffMax: 250 * time.Millisecond,
-			CommitInterval: t.cfg.commitInterval,
-			StartOffset:    kafkago.FirstOffset,
-			ErrorLogger:    kafkaLogger{t.cfg.log()},
+			Brokers:         t.cfg.brokers,
+			GroupID:         t.cfg.groupID,
+			Topic:           queue,
+			Dialer:          t.dialer,
+			MinBytes:        1,
+			MaxBytes:        16 << 20,
+			MaxWait:         250 * time.Millisecond,
+			ReadBackoffMin:  10 * time.Millisecond,
+			ReadBackoffMax:  250 * time.Millisecond,
+			ReadLagInterval: -1,
+			CommitInterval:  t.cfg.commitInterval,
+			StartOffset:     kafkago.FirstOffset,
+			ErrorLogger:     kafkaLogger{t.cfg.log()},
 		})
 	}
 	if r == nil {
