@@ -26,7 +26,7 @@ const (
 	benchConcurrency = 32
 	benchSeqMessages = 200
 	benchPhaseLimit  = 60 * time.Second
-	benchRounds      = 4
+	benchRounds      = 5
 )
 
 func benchEnabled(t *testing.T) {
@@ -78,6 +78,34 @@ func concurrently(t *testing.T, n int, send func(ctx context.Context) error) flo
 	return float64(n) / el.Seconds()
 }
 
+// pairedRounds runs ours and raw benchRounds times each, in pairs whose
+// order alternates, and returns the median of each and the median of the
+// per-pair ratios ours/raw. Pairing and medians keep a shared, loaded
+// machine from deciding the result: one slow round moves neither.
+func pairedRounds(ours, raw func() float64) (o, r, ratio float64) {
+	var oursV, rawV, ratios []float64
+	for round := 0; round < benchRounds; round++ {
+		var a, b float64
+		if round%2 == 0 {
+			a = ours()
+			b = raw()
+		} else {
+			b = raw()
+			a = ours()
+		}
+		oursV, rawV, ratios = append(oursV, a), append(rawV, b), append(ratios, a/b)
+	}
+	return median(oursV), median(rawV), median(ratios)
+}
+
+func median(v []float64) float64 {
+	sort.Float64s(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
+
 func benchProducerOptions(topic string) pulsar.ProducerOptions {
 	return pulsar.ProducerOptions{Topic: topic, BatchingMaxPublishDelay: DefaultBatchingMaxPublishDelay}
 }
@@ -109,17 +137,8 @@ func TestBenchPulsarPublishThroughput(t *testing.T) {
 			return err
 		})
 	}
-	var ours, base float64
-	for round := 0; round < benchRounds; round++ { // best of each, order alternating
-		if round%2 == 0 {
-			ours = max(ours, runOurs())
-			base = max(base, runRaw())
-		} else {
-			base = max(base, runRaw())
-			ours = max(ours, runOurs())
-		}
-	}
-	fmt.Printf("bench: pulsar-publish-throughput ours=%.0f raw=%.0f ratio=%.2f\n", ours, base, ours/base)
+	ours, base, ratio := pairedRounds(runOurs, runRaw)
+	fmt.Printf("bench: pulsar-publish-throughput ours=%.0f raw=%.0f ratio=%.2f\n", ours, base, ratio)
 }
 
 func TestBenchPulsarConsumeThroughput(t *testing.T) {
@@ -193,17 +212,8 @@ func TestBenchPulsarConsumeThroughput(t *testing.T) {
 		}
 		return float64(benchMessages) / time.Since(start).Seconds()
 	}
-	var o, r float64
-	for round := 0; round < benchRounds; round++ { // best of each, order alternating
-		if round%2 == 0 {
-			o = max(o, ours())
-			r = max(r, raw())
-		} else {
-			r = max(r, raw())
-			o = max(o, ours())
-		}
-	}
-	fmt.Printf("bench: pulsar-consume-throughput ours=%.0f raw=%.0f ratio=%.2f\n", o, r, o/r)
+	o, r, ratio := pairedRounds(ours, raw)
+	fmt.Printf("bench: pulsar-consume-throughput ours=%.0f raw=%.0f ratio=%.2f\n", o, r, ratio)
 }
 
 func TestBenchPulsarPublishSeqP50(t *testing.T) {
