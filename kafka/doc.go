@@ -48,6 +48,15 @@
 //
 //   - kafka-go delivers an empty record key as nil, so a record produced
 //     with an empty key is republished with a null key.
+//   - A republished record (PublishFrom's republish mode,
+//     PublishFromWithHeaders: dead letters, redrives, retries without
+//     tiers) is stamped with meta.created_at, as §6 says. Time-based
+//     retention counts from that timestamp, so a message older than a
+//     topic's retention.ms (a weeks-old dead letter redriven to a work topic
+//     with a shorter retention) can be deleted by the broker soon after it
+//     is written. Keep the retention of work and dead-letter topics longer
+//     than the age of the messages redriven into them. Retry-tier records,
+//     restored and forwarded records are stamped with the write time.
 //   - kafka-go reads a record's own timestamp and ignores the
 //     LogAppendTime flag of its batch, so the Reinjector anchors its wait
 //     on the producer's timestamp even on a LogAppendTime topic. This

@@ -118,6 +118,13 @@ func produceRaw(t testing.TB, msgs ...kafkago.Message) {
 	defer w.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	for i := range msgs {
+		if msgs[i].Time.IsZero() {
+			// kafka-go writes a zero time as timestamp 0, which time-based
+			// retention deletes at once.
+			msgs[i].Time = time.Now()
+		}
+	}
 	if err := w.WriteMessages(ctx, msgs...); err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,10 @@ func newRig(t *testing.T, opts ...Option) *rig {
 	return rg
 }
 
-const createdMs = 1749132727000
+// createdMs is the created_at of the test envelopes: recent, because a
+// record's timestamp is its created_at and a broker's time-based retention
+// deletes records stamped long ago.
+var createdMs = time.Now().Add(-time.Minute).UnixMilli()
 
 func envelope(t *testing.T, attempts int) string {
 	t.Helper()
