@@ -86,8 +86,8 @@ verify-versions: ## Check every module requires its siblings at the versions in 
 	$(GO) run ./tools/cmd/verify-versions
 
 .PHONY: demo
-demo: ## Run the demo on the embedded Kafka-protocol broker (no setup besides Go).
-	$(GO) run ./examples/quickstart
+demo: ## Run the order status processor demo on the embedded Kafka-protocol broker (no setup besides Go).
+	$(GO) run ./examples/orderstatus/cmd/demo
 
 .PHONY: ci
 ci: lint test conformance integration ## Everything CI runs: lint, unit tests, conformance, real-broker integration tests.
