@@ -230,7 +230,7 @@ type outcome struct {
 
 // deliver handles one reserved message from start to settlement.
 func (a *App) deliver(ctx context.Context, msg *ReceivedMessage) outcome {
-	hctx := ContextWithHeaders(ctx, msg.Headers)
+	hctx := contextWithDelivered(ctx, msg.Headers)
 
 	// Version gate, before the body is decoded.
 	version, present := msg.Header(HeaderSchemaVersion)
@@ -238,7 +238,7 @@ func (a *App) deliver(ctx context.Context, msg *ReceivedMessage) outcome {
 		return a.settleVersionGated(ctx, msg, version, err)
 	}
 
-	env, err := Decode([]byte(msg.Body))
+	env, err := decodeString(msg.Body)
 	if err != nil {
 		if errors.Is(err, ErrUnsupportedSchemaVersion) {
 			rejected := ProjectBody([]byte(msg.Body)).SchemaVersion

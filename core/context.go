@@ -15,6 +15,14 @@ func ContextWithHeaders(ctx context.Context, headers map[string]string) context.
 	return context.WithValue(ctx, headersKey{}, maps.Clone(headers))
 }
 
+// contextWithDelivered is ContextWithHeaders for the App's own deliveries:
+// it stores the delivered map itself, not a copy. That is safe because
+// neither the App nor a transport changes a ReceivedMessage's headers once
+// it was delivered, and every reader below copies or only looks.
+func contextWithDelivered(ctx context.Context, headers map[string]string) context.Context {
+	return context.WithValue(ctx, headersKey{}, headers)
+}
+
 // HeadersFromContext returns a copy of the out-of-band headers delivered
 // with the message being handled (contract bq- headers included), or nil
 // outside a handler.

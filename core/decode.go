@@ -1,6 +1,9 @@
 package babelqueue
 
-import "fmt"
+import (
+	"fmt"
+	"unsafe"
+)
 
 // Top-level and meta keys the codec reads.
 const (
@@ -222,7 +225,23 @@ func Decode(body []byte) (*Envelope, error) {
 	if err != nil {
 		return nil, err
 	}
-	src := string(body)
+	return newEnvelope(string(body), p), nil
+}
+
+// decodeString is Decode of a body the caller holds as a string (the Body
+// of a ReceivedMessage): the Envelope refers to src instead of a copy.
+func decodeString(src string) (*Envelope, error) {
+	// parse only reads its input, and src outlives the call: a read-only
+	// view of the string's bytes saves two copies of every delivered body.
+	p, err := parse(unsafe.Slice(unsafe.StringData(src), len(src)))
+	if err != nil {
+		return nil, err
+	}
+	return newEnvelope(src, p), nil
+}
+
+// newEnvelope builds the Envelope of the body src that parse accepted as p.
+func newEnvelope(src string, p parsed) *Envelope {
 	e := &Envelope{
 		Job:      stringAt(src, p.job),
 		TraceID:  stringAt(src, p.traceID),
@@ -238,11 +257,11 @@ func Decode(body []byte) (*Envelope, error) {
 		src:    src,
 		jobKey: p.jobKey,
 	}
-	if p.dl.is(body, '{') {
-		e.DeadLetter = parseDeadLetter(body, p.dl.start)
+	if p.dl.ok && src[p.dl.start] == '{' {
+		e.DeadLetter = parseDeadLetter(unsafe.Slice(unsafe.StringData(src), len(src)), p.dl.start)
 	}
 	e.orig = snapshotOf(e)
-	return e, nil
+	return e
 }
 
 // stringAt returns the value of the string token at v in src, or "" when v

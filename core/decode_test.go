@@ -335,3 +335,25 @@ func TestDecodeEscapedKeys(t *testing.T) {
 		t.Fatalf("ProjectBody = %+v", p)
 	}
 }
+
+// decodeString (the App's delivery path) must read every body exactly as
+// Decode does.
+func TestDecodeStringMatchesDecode(t *testing.T) {
+	bodies := []string{
+		``, `[]`, `{"job":"urn:a"}`,
+		`{"job":"urn:a","trace_id":"t","data":{"k":"v\u00e9"},"meta":{"id":"i","queue":"q","lang":"go","schema_version":1,"created_at":5},"attempts":2}`,
+		`{"urn":"urn:a","trace_id":"t","data":{},"meta":{"schema_version":1},"attempts":0,"dead_letter":{"reason":"failed","error":"x\"y","exception":null,"failed_at":7,"original_queue":"q","attempts":3,"lang":"go"}}`,
+		`{"job":"urn:a","trace_id":"t","data":{},"meta":{"schema_version":2},"attempts":0}`,
+	}
+	for _, b := range bodies {
+		want, werr := Decode([]byte(b))
+		got, gerr := decodeString(b)
+		if (werr == nil) != (gerr == nil) || (werr != nil && werr.Error() != gerr.Error()) {
+			t.Errorf("%s: decodeString error %v, Decode error %v", b, gerr, werr)
+			continue
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: decodeString = %+v, Decode = %+v", b, got, want)
+		}
+	}
+}
