@@ -111,12 +111,17 @@ resolve_classpath() {
   die "$name: Maven could not resolve $pomdir/pom.xml (timeout ${BQ_MVN_TIMEOUT:-1500}s; log above)"
 }
 
-# probe_bin: prints the path of the readiness probe, building it when the
-# sources changed. The Go build cache makes a rebuild cheap.
+# probe_bin: prints the path of the readiness probe, building it when its
+# sources or the module's requirements are newer than the binary (linking it
+# takes seconds on a busy machine, so an up-to-date binary is reused).
 probe_bin() {
   need go "install Go 1.25+"
   local bin="$BQ_BROKERS_CACHE/bin/bqprobe"
   mkdir -p "$BQ_BROKERS_CACHE/bin"
+  if [ -x "$bin" ] && [ -z "$(find "$BQ_BROKERS_DIR/probe" "$BQ_TOOLS_DIR/go.mod" "$BQ_TOOLS_DIR/go.sum" -newer "$bin" 2>/dev/null | head -n 1)" ]; then
+    printf '%s\n' "$bin"
+    return 0
+  fi
   if ! (cd "$BQ_TOOLS_DIR" && go build -o "$bin.tmp.$$" ./brokers/probe) >"$BQ_BROKERS_CACHE/probe-build.log" 2>&1; then
     cat "$BQ_BROKERS_CACHE/probe-build.log" >&2
     rm -f "$bin.tmp.$$"

@@ -86,8 +86,11 @@ do_up() {
   started=$(date +%s)
   # The JVM runs in its own session (setsid) so the caller's Ctrl-C or exit
   # does not kill it; the wrapper records its own pid, then becomes java.
-  (exec 9>&-; cd "$DIR" && setsid bash -c 'echo $$ >"$0"; exec java "$@"' "$PIDFILE" "${java_args[@]}" \
-    >"$DIR/logs/pulsar.out" 2>&1 </dev/null &)
+  (
+    exec 9>&- </dev/null >>"$DIR/logs/pulsar.out" 2>&1
+    cd "$DIR"
+    exec setsid bash -c 'echo $$ >"$0"; exec java "$@"' "$PIDFILE" "${java_args[@]}"
+  ) &
   for _ in $(seq 1 50); do
     [ -s "$PIDFILE" ] && break
     sleep 0.1
