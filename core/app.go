@@ -19,6 +19,8 @@ type App struct {
 
 	mu       sync.RWMutex
 	handlers map[string]Handler
+
+	ackCtxs sync.Pool // of *settleContext, see ackWithin
 }
 
 // NewApp returns an App over t configured by opts (see options.go for every

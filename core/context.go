@@ -3,6 +3,8 @@ package babelqueue
 import (
 	"context"
 	"maps"
+	"sync"
+	"time"
 )
 
 type headersKey struct{}
@@ -49,4 +51,104 @@ func BypassExternalEffects(ctx context.Context, fn func() error) error {
 		return nil
 	}
 	return fn()
+}
+
+// settleContext is the context of a settle call that a hot path makes
+// once per delivery: it carries the values of the consume context, not its
+// cancellation, and ends at a deadline, like
+// context.WithTimeout(context.WithoutCancel(ctx), d), but it is re-armed
+// for each call instead of allocating a context and a timer. One goroutine
+// arms it, makes one call with it and disarms it; only then may it be
+// armed again. A callee must not keep it past the call's return.
+type settleContext struct {
+	timer *time.Timer
+
+	mu       sync.Mutex
+	parent   context.Context // the context of the last call
+	values   context.Context // context.WithoutCancel(parent)
+	armed    bool
+	deadline time.Time
+	done     chan struct{}
+	err      error
+}
+
+var _ context.Context = (*settleContext)(nil)
+
+func newSettleContext() *settleContext {
+	c := &settleContext{done: make(chan struct{})}
+	c.timer = time.AfterFunc(time.Hour, c.expire)
+	c.timer.Stop()
+	return c
+}
+
+// arm starts a call bounded by d, with the values of values.
+func (c *settleContext) arm(values context.Context, d time.Duration) {
+	c.mu.Lock()
+	if c.err != nil {
+		// The previous call timed out: its channel stays closed.
+		c.done, c.err = make(chan struct{}), nil
+	}
+	if values != c.parent {
+		// The same consume context comes back call after call: its
+		// WithoutCancel wrapper (which also hides its cancellation cause
+		// from context.Cause) is made once.
+		c.parent, c.values = values, context.WithoutCancel(values)
+	}
+	c.armed = true
+	c.deadline = time.Now().Add(d)
+	c.mu.Unlock()
+	c.timer.Reset(d)
+}
+
+// disarm ends the call.
+func (c *settleContext) disarm() {
+	c.timer.Stop()
+	c.mu.Lock()
+	c.armed = false
+	c.mu.Unlock()
+}
+
+// expire is the timer's function. A firing left over from an earlier call
+// (the timer fired while it was being stopped) finds the current call's
+// deadline still ahead, or no call, and does nothing.
+func (c *settleContext) expire() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.armed || c.err != nil || time.Now().Before(c.deadline) {
+		return
+	}
+	c.err = context.DeadlineExceeded
+	close(c.done)
+}
+
+// Deadline returns the end of the current call.
+func (c *settleContext) Deadline() (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.deadline, true
+}
+
+// Done is closed when the current call's deadline passed.
+func (c *settleContext) Done() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.done
+}
+
+// Err is context.DeadlineExceeded once the deadline passed, else nil.
+func (c *settleContext) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// Value looks key up in the values of the context the call was armed with.
+func (c *settleContext) Value(key any) any {
+	c.mu.Lock()
+	values := c.values
+	c.mu.Unlock()
+	if values == nil {
+		return nil
+	}
+	return values.Value(key)
 }

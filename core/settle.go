@@ -26,9 +26,7 @@ func (a *App) settleCtx(ctx context.Context) (context.Context, context.CancelFun
 
 // ack acknowledges a handled message.
 func (a *App) ack(ctx context.Context, msg *ReceivedMessage, env *Envelope, route string) outcome {
-	sctx, cancel := a.settleCtx(ctx)
-	defer cancel()
-	if err := a.t.Ack(sctx, msg); err != nil {
+	if err := a.ackWithin(ctx, msg); err != nil {
 		return a.ackFailed(ctx, msg, env, route, err)
 	}
 	return outcome{}
@@ -36,12 +34,26 @@ func (a *App) ack(ctx context.Context, msg *ReceivedMessage, env *Envelope, rout
 
 // ackAfterWrite acknowledges the original once its replacement is written.
 func (a *App) ackAfterWrite(ctx context.Context, msg *ReceivedMessage, env *Envelope, route, what string) outcome {
-	sctx, cancel := a.settleCtx(ctx)
-	defer cancel()
-	if err := a.t.Ack(sctx, msg); err != nil {
+	if err := a.ackWithin(ctx, msg); err != nil {
 		return a.ackFailed(ctx, msg, env, route, fmt.Errorf("%s written, but: %w", what, err))
 	}
 	return outcome{}
+}
+
+// ackWithin calls the transport's Ack with a settle context (the values of
+// ctx, not its cancellation, and the settle timeout). Ack runs once per
+// delivery, so its context comes from a pool of re-armable ones instead of
+// a context and a timer made for each call.
+func (a *App) ackWithin(ctx context.Context, msg *ReceivedMessage) error {
+	sctx, _ := a.ackCtxs.Get().(*settleContext)
+	if sctx == nil {
+		sctx = newSettleContext()
+	}
+	sctx.arm(ctx, a.cfg.settleTimeout)
+	err := a.t.Ack(sctx, msg)
+	sctx.disarm()
+	a.ackCtxs.Put(sctx)
+	return err
 }
 
 func (a *App) ackFailed(ctx context.Context, msg *ReceivedMessage, env *Envelope, route string, err error) outcome {

@@ -841,3 +841,34 @@ func TestHandleReplacesAndRemoves(t *testing.T) {
 		t.Error("Transport() is not the transport given")
 	}
 }
+
+// blockingAck is a transport whose Ack waits for its context to end.
+type blockingAck struct {
+	*InMemoryTransport
+	seen chan any
+}
+
+func (b blockingAck) Ack(ctx context.Context, _ *ReceivedMessage) error {
+	b.seen <- ctx.Value(ctxKey{})
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func TestAckIsBoundedBySettleTimeoutEveryTime(t *testing.T) {
+	mem := NewInMemoryTransport()
+	tr := blockingAck{mem, make(chan any, 3)}
+	a := NewApp(tr, WithDefaultQueue("orders"), WithSettleTimeout(20*time.Millisecond), WithLogger(quietLogger()))
+	a.Handle("urn:x", func(context.Context, *Envelope) error { return nil })
+	ctx := context.WithValue(context.Background(), ctxKey{}, "v")
+	for i := 0; i < 3; i++ {
+		mem.Publish(ctx, "orders", envBody(t, "urn:x", 0))
+		m, _ := mem.Pop(ctx, "orders", 0)
+		out := a.deliver(ctx, m)
+		if !errors.Is(out.err, ErrSettle) || !errors.Is(out.err, context.DeadlineExceeded) {
+			t.Fatalf("delivery %d: err = %v, want the Ack's deadline as a settle failure", i, out.err)
+		}
+		if v := <-tr.seen; v != "v" {
+			t.Errorf("delivery %d: Ack context value = %v, want the consume context's", i, v)
+		}
+	}
+}
