@@ -78,7 +78,7 @@ do_up() {
     --add-scram "SCRAM-SHA-256=[name=$KAFKA_USER,password=$KAFKA_PASSWORD]" \
     --add-scram "SCRAM-SHA-512=[name=$KAFKA_USER,password=$KAFKA_PASSWORD]" \
     >"$DIR/logs/format.out" 2>&1; then
-    tail_logs "$DIR/logs"
+    tail_logs "$DIR/logs" format.out
     die "kafka: formatting the storage failed"
   fi
 
@@ -106,10 +106,9 @@ do_up() {
   rc=0
   probe "$probe_bin" "${KAFKA_START_TIMEOUT}s" >"$DIR/logs/probe.out" 2>&1 || rc=$?
   if [ "$rc" != 0 ]; then
-    cat "$DIR/logs/probe.out" >&2
-    tail_logs "$DIR/logs"
+    tail_logs "$DIR/logs" server.log kafka.out probe.out
     stop_pid "$PIDFILE" kafka
-    die "kafka: not serving after ${KAFKA_START_TIMEOUT}s (logs above; kept in $DIR/logs)"
+    die "kafka: did not come up (limit ${KAFKA_START_TIMEOUT}s; probe output and log tails above, full logs in $DIR/logs)"
   fi
   env_lines >"$ENVFILE"
   log "kafka: serving after $(($(date +%s) - started))s (pid $(cat "$PIDFILE"), rss $(($(rss_kib "$PIDFILE") / 1024)) MiB, logs in $DIR/logs)"

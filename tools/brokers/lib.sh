@@ -43,13 +43,15 @@ pid_alive() {
   [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
 }
 
-# tail_logs DIR: prints the end of every log file in DIR, for diagnosis.
+# tail_logs DIR FILE...: prints the end of the named files in DIR (those
+# that exist and are not empty), for diagnosis.
 tail_logs() {
-  local f
-  for f in "$1"/*.log "$1"/*.out; do
-    [ -s "$f" ] || continue
-    printf '\n----- last 60 lines of %s -----\n' "$f" >&2
-    tail -n 60 "$f" >&2
+  local dir="$1" f
+  shift
+  for f in "$@"; do
+    [ -s "$dir/$f" ] || continue
+    printf '\n----- last 60 lines of %s -----\n' "$dir/$f" >&2
+    tail -n 60 "$dir/$f" >&2
   done
   printf -- '-----\n' >&2
 }

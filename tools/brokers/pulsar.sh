@@ -100,10 +100,9 @@ do_up() {
   rc=0
   probe "$probe_bin" "${PULSAR_START_TIMEOUT}s" >"$DIR/logs/probe.out" 2>&1 || rc=$?
   if [ "$rc" != 0 ]; then
-    cat "$DIR/logs/probe.out" >&2
-    tail_logs "$DIR/logs"
+    tail_logs "$DIR/logs" pulsar.log pulsar.out probe.out
     stop_pid "$PIDFILE" pulsar
-    die "pulsar: not serving after ${PULSAR_START_TIMEOUT}s (logs above; kept in $DIR/logs)"
+    die "pulsar: did not come up (limit ${PULSAR_START_TIMEOUT}s; probe output and log tails above, full logs in $DIR/logs)"
   fi
   env_lines >"$ENVFILE"
   log "pulsar: serving after $(($(date +%s) - started))s (pid $(cat "$PIDFILE"), rss $(($(rss_kib "$PIDFILE") / 1024)) MiB, logs in $DIR/logs)"

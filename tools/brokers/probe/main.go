@@ -69,7 +69,11 @@ func poll(c common, name string, check func(ctx context.Context) error) error {
 	var last error
 	for attempt := 1; ; attempt++ {
 		if c.pid > 0 && !alive(c.pid) {
-			return fmt.Errorf("%s: %w (pid %d) after %s; last check error: %v", name, errProcessGone, c.pid, time.Since(start).Round(time.Second), last)
+			err := fmt.Errorf("%s: %w (pid %d) after %s", name, errProcessGone, c.pid, time.Since(start).Round(time.Second))
+			if last != nil {
+				err = fmt.Errorf("%w; last check error: %v", err, last)
+			}
+			return err
 		}
 		cctx, ccancel := context.WithTimeout(ctx, 15*time.Second)
 		last = check(cctx)
