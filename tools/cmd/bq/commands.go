@@ -10,12 +10,27 @@ import (
 	"strings"
 )
 
-// Exit codes.
+// Exit codes of every command (also listed in "bq help").
 const (
-	exitOK    = 0
+	// exitOK: the command did what was asked.
+	exitOK = 0
+	// exitError: the command failed (bad URL, unreachable broker, broker error).
 	exitError = 1
+	// exitUsage: unknown command, bad flag or missing argument.
 	exitUsage = 2
+	// exitPartial: the command finished but left work undone on purpose
+	// (redrive: records held back by the replay-count guard or skipped as
+	// undecodable).
+	exitPartial = 3
 )
+
+// exitCodesHelp documents the exit codes in the root help.
+const exitCodesHelp = `Exit codes:
+  0  success
+  1  failure (bad broker URL, unreachable broker, broker or I/O error)
+  2  usage error (unknown command, bad flag, missing argument)
+  3  partial: finished, but some records were held back (redrive guard,
+     undecodable records) and are reported`
 
 // command is one node of the command tree: either a group holding
 // subcommands or a leaf that runs.
@@ -30,11 +45,15 @@ type command struct {
 // errUsage marks an error already explained to the user (usage printed).
 var errUsage = errors.New("usage")
 
+// errPartial marks a run that finished with records held back; the
+// command has already reported them.
+var errPartial = errors.New("partial")
+
 // root returns the command tree. New commands are added here.
 func root() *command {
 	return &command{
 		name:    "bq",
-		summary: "BabelQueue for Go command line",
+		summary: "BabelQueue for Go operator command line",
 		subs: []*command{
 			{
 				name:    "dev",
@@ -43,6 +62,25 @@ func root() *command {
 					{name: "kafka", summary: "run an embedded Kafka-protocol broker on 127.0.0.1", run: runDevKafka},
 				},
 			},
+			{
+				name:    "topics",
+				summary: "Kafka topic provisioning",
+				subs: []*command{
+					{name: "ensure", summary: "create a work topic, its retry tiers and its DLQ (idempotent)", run: runTopicsEnsure},
+				},
+			},
+			{name: "reinject", summary: "run the Kafka re-injector for retry tiers until stopped", run: runReinject},
+			{
+				name:    "dlq",
+				summary: "inspect a dead-letter queue without consuming it",
+				subs: []*command{
+					{name: "stats", summary: "count dead letters by reason, URN, original queue and age", run: runDLQStats},
+					{name: "peek", summary: "show dead letters: envelope, dead_letter block and headers", run: runDLQPeek},
+				},
+			},
+			{name: "redrive", summary: "move dead letters back to their queue (resumable)", run: runRedrive},
+			{name: "publish", summary: "publish an envelope built from a URN and JSON data", run: runPublish},
+			{name: "tail", summary: "print decoded envelopes and headers of a queue, following", run: runTail},
 		},
 	}
 }
@@ -74,6 +112,8 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 		return exitOK
 	case errors.Is(err, errUsage):
 		return exitUsage
+	case errors.Is(err, errPartial):
+		return exitPartial
 	default:
 		fmt.Fprintf(errOut, "%s: %v\n", strings.Join(path, " "), err)
 		return exitError
@@ -96,4 +136,47 @@ func printGroupUsage(w io.Writer, path []string, c *command) {
 	for _, s := range subs {
 		fmt.Fprintf(w, "  %-10s %s\n", s.name, s.summary)
 	}
+	if len(path) == 1 {
+		fmt.Fprintf(w, "\nRun \"bq <command> -h\" for flags and examples.\n\n%s\n", exitCodesHelp)
+	}
+}
+
+// leafFlags builds the flag set of a leaf command with a usage text made of
+// a description, the flags and examples.
+func leafFlags(name, usage, description, examples string, errOut io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	fs.Usage = func() {
+		fmt.Fprintf(errOut, "Usage: %s\n\n%s\n\nFlags:\n", usage, strings.TrimSpace(description))
+		fs.PrintDefaults()
+		if examples != "" {
+			fmt.Fprintf(errOut, "\nExamples:\n%s\n", strings.TrimRight(examples, "\n"))
+		}
+	}
+	return fs
+}
+
+// parseLeaf parses args; it returns flag.ErrHelp for -h, errUsage (usage
+// printed) for a bad flag or unexpected positional arguments.
+func parseLeaf(fs *flag.FlagSet, args []string, errOut io.Writer) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(errOut, "%s: unexpected arguments %q\n", fs.Name(), fs.Args())
+		fs.Usage()
+		return errUsage
+	}
+	return nil
+}
+
+// usageErrorf reports a usage problem found after parsing and returns
+// errUsage.
+func usageErrorf(fs *flag.FlagSet, errOut io.Writer, format string, args ...any) error {
+	fmt.Fprintf(errOut, "%s: %s\n", fs.Name(), fmt.Sprintf(format, args...))
+	fmt.Fprintf(errOut, "Run \"%s -h\" for help.\n", fs.Name())
+	return errUsage
 }

@@ -1,0 +1,284 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+)
+
+// dlqName resolves --dlq / --queue to the dead-letter topic.
+func dlqName(dlq, queue string) string {
+	if dlq != "" {
+		return dlq
+	}
+	if queue == "" {
+		return ""
+	}
+	return queue + ".dlq"
+}
+
+// ageBucket names the age bucket of a dead letter of age d.
+func ageBucket(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return "<1m"
+	case d < time.Hour:
+		return "1m-1h"
+	case d < 24*time.Hour:
+		return "1h-1d"
+	case d < 7*24*time.Hour:
+		return "1d-7d"
+	default:
+		return ">=7d"
+	}
+}
+
+// ageBuckets is the display order of the age buckets.
+var ageBuckets = []string{"<1m", "1m-1h", "1h-1d", "1d-7d", ">=7d"}
+
+// dlqStats are the counts of "bq dlq stats".
+type dlqStats struct {
+	Topic         string         `json:"topic"`
+	Total         int            `json:"total"`
+	ByReason      map[string]int `json:"by_reason"`
+	ByURN         map[string]int `json:"by_urn"`
+	ByOriginQueue map[string]int `json:"by_original_queue"`
+	ByAge         map[string]int `json:"by_age"`
+	Undecodable   int            `json:"undecodable"`
+}
+
+func newDLQStats(topic string) *dlqStats {
+	return &dlqStats{Topic: topic, ByReason: map[string]int{}, ByURN: map[string]int{}, ByOriginQueue: map[string]int{}, ByAge: map[string]int{}}
+}
+
+// add counts one record. A record without a dead_letter block (a
+// version-gated message, SPEC 4.3) counts under reason "(none)"; its age
+// is taken from the record time. Undecodable bodies count under URN
+// "(undecodable)".
+func (s *dlqStats) add(r *record, now time.Time) {
+	s.Total++
+	failedAt := r.Time
+	reason, origin := "(none)", "(unknown)"
+	if dl, ok := babelqueue.DeadLetterOf(r.Value); ok {
+		reason = dl.Reason
+		if dl.OriginalQueue != "" {
+			origin = dl.OriginalQueue
+		}
+		if dl.FailedAt > 0 {
+			failedAt = time.UnixMilli(dl.FailedAt)
+		}
+	}
+	urn := "(undecodable)"
+	if env, err := babelqueue.Decode(r.Value); err == nil {
+		urn = env.URN()
+		if origin == "(unknown)" && env.Meta.Queue != "" {
+			origin = env.Meta.Queue
+		}
+	} else {
+		s.Undecodable++
+		if v, ok := r.header(babelqueue.HeaderJob); ok && v != "" {
+			urn = v + " (undecodable)"
+		}
+	}
+	s.ByReason[reason]++
+	s.ByURN[urn]++
+	s.ByOriginQueue[origin]++
+	s.ByAge[ageBucket(now.Sub(failedAt))]++
+}
+
+// write prints the stats as tables.
+func (s *dlqStats) write(w io.Writer) error {
+	fmt.Fprintf(w, "%s: %d dead letters (%d undecodable)\n", s.Topic, s.Total, s.Undecodable)
+	for _, sec := range []struct {
+		title string
+		m     map[string]int
+	}{{"REASON", s.ByReason}, {"URN", s.ByURN}, {"ORIGINAL QUEUE", s.ByOriginQueue}} {
+		fmt.Fprintln(w)
+		var rows [][]string
+		for _, r := range sortedCounts(sec.m) {
+			rows = append(rows, []string{r.Key, strconv.Itoa(r.Count)})
+		}
+		if err := writeTable(w, []string{sec.title, "COUNT"}, rows); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(w)
+	var rows [][]string
+	for _, b := range ageBuckets {
+		rows = append(rows, []string{b, strconv.Itoa(s.ByAge[b])})
+	}
+	return writeTable(w, []string{"AGE", "COUNT"}, rows)
+}
+
+const dlqStatsHelp = `Counts the dead letters of a dead-letter queue by reason, URN, original
+queue and age (since dead_letter.failed_at, else the record time). Nothing
+is consumed: Kafka partitions are read with plain partition readers from the
+first offset to the high-water mark (no consumer group, no commit); Pulsar
+is read with a Reader from the earliest message (no subscription).
+
+On Kafka a redriven record stays in the DLQ topic (records are never
+deleted), so it is still counted here.
+
+` + connEnvHelp
+
+const dlqStatsExamples = `  bq dlq stats --broker kafka://127.0.0.1:9092 --queue orders
+  bq dlq stats --broker pulsar://127.0.0.1:6650 --dlq orders.dlq --json`
+
+func runDLQStats(ctx context.Context, args []string, out, errOut io.Writer) error {
+	fs := leafFlags("bq dlq stats", "bq dlq stats --broker URL (--queue Q | --dlq TOPIC) [--json]", dlqStatsHelp, dlqStatsExamples, errOut)
+	var cf connFlags
+	cf.register(fs)
+	queue := fs.String("queue", "", "work queue; its DLQ is <queue>.dlq")
+	dlq := fs.String("dlq", "", "dead-letter topic (overrides --queue)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parseLeaf(fs, args, errOut); err != nil {
+		return err
+	}
+	topic := dlqName(*dlq, *queue)
+	if topic == "" {
+		return usageErrorf(fs, errOut, "--queue or --dlq is required")
+	}
+	u, err := cf.url()
+	if err != nil {
+		return usageErrorf(fs, errOut, "%v", err)
+	}
+	if err := cf.check(u); err != nil {
+		return usageErrorf(fs, errOut, "%v", err)
+	}
+	sc, err := cf.openScanner(ctx, u)
+	if err != nil {
+		return err
+	}
+	defer sc.Close()
+	st := newDLQStats(topic)
+	now := time.Now()
+	if err := sc.scan(ctx, topic, func(r *record) error { st.add(r, now); return nil }); err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeJSON(out, st)
+	}
+	return st.write(out)
+}
+
+const dlqPeekHelp = `Shows dead letters: where each record sits, its headers, its dead_letter
+block and its envelope. Nothing is consumed (see "bq dlq stats -h").
+Filters select what is shown; --limit bounds the output.
+
+` + connEnvHelp
+
+const dlqPeekExamples = `  bq dlq peek --broker kafka://127.0.0.1:9092 --queue orders --limit 5
+  bq dlq peek --broker kafka://127.0.0.1:9092 --queue orders --reason poison --json
+  bq dlq peek --broker pulsar://127.0.0.1:6650 --dlq orders.dlq --urn urn:bq:orders:created`
+
+func runDLQPeek(ctx context.Context, args []string, out, errOut io.Writer) error {
+	fs := leafFlags("bq dlq peek", "bq dlq peek --broker URL (--queue Q | --dlq TOPIC) [filters] [--limit N] [--json]", dlqPeekHelp, dlqPeekExamples, errOut)
+	var cf connFlags
+	cf.register(fs)
+	queue := fs.String("queue", "", "work queue; its DLQ is <queue>.dlq")
+	dlq := fs.String("dlq", "", "dead-letter topic (overrides --queue)")
+	limit := fs.Int("limit", 20, "show at most this many dead letters (0: all)")
+	var sel selectorFlags
+	sel.register(fs)
+	asJSON := fs.Bool("json", false, "print one JSON object per dead letter")
+	if err := parseLeaf(fs, args, errOut); err != nil {
+		return err
+	}
+	topic := dlqName(*dlq, *queue)
+	if topic == "" {
+		return usageErrorf(fs, errOut, "--queue or --dlq is required")
+	}
+	if *limit < 0 {
+		return usageErrorf(fs, errOut, "--limit %d: must be >= 0", *limit)
+	}
+	selector, err := sel.build()
+	if err != nil {
+		return usageErrorf(fs, errOut, "%v", err)
+	}
+	u, err := cf.url()
+	if err != nil {
+		return usageErrorf(fs, errOut, "%v", err)
+	}
+	if err := cf.check(u); err != nil {
+		return usageErrorf(fs, errOut, "%v", err)
+	}
+	sc, err := cf.openScanner(ctx, u)
+	if err != nil {
+		return err
+	}
+	defer sc.Close()
+	shown := 0
+	err = sc.scan(ctx, topic, func(r *record) error {
+		if !selector.matchRecord(r) {
+			return nil
+		}
+		v := r.view()
+		if *asJSON {
+			if err := writeJSONLine(out, v); err != nil {
+				return err
+			}
+		} else {
+			writeRecordText(out, v)
+		}
+		shown++
+		if *limit > 0 && shown >= *limit {
+			return errStop
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if !*asJSON {
+		fmt.Fprintf(errOut, "%d dead letters shown\n", shown)
+	}
+	return nil
+}
+
+// writeRecordText prints one record for people.
+func writeRecordText(w io.Writer, v recordView) {
+	where := v.Topic
+	if v.Partition != nil {
+		where = fmt.Sprintf("%s/%d@%d", v.Topic, *v.Partition, *v.Offset)
+	} else if v.MessageID != "" {
+		where = fmt.Sprintf("%s@%s", v.Topic, v.MessageID)
+	}
+	fmt.Fprintf(w, "--- %s  %s\n", where, v.Time.Format(time.RFC3339Nano))
+	if v.Key != "" {
+		fmt.Fprintf(w, "key: %s\n", v.Key)
+	}
+	if v.URN != "" {
+		fmt.Fprintf(w, "urn: %s  id: %s\n", v.URN, v.ID)
+	}
+	if v.DecodeError != "" {
+		fmt.Fprintf(w, "decode error: %s\n", v.DecodeError)
+	}
+	if dl := v.DeadLetter; dl != nil {
+		errText := "null"
+		if dl.Error != nil {
+			errText = strconv.Quote(*dl.Error)
+		}
+		fmt.Fprintf(w, "dead_letter: reason=%s original_queue=%s attempts=%d failed_at=%s lang=%s error=%s\n",
+			dl.Reason, dl.OriginalQueue, dl.Attempts, time.UnixMilli(dl.FailedAt).UTC().Format(time.RFC3339), dl.Lang, errText)
+	}
+	if len(v.Headers) > 0 {
+		parts := make([]string, 0, len(v.Headers))
+		for _, h := range v.Headers {
+			parts = append(parts, h.Key+"="+h.Value)
+		}
+		fmt.Fprintf(w, "headers: %s\n", strings.Join(parts, " "))
+	}
+	switch {
+	case v.Envelope != nil:
+		fmt.Fprintf(w, "%s\n", v.Envelope)
+	case v.Body != "":
+		fmt.Fprintf(w, "body: %s\n", v.Body)
+	default:
+		fmt.Fprintf(w, "body (base64): %s\n", v.BodyBase64)
+	}
+}

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	bqkafka "github.com/babelqueue/babelqueue-go/kafka"
+	kafkago "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/sasl"
+	"github.com/segmentio/kafka-go/sasl/plain"
+	"github.com/segmentio/kafka-go/sasl/scram"
+)
+
+// errUnreachable is matched when no broker answered within the dial timeout.
+var errUnreachable = errors.New("broker unreachable")
+
+// kafkaConn holds what every Kafka command needs: brokers, security and
+// the bounded dial timeout, plus a kafka-go client for admin calls.
+type kafkaConn struct {
+	brokers []string
+	tls     *tls.Config
+	sasl    sasl.Mechanism
+	timeout time.Duration
+	client  *kafkago.Client
+}
+
+// kafka connects to the Kafka cluster of the flags: it checks that some
+// broker answers within the dial timeout (with TLS and SASL applied) so a
+// wrong address fails fast with a clear error.
+func (c *connFlags) kafka(ctx context.Context, u brokerURL) (*kafkaConn, error) {
+	if u.Kind != kindKafka {
+		return nil, fmt.Errorf("this command needs a Kafka broker (kafka://host:port), got %s", u.Kind)
+	}
+	tcfg, err := c.tlsConfig(u)
+	if err != nil {
+		return nil, err
+	}
+	k := &kafkaConn{brokers: u.Hosts, tls: tcfg, timeout: c.dialTimeout}
+	switch strings.ToLower(c.saslMech) {
+	case "":
+	case "plain":
+		k.sasl = plain.Mechanism{Username: c.saslUser, Password: c.saslPassword}
+	case "scram-sha-256", "scram-sha-512":
+		algo := scram.SHA256
+		if strings.EqualFold(c.saslMech, "scram-sha-512") {
+			algo = scram.SHA512
+		}
+		m, err := scram.Mechanism(algo, c.saslUser, c.saslPassword)
+		if err != nil {
+			return nil, fmt.Errorf("SASL/SCRAM: %w", err)
+		}
+		k.sasl = m
+	}
+	k.client = &kafkago.Client{
+		Addr:    kafkago.TCP(k.brokers...),
+		Timeout: 30 * time.Second,
+		Transport: &kafkago.Transport{
+			DialTimeout: k.timeout,
+			TLS:         k.tls,
+			SASL:        k.sasl,
+			ClientID:    "bq",
+		},
+	}
+	if err := k.ping(ctx); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// dialer is a kafka-go dialer with the connection's security and timeout.
+func (k *kafkaConn) dialer() *kafkago.Dialer {
+	return &kafkago.Dialer{Timeout: k.timeout, DualStack: true, TLS: k.tls, SASLMechanism: k.sasl, ClientID: "bq"}
+}
+
+// ping dials the brokers in turn until one completes the handshake
+// (TLS, SASL) within the timeout.
+func (k *kafkaConn) ping(ctx context.Context) error {
+	var errs []error
+	for _, b := range k.brokers {
+		dctx, cancel := context.WithTimeout(ctx, k.timeout)
+		conn, err := k.dialer().DialContext(dctx, "tcp", b)
+		cancel()
+		if err == nil {
+			_, err = conn.ApiVersions()
+			conn.Close()
+			if err == nil {
+				return nil
+			}
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", b, err))
+	}
+	return fmt.Errorf("%w: no Kafka broker of %s answered within %v: %w", errUnreachable, strings.Join(k.brokers, ","), k.timeout, errors.Join(errs...))
+}
+
+// transportOptions are the babelqueue kafka.Transport options for this
+// connection.
+func (k *kafkaConn) transportOptions() []bqkafka.Option {
+	opts := []bqkafka.Option{bqkafka.WithBrokers(k.brokers...)}
+	if k.tls != nil {
+		opts = append(opts, bqkafka.WithTLS(k.tls))
+	}
+	if k.sasl != nil {
+		opts = append(opts, bqkafka.WithSASL(k.sasl))
+	}
+	return opts
+}
+
+// partitions returns the sorted partition ids of topic; a missing topic
+// is an error.
+func (k *kafkaConn) partitions(ctx context.Context, topic string) ([]int, error) {
+	md, err := k.client.Metadata(ctx, &kafkago.MetadataRequest{Topics: []string{topic}})
+	if err != nil {
+		return nil, fmt.Errorf("metadata of %q: %w", topic, err)
+	}
+	for _, t := range md.Topics {
+		if t.Name != topic {
+			continue
+		}
+		if t.Error != nil {
+			return nil, fmt.Errorf("topic %q: %w", topic, t.Error)
+		}
+		ids := make([]int, 0, len(t.Partitions))
+		for _, p := range t.Partitions {
+			ids = append(ids, p.ID)
+		}
+		sort.Ints(ids)
+		if len(ids) == 0 {
+			return nil, fmt.Errorf("topic %q has no partitions", topic)
+		}
+		return ids, nil
+	}
+	return nil, fmt.Errorf("topic %q: not found", topic)
+}
+
+// bounds returns the first and the next (high-water) offset of each
+// partition.
+func (k *kafkaConn) bounds(ctx context.Context, topic string, parts []int) (first, next map[int]int64, err error) {
+	reqs := make([]kafkago.OffsetRequest, 0, 2*len(parts))
+	for _, p := range parts {
+		reqs = append(reqs, kafkago.FirstOffsetOf(p), kafkago.LastOffsetOf(p))
+	}
+	res, err := k.client.ListOffsets(ctx, &kafkago.ListOffsetsRequest{Topics: map[string][]kafkago.OffsetRequest{topic: reqs}})
+	if err != nil {
+		return nil, nil, fmt.Errorf("list offsets of %q: %w", topic, err)
+	}
+	first, next = map[int]int64{}, map[int]int64{}
+	for _, po := range res.Topics[topic] {
+		if po.Error != nil {
+			return nil, nil, fmt.Errorf("list offsets of %q/%d: %w", topic, po.Partition, po.Error)
+		}
+		first[po.Partition], next[po.Partition] = po.FirstOffset, po.LastOffset
+	}
+	for _, p := range parts {
+		if _, ok := next[p]; !ok {
+			return nil, nil, fmt.Errorf("list offsets of %q: partition %d missing from the answer", topic, p)
+		}
+	}
+	return first, next, nil
+}
+
+// readRange calls fn for each record of topic/partition with from <=
+// offset < to, in offset order, using a plain partition reader (no
+// consumer group, nothing committed).
+func (k *kafkaConn) readRange(ctx context.Context, topic string, partition int, from, to int64, fn func(kafkago.Message) error) error {
+	if from >= to {
+		return nil
+	}
+	r := kafkago.NewReader(kafkago.ReaderConfig{
+		Brokers:   k.brokers,
+		Topic:     topic,
+		Partition: partition,
+		Dialer:    k.dialer(),
+		MinBytes:  1,
+		MaxBytes:  4 << 20,
+		MaxWait:   500 * time.Millisecond,
+	})
+	defer r.Close()
+	if err := r.SetOffset(from); err != nil {
+		return fmt.Errorf("seek %s/%d to %d: %w", topic, partition, from, err)
+	}
+	for {
+		m, err := r.FetchMessage(ctx)
+		if err != nil {
+			return fmt.Errorf("read %s/%d: %w", topic, partition, err)
+		}
+		if m.Offset >= to {
+			return nil
+		}
+		if err := fn(m); err != nil {
+			return err
+		}
+		if m.Offset+1 >= to {
+			return nil
+		}
+	}
+}
