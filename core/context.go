@@ -60,13 +60,22 @@ func BypassExternalEffects(ctx context.Context, fn func() error) error {
 // for each call instead of allocating a context and a timer. One goroutine
 // arms it, makes one call with it and disarms it; only then may it be
 // armed again. A callee must not keep it past the call's return.
+//
+// Its timer is not reset for every call: arm starts it only when it is
+// not running or would fire after the new call's deadline, so it never
+// fires after the running call's deadline. expire then ends that call if
+// its deadline passed, or starts the timer again for the rest of it, or
+// lets the timer rest when no call is running. A busy loop thus touches the timer about once per timeout,
+// not once per call.
 type settleContext struct {
 	timer *time.Timer
 
 	mu       sync.Mutex
 	parent   context.Context // the context of the last call
 	values   context.Context // context.WithoutCancel(parent)
-	armed    bool
+	armed    bool            // a call is running
+	ticking  bool            // the timer is started and has not fired
+	fireAt   time.Time       // when it fires, while ticking
 	deadline time.Time
 	done     chan struct{}
 	err      error
@@ -83,7 +92,9 @@ func newSettleContext() *settleContext {
 
 // arm starts a call bounded by d, with the values of values.
 func (c *settleContext) arm(values context.Context, d time.Duration) {
+	now := time.Now()
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.err != nil {
 		// The previous call timed out: its channel stays closed.
 		c.done, c.err = make(chan struct{}), nil
@@ -95,26 +106,31 @@ func (c *settleContext) arm(values context.Context, d time.Duration) {
 		c.parent, c.values = values, context.WithoutCancel(values)
 	}
 	c.armed = true
-	c.deadline = time.Now().Add(d)
-	c.mu.Unlock()
-	c.timer.Reset(d)
+	c.deadline = now.Add(d)
+	if !c.ticking || c.deadline.Before(c.fireAt) {
+		c.ticking, c.fireAt = true, c.deadline
+		c.timer.Reset(d)
+	}
 }
 
-// disarm ends the call.
+// disarm ends the call. The timer, if started, keeps running (see expire).
 func (c *settleContext) disarm() {
-	c.timer.Stop()
 	c.mu.Lock()
 	c.armed = false
 	c.mu.Unlock()
 }
 
-// expire is the timer's function. A firing left over from an earlier call
-// (the timer fired while it was being stopped) finds the current call's
-// deadline still ahead, or no call, and does nothing.
+// expire is the timer's function.
 func (c *settleContext) expire() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.armed || c.err != nil || time.Now().Before(c.deadline) {
+	c.ticking = false
+	if !c.armed || c.err != nil {
+		return
+	}
+	if left := time.Until(c.deadline); left > 0 {
+		c.ticking, c.fireAt = true, c.deadline
+		c.timer.Reset(left)
 		return
 	}
 	c.err = context.DeadlineExceeded

@@ -121,14 +121,24 @@ func TestSettleContextBehavesLikeWithoutCancelWithTimeout(t *testing.T) {
 	c.disarm()
 }
 
-func TestSettleContextIgnoresALateFiring(t *testing.T) {
+func TestSettleContextEnforcesEachCallsOwnDeadline(t *testing.T) {
 	c := newSettleContext()
-	c.arm(context.Background(), time.Hour)
-	c.expire() // as if a firing of an earlier call ran now
+	// A short call started the timer; a long call follows it. The timer
+	// fires in the long call, which must go on.
+	c.arm(context.Background(), 20*time.Millisecond)
+	c.disarm()
+	c.arm(context.Background(), 200*time.Millisecond)
+	time.Sleep(60 * time.Millisecond)
 	if c.Err() != nil {
-		t.Fatalf("a firing before the deadline ended the call: %v", c.Err())
+		t.Fatalf("the previous call's deadline ended the current call: %v", c.Err())
+	}
+	select {
+	case <-c.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the current call's deadline passed and Done was not closed")
 	}
 	c.disarm()
+	// A firing while no call runs ends nothing.
 	c.expire()
 	c.arm(context.Background(), time.Hour)
 	if c.Err() != nil {
