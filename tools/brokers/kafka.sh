@@ -95,6 +95,7 @@ do_up() {
   (
     exec 9>&- </dev/null >>"$DIR/logs/kafka.out" 2>&1
     cd "$DIR"
+    # shellcheck disable=SC2016 # $$ and $@ belong to the inner shell.
     exec setsid bash -c 'echo $$ >"$0"; exec java "$@"' "$PIDFILE" "${java_args[@]}"
   ) &
   for _ in $(seq 1 50); do
@@ -127,7 +128,9 @@ do_status() {
 }
 
 do_env() {
-  pid_alive "$PIDFILE" && [ -s "$ENVFILE" ] || die "kafka: not running (start it with tools/brokers/up.sh kafka)"
+  if ! pid_alive "$PIDFILE" || [ ! -s "$ENVFILE" ]; then
+    die "kafka: not running (start it with tools/brokers/up.sh kafka)"
+  fi
   cat "$ENVFILE"
 }
 

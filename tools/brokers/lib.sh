@@ -35,12 +35,15 @@ port_busy() {
   (exec 3<>"/dev/tcp/$BQ_HOST/$1") 2>/dev/null
 }
 
-# pid_alive PIDFILE: true when the file names a live process.
+# pid_alive PIDFILE: true when the file names a live process (a zombie,
+# exited but not yet reaped, counts as gone).
 pid_alive() {
-  local pid
+  local pid state
   [ -s "$1" ] || return 1
   pid="$(cat "$1")"
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+  state="$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null || true)"
+  [ "$state" != Z ]
 }
 
 # tail_logs DIR FILE...: prints the end of the named files in DIR (those
@@ -136,12 +139,12 @@ probe_bin() {
 # stop_pid PIDFILE NAME: stops the process (TERM, then KILL after a grace
 # period) and removes the pid file.
 stop_pid() {
-  local pidfile="$1" name="$2" pid i
+  local pidfile="$1" name="$2" pid
   if pid_alive "$pidfile"; then
     pid="$(cat "$pidfile")"
     log "$name: stopping pid $pid"
     kill -TERM "$pid" 2>/dev/null || true
-    for i in $(seq 1 "${BQ_STOP_GRACE:-30}"); do
+    for _ in $(seq 1 "${BQ_STOP_GRACE:-30}"); do
       kill -0 "$pid" 2>/dev/null || break
       sleep 1
     done

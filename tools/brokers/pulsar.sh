@@ -89,6 +89,7 @@ do_up() {
   (
     exec 9>&- </dev/null >>"$DIR/logs/pulsar.out" 2>&1
     cd "$DIR"
+    # shellcheck disable=SC2016 # $$ and $@ belong to the inner shell.
     exec setsid bash -c 'echo $$ >"$0"; exec java "$@"' "$PIDFILE" "${java_args[@]}"
   ) &
   for _ in $(seq 1 50); do
@@ -120,7 +121,9 @@ do_status() {
 }
 
 do_env() {
-  pid_alive "$PIDFILE" && [ -s "$ENVFILE" ] || die "pulsar: not running (start it with tools/brokers/up.sh pulsar)"
+  if ! pid_alive "$PIDFILE" || [ ! -s "$ENVFILE" ]; then
+    die "pulsar: not running (start it with tools/brokers/up.sh pulsar)"
+  fi
   cat "$ENVFILE"
 }
 

@@ -20,6 +20,7 @@ fi
 
 read -r -a brokers <<<"${BQ_BROKERS:-kafka pulsar}"
 started=()
+# shellcheck disable=SC2317 # invoked by the EXIT trap
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM
