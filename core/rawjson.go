@@ -327,8 +327,9 @@ func scanTopObject(b []byte) (open, end int, err error) {
 		return 0, 0, syntaxErr(open, "empty body")
 	}
 	if b[open] != '{' {
-		end, err = scanValue(b, open, 1)
-		if err != nil {
+		// A syntax error in a non-object body is reported as such; a
+		// well-formed one is still not an object.
+		if _, err = scanValue(b, open, 1); err != nil {
 			return 0, 0, err
 		}
 		return 0, 0, syntaxErr(open, "not a JSON object")
