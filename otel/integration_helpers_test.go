@@ -34,6 +34,24 @@ func consumeUntilCleanup(t *testing.T, app *babelqueue.App, queue string) {
 	})
 }
 
+// closeWithin registers close to run at cleanup and fails the test when it
+// does not return within d (a hung broker client), instead of hanging it.
+func closeWithin(t *testing.T, close func() error, d time.Duration) {
+	t.Helper()
+	t.Cleanup(func() {
+		done := make(chan error, 1)
+		go func() { done <- close() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Logf("close: %v", err)
+			}
+		case <-time.After(d):
+			t.Errorf("transport Close did not return within %v", d)
+		}
+	})
+}
+
 // handlerLog records the deliveries a handler saw.
 type handlerLog struct {
 	mu       sync.Mutex

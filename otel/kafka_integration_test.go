@@ -21,7 +21,7 @@ func kafkaTransport(t *testing.T, opts ...kafka.Option) *kafka.Transport {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = tr.Close() })
+	closeWithin(t, tr.Close, 15*time.Second)
 	return tr
 }
 

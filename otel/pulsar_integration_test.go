@@ -24,7 +24,7 @@ func testPulsarRetry(t *testing.T, viaHeader bool, opts ...pulsar.Option) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = tr.Close() })
+	closeWithin(t, tr.Close, 15*time.Second)
 
 	h := newHarness(t)
 	app := babelqueue.NewApp(h.tel.Transport(tr), babelqueue.WithDefaultQueue(queue), babelqueue.WithMaxAttempts(3),
