@@ -199,3 +199,23 @@ func (k *kafkaConn) readRange(ctx context.Context, topic string, partition int, 
 		}
 	}
 }
+
+// waitTopic waits (at most d) until every partition of a just-created
+// topic has a leader, so the topic is usable when a command returns.
+func (k *kafkaConn) waitTopic(ctx context.Context, topic string, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	for {
+		parts, err := k.partitions(ctx, topic)
+		if err == nil {
+			if _, _, err = k.bounds(ctx, topic, parts); err == nil {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("topic %q not usable after %v: %w", topic, d, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

@@ -115,6 +115,11 @@ func runTopicsEnsure(ctx context.Context, args []string, out, errOut io.Writer) 
 		for n := range tiers {
 			r.Retry = append(r.Retry, bqkafka.RetryTopic(topic, n+1))
 		}
+		for _, name := range append(append([]string(nil), r.Retry...), r.DLQ) {
+			if err := k.waitTopic(ctx, name, 30*time.Second); err != nil {
+				return err
+			}
+		}
 		results = append(results, r)
 	}
 	if *asJSON {

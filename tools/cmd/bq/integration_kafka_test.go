@@ -1,0 +1,585 @@
+//go:build integration
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/tools/brokertest"
+	kafkago "github.com/segmentio/kafka-go"
+)
+
+// bq runs the command in process and returns stdout, stderr and the exit
+// code.
+func bq(t *testing.T, ctx context.Context, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(ctx, args, &out, &errOut)
+	return out.String(), errOut.String(), code
+}
+
+func mustBQ(t *testing.T, ctx context.Context, args ...string) string {
+	t.Helper()
+	out, errOut, code := bq(t, ctx, args...)
+	if code != exitOK {
+		t.Fatalf("bq %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, out, errOut)
+	}
+	return out
+}
+
+func kafkaURL(t *testing.T) string {
+	return "kafka://" + strings.Join(brokertest.KafkaBrokers(t), ",")
+}
+
+func testKafkaConn(t *testing.T, ctx context.Context) *kafkaConn {
+	t.Helper()
+	u, err := parseBrokerURL(kafkaURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf := connFlags{dialTimeout: 10 * time.Second}
+	k, err := cf.kafka(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// ensure creates topic (2 partitions), its DLQ and one 1s tier.
+func ensure(t *testing.T, ctx context.Context, topic string) {
+	t.Helper()
+	mustBQ(t, ctx, "topics", "ensure", "--broker", kafkaURL(t), "--topic", topic, "--partitions", "2", "--tiers", "1s")
+}
+
+// seedDeadLetter is one dead letter to write to a DLQ.
+type seedDeadLetter struct {
+	key, urn, reason, queue string
+	redrives              int
+	raw                   []byte // an undecodable body instead of an envelope
+}
+
+// seedDLQ writes dead letters to dlq as a consumer would have: envelope
+// with a dead_letter block, contract headers, key.
+func seedDLQ(t *testing.T, ctx context.Context, dlq string, seeds []seedDeadLetter) {
+	t.Helper()
+	w := &kafkago.Writer{Addr: kafkago.TCP(brokertest.KafkaBrokers(t)...), Balancer: &kafkago.Hash{}, RequiredAcks: kafkago.RequireAll, BatchTimeout: time.Millisecond, Transport: &kafkago.Transport{}}
+	defer w.Close()
+	msgs := make([]kafkago.Message, 0, len(seeds))
+	for _, s := range seeds {
+		m := kafkago.Message{Topic: dlq, Key: []byte(s.key), Time: time.Now()}
+		if s.raw != nil {
+			m.Value = s.raw
+		} else {
+			env, err := babelqueue.Make(s.urn, map[string]string{"key": s.key}, babelqueue.WithQueue(s.queue))
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := env.Encode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			msg := "boom"
+			body, err = babelqueue.AnnotateDeadLetter(body, babelqueue.DeadLetter{Reason: s.reason, Error: &msg, FailedAt: time.Now().UnixMilli(), OriginalQueue: s.queue, Attempts: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.Value = body
+			for _, h := range babelqueue.ProjectBody(body).Headers() {
+				m.Headers = append(m.Headers, kafkago.Header{Key: h.Key, Value: []byte(h.Value)})
+			}
+		}
+		if s.redrives > 0 {
+			m.Headers = append(m.Headers, kafkago.Header{Key: headerRedriveCount, Value: []byte(fmt.Sprint(s.redrives))})
+		}
+		msgs = append(msgs, m)
+	}
+	if err := w.WriteMessages(ctx, msgs...); err != nil {
+		t.Fatalf("seed %s: %v", dlq, err)
+	}
+}
+
+// readAll returns every record of topic now.
+func readAll(t *testing.T, ctx context.Context, k *kafkaConn, topic string) []*record {
+	t.Helper()
+	var recs []*record
+	if err := (kafkaScanner{k}).scan(ctx, topic, func(r *record) error { recs = append(recs, r); return nil }); err != nil {
+		t.Fatalf("read %s: %v", topic, err)
+	}
+	return recs
+}
+
+func TestKafkaPublishTailPeekStats(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	topic := brokertest.Topic(t, "bq")
+	ensure(t, ctx, topic)
+	// idempotent
+	out := mustBQ(t, ctx, "topics", "ensure", "--broker", kafkaURL(t), "--topic", topic, "--partitions", "5", "--tiers", "1s", "--json")
+	var ens []ensureResult
+	if err := json.Unmarshal([]byte(out), &ens); err != nil || len(ens) != 1 || ens[0].Partition != 2 || ens[0].DLQ != topic+".dlq" {
+		t.Fatalf("second ensure: %v %+v (%s)", err, ens, out)
+	}
+	k := testKafkaConn(t, ctx)
+	for _, tp := range []string{topic + ".retry.1", topic + ".dlq"} {
+		parts, err := k.partitions(ctx, tp)
+		if err != nil || len(parts) != 2 {
+			t.Fatalf("%s: partitions %v, %v; want 2", tp, parts, err)
+		}
+	}
+
+	var ids []string
+	for i := range 3 {
+		out := mustBQ(t, ctx, "publish", "--broker", kafkaURL(t), "--queue", topic, "--urn", "urn:bq:test:pub",
+			"--data", fmt.Sprintf(`{"n":%d}`, i), "--header", "traceparent=00-abc-def-01", "--json")
+		var res publishResult
+		if err := json.Unmarshal([]byte(out), &res); err != nil || res.ID == "" {
+			t.Fatalf("publish output %q: %v", out, err)
+		}
+		ids = append(ids, res.ID)
+	}
+	out = mustBQ(t, ctx, "tail", "--broker", kafkaURL(t), "--queue", topic, "--from-start", "--follow=false", "--json")
+	seen := map[string]bool{}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		var v recordView
+		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+			t.Fatalf("tail line %q: %v", sc.Text(), err)
+		}
+		if v.URN != "urn:bq:test:pub" || v.DecodeError != "" {
+			t.Errorf("tail view %+v", v)
+		}
+		hs := map[string]string{}
+		for _, h := range v.Headers {
+			hs[h.Key] = h.Value
+		}
+		if hs["traceparent"] != "00-abc-def-01" || hs["bq-message-id"] != v.ID || hs["bq-job"] != "urn:bq:test:pub" {
+			t.Errorf("tail headers %v", hs)
+		}
+		seen[v.ID] = true
+	}
+	for _, id := range ids {
+		if !seen[id] {
+			t.Errorf("published id %s not tailed (output %s)", id, out)
+		}
+	}
+
+	// Following tail prints a message published after it started.
+	tctx, tcancel := context.WithCancel(ctx)
+	pr, pw := io.Pipe()
+	tailDone := make(chan int, 1)
+	go func() {
+		defer pw.Close()
+		var errOut bytes.Buffer
+		tailDone <- run(tctx, []string{"tail", "--broker", kafkaURL(t), "--queue", topic, "--json", "--limit", "1"}, pw, &errOut)
+	}()
+	lines := make(chan string, 1)
+	go func() {
+		l, _ := bufio.NewReader(pr).ReadString('\n')
+		lines <- l
+		io.Copy(io.Discard, pr)
+	}()
+	var followed string
+	deadline := time.After(30 * time.Second)
+	tick := time.NewTicker(500 * time.Millisecond)
+	for followed == "" {
+		select {
+		case <-tick.C:
+			mustBQ(t, ctx, "publish", "--broker", kafkaURL(t), "--queue", topic, "--urn", "urn:bq:test:follow")
+		case followed = <-lines:
+		case <-deadline:
+			t.Fatal("following tail printed nothing")
+		}
+	}
+	tick.Stop()
+	if !strings.Contains(followed, "urn:bq:test:follow") {
+		t.Errorf("followed line %q", followed)
+	}
+	if code := <-tailDone; code != exitOK {
+		t.Errorf("tail --limit 1 exit %d", code)
+	}
+	tcancel()
+
+	dlq := topic + ".dlq"
+	seedDLQ(t, ctx, dlq, []seedDeadLetter{
+		{key: "k1", urn: "urn:a", reason: "failed", queue: topic},
+		{key: "k2", urn: "urn:a", reason: "failed", queue: topic},
+		{key: "k3", urn: "urn:b", reason: "unknown_urn", queue: topic},
+		{key: "k4", raw: []byte("not json at all")},
+	})
+	out = mustBQ(t, ctx, "dlq", "stats", "--broker", kafkaURL(t), "--queue", topic, "--json")
+	var st dlqStats
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatal(err)
+	}
+	want := dlqStats{Topic: dlq, Total: 4, Undecodable: 1,
+		ByReason:      map[string]int{"failed": 2, "unknown_urn": 1, "(none)": 1},
+		ByURN:         map[string]int{"urn:a": 2, "urn:b": 1, "(undecodable)": 1},
+		ByOriginQueue: map[string]int{topic: 3, "(unknown)": 1},
+		ByAge:         map[string]int{"<1m": 4}}
+	if fmt.Sprint(st) != fmt.Sprint(want) {
+		t.Errorf("stats\n got %+v\nwant %+v", st, want)
+	}
+	out = mustBQ(t, ctx, "dlq", "peek", "--broker", kafkaURL(t), "--queue", topic, "--reason", "failed", "--json")
+	n := 0
+	sc = bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		var v recordView
+		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+			t.Fatal(err)
+		}
+		if v.DeadLetter == nil || v.DeadLetter.Reason != "failed" || v.DeadLetter.OriginalQueue != topic || v.URN != "urn:a" || v.Envelope == nil {
+			t.Errorf("peek view %+v", v)
+		}
+		n++
+	}
+	if n != 2 {
+		t.Errorf("peek --reason failed showed %d, want 2:\n%s", n, out)
+	}
+	// Peeking consumed nothing.
+	if got := len(readAll(t, ctx, k, dlq)); got != 4 {
+		t.Errorf("DLQ holds %d records after peek/stats, want 4", got)
+	}
+	text := mustBQ(t, ctx, "dlq", "peek", "--broker", kafkaURL(t), "--queue", topic, "--limit", "1")
+	if !strings.Contains(text, "dead_letter: reason=") || !strings.Contains(text, "headers: bq-job=") {
+		t.Errorf("text peek:\n%s", text)
+	}
+}
+
+func TestKafkaSASLPublish(t *testing.T) {
+	brokers, user, password := brokertest.KafkaSASL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	topic := brokertest.Topic(t, "bq")
+	t.Setenv("BQ_SASL_PASSWORD", password)
+	url := "kafka://" + strings.Join(brokers, ",")
+	mustBQ(t, ctx, "topics", "ensure", "--broker", url, "--sasl-mechanism", "scram-sha-256", "--sasl-user", user, "--topic", topic, "--tiers", "none")
+	mustBQ(t, ctx, "publish", "--broker", url, "--sasl-mechanism", "scram-sha-512", "--sasl-user", user, "--queue", topic, "--urn", "urn:bq:sasl")
+	out := mustBQ(t, ctx, "tail", "--broker", url, "--sasl-mechanism", "scram-sha-256", "--sasl-user", user, "--queue", topic, "--from-start", "--follow=false")
+	if !strings.Contains(out, "urn: urn:bq:sasl") {
+		t.Errorf("tail over SASL:\n%s", out)
+	}
+	t.Setenv("BQ_SASL_PASSWORD", "wrong")
+	_, errOut, code := bq(t, ctx, "publish", "--broker", url, "--sasl-mechanism", "scram-sha-256", "--sasl-user", user, "--queue", topic, "--urn", "u", "--dial-timeout", "5s")
+	if code != exitError || !strings.Contains(errOut, "broker unreachable") {
+		t.Errorf("wrong password: exit %d, stderr %q", code, errOut)
+	}
+}
+
+func TestKafkaRedriveSelectorsDryRunGuard(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	topic := brokertest.Topic(t, "bq")
+	ensure(t, ctx, topic)
+	other := brokertest.Topic(t, "bq-other")
+	ensure(t, ctx, other)
+	dlq := topic + ".dlq"
+	seedDLQ(t, ctx, dlq, []seedDeadLetter{
+		{key: "a1", urn: "urn:a", reason: "failed", queue: topic},
+		{key: "a2", urn: "urn:a", reason: "failed", queue: topic},
+		{key: "a3", urn: "urn:a", reason: "failed", queue: topic},
+		{key: "b1", urn: "urn:b", reason: "unknown_urn", queue: topic},
+		{key: "g1", urn: "urn:a", reason: "failed", queue: topic, redrives: 3},
+		{key: "x1", raw: []byte{0xff, 0xfe}},
+	})
+	k := testKafkaConn(t, ctx)
+	base := []string{"redrive", "--broker", kafkaURL(t), "--queue", topic, "--json"}
+
+	// Dry run: reports, writes and commits nothing (exit 3: one record
+	// would be held by the guard).
+	out, errOut, code := bq(t, ctx, append(base, "--dry-run")...)
+	if code != exitPartial {
+		t.Fatalf("dry run exit %d, want %d (stderr %s)", code, exitPartial, errOut)
+	}
+	var rep redriveReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if !rep.DryRun || rep.Examined != 6 || rep.Outcomes[outcomeMoved] != 4 || rep.Outcomes[outcomeUndecodable] != 1 {
+		t.Errorf("dry run report %+v", rep)
+	}
+	if n := len(readAll(t, ctx, k, topic)); n != 0 {
+		t.Fatalf("dry run wrote %d records to %s", n, topic)
+	}
+
+	// urn:a with the guard at 3: three move, one is guarded (exit 3).
+	out, errOut, code = bq(t, ctx, append(base, "--urn", "urn:a", "--replay-bypass")...)
+	if code != exitPartial {
+		t.Fatalf("redrive exit %d, want %d (stderr %s)", code, exitPartial, errOut)
+	}
+	rep = redriveReport{}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Moved != 3 || rep.Outcomes[outcomeGuarded] != 1 || rep.Outcomes[outcomeUnselected] != 1 || len(rep.Guarded) != 1 || rep.Guarded[0].Count != 3 {
+		t.Errorf("redrive report %+v", rep)
+	}
+	moved := readAll(t, ctx, k, topic)
+	if len(moved) != 3 {
+		t.Fatalf("%s holds %d records, want 3", topic, len(moved))
+	}
+	for _, r := range moved {
+		env, err := babelqueue.Decode(r.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if env.DeadLetter != nil || env.Attempts != 0 || env.URN() != "urn:a" {
+			t.Errorf("redriven envelope %s", r.Value)
+		}
+		if _, ok := babelqueue.DeadLetterOf(r.Value); ok {
+			t.Errorf("redriven body keeps dead_letter: %s", r.Value)
+		}
+		var data map[string]string
+		if err := env.BindData(&data); err != nil || data["key"] != string(r.Key) {
+			t.Errorf("key %q not kept for data %v", r.Key, data)
+		}
+		if v, _ := r.header(headerRedriveCount); v != "1" {
+			t.Errorf("bq-redrive-count %q", v)
+		}
+		if v, _ := r.header(babelqueue.HeaderReplayBypass); v != "true" {
+			t.Errorf("bq-replay-bypass %q", v)
+		}
+		if v, _ := r.header(babelqueue.HeaderAttempts); v != "0" {
+			t.Errorf("bq-attempts %q", v)
+		}
+	}
+	// The same command again moves nothing more.
+	out, _, code = bq(t, ctx, append(base, "--urn", "urn:a", "--replay-bypass")...)
+	rep = redriveReport{}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if code != exitOK || rep.Moved != 0 || rep.Examined != 0 || !rep.Resumed {
+		t.Errorf("second run: exit %d report %+v", code, rep)
+	}
+	// The DLQ still holds everything (Kafka records are not deleted).
+	if n := len(readAll(t, ctx, k, dlq)); n != 6 {
+		t.Errorf("DLQ holds %d, want 6", n)
+	}
+	// Another selection, to another target, with --max.
+	out = mustBQ(t, ctx, "redrive", "--broker", kafkaURL(t), "--queue", topic, "--reason", "unknown_urn", "--target", other, "--max", "1", "--json")
+	rep = redriveReport{}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Moved != 1 || rep.Targets[other] != 1 {
+		t.Errorf("targeted report %+v", rep)
+	}
+	if recs := readAll(t, ctx, k, other); len(recs) != 1 || string(recs[0].Key) != "b1" {
+		t.Errorf("%s holds %d records", other, len(recs))
+	}
+}
+
+// buildBQ builds the bq binary once per test binary run.
+var buildOnce struct {
+	sync.Once
+	path string
+	err  error
+}
+
+func bqBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "bq-bin")
+		if err != nil {
+			buildOnce.err = err
+			return
+		}
+		buildOnce.path = filepath.Join(dir, "bq")
+		out, err := exec.Command("go", "build", "-o", buildOnce.path, ".").CombinedOutput()
+		if err != nil {
+			buildOnce.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildOnce.err != nil {
+		t.Fatal(buildOnce.err)
+	}
+	return buildOnce.path
+}
+
+func TestKafkaRedriveKilledAndResumed(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	bin := bqBinary(t)
+	topic := brokertest.Topic(t, "bq")
+	ensure(t, ctx, topic)
+	dlq := topic + ".dlq"
+	const total = 400
+	seeds := make([]seedDeadLetter, total)
+	for i := range seeds {
+		seeds[i] = seedDeadLetter{key: fmt.Sprintf("key-%d", i), urn: "urn:bq:kill", reason: "failed", queue: topic}
+		if i%10 == 0 {
+			seeds[i].key = "" // unkeyed records too
+		}
+	}
+	seedDLQ(t, ctx, dlq, seeds)
+	k := testKafkaConn(t, ctx)
+	dlqBefore := len(readAll(t, ctx, k, dlq))
+	if dlqBefore != total {
+		t.Fatalf("DLQ holds %d, want %d", dlqBefore, total)
+	}
+	args := []string{"redrive", "--broker", kafkaURL(t), "--queue", topic, "--json"}
+
+	// Kill the process three times at growing progress, then let it finish.
+	kills := 0
+	for _, atLeast := range []int{40, 150, 260} {
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			_, next, err := k.bounds(ctx, topic, []int{0, 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if int(next[0]+next[1]) >= atLeast {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatal("redrive made no progress")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		err := cmd.Wait()
+		if ee, ok := err.(*exec.ExitError); ok && !ee.Exited() {
+			kills++
+		}
+	}
+	if kills == 0 {
+		t.Fatal("no run was killed mid-way; the test proves nothing")
+	}
+	out, err := exec.CommandContext(ctx, bin, args...).Output()
+	if err != nil {
+		t.Fatalf("final run: %v (%s)", err, out)
+	}
+	var rep redriveReport
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("final report %q: %v", out, err)
+	}
+	t.Logf("killed %d runs; final run: %+v", kills, rep)
+
+	target := readAll(t, ctx, k, topic)
+	sources := map[string]int{}
+	for _, r := range target {
+		src, ok := r.header(headerRedriveSource)
+		if !ok {
+			t.Fatalf("target record without %s", headerRedriveSource)
+		}
+		sources[src]++
+	}
+	dups := 0
+	for src, n := range sources {
+		if n > 1 {
+			dups++
+			t.Errorf("%s redriven %d times", src, n)
+		}
+	}
+	if len(sources) != total || len(target) != total {
+		t.Errorf("target holds %d records from %d dead letters, want %d and %d (duplicates %d)", len(target), len(sources), total, total, dups)
+	}
+	if n := len(readAll(t, ctx, k, dlq)); n != dlqBefore {
+		t.Errorf("DLQ holds %d after, want %d", n, dlqBefore)
+	}
+	// And once more: nothing left to do.
+	again, err := exec.CommandContext(ctx, bin, args...).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep2 redriveReport
+	if err := json.Unmarshal(again, &rep2); err != nil || rep2.Moved != 0 {
+		t.Errorf("rerun after completion: %+v %v", rep2, err)
+	}
+}
+
+func TestKafkaReinject(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	topic := brokertest.Topic(t, "bq")
+	ensure(t, ctx, topic)
+	k := testKafkaConn(t, ctx)
+
+	rctx, rcancel := context.WithCancel(ctx)
+	defer rcancel()
+	pr, pw := io.Pipe()
+	done := make(chan int, 1)
+	var errOut syncBuffer
+	go func() {
+		defer pw.Close()
+		done <- run(rctx, []string{"reinject", "--broker", kafkaURL(t), "--topic", topic, "--tiers", "1s", "--group", "bq-reinject-" + topic, "--http", "127.0.0.1:0"}, pw, &errOut)
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatalf("first line: %v (stderr %s)", err, errOut.String())
+	}
+	go io.Copy(io.Discard, pr)
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "BQ_REINJECT_HTTP=")
+	if !ok {
+		t.Fatalf("first line %q", line)
+	}
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get("/healthz"); code != 200 || body != "ok\n" {
+		t.Errorf("/healthz = %d %q", code, body)
+	}
+
+	w := &kafkago.Writer{Addr: kafkago.TCP(brokertest.KafkaBrokers(t)...), RequiredAcks: kafkago.RequireAll, BatchTimeout: time.Millisecond, Transport: &kafkago.Transport{}}
+	defer w.Close()
+	body := `{"job":"urn:bq:retry","trace_id":"t","data":{},"meta":{"id":"r-1","queue":"` + topic + `","lang":"go","schema_version":1,"created_at":1},"attempts":1}`
+	err = w.WriteMessages(ctx, kafkago.Message{Topic: topic + ".retry.1", Key: []byte("rk"), Value: []byte(body), Time: time.Now(),
+		Headers: []kafkago.Header{{Key: "bq-delay", Value: []byte("1000")}, {Key: "bq-original-topic", Value: []byte(topic)}, {Key: "bq-attempts", Value: []byte("1")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []*record
+	for deadline := time.Now().Add(60 * time.Second); len(got) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("record not re-injected (stderr %s)", errOut.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+		got = readAll(t, ctx, k, topic)
+	}
+	if string(got[0].Value) != body || string(got[0].Key) != "rk" {
+		t.Errorf("re-injected %q key %q", got[0].Value, got[0].Key)
+	}
+	if _, ok := got[0].header("bq-delay"); ok {
+		t.Error("bq-delay kept")
+	}
+	_, metrics := get("/metrics")
+	if !strings.Contains(metrics, fmt.Sprintf("bq_reinject_records_total{topic=%q} 1", topic)) || !strings.Contains(metrics, "bq_reinject_up 1") {
+		t.Errorf("/metrics:\n%s", metrics)
+	}
+	rcancel()
+	select {
+	case code := <-done:
+		if code != exitOK {
+			t.Errorf("reinject exit %d after cancel (stderr %s)", code, errOut.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("reinject did not stop")
+	}
+}
