@@ -69,8 +69,8 @@ func ensure(t *testing.T, ctx context.Context, topic string) {
 // seedDeadLetter is one dead letter to write to a DLQ.
 type seedDeadLetter struct {
 	key, urn, reason, queue string
-	redrives              int
-	raw                   []byte // an undecodable body instead of an envelope
+	redrives                int
+	raw                     []byte // an undecodable body instead of an envelope
 }
 
 // seedDLQ writes dead letters to dlq as a consumer would have: envelope
