@@ -336,3 +336,53 @@ func TestOpenDeliveriesAreBounded(t *testing.T) {
 		t.Errorf("an evicted delivery was ended twice")
 	}
 }
+
+// plain exposes only the three methods of the Transport contract.
+type plain struct{ m *babelqueue.InMemoryTransport }
+
+func (p plain) Publish(ctx context.Context, q, b string) error { return p.m.Publish(ctx, q, b) }
+func (p plain) Pop(ctx context.Context, q string, d time.Duration) (*babelqueue.ReceivedMessage, error) {
+	return p.m.Pop(ctx, q, d)
+}
+func (p plain) Ack(ctx context.Context, m *babelqueue.ReceivedMessage) error { return p.m.Ack(ctx, m) }
+
+func TestPlainTransportRetryIsASettleWriteNotAPublish(t *testing.T) {
+	// Without any capability the App retries by Publish: the decorator must
+	// recognise the retry copy (same meta.id as the open delivery, same
+	// queue) and not count or trace it as a new message.
+	h := newHarness(t)
+	mem := babelqueue.NewInMemoryTransport()
+	app := newApp(h, plain{mem})
+	calls := 0
+	app.Handle(testURN, h.tel.Middleware(func(context.Context, *babelqueue.Envelope) error {
+		if calls++; calls == 1 {
+			return errors.New("fail")
+		}
+		return nil
+	}))
+	if _, err := app.Publish(context.Background(), testURN, nil); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, app)
+	if n := len(h.ended("send orders")); n != 1 {
+		t.Errorf("%d send spans, want 1 (the retry copy is no new publish)", n)
+	}
+	if n := h.count(t, MetricPublished, nil); n != 1 {
+		t.Errorf("published = %d, want 1", n)
+	}
+	if n := h.count(t, MetricRetried, map[string]string{"babelqueue.reason": "failed"}); n != 1 {
+		t.Errorf("retried = %d, want 1", n)
+	}
+	spans := h.ended("process orders")
+	if len(spans) != 2 {
+		t.Fatalf("%d process spans, want 2", len(spans))
+	}
+	// Plain Publish carries no headers: the trace context is lost on the
+	// wire, and the link comes from the decorator's memory.
+	if spans[0].Parent.IsValid() {
+		t.Errorf("first delivery has a parent although Publish cannot carry headers")
+	}
+	if !linkedTo(spans[1], spans[0].SpanContext) {
+		t.Errorf("retry does not link to the failed attempt")
+	}
+}
