@@ -59,12 +59,6 @@ func (r *recorder) handler(fail bool) babelqueue.Handler {
 	}
 }
 
-func (r *recorder) add(ev string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, ev)
-}
-
 func (r *recorder) snapshot() ([]int, []map[string]string, []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -58,7 +58,6 @@ type config struct {
 	consumerOptions func(*pulsar.ConsumerOptions)
 
 	logger    *slog.Logger
-	onError   func(error)
 	onWarning func(string)
 }
 
@@ -323,16 +322,6 @@ func WithLogger(l *slog.Logger) Option {
 			return invalid("logger is nil")
 		}
 		c.logger = l
-		return nil
-	}
-}
-
-// WithOnError sets the hook called with errors the Transport handles itself,
-// such as a failed retry write that was settled by a negative
-// acknowledgement (default: log at error level). A panic in it is recovered.
-func WithOnError(fn func(error)) Option {
-	return func(c *config) error {
-		c.onError = fn
 		return nil
 	}
 }

@@ -167,16 +167,6 @@ func (t *Transport) isClosed() bool { return t.closed.Load() }
 
 func errClosed(op string) error { return fmt.Errorf("pulsar: %s: %w", op, babelqueue.ErrClosed) }
 
-// report calls the error hook, recovering a panic in it.
-func (t *Transport) report(err error) {
-	defer func() { _ = recover() }()
-	if t.cfg.onError != nil {
-		t.cfg.onError(err)
-		return
-	}
-	t.cfg.logger.Error("babelqueue pulsar", "err", err)
-}
-
 // warn calls the warning hook, recovering a panic in it.
 func (t *Transport) warn(msg string) {
 	defer func() { _ = recover() }()
