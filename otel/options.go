@@ -17,14 +17,14 @@ const Version = "0.1.0"
 
 // Defaults of the options. Every option and its default:
 //
-//	option               default
-//	WithTracerProvider   the global TracerProvider (otel.GetTracerProvider)
-//	WithMeterProvider    the global MeterProvider (otel.GetMeterProvider)
-//	WithPropagator       W3C trace context (propagation.TraceContext)
-//	WithSystem           inferred from the wrapped transport's package: "kafka"
-//	                     for .../kafka, "pulsar" for .../pulsar, else DefaultSystem
-//	WithLinkMemory       DefaultLinkMemory attempts remembered for retry links
-//	WithMaxOpenDeliveries DefaultMaxOpenDeliveries deliveries tracked at once
+//	option                 default
+//	WithTracerProvider     the global TracerProvider (otel.GetTracerProvider)
+//	WithMeterProvider      the global MeterProvider (otel.GetMeterProvider)
+//	WithPropagator         W3C trace context (propagation.TraceContext)
+//	WithSystem             inferred from the wrapped transport's package: "kafka"
+//	                       for .../kafka, "pulsar" for .../pulsar, else DefaultSystem
+//	WithLinkMemory         DefaultLinkMemory attempts remembered for retry links
+//	WithMaxOpenDeliveries  DefaultMaxOpenDeliveries deliveries tracked at once
 const (
 	DefaultSystem            = "babelqueue"
 	DefaultLinkMemory        = 10000
