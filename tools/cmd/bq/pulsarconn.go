@@ -91,6 +91,7 @@ func (p *pulsarConn) topic(queue string) string {
 
 // transport builds a babelqueue Pulsar transport sharing the client.
 func (p *pulsarConn) transport(opts ...bqpulsar.Option) (*bqpulsar.Transport, error) {
-	all := append([]bqpulsar.Option{bqpulsar.WithClient(p.client), bqpulsar.WithLogger(discardLogger())}, opts...)
+	all := append([]bqpulsar.Option{bqpulsar.WithClient(p.client), bqpulsar.WithLogger(discardLogger()),
+		bqpulsar.WithSubscriptionType(pulsar.Shared)}, opts...)
 	return bqpulsar.New(all...)
 }

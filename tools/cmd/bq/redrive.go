@@ -252,7 +252,12 @@ func runRedrive(ctx context.Context, args []string, out, errOut io.Writer) error
 			_ = bar.Finish()
 		}
 	} else {
-		report, runErr = redrivePulsar(ctx, &cf, u, topic, *sub, opts)
+		t, closeT, err := openPulsarForRedrive(ctx, &cf, u, *sub)
+		if err != nil {
+			return err
+		}
+		defer closeT()
+		report, runErr = redriveTransport(ctx, t, topic, opts)
 	}
 	if runErr != nil {
 		report.Failed = runErr.Error()
@@ -280,14 +285,10 @@ func defaultRedriveGroup(dlq, selection string) string {
 	return "bq-redrive." + dlq + "." + hex.EncodeToString(sum[:4])
 }
 
-// redrivePulsar runs babelqueue.Redrive over the Pulsar transport.
-func redrivePulsar(ctx context.Context, cf *connFlags, u brokerURL, dlq, sub string, o redriveOptions) (*redriveReport, error) {
+// redriveTransport runs babelqueue.Redrive over a transport that removes
+// a message by acknowledging it (Pulsar; the in-memory transport in tests).
+func redriveTransport(ctx context.Context, t babelqueue.Transport, dlq string, o redriveOptions) (*redriveReport, error) {
 	report := newRedriveReport(dlq, "", o.dryRun)
-	t, closeT, err := openPulsarForRedrive(ctx, cf, u, sub)
-	if err != nil {
-		return report, err
-	}
-	defer closeT()
 	ropts := []babelqueue.RedriveOption{
 		babelqueue.WithRedriveSelector(func(env *babelqueue.Envelope) bool {
 			ts := time.Now()
