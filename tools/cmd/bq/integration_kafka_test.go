@@ -583,3 +583,127 @@ func TestKafkaReinject(t *testing.T) {
 		t.Fatal("reinject did not stop")
 	}
 }
+
+func TestKafkaReinjectStopsOnSIGTERM(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	bin := bqBinary(t)
+	topic := brokertest.Topic(t, "bq")
+	ensure(t, ctx, topic)
+	cmd := exec.CommandContext(ctx, bin, "reinject", "--broker", kafkaURL(t), "--topic", topic, "--tiers", "1s", "--group", "bq-reinject-"+topic, "--http", "127.0.0.1:0")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("first line: %v (stderr %s)", err, stderr.String())
+	}
+	addr := strings.TrimPrefix(strings.TrimSpace(line), "BQ_REINJECT_HTTP=")
+	resp, err := http.Get("http://" + addr + "/healthz")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/healthz: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v (stderr %s)", err, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("reinject did not stop on SIGTERM")
+	}
+	if !strings.Contains(stderr.String(), "bq reinject: stopped") {
+		t.Errorf("stderr %q", stderr.String())
+	}
+}
+
+// TestKafkaRedriveRate prints the redrive rate (records/s) of 500 dead
+// letters; it asserts only that all of them moved.
+func TestKafkaRedriveRate(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	topic := brokertest.Topic(t, "bq")
+	ensure(t, ctx, topic)
+	const total = 500
+	seeds := make([]seedDeadLetter, total)
+	for i := range seeds {
+		seeds[i] = seedDeadLetter{key: fmt.Sprint(i), urn: "urn:bq:rate", reason: "failed", queue: topic}
+	}
+	seedDLQ(t, ctx, topic+".dlq", seeds)
+	start := time.Now()
+	out := mustBQ(t, ctx, "redrive", "--broker", kafkaURL(t), "--queue", topic, "--json")
+	elapsed := time.Since(start)
+	var rep redriveReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Moved != total {
+		t.Fatalf("report %+v %v", rep, err)
+	}
+	fmt.Printf("bench: kafka_redrive_records_per_second value=%.0f\n", float64(total)/elapsed.Seconds())
+	start = time.Now()
+	mustBQ(t, ctx, "dlq", "stats", "--broker", kafkaURL(t), "--queue", topic, "--json")
+	fmt.Printf("bench: kafka_dlq_stats_records_per_second value=%.0f\n", float64(total)/time.Since(start).Seconds())
+}
+
+// TestKafkaRedriveRecoversWriteBeforeCommit stages the state a crash
+// between a republish and its commit leaves (pending metadata committed,
+// copy written, offset not advanced) and checks the next run does not
+// write the copy again.
+func TestKafkaRedriveRecoversWriteBeforeCommit(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	topic := brokertest.Topic(t, "bq")
+	mustBQ(t, ctx, "topics", "ensure", "--broker", kafkaURL(t), "--topic", topic, "--partitions", "1", "--tiers", "none")
+	dlq := topic + ".dlq"
+	seedDLQ(t, ctx, dlq, []seedDeadLetter{
+		{key: "k0", urn: "urn:r", reason: "failed", queue: topic},
+		{key: "k1", urn: "urn:r", reason: "failed", queue: topic},
+	})
+	k := testKafkaConn(t, ctx)
+	group := "bq-redrive-test-" + topic
+	d := &kafkaRedriver{k: k, dlq: dlq, group: group, opts: redriveOptions{maxRedrives: 3}, report: newRedriveReport(dlq, group, false),
+		partsOf: map[string]int{}, ends: map[targetPartition]int64{}}
+	recs := readAll(t, ctx, k, dlq)
+	// The crashed run wrote record 0 and died before committing offset 1.
+	if err := d.write(ctx, recs[0], redriveItem{Target: topic, Outcome: outcomeMoved}); err != nil {
+		t.Fatal(err)
+	}
+	out := mustBQ(t, ctx, "redrive", "--broker", kafkaURL(t), "--queue", topic, "--group", group, "--json")
+	var rep redriveReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Outcomes[outcomeRecovered] != 1 || rep.Moved != 1 {
+		t.Errorf("report %+v; want 1 recovered and 1 moved", rep)
+	}
+	target := readAll(t, ctx, k, topic)
+	if len(target) != 2 || string(target[0].Key) != "k0" || string(target[1].Key) != "k1" {
+		t.Fatalf("target holds %d records, want k0 then k1 once each", len(target))
+	}
+	// Pending metadata whose copy was never written: the record is written.
+	topic2 := brokertest.Topic(t, "bq")
+	mustBQ(t, ctx, "topics", "ensure", "--broker", kafkaURL(t), "--topic", topic2, "--partitions", "1", "--tiers", "none")
+	seedDLQ(t, ctx, topic2+".dlq", []seedDeadLetter{{key: "z", urn: "urn:r", reason: "failed", queue: topic2}})
+	k = testKafkaConn(t, ctx) // a fresh metadata cache that knows topic2
+	d2 := &kafkaRedriver{k: k, dlq: topic2 + ".dlq", group: group}
+	if err := d2.commit(ctx, 0, 0, pendingWrite{V: 1, DLQOffset: 0, Target: topic2, Partition: 0, From: 0}.encode()); err != nil {
+		t.Fatal(err)
+	}
+	out = mustBQ(t, ctx, "redrive", "--broker", kafkaURL(t), "--queue", topic2, "--group", group, "--json")
+	rep = redriveReport{}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Moved != 1 || rep.Outcomes[outcomeRecovered] != 0 {
+		t.Errorf("report %+v %v; want 1 moved", rep, err)
+	}
+	if n := len(readAll(t, ctx, k, topic2)); n != 1 {
+		t.Errorf("%s holds %d, want 1", topic2, n)
+	}
+}

@@ -234,7 +234,7 @@ func runRedrive(ctx context.Context, args []string, out, errOut io.Writer) error
 			g = defaultRedriveGroup(topic, sel.fingerprint()+"|"+*target)
 		}
 		report = newRedriveReport(topic, g, *dry)
-		d := &kafkaRedriver{k: k, dlq: topic, group: g, opts: opts, report: report, partsOf: map[string]int{}}
+		d := &kafkaRedriver{k: k, dlq: topic, group: g, opts: opts, report: report, partsOf: map[string]int{}, ends: map[targetPartition]int64{}}
 		var bar *progressbar.ProgressBar
 		if !*noProgress && !*asJSON && isTerminal(out) {
 			d.opts.onTotal = func(n int) {

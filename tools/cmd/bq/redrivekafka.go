@@ -102,6 +102,7 @@ type kafkaRedriver struct {
 	opts    redriveOptions
 	report  *redriveReport
 	partsOf map[string]int
+	ends    map[targetPartition]int64
 	tick    func()
 }
 
@@ -356,11 +357,11 @@ func (d *kafkaRedriver) write(ctx context.Context, r *record, item redriveItem) 
 	if len(r.Key) > 0 {
 		tp = bqkafka.PartitionForKey(r.Key, n)
 	}
-	_, next, err := d.k.bounds(ctx, item.Target, []int{tp})
+	from, err := d.lowerBound(ctx, item.Target, tp)
 	if err != nil {
 		return err
 	}
-	pw := pendingWrite{V: 1, DLQOffset: r.Offset, Target: item.Target, Partition: tp, From: next[tp]}
+	pw := pendingWrite{V: 1, DLQOffset: r.Offset, Target: item.Target, Partition: tp, From: from}
 	if err := d.commit(ctx, r.Partition, r.Offset, pw.encode()); err != nil {
 		return err
 	}
@@ -380,5 +381,31 @@ func (d *kafkaRedriver) write(ctx context.Context, r *record, item redriveItem) 
 	if err != nil {
 		return fmt.Errorf("republish %s/%d@%d to %s/%d: %w", r.Topic, r.Partition, r.Offset, item.Target, tp, err)
 	}
+	if res.BaseOffset >= from {
+		d.ends[targetPartition{item.Target, tp}] = res.BaseOffset + 1
+	}
 	return nil
+}
+
+// targetPartition names a partition of a redrive target.
+type targetPartition struct {
+	topic     string
+	partition int
+}
+
+// lowerBound returns an offset at or before which nothing bq writes next
+// to topic/partition can land: the end offset read once, then the offset
+// after bq's own last write there (other producers only push the copy
+// further). It saves a ListOffsets round trip per record.
+func (d *kafkaRedriver) lowerBound(ctx context.Context, topic string, partition int) (int64, error) {
+	key := targetPartition{topic, partition}
+	if v, ok := d.ends[key]; ok {
+		return v, nil
+	}
+	_, next, err := d.k.bounds(ctx, topic, []int{partition})
+	if err != nil {
+		return 0, err
+	}
+	d.ends[key] = next[partition]
+	return next[partition], nil
 }
