@@ -14,23 +14,22 @@ import (
 const (
 	// exitOK: the command did what was asked.
 	exitOK = 0
-	// exitError: the command failed (bad URL, unreachable broker, broker error).
+	// exitError: the command failed (unreachable broker, broker error).
 	exitError = 1
 	// exitUsage: unknown command, bad flag or missing argument.
 	exitUsage = 2
-	// exitPartial: the command finished but left work undone on purpose
-	// (redrive: records held back by the replay-count guard or skipped as
-	// undecodable).
+	// exitPartial: a redrive finished but the replay-count guard held
+	// records back.
 	exitPartial = 3
 )
 
 // exitCodesHelp documents the exit codes in the root help.
 const exitCodesHelp = `Exit codes:
   0  success
-  1  failure (bad broker URL, unreachable broker, broker or I/O error)
-  2  usage error (unknown command, bad flag, missing argument)
-  3  partial: finished, but some records were held back (redrive guard,
-     undecodable records) and are reported`
+  1  failure (unreachable broker, broker or I/O error)
+  2  usage error (unknown command, bad flag, bad broker URL, missing argument)
+  3  partial: a redrive finished, but the replay-count guard held records
+     back; they are listed in the summary`
 
 // command is one node of the command tree: either a group holding
 // subcommands or a leaf that runs.

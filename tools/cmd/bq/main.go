@@ -28,9 +28,9 @@
 // a single small dependency, widely used and maintained, that writes to any
 // io.Writer and is shown only when stdout is a terminal.
 //
-// Exit codes: 0 success, 1 failure (bad broker URL detected late,
-// unreachable broker, broker or I/O error), 2 usage error, 3 partial (a
-// redrive left records held by the replay-count guard).
+// Exit codes: 0 success, 1 failure (unreachable broker, broker or I/O
+// error), 2 usage error (including a bad broker URL), 3 partial (a redrive
+// left records held by the replay-count guard). README.md has the details.
 //
 // Run "bq help" or "bq <command> -h" for details and examples.
 package main
