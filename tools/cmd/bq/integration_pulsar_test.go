@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -46,6 +47,9 @@ func seedPulsarDLQ(t *testing.T, ctx context.Context, url, topic string, seeds [
 			for _, h := range babelqueue.ProjectBody(body).Headers() {
 				msg.Properties[h.Key] = h.Value
 			}
+		}
+		if s.redrives > 0 {
+			msg.Properties[headerRedriveCount] = fmt.Sprint(s.redrives)
 		}
 		if _, err := p.Send(ctx, msg); err != nil {
 			t.Fatal(err)
@@ -151,5 +155,38 @@ func TestPulsarPublishTailPeekStatsRedrive(t *testing.T) {
 	_, errOut, code := bq(t, ctx, "topics", "ensure", "--broker", url, "--topic", queue)
 	if code != exitError || !strings.Contains(errOut, "needs a Kafka broker") {
 		t.Errorf("topics ensure on Pulsar: exit %d %q", code, errOut)
+	}
+}
+
+func TestPulsarRedriveGuard(t *testing.T) {
+	url := brokertest.PulsarURL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	queue := brokertest.Topic(t, "bq")
+	seedPulsarDLQ(t, ctx, url, queue+".dlq", []seedDeadLetter{
+		{key: "fresh", urn: "urn:g", reason: "failed", queue: queue},
+		{key: "tired", urn: "urn:g", reason: "failed", queue: queue, redrives: 3},
+	})
+	out, errOut, code := bq(t, ctx, "redrive", "--broker", url, "--queue", queue, "--json")
+	if code != exitPartial {
+		t.Fatalf("exit %d, want %d (stderr %s)", code, exitPartial, errOut)
+	}
+	var rep redriveReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Moved != 1 || len(rep.Guarded) != 1 || rep.Guarded[0].Count != 3 {
+		t.Fatalf("report %+v %v", rep, err)
+	}
+	out = mustBQ(t, ctx, "tail", "--broker", url, "--queue", queue, "--from-start", "--follow=false", "--json")
+	var v recordView
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &v); err != nil {
+		t.Fatalf("target %q: %v", out, err)
+	}
+	count := ""
+	for _, h := range v.Headers {
+		if h.Key == headerRedriveCount {
+			count = h.Value
+		}
+	}
+	if v.Key != "fresh" || count != "1" {
+		t.Errorf("moved message key %q count %q", v.Key, count)
 	}
 }

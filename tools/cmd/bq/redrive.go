@@ -164,7 +164,7 @@ Pulsar: the DLQ subscription (--subscription) is consumed and each message
 acknowledged only after its republish was acknowledged; messages that stay
 are written back to the DLQ tail first (babelqueue.Redrive). A crash
 between a republish and its acknowledgement redelivers that one message
-(at-least-once); the replay-count guard is Kafka-only.
+(at-least-once).
 
 The replay-count guard (--max-redrives, default 3) leaves a dead letter
 that was already redriven that many times in the DLQ and reports it
@@ -192,7 +192,7 @@ func runRedrive(ctx context.Context, args []string, out, errOut io.Writer) error
 	sel.register(fs)
 	target := fs.String("target", "", "queue to move dead letters to (default: each one's original queue)")
 	maxN := fs.Int("max", 0, "move at most this many (0: no limit)")
-	maxRedrives := fs.Int("max-redrives", 3, "replay-count guard: leave a dead letter already redriven this many times (0: no guard; Kafka)")
+	maxRedrives := fs.Int("max-redrives", 3, "replay-count guard: leave a dead letter already redriven this many times (0: no guard)")
 	dry := fs.Bool("dry-run", false, "report what would move; write and commit nothing")
 	bypass := fs.Bool("replay-bypass", false, "mark redriven messages with bq-replay-bypass=true")
 	group := fs.String("group", "", "Kafka consumer group holding the progress (default bq-redrive.<dlq>.<hash of selection>)")
@@ -289,13 +289,28 @@ func defaultRedriveGroup(dlq, selection string) string {
 // a message by acknowledging it (Pulsar; the in-memory transport in tests).
 func redriveTransport(ctx context.Context, t babelqueue.Transport, dlq string, o redriveOptions) (*redriveReport, error) {
 	report := newRedriveReport(dlq, "", o.dryRun)
+	var guard *guardTransport
+	if base, ok := t.(guardBase); ok && o.maxRedrives > 0 {
+		guard = &guardTransport{guardBase: base}
+		t = guard
+	}
+	guarded := map[string]int{} // meta.id -> redrive count, of held messages
 	ropts := []babelqueue.RedriveOption{
 		babelqueue.WithRedriveSelector(func(env *babelqueue.Envelope) bool {
 			ts := time.Now()
 			if env.DeadLetter != nil && env.DeadLetter.FailedAt > 0 {
 				ts = time.UnixMilli(env.DeadLetter.FailedAt)
 			}
-			return o.selector.match(env.URN(), env.DeadLetter, ts)
+			if !o.selector.match(env.URN(), env.DeadLetter, ts) {
+				return false
+			}
+			if guard != nil {
+				if n := countOf(guard.last); n >= o.maxRedrives {
+					guarded[env.Meta.ID] = n
+					return false
+				}
+			}
+			return true
 		}),
 		babelqueue.WithRedrivePollTimeout(2 * time.Second),
 	}
@@ -317,6 +332,10 @@ func redriveTransport(ctx context.Context, t babelqueue.Transport, dlq string, o
 			item := redriveItem{ID: it.MessageID, URN: it.URN, Reason: it.Reason, Target: it.Target, Outcome: string(it.Outcome), Partition: -1, Offset: -1}
 			if it.Outcome == babelqueue.RedriveMoved || it.Outcome == babelqueue.RedriveWouldMove {
 				item.Outcome = outcomeMoved
+			}
+			if n, ok := guarded[it.MessageID]; ok && it.Outcome == babelqueue.RedriveUnselected {
+				item.Outcome, item.Count = outcomeGuarded, n
+				item.Note = fmt.Sprintf("already redriven %d times (--max-redrives %d)", n, o.maxRedrives)
 			}
 			if it.Err != nil {
 				item.Note = it.Err.Error()

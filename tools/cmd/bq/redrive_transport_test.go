@@ -62,3 +62,39 @@ func TestRedriveTransportReport(t *testing.T) {
 		t.Errorf("second run %+v, %v; want 0 moved of the 2 that stay", again, err)
 	}
 }
+
+func TestRedriveTransportGuard(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tr := babelqueue.NewInMemoryTransport()
+	if _, ok := any(tr).(guardBase); !ok {
+		t.Fatal("the in-memory transport lacks a capability the guard needs")
+	}
+	now := time.Now()
+	fresh := string(deadLetterBody(t, "urn:a", "q", "failed", now))
+	tired := string(deadLetterBody(t, "urn:a", "q", "failed", now))
+	if err := tr.PublishWithHeaders(ctx, "q.dlq", fresh, map[string]string{headerRedriveCount: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.PublishWithHeaders(ctx, "q.dlq", tired, map[string]string{headerRedriveCount: "3"}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := redriveTransport(ctx, tr, "q.dlq", redriveOptions{maxRedrives: 3, bypass: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Moved != 1 || rep.Outcomes[outcomeGuarded] != 1 || len(rep.Guarded) != 1 || rep.Guarded[0].Count != 3 {
+		t.Fatalf("report %+v", rep)
+	}
+	m, err := tr.Pop(ctx, "q", time.Second)
+	if err != nil || m == nil {
+		t.Fatalf("moved message: %v %v", m, err)
+	}
+	if m.Headers[headerRedriveCount] != "2" || m.Headers[babelqueue.HeaderReplayBypass] != "true" {
+		t.Errorf("moved headers %v; want count 2 and the bypass", m.Headers)
+	}
+	left, err := tr.Pop(ctx, "q.dlq", time.Second)
+	if err != nil || left == nil || left.Headers[headerRedriveCount] != "3" {
+		t.Fatalf("guarded message not kept with its count: %+v %v", left, err)
+	}
+}
