@@ -290,7 +290,7 @@ func defaultRedriveGroup(dlq, selection string) string {
 func redriveTransport(ctx context.Context, t babelqueue.Transport, dlq string, o redriveOptions) (*redriveReport, error) {
 	report := newRedriveReport(dlq, "", o.dryRun)
 	var guard *guardTransport
-	if base, ok := t.(guardBase); ok && o.maxRedrives > 0 {
+	if base, ok := t.(guardBase); ok {
 		guard = &guardTransport{guardBase: base}
 		t = guard
 	}
@@ -304,7 +304,7 @@ func redriveTransport(ctx context.Context, t babelqueue.Transport, dlq string, o
 			if !o.selector.match(env.URN(), env.DeadLetter, ts) {
 				return false
 			}
-			if guard != nil {
+			if guard != nil && o.maxRedrives > 0 {
 				if n := countOf(guard.last); n >= o.maxRedrives {
 					guarded[env.Meta.ID] = n
 					return false

@@ -73,7 +73,7 @@ func TestRedriveTransportGuard(t *testing.T) {
 	now := time.Now()
 	fresh := string(deadLetterBody(t, "urn:a", "q", "failed", now))
 	tired := string(deadLetterBody(t, "urn:a", "q", "failed", now))
-	if err := tr.PublishWithHeaders(ctx, "q.dlq", fresh, map[string]string{headerRedriveCount: "1"}); err != nil {
+	if err := tr.PublishWithHeaders(ctx, "q.dlq", fresh, map[string]string{headerRedriveCount: "1", "traceparent": "00-t"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := tr.PublishWithHeaders(ctx, "q.dlq", tired, map[string]string{headerRedriveCount: "3"}); err != nil {
@@ -90,7 +90,7 @@ func TestRedriveTransportGuard(t *testing.T) {
 	if err != nil || m == nil {
 		t.Fatalf("moved message: %v %v", m, err)
 	}
-	if m.Headers[headerRedriveCount] != "2" || m.Headers[babelqueue.HeaderReplayBypass] != "true" {
+	if m.Headers[headerRedriveCount] != "2" || m.Headers[babelqueue.HeaderReplayBypass] != "true" || m.Headers["traceparent"] != "00-t" {
 		t.Errorf("moved headers %v; want count 2 and the bypass", m.Headers)
 	}
 	left, err := tr.Pop(ctx, "q.dlq", time.Second)

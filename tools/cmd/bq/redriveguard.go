@@ -22,7 +22,8 @@ type guardBase interface {
 // guardTransport wraps such a transport for babelqueue.Redrive: it
 // remembers the headers of the message just popped (Redrive decides on a
 // message right after popping it) so the selector can read its
-// bq-redrive-count, and it stamps every move with the incremented count.
+// bq-redrive-count, and it stamps every move with the incremented count
+// and the dead letter's out-of-band (non bq-) headers.
 // Kept messages go back to the DLQ by Forward, unchanged.
 type guardTransport struct {
 	guardBase
@@ -52,8 +53,8 @@ func (g *guardTransport) PublishFrom(ctx context.Context, queue, body string, fr
 	return g.PublishFromWithHeaders(ctx, queue, body, from, nil)
 }
 
-// PublishFromWithHeaders is a move: the count of from, plus one, rides
-// along.
+// PublishFromWithHeaders is a move: the count of from, plus one, and the
+// out-of-band headers of from ride along.
 func (g *guardTransport) PublishFromWithHeaders(ctx context.Context, queue, body string, from *babelqueue.ReceivedMessage, headers map[string]string) error {
 	h := maps.Clone(headers)
 	if h == nil {
@@ -62,6 +63,11 @@ func (g *guardTransport) PublishFromWithHeaders(ctx context.Context, queue, body
 	var fromHeaders map[string]string
 	if from != nil {
 		fromHeaders = from.Headers
+	}
+	for k, v := range fromHeaders {
+		if _, set := h[k]; !set && !babelqueue.IsContractHeader(k) {
+			h[k] = v // out-of-band headers such as traceparent ride along
+		}
 	}
 	h[headerRedriveCount] = strconv.Itoa(countOf(fromHeaders) + 1)
 	return g.guardBase.PublishFromWithHeaders(ctx, queue, body, from, h)
