@@ -163,6 +163,20 @@ func (k *kafkaConn) bounds(ctx context.Context, topic string, parts []int) (firs
 	return first, next, nil
 }
 
+// A range read gives up when maxIdleReads fetches in a row of
+// readIdleTimeout each return nothing before the end of the range.
+const (
+	readIdleTimeout = 5 * time.Second
+	maxIdleReads    = 6
+)
+
+// close releases the idle connections of the admin client.
+func (k *kafkaConn) close() {
+	if t, ok := k.client.Transport.(*kafkago.Transport); ok {
+		t.CloseIdleConnections()
+	}
+}
+
 // readRange calls fn for each record of topic/partition with from <=
 // offset < to, in offset order, using a plain partition reader (no
 // consumer group, nothing committed).
@@ -183,11 +197,26 @@ func (k *kafkaConn) readRange(ctx context.Context, topic string, partition int, 
 	if err := r.SetOffset(from); err != nil {
 		return fmt.Errorf("seek %s/%d to %d: %w", topic, partition, from, err)
 	}
+	idle := 0
 	for {
-		m, err := r.FetchMessage(ctx)
+		fctx, cancel := context.WithTimeout(ctx, readIdleTimeout)
+		m, err := r.FetchMessage(fctx)
+		cancel()
+		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			// Nothing arrived: the records left before the high-water mark
+			// may be control records or compacted away.
+			if r.Offset() >= to {
+				return nil
+			}
+			if idle++; idle < maxIdleReads {
+				continue
+			}
+			return fmt.Errorf("read %s/%d: stalled at offset %d before the high-water mark %d", topic, partition, r.Offset(), to)
+		}
 		if err != nil {
 			return fmt.Errorf("read %s/%d: %w", topic, partition, err)
 		}
+		idle = 0
 		if m.Offset >= to {
 			return nil
 		}

@@ -115,9 +115,10 @@ func openTransport(ctx context.Context, cf *connFlags, u brokerURL) (babelqueue.
 		}
 		t, err := bqkafka.New(append(k.transportOptions(), bqkafka.WithLogger(discardLogger()))...)
 		if err != nil {
+			k.close()
 			return nil, nil, err
 		}
-		return t, func() { t.Close() }, nil
+		return t, func() { t.Close(); k.close() }, nil
 	default:
 		p, err := cf.pulsar(ctx, u)
 		if err != nil {

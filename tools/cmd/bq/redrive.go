@@ -229,6 +229,7 @@ func runRedrive(ctx context.Context, args []string, out, errOut io.Writer) error
 		if err != nil {
 			return err
 		}
+		defer k.close()
 		g := *group
 		if g == "" {
 			g = defaultRedriveGroup(topic, sel.fingerprint()+"|"+*target)

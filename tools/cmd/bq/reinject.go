@@ -145,6 +145,7 @@ func runReinject(ctx context.Context, args []string, out, errOut io.Writer) erro
 	if err != nil {
 		return err
 	}
+	defer k.close()
 	level := slog.LevelWarn
 	if *verbose {
 		level = slog.LevelDebug

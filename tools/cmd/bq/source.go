@@ -56,7 +56,7 @@ func (s kafkaScanner) scan(ctx context.Context, topic string, fn func(*record) e
 	return nil
 }
 
-func (kafkaScanner) Close() error { return nil }
+func (s kafkaScanner) Close() error { s.k.close(); return nil }
 
 // pulsarRecord converts a Pulsar message.
 func pulsarRecord(m pulsar.Message) *record {

@@ -71,6 +71,7 @@ func runTail(ctx context.Context, args []string, out, errOut io.Writer) error {
 		if err != nil {
 			return err
 		}
+		defer k.close()
 		err = tailKafka(ctx, k, *queue, *fromStart, *follow, emit)
 	} else {
 		p, perr := cf.pulsar(ctx, u)

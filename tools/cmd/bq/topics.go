@@ -93,6 +93,7 @@ func runTopicsEnsure(ctx context.Context, args []string, out, errOut io.Writer) 
 	if err != nil {
 		return err
 	}
+	defer k.close()
 	opts := append(k.transportOptions(), bqkafka.WithLogger(discardLogger()))
 	if len(tiers) > 0 {
 		opts = append(opts, bqkafka.WithRetryTiers(tiers...))
