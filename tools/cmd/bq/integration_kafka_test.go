@@ -254,6 +254,14 @@ func TestKafkaPublishTailPeekStats(t *testing.T) {
 	if got := len(readAll(t, ctx, k, dlq)); got != 4 {
 		t.Errorf("DLQ holds %d records after peek/stats, want 4", got)
 	}
+	for _, args := range [][]string{
+		{"tail", "--broker", kafkaURL(t), "--queue", topic + "-missing", "--from-start", "--follow=false"},
+		{"dlq", "stats", "--broker", kafkaURL(t), "--queue", topic + "-missing"},
+	} {
+		if _, errOut, code := bq(t, ctx, args...); code != exitError || !strings.Contains(errOut, "-missing") {
+			t.Errorf("%v on a missing topic: exit %d, stderr %q", args, code, errOut)
+		}
+	}
 	text := mustBQ(t, ctx, "dlq", "peek", "--broker", kafkaURL(t), "--queue", topic, "--limit", "1")
 	if !strings.Contains(text, "dead_letter: reason=") || !strings.Contains(text, "headers: bq-job=") {
 		t.Errorf("text peek:\n%s", text)

@@ -64,9 +64,7 @@ func pulsarRecord(m pulsar.Message) *record {
 	if !m.EventTime().IsZero() {
 		r.Time = m.EventTime()
 	}
-	for _, h := range babelqueue.MergeHeaders(nil, m.Properties()) {
-		r.Headers = append(r.Headers, h)
-	}
+	r.Headers = babelqueue.MergeHeaders(nil, m.Properties())
 	return r
 }
 

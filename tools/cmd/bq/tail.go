@@ -67,9 +67,9 @@ func runTail(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return nil
 	}
 	if u.Kind == kindKafka {
-		k, err := cf.kafka(ctx, u)
-		if err != nil {
-			return err
+		k, kerr := cf.kafka(ctx, u)
+		if kerr != nil {
+			return kerr
 		}
 		defer k.close()
 		err = tailKafka(ctx, k, *queue, *fromStart, *follow, emit)

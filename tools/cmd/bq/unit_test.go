@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/tools/devkafka"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -322,5 +324,36 @@ func TestRedriveReportTable(t *testing.T) {
 		if !strings.Contains(buf.String(), s) {
 			t.Errorf("summary lacks %q:\n%s", s, buf.String())
 		}
+	}
+}
+
+func TestEmbeddedBrokerPublishTailStats(t *testing.T) {
+	b, err := devkafka.Start(devkafka.WithTopics(2, "orders", "orders.dlq"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	url := "kafka://" + strings.Join(b.Addrs(), ",")
+	runOK := func(args ...string) string {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		if code := run(ctx, args, &out, &errOut); code != exitOK {
+			t.Fatalf("bq %v: exit %d, stderr %s", args, code, errOut.String())
+		}
+		return out.String()
+	}
+	for i := range 3 {
+		runOK("publish", "--broker", url, "--queue", "orders", "--urn", "urn:bq:emb", "--data", fmt.Sprintf(`{"i":%d}`, i))
+	}
+	out := runOK("tail", "--broker", url, "--queue", "orders", "--from-start", "--follow=false", "--json")
+	if n := strings.Count(out, "\n"); n != 3 || strings.Count(out, `"urn":"urn:bq:emb"`) != 3 {
+		t.Errorf("tail printed %d lines:\n%s", n, out)
+	}
+	out = runOK("dlq", "stats", "--broker", url, "--queue", "orders", "--json")
+	var st dlqStats
+	if err := json.Unmarshal([]byte(out), &st); err != nil || st.Total != 0 {
+		t.Errorf("stats of an empty DLQ: %+v %v", st, err)
 	}
 }
