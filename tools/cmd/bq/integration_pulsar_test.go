@@ -4,9 +4,11 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -188,5 +190,44 @@ func TestPulsarRedriveGuard(t *testing.T) {
 	}
 	if v.Key != "fresh" || count != "1" {
 		t.Errorf("moved message key %q count %q", v.Key, count)
+	}
+}
+
+func TestPulsarTailFollows(t *testing.T) {
+	url := brokertest.PulsarURL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	queue := brokertest.Topic(t, "bq")
+	mustBQ(t, ctx, "publish", "--broker", url, "--queue", queue, "--urn", "urn:bq:before")
+	pr, pw := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		defer pw.Close()
+		var errOut bytes.Buffer
+		done <- run(ctx, []string{"tail", "--broker", url, "--queue", queue, "--json", "--limit", "1"}, pw, &errOut)
+	}()
+	lines := make(chan string, 1)
+	go func() {
+		l, _ := bufio.NewReader(pr).ReadString('\n')
+		lines <- l
+		io.Copy(io.Discard, pr)
+	}()
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	var line string
+	for line == "" {
+		select {
+		case <-tick.C:
+			mustBQ(t, ctx, "publish", "--broker", url, "--queue", queue, "--urn", "urn:bq:after")
+		case line = <-lines:
+		case <-ctx.Done():
+			t.Fatal("tail printed nothing")
+		}
+	}
+	if !strings.Contains(line, `"urn":"urn:bq:after"`) {
+		t.Errorf("tail from the end printed %q, want a message published after it started", line)
+	}
+	if code := <-done; code != exitOK {
+		t.Errorf("exit %d", code)
 	}
 }
