@@ -43,7 +43,10 @@ pid_alive() {
   pid="$(cat "$1")"
   [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
   state="$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null || true)"
-  [ "$state" != Z ]
+  [ "$state" != Z ] || return 1
+  # A pid file left by a machine restart may name an unrelated process that
+  # reuses the number: only a JVM (or the shell about to become one) counts.
+  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -Eq '(^|/| )(java|bash|sh) ' || return 1
 }
 
 # tail_logs DIR FILE...: prints the end of the named files in DIR (those
