@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"sync"
@@ -279,7 +280,7 @@ func TestIntegrationHeadersDoNotGrowAcrossHops(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- r.Run(rctx) }()
 	defer func() { stop(); <-done }()
-	if err := tr.PublishWithHeaders(ctx, topic, envelope(t, 0), map[string]string{"traceparent": "00-x-y-01", "tracestate": "a=b"}); err != nil {
+	if err := tr.PublishWithHeaders(ctx, topic, envelope(t, 0), map[string]string{"traceparent": "00-x-y-01", "tracestate": "a=b", "baggage": "k=v"}); err != nil {
 		t.Fatal(err)
 	}
 	var afterOne []string
@@ -301,8 +302,19 @@ func TestIntegrationHeadersDoNotGrowAcrossHops(t *testing.T) {
 		if m.Headers["bq-attempts"] != fmt.Sprint(hop) {
 			t.Fatalf("hop %d: bq-attempts %q", hop, m.Headers["bq-attempts"])
 		}
+		if hop > 0 && m.Headers["babelqueue-retry-link"] != fmt.Sprintf("link-%d", hop-1) {
+			t.Fatalf("hop %d: retry link %q", hop, m.Headers["babelqueue-retry-link"])
+		}
+		if m.Headers["traceparent"] != "00-x-y-01" || m.Headers["baggage"] != "k=v" {
+			t.Fatalf("hop %d: trace context lost: %v", hop, m.Headers)
+		}
 		if hop < 10 {
-			if err := tr.PublishRetryForAttempt(ctx, m, hop); err != nil {
+			// As the otel decorator does: the copy handed on names the
+			// failed attempt in the retry link.
+			linked := *m
+			linked.Headers = maps.Clone(m.Headers)
+			linked.Headers["babelqueue-retry-link"] = fmt.Sprintf("link-%d", hop)
+			if err := tr.PublishRetryForAttempt(ctx, &linked, hop); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -188,33 +188,39 @@ func (w *partitionWorker) run(ctx context.Context) {
 	}()
 	backoff := newBackoff()
 	var head *kafkago.Message
+	var headDue time.Time
 	batch := make([]kafkago.Message, 0, 16)
+	events := make([]ReinjectEvent, 0, 16) // batch[i] carries events[i]
 	for {
 		if head == nil {
 			select {
 			case m := <-fetched:
-				head = &m
+				head, headDue = &m, w.due(m.Time, w.r.clock.Now())
 			case <-ctx.Done():
 				return
 			}
 		}
-		if !sleep(ctx, w.r.clock, ReinjectWait(head.Time, w.tier, w.r.clock.Now())) {
+		if !sleep(ctx, w.r.clock, headDue.Sub(w.r.clock.Now())) {
 			return // revoked or stopped while waiting: not written, not committed
 		}
 		// The head is due; so may be the records behind it. Carry them in
 		// one write, in offset order, up to the first that must wait.
 		batch = append(batch[:0], w.r.reinjected(*head))
+		events = append(events[:0], w.event(batch[0], *head, headDue))
 		last := head.Offset
 		head = nil
 	collect:
 		for len(batch) < maxReinjectBatch {
 			select {
 			case m := <-fetched:
-				if ReinjectWait(m.Time, w.tier, w.r.clock.Now()) > 0 {
-					head = &m
+				now := w.r.clock.Now()
+				due := w.due(m.Time, now)
+				if due.After(now) {
+					head, headDue = &m, due
 					break collect
 				}
 				batch = append(batch, w.r.reinjected(m))
+				events = append(events, w.event(batch[len(batch)-1], m, due))
 				last = m.Offset
 			default:
 				break collect
@@ -235,8 +241,31 @@ func (w *partitionWorker) run(ctx context.Context) {
 			}
 		}
 		backoff.reset()
+		if w.r.t.cfg.reinjectObserver != nil {
+			written := w.r.clock.Now()
+			for _, ev := range events {
+				ev.Written = written
+				w.r.observe(ev)
+			}
+		}
 		w.commit.mark(w.topic, w.partition, last+1)
 	}
+}
+
+// due is when a record stamped ts becomes due, seen at now: ts + the tier,
+// but at most now + the tier (a future-dated record waits one tier), as
+// ReinjectWait clamps it.
+func (w *partitionWorker) due(ts, now time.Time) time.Time {
+	if ts.After(now) {
+		ts = now
+	}
+	return ts.Add(w.tier)
+}
+
+// event describes the write of out, the copy of the retry record in, due at
+// due; Written is set once the write is acknowledged.
+func (w *partitionWorker) event(out, in kafkago.Message, due time.Time) ReinjectEvent {
+	return ReinjectEvent{WorkTopic: out.Topic, RetryTopic: w.topic, Tier: w.tier, Partition: w.partition, Offset: in.Offset, Due: due}
 }
 
 // fetch reads src into out until ctx ends.

@@ -31,6 +31,12 @@ var t0 = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 
 func newReinjectRig(t *testing.T, partitions int, tiers ...time.Duration) *reinjectRig {
 	t.Helper()
+	return newReinjectRigWith(t, partitions, tiers, nil)
+}
+
+// newReinjectRigWith is newReinjectRig with extra transport options.
+func newReinjectRigWith(t *testing.T, partitions int, tiers []time.Duration, opts []Option) *reinjectRig {
+	t.Helper()
 	rg := &reinjectRig{t: t, log: newFakeLog(), offsets: newFakeOffsets(), clock: babelqueue.NewFakeClock(t0), group: newFakeGroup()}
 	rg.writer = &fakeWriter{log: rg.log}
 	rg.log.create("orders", partitions)
@@ -39,7 +45,11 @@ func newReinjectRig(t *testing.T, partitions int, tiers ...time.Duration) *reinj
 	}
 	tr, err := New(WithWriter(rg.writer), WithReaderFactory(func(q string) Reader { return newFakeReader(rg.log, rg.offsets, q) }),
 		WithGroupID("reinject"), WithRetryTiers(tiers...), WithClock(rg.clock),
-		func(c *config) { c.groupFactory = func(string, []string) groupMember { return rg.group } })
+		func(c *config) { c.groupFactory = func(string, []string) groupMember { return rg.group } }, func(c *config) {
+			for _, o := range opts {
+				o(c)
+			}
+		})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,12 +16,14 @@ import (
 // attemptsBefore+1 in the bq-attempts header and in the body (only that
 // number changes; a body that cannot hold it is written as received),
 // bq-delay = the tier in milliseconds, bq-original-topic = the record's
-// topic, the record key byte for byte, the incoming traceparent,
-// tracestate and bq-replay-bypass (a redriven message stays a replay on its
-// retries), the incoming bq-job when the body has none (a poison body), and
-// the §6 projection of the body; no other header, so the header set never
-// grows from hop to hop. Its timestamp is the publish time,
-// from which the Reinjector counts the tier. The caller commits the
+// topic, the record key byte for byte, the delivery's traceparent,
+// tracestate, baggage, babelqueue-retry-link (the otel module's link to the
+// failed attempt) and bq-replay-bypass (a redriven message stays a replay
+// on its retries), each taken from from.Headers, else from the reserved
+// record, the incoming bq-job when the body has none (a poison body), and
+// the §6 projection of the body; no other header, and each once, so the
+// header set never grows from hop to hop. Its timestamp is the publish
+// time, from which the Reinjector counts the tier. The caller commits the
 // original afterwards (Ack). With no tiers it returns ErrDelayUnsupported
 // and writes nothing.
 func (t *Transport) PublishRetryForAttempt(ctx context.Context, from *babelqueue.ReceivedMessage, attemptsBefore int) error {
@@ -101,10 +103,7 @@ func (t *Transport) writeRetry(ctx context.Context, from *babelqueue.ReceivedMes
 	hs = keepRouting(hs, incoming)
 	hs.set(babelqueue.HeaderDelay, millis(delay))
 	hs.set(babelqueue.HeaderOriginalTopic, from.Queue)
-	hs = forwardTrace(hs, incoming)
-	if v, ok := lastHeader(incoming, babelqueue.HeaderReplayBypass); ok && !isBlank(v) {
-		hs.setIfAbsent(babelqueue.HeaderReplayBypass, v) // a replay stays a replay on its retries
-	}
+	hs = forwardContext(hs, from, incoming)
 	topic := RetryTopic(from.Queue, n)
 	return t.write(ctx, topic, kafkago.Message{
 		Topic:   topic,

@@ -3,6 +3,8 @@ package kafka
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"testing"
@@ -391,7 +393,7 @@ func TestRetryForAttemptRecord(t *testing.T) {
 	ctx := context.Background()
 	key := []byte("k\x00")
 	in := append(contractHeaders("1"), h("traceparent", "00-a-b-01"), h("tracestate", "s=1"), h("x-private", "not forwarded"),
-		h("bq-replay-bypass", "1"))
+		h("bq-replay-bypass", "1"), h("babelqueue-retry-link", "00-old-link-01"), h("baggage", "tenant=7"), h("bq-delay", "1"))
 	rg.log.append("orders", 0, kafkago.Message{Key: key, Value: []byte(envelope(t, 1)), Headers: in})
 	m := rg.pop("orders")
 	for _, c := range []struct {
@@ -408,13 +410,30 @@ func TestRetryForAttemptRecord(t *testing.T) {
 		}
 		r := got[0]
 		want := append(contractHeaders(strconv.Itoa(c.before+1)), h("bq-delay", c.delay), h("bq-original-topic", "orders"),
-			h("traceparent", "00-a-b-01"), h("tracestate", "s=1"), h("bq-replay-bypass", "1"))
+			h("traceparent", "00-a-b-01"), h("tracestate", "s=1"), h("baggage", "tenant=7"), h("babelqueue-retry-link", "00-old-link-01"),
+			h("bq-replay-bypass", "1"))
 		if diff := cmp.Diff(want, r.Headers); diff != "" {
 			t.Fatalf("attempts before %d: headers (-want +got):\n%s", c.before, diff)
 		}
 		if string(r.Value) != envelope(t, c.before+1) || !cmp.Equal(r.Key, key) || !r.Time.Equal(t0) {
 			t.Fatalf("record %q key %q time %v", r.Value, r.Key, r.Time)
 		}
+	}
+	// A decorator hands on a copy of the delivery whose headers carry a new
+	// retry link (the otel module does): the copy's headers win over the
+	// record's; a blank one is not written.
+	cp := *m
+	cp.Headers = maps.Clone(m.Headers)
+	cp.Headers["babelqueue-retry-link"] = "00-new-link-01"
+	cp.Headers["baggage"] = " "
+	if err := rg.tr.PublishRetryForAttempt(ctx, &cp, 0); err != nil {
+		t.Fatal(err)
+	}
+	got := rg.log.records("orders.retry.1")
+	want := append(contractHeaders("1"), h("bq-delay", "5000"), h("bq-original-topic", "orders"),
+		h("traceparent", "00-a-b-01"), h("tracestate", "s=1"), h("babelqueue-retry-link", "00-new-link-01"), h("bq-replay-bypass", "1"))
+	if diff := cmp.Diff(want, got[len(got)-1].Headers); diff != "" {
+		t.Fatalf("decorated delivery: headers (-want +got):\n%s", diff)
 	}
 	none := newRig(t)
 	err := none.tr.PublishRetryForAttempt(ctx, m, 0)
@@ -517,7 +536,7 @@ func TestHeadersDoNotGrowAcrossRetryHops(t *testing.T) {
 	rg := newRig(t, WithRetryTiers(time.Second))
 	ctx := context.Background()
 	reinject := &Reinjector{clock: rg.clock, workOf: map[string]string{"orders.retry.1": "orders"}}
-	first := append(contractHeaders("0"), h("traceparent", "00-a-b-01"), h("tracestate", "s"), h("x-app", "v"))
+	first := append(contractHeaders("0"), h("traceparent", "00-a-b-01"), h("tracestate", "s"), h("x-app", "v"), h("baggage", "k=v"))
 	rg.log.append("orders", 0, kafkago.Message{Key: []byte("k"), Value: []byte(envelope(t, 0)), Headers: first})
 	var afterOne []string
 	for hop := 0; hop <= 10; hop++ {
@@ -535,7 +554,15 @@ func TestHeadersDoNotGrowAcrossRetryHops(t *testing.T) {
 		if got := m.Headers["bq-attempts"]; got != strconv.Itoa(hop) || m.Body != envelope(t, hop) {
 			t.Fatalf("hop %d: bq-attempts %q body %s", hop, got, m.Body)
 		}
-		if err := rg.tr.PublishRetryForAttempt(ctx, m, hop); err != nil {
+		if hop > 0 && m.Headers["babelqueue-retry-link"] != fmt.Sprintf("link-%d", hop-1) {
+			t.Fatalf("hop %d: retry link %q", hop, m.Headers["babelqueue-retry-link"])
+		}
+		// As the otel decorator does: each failed attempt names itself in
+		// the retry link of the copy it hands on.
+		linked := *m
+		linked.Headers = maps.Clone(m.Headers)
+		linked.Headers["babelqueue-retry-link"] = fmt.Sprintf("link-%d", hop)
+		if err := rg.tr.PublishRetryForAttempt(ctx, &linked, hop); err != nil {
 			t.Fatal(err)
 		}
 		if err := rg.tr.Ack(ctx, m); err != nil {
@@ -545,7 +572,8 @@ func TestHeadersDoNotGrowAcrossRetryHops(t *testing.T) {
 		back := reinject.reinjected(tier[len(tier)-1])
 		rg.log.append("orders", 0, back)
 	}
-	want := []string{"bq-job", "bq-trace-id", "bq-message-id", "bq-schema-version", "bq-source-lang", "bq-attempts", "traceparent", "tracestate"}
+	want := []string{"bq-job", "bq-trace-id", "bq-message-id", "bq-schema-version", "bq-source-lang", "bq-attempts", "traceparent", "tracestate",
+		"baggage", "babelqueue-retry-link"}
 	if diff := cmp.Diff(want, afterOne); diff != "" {
 		t.Fatalf("headers after one hop (-want +got):\n%s", diff)
 	}
