@@ -63,7 +63,9 @@
 // # Metrics
 //
 // See Metrics for every instrument, its unit and its attributes. The
-// decorator records them as it observes each delivery; tools that work on
-// a bare transport (a redrive CLI, the Kafka re-injector) call the Metrics
+// decorator records them as it observes each delivery. The Kafka
+// re-injector reports each record it carries back through the hook
+// Telemetry.ReinjectObserver returns (give it to kafka.WithReinjectObserver);
+// tools that work on a bare transport (a redrive CLI) call the Metrics
 // methods directly.
 package otel

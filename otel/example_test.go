@@ -8,6 +8,7 @@ import (
 	"time"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/kafka"
 	bqotel "github.com/babelqueue/babelqueue-go/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -60,4 +61,24 @@ func Example() {
 	// Output:
 	// process orders attempt=0 outcome=retried child-of-send=true links=0 status=Unset
 	// process orders attempt=1 outcome=success child-of-send=true links=1 status=Unset
+}
+
+// The re-injector of a Kafka deployment with retry tiers records how late
+// each retry record was carried back to its work topic.
+func ExampleTelemetry_ReinjectObserver() {
+	tel, err := bqotel.New() // the global providers
+	if err != nil {
+		panic(err)
+	}
+	tr, err := kafka.New(kafka.WithBrokers("127.0.0.1:9092"), kafka.WithGroupID("orders-reinjector"),
+		kafka.WithRetryTiers(kafka.DefaultRetryTiers...), kafka.WithReinjectObserver(tel.ReinjectObserver()))
+	if err != nil {
+		panic(err)
+	}
+	defer tr.Close()
+	reinjector, err := tr.NewReinjector("orders")
+	if err != nil {
+		panic(err)
+	}
+	_ = reinjector // run it with reinjector.Run(ctx) until shutdown
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/babelqueue/babelqueue-go/kafka"
 	"github.com/babelqueue/babelqueue-go/tools/brokertest"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric/noop"
 )
 
 func kafkaTransport(t *testing.T, opts ...kafka.Option) *kafka.Transport {
@@ -40,21 +42,9 @@ func TestIntegrationKafkaRetryTierKeepsOneTrace(t *testing.T) {
 	if err := tr.EnsureTopics(ctx, topic, 1, 1); err != nil {
 		t.Fatal(err)
 	}
-	reinjector, err := kafkaTransport(t, kafka.WithGroupID(brokertest.Topic(t, "reinject")), tiers, quiet).NewReinjector(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rctx, rcancel := context.WithCancel(context.Background())
-	rdone := make(chan error, 1)
-	go func() { rdone <- reinjector.Run(rctx) }()
-	t.Cleanup(func() {
-		rcancel()
-		if err := <-rdone; err != nil {
-			t.Errorf("Reinjector.Run: %v", err)
-		}
-	})
-
 	h := newHarness(t)
+	runReinjector(t, topic, tiers, quiet, kafka.WithReinjectObserver(h.tel.ReinjectObserver()))
+
 	app := babelqueue.NewApp(h.tel.Transport(tr), babelqueue.WithDefaultQueue(topic), babelqueue.WithMaxAttempts(3),
 		babelqueue.WithPollTimeout(200*time.Millisecond), babelqueue.WithLogger(slog.New(slog.DiscardHandler)))
 	log := newHandlerLog()
@@ -79,6 +69,128 @@ func TestIntegrationKafkaRetryTierKeepsOneTrace(t *testing.T) {
 	if len(log.headers) != 2 || log.headers[0]["traceparent"] == "" || log.headers[1]["traceparent"] != log.headers[0]["traceparent"] {
 		t.Errorf("traceparent not forwarded untouched through the tier and the Reinjector: %v", log.headers)
 	}
+
+	// The Reinjector's observer recorded the lag of the one record it
+	// carried (after the write was acknowledged, so possibly just after
+	// the handler saw it).
+	lagOf := map[string]string{"messaging.system": "kafka", "messaging.destination.name": topic}
+	deadline := time.Now().Add(10 * time.Second)
+	n, sum := h.observations(t, MetricReinjectLag, lagOf)
+	for n == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+		n, sum = h.observations(t, MetricReinjectLag, lagOf)
+	}
+	if n != 1 || sum < 0 || sum > 10 {
+		t.Errorf("%s: %d observations summing %vs, want 1 between 0 and 10s", MetricReinjectLag, n, sum)
+	}
+}
+
+// runReinjector runs a Reinjector for topic, on a transport of its own,
+// until the end of the test.
+func runReinjector(t *testing.T, topic string, opts ...kafka.Option) {
+	t.Helper()
+	reinjector, err := kafkaTransport(t, append([]kafka.Option{kafka.WithGroupID(brokertest.Topic(t, "reinject"))}, opts...)...).NewReinjector(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, rcancel := context.WithCancel(context.Background())
+	rdone := make(chan error, 1)
+	go func() { rdone <- reinjector.Run(rctx) }()
+	t.Cleanup(func() {
+		rcancel()
+		if err := <-rdone; err != nil {
+			t.Errorf("Reinjector.Run: %v", err)
+		}
+	})
+}
+
+// TestIntegrationKafkaRetryLinkCrossesProcesses: a first process (its own
+// Telemetry and transport) fails a message, which goes through the retry
+// tier and the Reinjector; a second process (another Telemetry, same
+// group) handles the retry. Its span links to the failed attempt, known
+// only from the babelqueue-retry-link header carried through the tier, and
+// the W3C baggage travelled along.
+func TestIntegrationKafkaRetryLinkCrossesProcesses(t *testing.T) {
+	topic := brokertest.Topic(t, "otel-link")
+	tiers := kafka.WithRetryTiers(3 * time.Second)
+	quiet := kafka.WithLogger(slog.New(slog.DiscardHandler))
+	group := brokertest.Topic(t, "g")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	trA, err := kafka.New(kafka.WithBrokers(brokertest.KafkaBrokers(t)...), kafka.WithGroupID(group), tiers, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = trA.Close() }) // closed below; a second Close does nothing
+	if err := trA.EnsureTopics(ctx, topic, 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	runReinjector(t, topic, tiers, quiet)
+
+	h := newHarness(t)
+	second, err := New(WithTracerProvider(h.tp), WithMeterProvider(noop.NewMeterProvider()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := []babelqueue.Option{babelqueue.WithDefaultQueue(topic), babelqueue.WithMaxAttempts(5),
+		babelqueue.WithPollTimeout(200 * time.Millisecond), babelqueue.WithLogger(slog.New(slog.DiscardHandler))}
+
+	// First process: fail the message, then stop.
+	appA := babelqueue.NewApp(h.tel.Transport(trA), opts...)
+	var failures atomic.Int32
+	appA.Handle(testURN, h.tel.Middleware(func(context.Context, *babelqueue.Envelope) error {
+		failures.Add(1)
+		return errors.New("projection store unavailable")
+	}))
+	rootCtx, root := h.tp.Tracer("test").Start(ctx, "checkout")
+	if _, err := appA.PublishWithHeaders(rootCtx, testURN, map[string]any{"order_id": 7}, map[string]string{"baggage": "tenant=7"}); err != nil {
+		t.Fatal(err)
+	}
+	root.End()
+	for failures.Load() == 0 && ctx.Err() == nil {
+		if _, err := appA.Drain(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := trA.Close(); err != nil { // commits the failed record's offset
+		t.Fatal(err)
+	}
+	failed := h.ended("process " + topic)
+	if len(failed) == 0 {
+		t.Fatal("the first process ended no process span")
+	}
+	last := failed[len(failed)-1]
+
+	// Second process: handle the re-injected retry.
+	trB := kafkaTransport(t, kafka.WithGroupID(group), tiers, quiet)
+	appB := babelqueue.NewApp(second.Transport(trB), opts...)
+	handled := make(chan map[string]string, 1)
+	appB.Handle(testURN, second.Middleware(func(ctx context.Context, _ *babelqueue.Envelope) error {
+		select {
+		case handled <- babelqueue.HeadersFromContext(ctx):
+		default:
+		}
+		return nil
+	}))
+	consumeUntilCleanup(t, appB, topic)
+	var headers map[string]string
+	select {
+	case headers = <-handled:
+	case <-ctx.Done():
+		t.Fatal("the second process never handled the retry")
+	}
+	spans := waitSpans(t, h, "process "+topic, len(failed)+1, 30*time.Second)
+	retried := spans[len(failed)]
+	if !linkedTo(retried, last.SpanContext) {
+		t.Errorf("the retry in the second process does not link to the failed attempt: links %v", retried.Links)
+	}
+	if retried.SpanContext.TraceID() != root.SpanContext().TraceID() {
+		t.Errorf("the retry left the message's trace")
+	}
+	wantAttrs(t, retried, map[string]string{"babelqueue.outcome": OutcomeSuccess})
+	if headers["baggage"] != "tenant=7" || headers[HeaderRetryLink] != formatLink(last.SpanContext) {
+		t.Errorf("retried delivery headers %v: want the baggage and the retry link", headers)
+	}
 }
 
 // TestIntegrationKafkaDeadLetterKeepsTraceAndIsTheError: a message that
@@ -96,19 +208,7 @@ func TestIntegrationKafkaDeadLetterKeepsTraceAndIsTheError(t *testing.T) {
 	if err := tr.EnsureTopics(ctx, topic, 1, 1); err != nil {
 		t.Fatal(err)
 	}
-	reinjector, err := kafkaTransport(t, kafka.WithGroupID(brokertest.Topic(t, "reinject")), tiers, quiet).NewReinjector(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rctx, rcancel := context.WithCancel(context.Background())
-	rdone := make(chan error, 1)
-	go func() { rdone <- reinjector.Run(rctx) }()
-	t.Cleanup(func() {
-		rcancel()
-		if err := <-rdone; err != nil {
-			t.Errorf("Reinjector.Run: %v", err)
-		}
-	})
+	runReinjector(t, topic, tiers, quiet)
 
 	h := newHarness(t)
 	decorated := h.tel.Transport(tr)
@@ -140,6 +240,7 @@ func TestIntegrationKafkaDeadLetterKeepsTraceAndIsTheError(t *testing.T) {
 	// Read the dead letter through the decorated transport (another group).
 	reader := h.tel.Transport(kafkaTransport(t, kafka.WithGroupID(brokertest.Topic(t, "dlq-reader")), quiet))
 	var msg *babelqueue.ReceivedMessage
+	var err error
 	for msg == nil && ctx.Err() == nil {
 		if msg, err = reader.Pop(ctx, topic+".dlq", time.Second); err != nil {
 			t.Fatal(err)
