@@ -302,8 +302,10 @@ func (t *transport) end(ctx context.Context, d *delivery, outcome string) {
 	if outcome == OutcomeRetried || outcome == OutcomeReleased || (outcome == OutcomeRequeued && failed) {
 		t.tel.reg.remember(d.msgID, d.span.SpanContext())
 	}
-	d.span.End()
+	// Counted before the span ends, so that an exported span implies its
+	// delivery was counted (as endSend does for the published counter).
 	t.tel.metrics.Handled(ctx, d.system, d.queue, outcome)
+	d.span.End()
 }
 
 // ---- settle writes ----
