@@ -67,9 +67,10 @@ func ToQueue(queue string) PublishOption {
 // WithDelay asks for the message to be delivered no sooner than d from now,
 // through the transport's DelayedPublisher. A transport without one, or one
 // that cannot honour d, makes the publish fail with an error matching
-// ErrDelayUnsupported, having written nothing. Out-of-band headers cannot
-// be combined with a delay (DelayedPublisher carries none): that also
-// fails with ErrDelayUnsupported.
+// ErrDelayUnsupported, having written nothing. Out-of-band headers
+// (PublishWithHeaders) combine with a delay through the transport's
+// DelayedHeaderPublisher; a transport without one makes that combination
+// fail with ErrDelayUnsupported too, rather than drop the headers.
 func WithDelay(d time.Duration) PublishOption {
 	return func(p *publishConfig) { p.delay, p.delayed = d, true }
 }
@@ -120,10 +121,13 @@ func (a *App) PublishWithHeaders(ctx context.Context, urn string, data any, head
 	}
 	body := string(raw)
 	switch {
-	case p.delayed:
-		if len(headers) > 0 {
-			return "", fmt.Errorf("babelqueue: publish %s to %s: headers with a delay: %w", urn, queue, ErrDelayUnsupported)
+	case p.delayed && len(headers) > 0:
+		dh, ok := a.t.(DelayedHeaderPublisher)
+		if !ok {
+			return "", fmt.Errorf("babelqueue: publish %s to %s: transport %T has no delayed publish with headers: %w", urn, queue, a.t, ErrDelayUnsupported)
 		}
+		err = dh.PublishDelayedWithHeaders(ctx, queue, body, p.delay, headers)
+	case p.delayed:
 		dp, ok := a.t.(DelayedPublisher)
 		if !ok {
 			return "", fmt.Errorf("babelqueue: publish %s to %s: transport %T has no delayed publish: %w", urn, queue, a.t, ErrDelayUnsupported)

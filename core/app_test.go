@@ -205,9 +205,68 @@ func TestPublishDelayed(t *testing.T) {
 			t.Errorf("%s: err = %v, want ErrDelayUnsupported", name, err)
 		}
 	}
-	_, err := a.PublishWithHeaders(ctx, "urn:x", nil, map[string]string{"a": "b"}, WithDelay(time.Second))
+	_, err := testApp(delayOnly{only(mem), mem}).PublishWithHeaders(ctx, "urn:x", nil, map[string]string{"a": "b"}, WithDelay(time.Second))
 	if !errors.Is(err, ErrDelayUnsupported) {
-		t.Errorf("headers with a delay: err = %v, want ErrDelayUnsupported", err)
+		t.Errorf("headers with a delay, no DelayedHeaderPublisher: err = %v, want ErrDelayUnsupported", err)
+	}
+	if n := mem.Len(DefaultQueue); n != 0 {
+		t.Errorf("a refused delayed publish left %d messages", n)
+	}
+}
+
+// delayOnly is a transport with DelayedPublisher but no
+// DelayedHeaderPublisher.
+type delayOnly struct {
+	Transport
+	d DelayedPublisher
+}
+
+func (d delayOnly) PublishDelayed(ctx context.Context, queue, body string, delay time.Duration) error {
+	return d.d.PublishDelayed(ctx, queue, body, delay)
+}
+
+func TestPublishDelayedWithHeaders(t *testing.T) {
+	clock := NewFakeClock(epoch)
+	mem := NewInMemoryTransport(WithMemoryClock(clock))
+	var ops []string
+	mem.SetFault(func(op, queue string) error { ops = append(ops, op); return nil })
+	a := testApp(mem)
+	ctx := context.Background()
+	headers := map[string]string{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", HeaderJob: "urn:spoofed", " ": "blank key", "empty": ""}
+	if _, err := a.PublishWithHeaders(ctx, "urn:x", nil, headers, WithDelay(time.Minute)); err != nil {
+		t.Fatalf("PublishWithHeaders with a delay: %v", err)
+	}
+	if len(ops) != 1 || ops[0] != "PublishDelayedWithHeaders" {
+		t.Errorf("transport calls = %v, want [PublishDelayedWithHeaders]", ops)
+	}
+	clock.Advance(59 * time.Second)
+	if m, _ := mem.Pop(ctx, DefaultQueue, 0); m != nil {
+		t.Fatal("a delayed message with headers was visible before its time")
+	}
+	clock.Advance(time.Second)
+	m, err := mem.Pop(ctx, DefaultQueue, 0)
+	if err != nil || m == nil {
+		t.Fatalf("the delayed message is not visible at its time: %v", err)
+	}
+	if got := m.Headers["traceparent"]; got != headers["traceparent"] {
+		t.Errorf("traceparent = %q, want %q", got, headers["traceparent"])
+	}
+	if got := m.Headers[HeaderJob]; got != "urn:x" {
+		t.Errorf("bq-job = %q: the contract header must win a collision", got)
+	}
+	if _, ok := m.Headers[" "]; ok {
+		t.Error("a blank header key was written")
+	}
+	if _, ok := m.Headers["empty"]; ok {
+		t.Error("a blank header value was written")
+	}
+	// Without headers the plain delayed publish is used.
+	ops = nil
+	if _, err := a.PublishWithHeaders(ctx, "urn:x", nil, nil, WithDelay(time.Second)); err != nil {
+		t.Fatalf("PublishWithHeaders(nil) with a delay: %v", err)
+	}
+	if len(ops) != 1 || ops[0] != "PublishDelayed" {
+		t.Errorf("transport calls = %v, want [PublishDelayed]", ops)
 	}
 }
 

@@ -19,7 +19,8 @@ import (
 //     binding does), merging out-of-band headers by the MergeHeaders rules;
 //   - keeps a message key (PublishKeyed) on every keyed republish and on
 //     Forward, which writes headers exactly as given;
-//   - makes a delayed message (PublishDelayed, PublishRetryForAttempt)
+//   - makes a delayed message (PublishDelayed, PublishDelayedWithHeaders,
+//     PublishRetryForAttempt)
 //     visible when its Clock reaches the due time;
 //   - reserves a popped message until it is acknowledged (Ack, Retry),
 //     rewound (Rewind: back to the head, unchanged) or negatively
@@ -124,7 +125,8 @@ type memHandle struct {
 
 // SetFault installs fn, called before every operation with the method name
 // ("Publish", "PublishWithHeaders", "PublishFrom", "PublishFromWithHeaders",
-// "Forward", "PublishDelayed", "PublishRetryForAttempt", "Retry", "Pop",
+// "Forward", "PublishDelayed", "PublishDelayedWithHeaders",
+// "PublishRetryForAttempt", "Retry", "Pop",
 // "Ack", "Nack", "Rewind") and the queue it concerns (for a write, the
 // queue written to). A non-nil error fails the operation, which then
 // changes nothing. nil removes the fault. It lets a test simulate a broker
@@ -282,6 +284,12 @@ func (t *InMemoryTransport) Forward(ctx context.Context, queue, body string, fro
 // delay past now (DelayedPublisher). It never refuses a delay.
 func (t *InMemoryTransport) PublishDelayed(ctx context.Context, queue, body string, delay time.Duration) error {
 	return t.write("PublishDelayed", queue, body, projectHeaders(body, nil), nil, t.clock.Now().Add(delay))
+}
+
+// PublishDelayedWithHeaders is PublishDelayed with out-of-band headers
+// (DelayedHeaderPublisher), delivered with the message once it is due.
+func (t *InMemoryTransport) PublishDelayedWithHeaders(ctx context.Context, queue, body string, delay time.Duration, headers map[string]string) error {
+	return t.write("PublishDelayedWithHeaders", queue, body, projectHeaders(body, headers), nil, t.clock.Now().Add(delay))
 }
 
 // PublishRetryForAttempt (TieredRetrier) delivers a copy of from, with

@@ -92,6 +92,16 @@ type DelayedPublisher interface {
 	PublishDelayed(ctx context.Context, queue, body string, delay time.Duration) error
 }
 
+// DelayedHeaderPublisher is DelayedPublisher with out-of-band headers
+// written beside the contract projection, with the collision rules of
+// HeaderPublisher: a contract bq- header wins a key collision, and blank
+// keys and values are skipped. The headers travel with the message through
+// the delay and are delivered with it. A binding that cannot honour delay
+// returns an error matching ErrDelayUnsupported and writes nothing.
+type DelayedHeaderPublisher interface {
+	PublishDelayedWithHeaders(ctx context.Context, queue, body string, delay time.Duration, headers map[string]string) error
+}
+
 // TieredRetrier republishes a reserved message to the retry tier chosen from
 // attemptsBefore, the reconciled attempts of that delivery. The written copy
 // carries attempts = attemptsBefore+1. It returns an error matching

@@ -64,11 +64,22 @@ func (t *Transport) PublishRetry(ctx context.Context, from *babelqueue.ReceivedM
 // It returns ErrDelayUnsupported, writing nothing, when no tier covers
 // delay. A delay of zero or less is a plain Publish.
 func (t *Transport) PublishDelayed(ctx context.Context, queue, body string, delay time.Duration) error {
+	return t.PublishDelayedWithHeaders(ctx, queue, body, delay, nil)
+}
+
+// PublishDelayedWithHeaders implements babelqueue.DelayedHeaderPublisher:
+// it is PublishDelayed with the caller's out-of-band headers added after
+// the tier headers, as PublishWithHeaders adds them (in key order, blank
+// keys and values skipped, a contract header winning a collision, and
+// bq-delay and bq-original-topic never taken from the caller). A
+// Reinjector keeps them when it writes the record back to queue. A delay of
+// zero or less is a plain PublishWithHeaders.
+func (t *Transport) PublishDelayedWithHeaders(ctx context.Context, queue, body string, delay time.Duration, headers map[string]string) error {
 	if babelqueue.IsBlank(queue) {
 		return ErrEmptyTopic
 	}
 	if delay <= 0 {
-		return t.Publish(ctx, queue, body)
+		return t.PublishWithHeaders(ctx, queue, body, headers)
 	}
 	n := TierForDelay(delay, t.cfg.tiers)
 	if n == 0 {
@@ -78,6 +89,7 @@ func (t *Transport) PublishDelayed(ctx context.Context, queue, body string, dela
 	hs, _ := projection(body, t.cfg.clock.Now())
 	hs.set(babelqueue.HeaderDelay, millis(tier))
 	hs.set(babelqueue.HeaderOriginalTopic, queue)
+	hs = withExtra(hs, headers)
 	topic := RetryTopic(queue, n)
 	return t.write(ctx, topic, kafkago.Message{
 		Topic:   topic,

@@ -30,7 +30,16 @@ func (t *Transport) PublishWithHeaders(ctx context.Context, queue, body string, 
 // less publishes at once. The broker honours the delay only for Shared and
 // KeyShared subscriptions; others receive the message at once.
 func (t *Transport) PublishDelayed(ctx context.Context, queue, body string, delay time.Duration) error {
-	msg := projected(body, nil)
+	return t.PublishDelayedWithHeaders(ctx, queue, body, delay, nil)
+}
+
+// PublishDelayedWithHeaders implements babelqueue.DelayedHeaderPublisher:
+// it is PublishDelayed with out-of-band properties, with the collision rules
+// of PublishWithHeaders (a contract property wins; blank keys and values
+// are skipped). The properties are delivered with the message when the
+// delay has passed.
+func (t *Transport) PublishDelayedWithHeaders(ctx context.Context, queue, body string, delay time.Duration, headers map[string]string) error {
+	msg := projected(body, headers)
 	if delay > 0 {
 		msg.DeliverAfter = delay
 	}
