@@ -55,6 +55,12 @@ func (c capDelayedPublisher) PublishDelayed(ctx context.Context, queue, body str
 	return c.t.publishDelayed(ctx, queue, body, delay)
 }
 
+type capDelayedHeaderPublisher struct{ t *transport }
+
+func (c capDelayedHeaderPublisher) PublishDelayedWithHeaders(ctx context.Context, queue, body string, delay time.Duration, headers map[string]string) error {
+	return c.t.publishDelayedWithHeaders(ctx, queue, body, delay, headers)
+}
+
 type capTieredRetrier struct{ t *transport }
 
 func (c capTieredRetrier) PublishRetryForAttempt(ctx context.Context, from *babelqueue.ReceivedMessage, attemptsBefore int) error {

@@ -34,6 +34,9 @@ func capabilityMask(t babelqueue.Transport) int {
 	if _, ok := t.(babelqueue.Retrier); ok {
 		mask |= 1 << 8
 	}
+	if _, ok := t.(babelqueue.DelayedHeaderPublisher); ok {
+		mask |= 1 << 9
+	}
 	return mask
 }
 
@@ -43,7 +46,7 @@ func wrapCapabilities(t *transport) babelqueue.Transport {
 }
 
 // combinations builds the decorator of each capability set.
-var combinations = [512]func(*transport) babelqueue.Transport{
+var combinations = [1024]func(*transport) babelqueue.Transport{
 	0: func(t *transport) babelqueue.Transport { return &struct{ *transport }{t} },
 	1: func(t *transport) babelqueue.Transport {
 		return &struct {
@@ -4903,5 +4906,5381 @@ var combinations = [512]func(*transport) babelqueue.Transport{
 			capTieredRetrier
 			capRetrier
 		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}}
+	},
+	512: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capDelayedHeaderPublisher
+		}{t, capDelayedHeaderPublisher{t}}
+	},
+	513: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	514: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	515: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	516: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	517: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	518: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	519: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	520: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capForwarder
+			capDelayedHeaderPublisher
+		}{t, capForwarder{t}, capDelayedHeaderPublisher{t}}
+	},
+	521: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capForwarder
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capForwarder{t}, capDelayedHeaderPublisher{t}}
+	},
+	522: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capForwarder
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capForwarder{t}, capDelayedHeaderPublisher{t}}
+	},
+	523: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capForwarder
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capForwarder{t}, capDelayedHeaderPublisher{t}}
+	},
+	524: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capForwarder
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capForwarder{t}, capDelayedHeaderPublisher{t}}
+	},
+	525: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capForwarder
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capDelayedHeaderPublisher{t}}
+	},
+	526: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capDelayedHeaderPublisher{t}}
+	},
+	527: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capDelayedHeaderPublisher{t}}
+	},
+	528: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capRewinder
+			capDelayedHeaderPublisher
+		}{t, capRewinder{t}, capDelayedHeaderPublisher{t}}
+	},
+	529: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capRewinder
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capRewinder{t}, capDelayedHeaderPublisher{t}}
+	},
+	530: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capRewinder
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capRewinder{t}, capDelayedHeaderPublisher{t}}
+	},
+	531: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capRewinder
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capRewinder{t}, capDelayedHeaderPublisher{t}}
+	},
+	532: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capRewinder
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capRewinder{t}, capDelayedHeaderPublisher{t}}
+	},
+	533: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capRewinder
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capDelayedHeaderPublisher{t}}
+	},
+	534: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capRewinder
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capDelayedHeaderPublisher{t}}
+	},
+	535: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capRewinder
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capDelayedHeaderPublisher{t}}
+	},
+	536: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capForwarder
+			capRewinder
+			capDelayedHeaderPublisher
+		}{t, capForwarder{t}, capRewinder{t}, capDelayedHeaderPublisher{t}}
+	},
+	537: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capForwarder
+			capRewinder
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capForwarder{t}, capRewinder{t}, capDelayedHeaderPublisher{t}}
+	},
+	538: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capForwarder
+			capRewinder
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capForwarder{t}, capRewinder{t}, capDelayedHeaderPublisher{t}}
+	},
+	539: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capForwarder
+			capRewinder
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capForwarder{t}, capRewinder{t}, capDelayedHeaderPublisher{t}}
+	},
+	540: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capDelayedHeaderPublisher{t}}
+	},
+	541: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capDelayedHeaderPublisher{t}}
+	},
+	542: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capDelayedHeaderPublisher{t}}
+	},
+	543: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capDelayedHeaderPublisher{t}}
+	},
+	544: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capNegativeAcknowledger
+			capDelayedHeaderPublisher
+		}{t, capNegativeAcknowledger{t}, capDelayedHeaderPublisher{t}}
+	},
+	545: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capNegativeAcknowledger
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capNegativeAcknowledger{t}, capDelayedHeaderPublisher{t}}
+	},
+	546: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capNegativeAcknowledger
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capNegativeAcknowledger{t}, capDelayedHeaderPublisher{t}}
+	},
+	547: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capNegativeAcknowledger
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capNegativeAcknowledger{t}, capDelayedHeaderPublisher{t}}
+	},
+	548: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capNegativeAcknowledger
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capNegativeAcknowledger{t}, capDelayedHeaderPublisher{t}}
+	},
+	549: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capNegativeAcknowledger
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capNegativeAcknowledger{t}, capDelayedHeaderPublisher{t}}
+	},
+	550: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capNegativeAcknowledger
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capNegativeAcknowledger{t}, capDelayedHeaderPublisher{t}}
+	},
+	551: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capNegativeAcknowledger
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capNegativeAcknowledger{t}, capDelayedHeaderPublisher{t}}
+	},
+	552: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capForwarder
+			capNegativeAcknowledger
+			capDelayedHeaderPublisher
+		}{t, capForwarder{t}, capNegativeAcknowledger{t}, capDelayedHeaderPublisher{t}}
+	},
+	553: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capForwarder
+			capNegativeAcknowledger
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capDelayedHeaderPublisher{t}}
+	},
+	554: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capDelayedHeaderPublisher{t}}
+	},
+	555: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capDelayedHeaderPublisher{t}}
+	},
+	556: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capDelayedHeaderPublisher{t}}
+	},
+	557: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capDelayedHeaderPublisher{t}}
+	},
+	558: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capDelayedHeaderPublisher{t}}
+	},
+	559: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capDelayedHeaderPublisher{t}}
+	},
+	560: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedHeaderPublisher
+		}{t, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedHeaderPublisher{t}}
+	},
+	561: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedHeaderPublisher{t}}
+	},
+	562: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedHeaderPublisher{t}}
+	},
+	563: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedHeaderPublisher{t}}
+	},
+	564: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedHeaderPublisher{t}}
+	},
+	565: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedHeaderPublisher{t}}
+	},
+	566: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedHeaderPublisher{t}}
+	},
+	567: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedHeaderPublisher{t}}
+	},
+	568: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedHeaderPublisher
+		}{t, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedHeaderPublisher{t}}
+	},
+	569: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedHeaderPublisher{t}}
+	},
+	570: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedHeaderPublisher{t}}
+	},
+	571: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedHeaderPublisher{t}}
+	},
+	572: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedHeaderPublisher{t}}
+	},
+	573: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedHeaderPublisher{t}}
+	},
+	574: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedHeaderPublisher{t}}
+	},
+	575: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedHeaderPublisher{t}}
+	},
+	576: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	577: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	578: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	579: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	580: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	581: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	582: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	583: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	584: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capForwarder
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capForwarder{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	585: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capForwarder
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capForwarder{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	586: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capForwarder
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capForwarder{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	587: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capForwarder
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capForwarder{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	588: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capForwarder
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capForwarder{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	589: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capForwarder
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	590: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	591: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	592: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capRewinder
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capRewinder{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	593: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capRewinder
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capRewinder{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	594: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capRewinder
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capRewinder{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	595: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capRewinder
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capRewinder{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	596: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capRewinder
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capRewinder{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	597: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capRewinder
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	598: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capRewinder
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	599: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capRewinder
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	600: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capForwarder
+			capRewinder
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capForwarder{t}, capRewinder{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	601: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capForwarder
+			capRewinder
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capForwarder{t}, capRewinder{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	602: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capForwarder
+			capRewinder
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capForwarder{t}, capRewinder{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	603: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capForwarder
+			capRewinder
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capForwarder{t}, capRewinder{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	604: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	605: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	606: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	607: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	608: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	609: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	610: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	611: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	612: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	613: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	614: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	615: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	616: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capForwarder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capForwarder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	617: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capForwarder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	618: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	619: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	620: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	621: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	622: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	623: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	624: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	625: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	626: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	627: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	628: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	629: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	630: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	631: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	632: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	633: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	634: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	635: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	636: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	637: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	638: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	639: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capDelayedHeaderPublisher{t}}
+	},
+	640: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	641: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	642: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	643: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	644: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	645: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	646: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	647: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	648: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capForwarder
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capForwarder{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	649: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capForwarder
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capForwarder{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	650: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capForwarder
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capForwarder{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	651: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capForwarder
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capForwarder{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	652: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capForwarder
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capForwarder{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	653: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capForwarder
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	654: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	655: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	656: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capRewinder
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capRewinder{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	657: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capRewinder
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capRewinder{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	658: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capRewinder
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capRewinder{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	659: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capRewinder
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capRewinder{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	660: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capRewinder
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capRewinder{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	661: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capRewinder
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	662: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capRewinder
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	663: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capRewinder
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	664: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capForwarder
+			capRewinder
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capForwarder{t}, capRewinder{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	665: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capForwarder
+			capRewinder
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capForwarder{t}, capRewinder{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	666: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capForwarder
+			capRewinder
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capForwarder{t}, capRewinder{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	667: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capForwarder
+			capRewinder
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capForwarder{t}, capRewinder{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	668: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	669: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	670: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	671: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	672: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capNegativeAcknowledger
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capNegativeAcknowledger{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	673: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capNegativeAcknowledger
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	674: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capNegativeAcknowledger
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	675: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capNegativeAcknowledger
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	676: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capNegativeAcknowledger
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	677: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capNegativeAcknowledger
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	678: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capNegativeAcknowledger
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	679: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capNegativeAcknowledger
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	680: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capForwarder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capForwarder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	681: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capForwarder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	682: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	683: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	684: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	685: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	686: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	687: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	688: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capRewinder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capRewinder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	689: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capRewinder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	690: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	691: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	692: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	693: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	694: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	695: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	696: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	697: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	698: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	699: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	700: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	701: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	702: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	703: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	704: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	705: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	706: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	707: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	708: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	709: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	710: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	711: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	712: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capForwarder
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capForwarder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	713: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capForwarder
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capForwarder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	714: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capForwarder
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capForwarder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	715: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capForwarder
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capForwarder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	716: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capForwarder
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capForwarder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	717: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capForwarder
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	718: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	719: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	720: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capRewinder
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capRewinder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	721: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capRewinder
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capRewinder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	722: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capRewinder
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capRewinder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	723: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capRewinder
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capRewinder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	724: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capRewinder
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capRewinder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	725: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capRewinder
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	726: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capRewinder
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	727: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capRewinder
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	728: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capForwarder
+			capRewinder
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capForwarder{t}, capRewinder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	729: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capForwarder
+			capRewinder
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capForwarder{t}, capRewinder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	730: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capForwarder
+			capRewinder
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capForwarder{t}, capRewinder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	731: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capForwarder
+			capRewinder
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capForwarder{t}, capRewinder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	732: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	733: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	734: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	735: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	736: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	737: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	738: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	739: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	740: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	741: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	742: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	743: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	744: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capForwarder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capForwarder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	745: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capForwarder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	746: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	747: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	748: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	749: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	750: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	751: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	752: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	753: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	754: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	755: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	756: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	757: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	758: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	759: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	760: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	761: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	762: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	763: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	764: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	765: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	766: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	767: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	768: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	769: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	770: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	771: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	772: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	773: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	774: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	775: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	776: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capForwarder
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capForwarder{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	777: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capForwarder
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capForwarder{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	778: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capForwarder
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capForwarder{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	779: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capForwarder
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capForwarder{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	780: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capForwarder
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capForwarder{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	781: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capForwarder
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	782: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	783: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	784: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capRewinder
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capRewinder{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	785: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capRewinder
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capRewinder{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	786: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capRewinder
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capRewinder{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	787: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capRewinder
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capRewinder{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	788: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capRewinder
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capRewinder{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	789: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capRewinder
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	790: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capRewinder
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	791: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capRewinder
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	792: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capForwarder
+			capRewinder
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capForwarder{t}, capRewinder{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	793: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capForwarder
+			capRewinder
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capForwarder{t}, capRewinder{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	794: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capForwarder
+			capRewinder
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capForwarder{t}, capRewinder{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	795: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capForwarder
+			capRewinder
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capForwarder{t}, capRewinder{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	796: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	797: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	798: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	799: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	800: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capNegativeAcknowledger
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capNegativeAcknowledger{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	801: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capNegativeAcknowledger
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capNegativeAcknowledger{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	802: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capNegativeAcknowledger
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capNegativeAcknowledger{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	803: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capNegativeAcknowledger
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capNegativeAcknowledger{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	804: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capNegativeAcknowledger
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capNegativeAcknowledger{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	805: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capNegativeAcknowledger
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capNegativeAcknowledger{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	806: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capNegativeAcknowledger
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capNegativeAcknowledger{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	807: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capNegativeAcknowledger
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capNegativeAcknowledger{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	808: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capForwarder
+			capNegativeAcknowledger
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capForwarder{t}, capNegativeAcknowledger{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	809: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capForwarder
+			capNegativeAcknowledger
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	810: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	811: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	812: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	813: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	814: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	815: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	816: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capRewinder
+			capNegativeAcknowledger
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capRewinder{t}, capNegativeAcknowledger{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	817: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capRewinder
+			capNegativeAcknowledger
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	818: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	819: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	820: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	821: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	822: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	823: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	824: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	825: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	826: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	827: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	828: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	829: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	830: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	831: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	832: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	833: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	834: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	835: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	836: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	837: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	838: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	839: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	840: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capForwarder
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capForwarder{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	841: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capForwarder
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capForwarder{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	842: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capForwarder
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capForwarder{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	843: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capForwarder
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capForwarder{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	844: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capForwarder
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capForwarder{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	845: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capForwarder
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	846: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	847: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	848: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capRewinder
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capRewinder{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	849: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capRewinder
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capRewinder{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	850: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capRewinder
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capRewinder{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	851: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capRewinder
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capRewinder{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	852: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capRewinder
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capRewinder{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	853: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capRewinder
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	854: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capRewinder
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	855: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capRewinder
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	856: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capForwarder
+			capRewinder
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capForwarder{t}, capRewinder{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	857: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capForwarder
+			capRewinder
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capForwarder{t}, capRewinder{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	858: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capForwarder
+			capRewinder
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capForwarder{t}, capRewinder{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	859: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capForwarder
+			capRewinder
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capForwarder{t}, capRewinder{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	860: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	861: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	862: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	863: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	864: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	865: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	866: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	867: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	868: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	869: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	870: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	871: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	872: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capForwarder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capForwarder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	873: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capForwarder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	874: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	875: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	876: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	877: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	878: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	879: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	880: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	881: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	882: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	883: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	884: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	885: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	886: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	887: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	888: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	889: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	890: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	891: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	892: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	893: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	894: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	895: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	896: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	897: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	898: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	899: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	900: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	901: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	902: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	903: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	904: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capForwarder
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capForwarder{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	905: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capForwarder
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capForwarder{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	906: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capForwarder
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capForwarder{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	907: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capForwarder
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capForwarder{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	908: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capForwarder
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capForwarder{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	909: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capForwarder
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	910: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	911: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	912: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capRewinder
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capRewinder{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	913: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capRewinder
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capRewinder{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	914: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capRewinder
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capRewinder{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	915: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capRewinder
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capRewinder{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	916: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capRewinder
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capRewinder{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	917: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capRewinder
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	918: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capRewinder
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	919: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capRewinder
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	920: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capForwarder
+			capRewinder
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capForwarder{t}, capRewinder{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	921: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capForwarder
+			capRewinder
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capForwarder{t}, capRewinder{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	922: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capForwarder
+			capRewinder
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capForwarder{t}, capRewinder{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	923: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capForwarder
+			capRewinder
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capForwarder{t}, capRewinder{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	924: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	925: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	926: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	927: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	928: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capNegativeAcknowledger
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capNegativeAcknowledger{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	929: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capNegativeAcknowledger
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	930: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capNegativeAcknowledger
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	931: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capNegativeAcknowledger
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	932: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capNegativeAcknowledger
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	933: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capNegativeAcknowledger
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	934: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capNegativeAcknowledger
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	935: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capNegativeAcknowledger
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	936: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capForwarder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capForwarder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	937: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capForwarder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	938: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	939: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	940: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	941: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	942: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	943: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	944: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capRewinder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capRewinder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	945: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capRewinder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	946: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	947: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	948: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	949: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	950: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	951: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	952: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	953: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	954: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	955: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	956: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	957: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	958: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	959: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	960: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	961: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	962: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	963: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	964: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	965: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	966: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	967: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	968: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capForwarder
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capForwarder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	969: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capForwarder
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capForwarder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	970: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capForwarder
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capForwarder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	971: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capForwarder
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capForwarder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	972: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capForwarder
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capForwarder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	973: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capForwarder
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	974: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	975: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	976: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capRewinder
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capRewinder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	977: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capRewinder
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capRewinder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	978: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capRewinder
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capRewinder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	979: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capRewinder
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capRewinder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	980: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capRewinder
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capRewinder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	981: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capRewinder
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	982: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capRewinder
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	983: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capRewinder
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	984: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capForwarder
+			capRewinder
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capForwarder{t}, capRewinder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	985: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capForwarder
+			capRewinder
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capForwarder{t}, capRewinder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	986: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capForwarder
+			capRewinder
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capForwarder{t}, capRewinder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	987: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capForwarder
+			capRewinder
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capForwarder{t}, capRewinder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	988: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	989: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	990: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	991: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	992: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	993: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	994: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	995: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	996: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	997: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	998: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	999: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	1000: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capForwarder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capForwarder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	1001: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capForwarder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	1002: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	1003: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	1004: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	1005: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	1006: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	1007: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	1008: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	1009: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	1010: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	1011: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	1012: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	1013: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	1014: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	1015: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	1016: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	1017: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	1018: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	1019: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	1020: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	1021: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	1022: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
+	},
+	1023: func(t *transport) babelqueue.Transport {
+		return &struct {
+			*transport
+			capHeaderPublisher
+			capKeyedRepublisher
+			capHeaderRepublisher
+			capForwarder
+			capRewinder
+			capNegativeAcknowledger
+			capDelayedPublisher
+			capTieredRetrier
+			capRetrier
+			capDelayedHeaderPublisher
+		}{t, capHeaderPublisher{t}, capKeyedRepublisher{t}, capHeaderRepublisher{t}, capForwarder{t}, capRewinder{t}, capNegativeAcknowledger{t}, capDelayedPublisher{t}, capTieredRetrier{t}, capRetrier{t}, capDelayedHeaderPublisher{t}}
 	},
 }

@@ -12,7 +12,7 @@ import (
 
 // implements lists, in the bit order of capabilityMask, whether v
 // implements each optional capability.
-func implements(v any) [9]bool {
+func implements(v any) [10]bool {
 	_, a := v.(babelqueue.HeaderPublisher)
 	_, b := v.(babelqueue.KeyedRepublisher)
 	_, c := v.(babelqueue.HeaderRepublisher)
@@ -22,7 +22,8 @@ func implements(v any) [9]bool {
 	_, g := v.(babelqueue.DelayedPublisher)
 	_, h := v.(babelqueue.TieredRetrier)
 	_, i := v.(babelqueue.Retrier)
-	return [9]bool{a, b, c, d, e, f, g, h, i}
+	_, j := v.(babelqueue.DelayedHeaderPublisher)
+	return [10]bool{a, b, c, d, e, f, g, h, i, j}
 }
 
 func TestEveryCombinationHasExactlyItsCapabilities(t *testing.T) {
@@ -31,7 +32,7 @@ func TestEveryCombinationHasExactlyItsCapabilities(t *testing.T) {
 		got := implements(combinations[mask](tr))
 		for bit, has := range got {
 			if want := mask&(1<<bit) != 0; has != want {
-				t.Errorf("mask %09b: capability %d present=%v, want %v", mask, bit, has, want)
+				t.Errorf("mask %010b: capability %d present=%v, want %v", mask, bit, has, want)
 			}
 		}
 	}

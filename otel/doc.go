@@ -15,12 +15,14 @@
 //
 // # Spans
 //
-// A publish (Publish, PublishWithHeaders, PublishDelayed of the decorated
-// transport) gets a span "send <queue>" of kind Producer, a child of the
-// span in the caller's context. Its W3C traceparent and tracestate are
-// written as out-of-band headers (through PublishWithHeaders: a Publish is
-// turned into a PublishWithHeaders when the wrapped transport is a
-// babelqueue.HeaderPublisher). Headers that already hold a traceparent are
+// A publish (Publish, PublishWithHeaders, PublishDelayed,
+// PublishDelayedWithHeaders of the decorated transport) gets a span
+// "send <queue>" of kind Producer, a child of the span in the caller's
+// context. Its W3C traceparent and tracestate are written as out-of-band
+// headers (through PublishWithHeaders: a Publish is turned into a
+// PublishWithHeaders when the wrapped transport is a
+// babelqueue.HeaderPublisher, and a PublishDelayed into a
+// PublishDelayedWithHeaders when it is a babelqueue.DelayedHeaderPublisher). Headers that already hold a traceparent are
 // left alone: the caller, or a retry copying the original headers, owns the
 // trace then.
 //

@@ -66,7 +66,8 @@ func (t *Telemetry) Metrics() *Metrics { return t.metrics }
 // publish and delivery (see the package documentation). The decorator has
 // exactly the optional babelqueue capabilities of t (HeaderPublisher,
 // KeyedRepublisher, HeaderRepublisher, Forwarder, Rewinder,
-// NegativeAcknowledger, DelayedPublisher, TieredRetrier, Retrier), so an App
+// NegativeAcknowledger, DelayedPublisher, DelayedHeaderPublisher,
+// TieredRetrier, Retrier), so an App
 // over it takes the same paths as over t. Methods of t outside the
 // babelqueue contract (Close, PublishBatch, ...) are reached through the
 // decorator's Unwrap method (see Unwrap). A nil inner gives nil.

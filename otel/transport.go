@@ -130,13 +130,34 @@ func (t *transport) publishWithHeaders(ctx context.Context, queue, body string, 
 	return t.endSend(ctx, span, queue, hp.PublishWithHeaders(ctx, queue, body, headers))
 }
 
+// publishDelayed writes a delayed message with a producer span; its trace
+// context goes out as headers when inner is a DelayedHeaderPublisher (a
+// bare DelayedPublisher carries none, so the trace cannot travel then).
 func (t *transport) publishDelayed(ctx context.Context, queue, body string, delay time.Duration) error {
-	dp := t.inner.(babelqueue.DelayedPublisher)
+	ctx, span := t.startDelayedSend(ctx, queue, body, delay)
+	var err error
+	if dh, ok := t.inner.(babelqueue.DelayedHeaderPublisher); ok {
+		err = dh.PublishDelayedWithHeaders(ctx, queue, body, delay, t.tel.inject(ctx, nil))
+	} else {
+		err = t.inner.(babelqueue.DelayedPublisher).PublishDelayed(ctx, queue, body, delay)
+	}
+	return t.endSend(ctx, span, queue, err)
+}
+
+func (t *transport) publishDelayedWithHeaders(ctx context.Context, queue, body string, delay time.Duration, headers map[string]string) error {
+	dh := t.inner.(babelqueue.DelayedHeaderPublisher)
+	ctx, span := t.startDelayedSend(ctx, queue, body, delay)
+	if _, ok := headers[babelqueue.HeaderTraceparent]; !ok {
+		headers = t.tel.inject(ctx, headers)
+	}
+	return t.endSend(ctx, span, queue, dh.PublishDelayedWithHeaders(ctx, queue, body, delay, headers))
+}
+
+// startDelayedSend starts the producer span of a delayed publish.
+func (t *transport) startDelayedSend(ctx context.Context, queue, body string, delay time.Duration) (context.Context, trace.Span) {
 	ctx, span := t.startSend(ctx, queue, babelqueue.ProjectBody([]byte(body)))
 	span.SetAttributes(attribute.Int64("babelqueue.delay_ms", delay.Milliseconds()))
-	// DelayedPublisher carries no headers: the trace context cannot travel
-	// with a delayed message.
-	return t.endSend(ctx, span, queue, dp.PublishDelayed(ctx, queue, body, delay))
+	return ctx, span
 }
 
 // ---- consuming ----

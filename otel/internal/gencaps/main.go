@@ -29,6 +29,7 @@ var capabilities = []struct{ iface, wrapper string }{
 	{"DelayedPublisher", "capDelayedPublisher"},
 	{"TieredRetrier", "capTieredRetrier"},
 	{"Retrier", "capRetrier"},
+	{"DelayedHeaderPublisher", "capDelayedHeaderPublisher"},
 }
 
 func main() {
