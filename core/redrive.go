@@ -5,111 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
-	"time"
 )
-
-// Redrive limits.
-const (
-	// DefaultRedrivePollTimeout is how long Redrive waits for the next
-	// dead letter before it decides the queue is done.
-	DefaultRedrivePollTimeout = time.Second
-	// MaxRedriveHeld bounds how many messages a dry run holds reserved
-	// before it stops (RedriveResult.Truncated).
-	MaxRedriveHeld = 10000
-	// MaxRedriveItems bounds RedriveResult.Items; the counts stay exact.
-	MaxRedriveItems = 10000
-)
-
-// RedriveOption configures Redrive.
-type RedriveOption func(*redriveConfig)
-
-type redriveConfig struct {
-	target      string
-	max         int
-	dryRun      bool
-	selectors   []func(*Envelope) bool
-	replay      bool
-	pollTimeout time.Duration
-}
-
-// WithRedriveTarget sends every redriven message to queue instead of its
-// dead_letter.original_queue (or, without one, its meta.queue).
-func WithRedriveTarget(queue string) RedriveOption {
-	return func(c *redriveConfig) { c.target = queue }
-}
-
-// WithRedriveMax stops the run once n messages were moved (in a dry run:
-// would have been moved). n <= 0 means no limit, the default.
-func WithRedriveMax(n int) RedriveOption {
-	return func(c *redriveConfig) { c.max = n }
-}
-
-// WithRedriveDryRun makes the run write nothing: it reports what it would
-// move, and hands every message it read back to the dead-letter queue
-// untouched (see Redrive).
-func WithRedriveDryRun() RedriveOption {
-	return func(c *redriveConfig) { c.dryRun = true }
-}
-
-// WithRedriveSelector moves only the messages for which fn returns true;
-// the others stay in the dead-letter queue. fn receives the decoded dead
-// letter (env.DeadLetter holds its reason, failed_at, original queue...).
-// Several selectors must all return true. SelectURN, SelectReason and
-// SelectFailedBetween build common ones.
-func WithRedriveSelector(fn func(env *Envelope) bool) RedriveOption {
-	return func(c *redriveConfig) {
-		if fn != nil {
-			c.selectors = append(c.selectors, fn)
-		}
-	}
-}
-
-// WithRedriveReplayBypass stamps every redriven message with the
-// bq-replay-bypass header, so that its handler sees IsReplay(ctx) and
-// BypassExternalEffects skips the effects already done. It needs a
-// transport with HeaderRepublisher (the key is kept) or HeaderPublisher
-// (the key is lost); Redrive fails with ErrInvalidOption otherwise.
-func WithRedriveReplayBypass() RedriveOption {
-	return func(c *redriveConfig) { c.replay = true }
-}
-
-// WithRedrivePollTimeout sets how long Redrive waits for the next dead
-// letter before it ends (default DefaultRedrivePollTimeout).
-func WithRedrivePollTimeout(d time.Duration) RedriveOption {
-	return func(c *redriveConfig) {
-		if d > 0 {
-			c.pollTimeout = d
-		}
-	}
-}
-
-// SelectURN returns a selector of the messages whose URN is one of urns.
-func SelectURN(urns ...string) func(*Envelope) bool {
-	return func(env *Envelope) bool { return slices.Contains(urns, env.URN()) }
-}
-
-// SelectReason returns a selector of the dead letters whose
-// dead_letter.reason is one of reasons (ReasonFailed, ReasonUnknownURN...).
-// A message without a dead_letter block is not selected.
-func SelectReason(reasons ...string) func(*Envelope) bool {
-	return func(env *Envelope) bool {
-		return env.DeadLetter != nil && slices.Contains(reasons, env.DeadLetter.Reason)
-	}
-}
-
-// SelectFailedBetween returns a selector of the dead letters whose
-// dead_letter.failed_at is in [from, to). A zero from or to leaves that
-// side open. A message without a dead_letter block is not selected.
-func SelectFailedBetween(from, to time.Time) func(*Envelope) bool {
-	return func(env *Envelope) bool {
-		if env.DeadLetter == nil {
-			return false
-		}
-		at := time.UnixMilli(env.DeadLetter.FailedAt)
-		return (from.IsZero() || !at.Before(from)) && (to.IsZero() || at.Before(to))
-	}
-}
 
 // RedriveOutcome is what Redrive did with one message.
 type RedriveOutcome string
@@ -130,6 +26,12 @@ const (
 	// RedriveNoTarget: no target queue is known (or it is the DLQ itself);
 	// it stays.
 	RedriveNoTarget RedriveOutcome = "no_target"
+	// RedriveGuarded: the replay-count guard holds it back (it was already
+	// redriven WithRedriveMaxRedrives times); it stays.
+	RedriveGuarded RedriveOutcome = "guarded"
+	// RedriveAlreadyMoved: an interrupted run had already written its copy
+	// to the target; this run settled it without writing it again.
+	RedriveAlreadyMoved RedriveOutcome = "already_moved"
 	// RedriveFailed: a write or acknowledge failed; Err says which, and
 	// Disposition where the message is.
 	RedriveFailed RedriveOutcome = "failed"
@@ -163,7 +65,13 @@ type RedriveItem struct {
 	URN       string
 	Reason    string
 	// Target is the queue it was (or would have been) moved to.
-	Target      string
+	Target string
+	// Position is where the binding read it in the DLQ (for example
+	// "<partition>/<offset>" on Kafka, the message ID on Pulsar); empty
+	// when the binding has none to report.
+	Position string
+	// Redrives is its bq-redrive-count as read.
+	Redrives    int
 	Outcome     RedriveOutcome
 	Disposition RedriveDisposition
 	// Err is the failure of a RedriveFailed item, or why a message stayed.
@@ -174,9 +82,14 @@ type RedriveItem struct {
 type RedriveResult struct {
 	// DryRun is true for a run with WithRedriveDryRun.
 	DryRun bool
+	// Resumed reports a run that continued the durable progress of an
+	// earlier one (a binding with a cursor).
+	Resumed bool
 	// Examined counts the messages read, Moved those moved (or, in a dry
-	// run, that would have been), Kept those that stay in the DLQ.
-	Examined, Moved, Kept int
+	// run, that would have been), Kept those that stay in the DLQ, and
+	// Recovered those an interrupted run had already moved
+	// (RedriveAlreadyMoved).
+	Examined, Moved, Kept, Recovered int
 	// Items has one entry per message read, in read order, at most
 	// MaxRedriveItems.
 	Items []RedriveItem
@@ -190,6 +103,8 @@ func (r *RedriveResult) add(it RedriveItem) {
 	switch it.Outcome {
 	case RedriveMoved, RedriveWouldMove:
 		r.Moved++
+	case RedriveAlreadyMoved:
+		r.Recovered++
 	default:
 		if it.Disposition != DispositionRemoved {
 			r.Kept++
@@ -230,29 +145,32 @@ func (r *RedriveResult) add(it RedriveItem) {
 // the DLQ is empty (a Pop waited the poll timeout for nothing), when
 // WithRedriveMax is reached, or when ctx ends (its error is returned).
 func Redrive(ctx context.Context, t Transport, dlq string, opts ...RedriveOption) (*RedriveResult, error) {
-	cfg := redriveConfig{pollTimeout: DefaultRedrivePollTimeout}
-	for _, o := range opts {
-		if o != nil {
-			o(&cfg)
-		}
-	}
-	res := &RedriveResult{DryRun: cfg.dryRun}
+	plan := NewRedrivePlan(opts...)
+	res := &RedriveResult{DryRun: plan.DryRun}
 	if t == nil {
 		return res, invalid("redrive: transport is nil")
 	}
 	if IsBlank(dlq) {
 		return res, invalid("redrive: dead-letter queue is blank")
 	}
-	if cfg.replay {
-		_, hr := t.(HeaderRepublisher)
-		_, hp := t.(HeaderPublisher)
-		if !hr && !hp {
-			return res, invalid("redrive: replay bypass needs a transport that publishes headers, %T does not", t)
+	if rd, ok := t.(Redriver); ok {
+		out, err := rd.Redrive(ctx, dlq, plan)
+		if out == nil {
+			out = res
 		}
+		return out, err
 	}
-	r := &redriver{t: t, dlq: dlq, cfg: cfg, res: res, written: make(map[string]bool)}
+	_, hr := t.(HeaderRepublisher)
+	_, hp := t.(HeaderPublisher)
+	if plan.ReplayBypass && !hr && !hp {
+		return res, invalid("redrive: replay bypass needs a transport that publishes headers, %T does not", t)
+	}
+	if plan.OnTotal != nil {
+		plan.OnTotal(-1)
+	}
+	r := &redriver{t: t, dlq: dlq, plan: plan, res: res, written: make(map[string]bool)}
 	err := r.run(ctx)
-	if cfg.dryRun {
+	if plan.DryRun {
 		// Handing back must finish even when ctx ended the run.
 		err = errors.Join(err, r.handBackHeld(context.WithoutCancel(ctx)))
 	}
@@ -262,7 +180,7 @@ func Redrive(ctx context.Context, t Transport, dlq string, opts ...RedriveOption
 type redriver struct {
 	t       Transport
 	dlq     string
-	cfg     redriveConfig
+	plan    RedrivePlan
 	res     *RedriveResult
 	held    []*ReceivedMessage // dry run: read, not yet handed back
 	written map[string]bool    // bodies this run wrote back to the DLQ
@@ -270,17 +188,17 @@ type redriver struct {
 
 func (r *redriver) run(ctx context.Context) error {
 	for {
-		if r.cfg.max > 0 && r.res.Moved >= r.cfg.max {
+		if r.plan.Max > 0 && r.res.Moved >= r.plan.Max {
 			return nil
 		}
-		if r.cfg.dryRun && len(r.held) >= MaxRedriveHeld {
+		if r.plan.DryRun && len(r.held) >= MaxRedriveHeld {
 			r.res.Truncated = true
 			return nil
 		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		msg, err := r.t.Pop(ctx, r.dlq, r.cfg.pollTimeout)
+		msg, err := r.t.Pop(ctx, r.dlq, r.plan.PollTimeout)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -306,14 +224,14 @@ func (r *redriver) run(ctx context.Context) error {
 
 // one examines and settles one message.
 func (r *redriver) one(ctx context.Context, msg *ReceivedMessage) error {
-	it, env := r.examine(msg)
-	if it.Outcome == RedriveMoved && r.cfg.dryRun {
+	it, env := r.plan.Examine(r.dlq, msg)
+	if it.Outcome == RedriveMoved && r.plan.DryRun {
 		it.Outcome = RedriveWouldMove
 	}
-	if r.cfg.dryRun {
+	if r.plan.DryRun {
 		r.held = append(r.held, msg)
 		it.Disposition = DispositionReserved // updated when handed back
-		r.res.add(it)
+		r.plan.Report(r.res, it)
 		return nil
 	}
 	if it.Outcome != RedriveMoved {
@@ -322,7 +240,7 @@ func (r *redriver) one(ctx context.Context, msg *ReceivedMessage) error {
 		if err != nil {
 			it.Outcome, it.Err = RedriveFailed, err
 		}
-		r.res.add(it)
+		r.plan.Report(r.res, it)
 		return err
 	}
 	d, err := r.move(ctx, msg, env, it.Target)
@@ -333,50 +251,8 @@ func (r *redriver) one(ctx context.Context, msg *ReceivedMessage) error {
 		}
 		it.Err = err
 	}
-	r.res.add(it)
+	r.plan.Report(r.res, it)
 	return err
-}
-
-// examine decides what to do with msg; Outcome RedriveMoved means move.
-func (r *redriver) examine(msg *ReceivedMessage) (RedriveItem, *Envelope) {
-	v, present := msg.Header(HeaderSchemaVersion)
-	if err := CheckSchemaVersionHeader(v, present); err != nil {
-		return RedriveItem{Outcome: RedriveUnsupportedVersion, Err: err}, nil
-	}
-	env, err := Decode([]byte(msg.Body))
-	if err != nil {
-		if errors.Is(err, ErrUnsupportedSchemaVersion) {
-			return RedriveItem{Outcome: RedriveUnsupportedVersion, Err: err}, nil
-		}
-		return RedriveItem{Outcome: RedriveUndecodable, Err: err}, nil
-	}
-	it := RedriveItem{MessageID: env.Meta.ID, URN: env.URN()}
-	if env.DeadLetter != nil {
-		it.Reason = env.DeadLetter.Reason
-	}
-	for _, sel := range r.cfg.selectors {
-		if !sel(env) {
-			it.Outcome = RedriveUnselected
-			return it, env
-		}
-	}
-	switch {
-	case r.cfg.target != "":
-		it.Target = r.cfg.target
-	case env.DeadLetter != nil && !IsBlank(env.DeadLetter.OriginalQueue):
-		it.Target = env.DeadLetter.OriginalQueue
-	case !IsBlank(env.Meta.Queue):
-		it.Target = env.Meta.Queue
-	}
-	switch {
-	case IsBlank(it.Target):
-		it.Outcome, it.Err = RedriveNoTarget, errors.New("babelqueue: redrive: no target queue")
-	case it.Target == r.dlq:
-		it.Outcome, it.Err = RedriveNoTarget, fmt.Errorf("babelqueue: redrive: target %s is the dead-letter queue itself", it.Target)
-	default:
-		it.Outcome = RedriveMoved
-	}
-	return it, env
 }
 
 // move republishes the cleared body to target, then acknowledges msg.
@@ -400,19 +276,18 @@ func (r *redriver) move(ctx context.Context, msg *ReceivedMessage, env *Envelope
 	return DispositionRemoved, nil
 }
 
+// republish writes the moved copy: with the key and the plan's headers
+// when the transport can, else with what it can carry (the replay bypass,
+// when set, needs headers and was checked by Redrive).
 func (r *redriver) republish(ctx context.Context, target, body string, from *ReceivedMessage) error {
-	if r.cfg.replay {
-		h := map[string]string{HeaderReplayBypass: "true"}
-		if t, ok := r.t.(HeaderRepublisher); ok {
-			return t.PublishFromWithHeaders(ctx, target, body, from, h)
-		}
-		return r.t.(HeaderPublisher).PublishWithHeaders(ctx, target, body, h)
+	if t, ok := r.t.(HeaderRepublisher); ok {
+		return t.PublishFromWithHeaders(ctx, target, body, from, r.plan.MovedHeaders(from))
 	}
-	if t, ok := r.t.(KeyedRepublisher); ok {
+	if t, ok := r.t.(KeyedRepublisher); ok && !r.plan.ReplayBypass {
 		return t.PublishFrom(ctx, target, body, from)
 	}
-	if t, ok := r.t.(HeaderRepublisher); ok {
-		return t.PublishFromWithHeaders(ctx, target, body, from, nil)
+	if t, ok := r.t.(HeaderPublisher); ok {
+		return t.PublishWithHeaders(ctx, target, body, r.plan.MovedHeaders(from))
 	}
 	return r.t.Publish(ctx, target, body)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -343,7 +344,7 @@ func TestRedriveWriteCapabilities(t *testing.T) {
 		keyKept     bool
 		replayValid bool
 	}{
-		{"forwarder", func(m *InMemoryTransport) Transport { return m }, "Forward", "PublishFrom", true, true},
+		{"forwarder", func(m *InMemoryTransport) Transport { return m }, "Forward", "PublishFromWithHeaders", true, true},
 		{"keyed", func(m *InMemoryTransport) Transport { return keyedOnly{m, m} }, "PublishFrom", "PublishFrom", true, false},
 		{"header republish", func(m *InMemoryTransport) Transport {
 			return struct {
@@ -356,7 +357,7 @@ func TestRedriveWriteCapabilities(t *testing.T) {
 				Transport
 				HeaderPublisher
 			}{m, m}
-		}, "PublishWithHeaders", "Publish", false, true},
+		}, "PublishWithHeaders", "PublishWithHeaders", false, true},
 		{"plain", func(m *InMemoryTransport) Transport { return only(m) }, "Publish", "Publish", false, false},
 	}
 	for _, tc := range cases {
@@ -380,6 +381,9 @@ func TestRedriveWriteCapabilities(t *testing.T) {
 				t.Errorf("operations = %q, want %q", log.String(), want)
 			}
 			moved, kept := mem.Messages("orders")[0], mem.Messages("orders.dlq")[0]
+			if headerOps := strings.Contains(tc.wantMoveOp, "WithHeaders"); headerOps != (moved.Headers[HeaderRedriveCount] == "1") || headerOps != (moved.Headers["traceparent"] == "tp") {
+				t.Errorf("moved copy headers %v: want bq-redrive-count=1 and traceparent exactly when the move carries headers", moved.Headers)
+			}
 			if (string(moved.Key) == "key-0") != tc.keyKept || (string(kept.Key) == "key-1") != tc.keyKept {
 				t.Errorf("keys moved %q kept %q, kept=%v", moved.Key, kept.Key, tc.keyKept)
 			}
@@ -400,5 +404,104 @@ func TestRedriveWriteCapabilities(t *testing.T) {
 				t.Error("replay header missing")
 			}
 		})
+	}
+}
+
+func TestRedriveGuardLeavesMessagesRedrivenTooOften(t *testing.T) {
+	mem := NewInMemoryTransport()
+	deadLetters(t, mem, "urn:a")
+	// Three rounds: dead letter -> redrive -> fail again. The guard at 2
+	// lets two redrives through and holds the third.
+	a := testApp(mem, WithMaxAttempts(1))
+	a.Handle("urn:a", func(context.Context, *Envelope) error { return errors.New("still broken") })
+	var outs []string
+	for round := 1; round <= 3; round++ {
+		var seen []RedriveItem
+		res, err := redrive(t, mem, WithRedriveMaxRedrives(2), WithRedriveProgress(nil, func(it RedriveItem) { seen = append(seen, it) }))
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if len(seen) != res.Examined || res.Examined == 0 {
+			t.Fatalf("round %d: progress saw %d items, result examined %d", round, len(seen), res.Examined)
+		}
+		outs = append(outs, string(res.Items[0].Outcome))
+		if res.Items[0].Outcome == RedriveMoved {
+			moved := mem.Messages("orders")
+			if got := moved[len(moved)-1].Headers[HeaderRedriveCount]; got != fmt.Sprint(round) {
+				t.Fatalf("round %d: moved copy has %s=%q", round, HeaderRedriveCount, got)
+			}
+			drain(t, a, "orders")
+		}
+	}
+	if want := []string{"moved", "moved", "guarded"}; !slices.Equal(outs, want) {
+		t.Fatalf("outcomes by round %v, want %v", outs, want)
+	}
+	if mem.Len("orders.dlq") != 1 {
+		t.Fatalf("the guarded dead letter must stay: DLQ holds %d", mem.Len("orders.dlq"))
+	}
+}
+
+func TestRedriveMessageSelectorSeesHeaders(t *testing.T) {
+	mem := NewInMemoryTransport()
+	deadLetters(t, mem, "urn:a", "urn:b")
+	var keys []string
+	res, err := redrive(t, mem, WithRedriveMessageSelector(func(m *ReceivedMessage, env *Envelope) bool {
+		keys = append(keys, m.Headers["traceparent"])
+		return env.URN() == "urn:b"
+	}))
+	if err != nil || res.Moved != 1 || res.Kept != 1 {
+		t.Fatalf("%v %v", err, outcomes(res))
+	}
+	if len(keys) == 0 || keys[0] != "tp" {
+		t.Fatalf("selector saw headers %v", keys)
+	}
+}
+
+// selfRedriver is a transport that runs its own redrive.
+type selfRedriver struct {
+	*InMemoryTransport
+	got  RedrivePlan
+	dlq  string
+	runs int
+}
+
+func (s *selfRedriver) Redrive(_ context.Context, dlq string, plan RedrivePlan) (*RedriveResult, error) {
+	s.runs++
+	s.dlq, s.got = dlq, plan
+	res := &RedriveResult{DryRun: plan.DryRun}
+	plan.Report(res, RedriveItem{Outcome: RedriveAlreadyMoved})
+	return res, nil
+}
+
+func TestRedriveHandsTheRunToARedriver(t *testing.T) {
+	s := &selfRedriver{InMemoryTransport: NewInMemoryTransport()}
+	var items int
+	res, err := Redrive(context.Background(), s, "orders.dlq", WithRedriveTarget("elsewhere"), WithRedriveMax(7),
+		WithRedriveDryRun(), WithRedriveCursor("c1"), WithRedriveMaxRedrives(4), WithRedriveProgress(nil, func(RedriveItem) { items++ }))
+	if err != nil || s.runs != 1 || s.dlq != "orders.dlq" {
+		t.Fatalf("err %v runs %d dlq %q", err, s.runs, s.dlq)
+	}
+	p := s.got
+	if p.Target != "elsewhere" || p.Max != 7 || !p.DryRun || p.Cursor != "c1" || p.MaxRedrives != 4 || p.PollTimeout != DefaultRedrivePollTimeout {
+		t.Fatalf("plan %+v", p)
+	}
+	if !res.DryRun || res.Recovered != 1 || res.Examined != 1 || items != 1 {
+		t.Fatalf("result %+v, progress items %d", res, items)
+	}
+	if _, err := Redrive(context.Background(), s, " "); !errors.Is(err, ErrInvalidOption) || s.runs != 1 {
+		t.Fatalf("blank DLQ: %v (runs %d)", err, s.runs)
+	}
+}
+
+func TestRedrivePlanMovedHeaders(t *testing.T) {
+	p := NewRedrivePlan(WithRedriveReplayBypass())
+	from := &ReceivedMessage{Headers: map[string]string{"traceparent": "tp", HeaderAttempts: "3", HeaderRedriveCount: "2", HeaderJob: "urn:x"}}
+	h := p.MovedHeaders(from)
+	want := map[string]string{"traceparent": "tp", HeaderRedriveCount: "3", HeaderReplayBypass: "true"}
+	if fmt.Sprint(h) != fmt.Sprint(want) {
+		t.Fatalf("moved headers %v, want %v", h, want)
+	}
+	if RedriveCount(map[string]string{HeaderRedriveCount: "-1"}) != 0 || RedriveCount(map[string]string{HeaderRedriveCount: " 5 "}) != 5 {
+		t.Fatal("RedriveCount must read a non-negative integer, else 0")
 	}
 }

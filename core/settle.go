@@ -115,8 +115,10 @@ func retryHeaders(msg *ReceivedMessage) map[string]string {
 	return h
 }
 
-// deadLetterHeaders returns the out-of-band headers of a dead letter: the
-// non-contract headers and the incoming bq-job route.
+// deadLetterHeaders returns the out-of-band headers of a dead letter (and
+// of a retried copy): the non-contract headers, the incoming bq-job route
+// and bq-redrive-count, so that the replay-count guard of a later redrive
+// still knows how often the message was redriven.
 func deadLetterHeaders(msg *ReceivedMessage) map[string]string {
 	h := make(map[string]string)
 	for k, v := range msg.Headers {
@@ -124,8 +126,10 @@ func deadLetterHeaders(msg *ReceivedMessage) map[string]string {
 			h[k] = v
 		}
 	}
-	if v, ok := msg.Header(HeaderJob); ok && !IsBlank(v) {
-		h[HeaderJob] = v
+	for _, k := range [...]string{HeaderJob, HeaderRedriveCount} {
+		if v, ok := msg.Header(k); ok && !IsBlank(v) {
+			h[k] = v
+		}
 	}
 	return h
 }
