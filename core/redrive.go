@@ -160,6 +160,25 @@ func Redrive(ctx context.Context, t Transport, dlq string, opts ...RedriveOption
 		}
 		return out, err
 	}
+	return RunRedrive(ctx, t, dlq, plan)
+}
+
+// RunRedrive is the redrive Redrive runs on a transport that is not a
+// Redriver, with the guarantees Redrive lists, given a plan instead of
+// options. It never delegates to a Redriver: a decorator that implements
+// Redriver for the transport it wraps calls it when the wrapped transport
+// has no redrive of its own.
+func RunRedrive(ctx context.Context, t Transport, dlq string, plan RedrivePlan) (*RedriveResult, error) {
+	res := &RedriveResult{DryRun: plan.DryRun}
+	if t == nil {
+		return res, invalid("redrive: transport is nil")
+	}
+	if IsBlank(dlq) {
+		return res, invalid("redrive: dead-letter queue is blank")
+	}
+	if plan.PollTimeout <= 0 {
+		plan.PollTimeout = DefaultRedrivePollTimeout
+	}
 	_, hr := t.(HeaderRepublisher)
 	_, hp := t.(HeaderPublisher)
 	if plan.ReplayBypass && !hr && !hp {
