@@ -79,7 +79,9 @@ func (t *Telemetry) Transport(inner babelqueue.Transport) babelqueue.Transport {
 	if system == "" {
 		system = inferSystem(inner)
 	}
-	return wrapCapabilities(&transport{tel: t, inner: inner, system: system})
+	d := &transport{tel: t, inner: inner, system: system}
+	d.outer = wrapCapabilities(d)
+	return d.outer
 }
 
 // Unwrap returns the transport a decorator made by Telemetry.Transport

@@ -24,6 +24,7 @@ type transport struct {
 	tel    *Telemetry
 	inner  babelqueue.Transport
 	system string
+	outer  babelqueue.Transport // the decorator wrapCapabilities made of this
 }
 
 // Unwrap returns the decorated transport.
