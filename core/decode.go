@@ -91,14 +91,43 @@ func parse(body []byte) (parsed, error) {
 		}
 		return p, poisonf("body is JSON but not an object")
 	}
-	var urn, attempts vspan
+	var urn, attempts, version vspan
 	it := newObjIter(body, open, 1)
 	for {
-		m, ok := it.next()
+		m, ok := it.nextKey()
 		if !ok {
 			break
 		}
-		switch string(keyBytes(body, m)) {
+		key := string(keyBytes(body, m))
+		if key == keyMeta {
+			// The last meta counts: forget what an earlier one held.
+			version, p.id, p.queue, p.lang, p.createdAt = vspan{}, vspan{}, vspan{}, vspan{}, 0
+			if m.valStart < len(body) && body[m.valStart] == '{' {
+				// Read meta's members while validating it, instead of
+				// validating it as a value and walking it again.
+				end, err := parseMeta(body, m.valStart, it.depth+1, &p, &version)
+				if err != nil {
+					it.fail(err)
+					break
+				}
+				it.valueEnd(&m, end)
+				p.meta = spanOf(m)
+				continue
+			}
+		}
+		var end int
+		var err error
+		if m.valStart < len(body) && body[m.valStart] == '"' {
+			end, m.valEscaped, err = scanString(body, m.valStart)
+		} else {
+			end, err = scanValue(body, m.valStart, it.depth+1)
+		}
+		if err != nil {
+			it.fail(err)
+			break
+		}
+		it.valueEnd(&m, end)
+		switch key {
 		case keyJob:
 			p.job = spanOf(m)
 		case keyURN:
@@ -121,31 +150,8 @@ func parse(body []byte) (parsed, error) {
 	if t := skipWS(body, it.end); t != len(body) {
 		return p, poisonf("not JSON: %w", syntaxErr(t, "data after the top-level value"))
 	}
-
-	var version vspan
-	if p.meta.is(body, '{') {
-		mi := newObjIter(body, p.meta.start, 1)
-		for {
-			m, ok := mi.next()
-			if !ok {
-				break
-			}
-			switch string(keyBytes(body, m)) {
-			case "schema_version":
-				version = spanOf(m)
-			case "id":
-				p.id = spanOf(m)
-			case "queue":
-				p.queue = spanOf(m)
-			case "lang":
-				p.lang = spanOf(m)
-			case "created_at":
-				p.createdAt, _ = parseInt64(body[m.valStart:m.valEnd])
-			}
-		}
-		if version.ok && string(body[version.start:version.end]) != "1" {
-			return p, &SchemaVersionError{Version: string(body[version.start:version.end]), Source: "body"}
-		}
+	if p.meta.is(body, '{') && version.ok && string(body[version.start:version.end]) != "1" {
+		return p, &SchemaVersionError{Version: string(body[version.start:version.end]), Source: "body"}
 	}
 
 	switch {
@@ -177,6 +183,36 @@ func parse(body []byte) (parsed, error) {
 	}
 	p.attempts = n
 	return p, nil
+}
+
+// parseMeta validates the meta object that opens at b[open] (depth is its
+// nesting level) as scanValue does, and records the spans of its members
+// that parse reads; the last occurrence of a key counts. It returns the
+// offset just past the object.
+func parseMeta(b []byte, open, depth int, p *parsed, version *vspan) (int, error) {
+	if depth > maxJSONDepth {
+		return open, syntaxErr(open, "nested too deeply")
+	}
+	mi := newObjIter(b, open, depth)
+	for {
+		m, ok := mi.next()
+		if !ok {
+			break
+		}
+		switch string(keyBytes(b, m)) {
+		case "schema_version":
+			*version = spanOf(m)
+		case "id":
+			p.id = spanOf(m)
+		case "queue":
+			p.queue = spanOf(m)
+		case "lang":
+			p.lang = spanOf(m)
+		case "created_at":
+			p.createdAt, _ = parseInt64(b[m.valStart:m.valEnd])
+		}
+	}
+	return mi.end, mi.err
 }
 
 // Accepts reports whether a consumer accepts body as an envelope (SPEC 2.6).
@@ -253,15 +289,26 @@ func newEnvelope(src string, p parsed) *Envelope {
 			SchemaVersion: SchemaVersion,
 			CreatedAt:     p.createdAt,
 		},
-		data:   src[p.data.start:p.data.end],
-		src:    src,
-		jobKey: p.jobKey,
+		data: src[p.data.start:p.data.end],
+		src:  src,
 	}
 	if p.dl.ok && src[p.dl.start] == '{' {
 		e.DeadLetter = parseDeadLetter(unsafe.Slice(unsafe.StringData(src), len(src)), p.dl.start)
 	}
-	e.orig = snapshotOf(e)
 	return e
+}
+
+// original returns the field values e was decoded with, and the key (job
+// or urn) that held Job, by decoding its received bytes again. An envelope
+// does not keep a copy of them: only Encode of a decoded envelope needs
+// them, while every delivery would pay for the copy.
+func (e *Envelope) original() (snapshot, string, error) {
+	p, err := parse(unsafe.Slice(unsafe.StringData(e.src), len(e.src)))
+	if err != nil {
+		// Decode accepted these bytes, and parse is deterministic.
+		return snapshot{}, "", err
+	}
+	return snapshotOf(newEnvelope(e.src, p)), p.jobKey, nil
 }
 
 // stringAt returns the value of the string token at v in src, or "" when v

@@ -184,8 +184,9 @@ func TestDecodeURNAlias(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if env.Job != tt.want || env.jobKey != tt.key {
-				t.Fatalf("Job = %q under %q, want %q under %q", env.Job, env.jobKey, tt.want, tt.key)
+			_, jobKey, err := env.original()
+			if err != nil || env.Job != tt.want || jobKey != tt.key {
+				t.Fatalf("Job = %q under %q (%v), want %q under %q", env.Job, jobKey, err, tt.want, tt.key)
 			}
 			// Re-encoding an unchanged alias body keeps its bytes; changing Job
 			// rewrites the key it came from.

@@ -76,8 +76,7 @@ func (e *Envelope) appendFresh(dst []byte) []byte {
 	return append(dst, '}')
 }
 
-func (e *Envelope) deadLetterChanged() bool {
-	o := e.orig
+func (e *Envelope) deadLetterChanged(o snapshot) bool {
 	if e.DeadLetter == nil || !o.hasDL {
 		return (e.DeadLetter == nil) != !o.hasDL
 	}
@@ -89,9 +88,11 @@ func (e *Envelope) deadLetterChanged() bool {
 // patch rewrites the changed fields of a decoded envelope in its received
 // bytes.
 func (e *Envelope) patch() ([]byte, error) {
+	o, jobKey, err := e.original()
+	if err != nil {
+		return nil, fmt.Errorf("babelqueue: re-encoding a decoded envelope: %w", err)
+	}
 	b := []byte(e.src)
-	o := e.orig
-	var err error
 	set := func(key string, val []byte) {
 		if err != nil {
 			return
@@ -102,18 +103,18 @@ func (e *Envelope) patch() ([]byte, error) {
 		}
 	}
 	if e.Job != o.job {
-		set(e.jobKey, appendJSONString(nil, e.Job))
+		set(jobKey, appendJSONString(nil, e.Job))
 	}
 	if e.TraceID != o.traceID {
 		set(keyTraceID, appendJSONString(nil, e.TraceID))
 	}
 	if e.Meta != o.meta && err == nil {
-		b, err = e.patchMeta(b)
+		b, err = e.patchMeta(b, o.meta)
 	}
 	if e.Attempts != o.attempts {
 		set(keyAttempts, strconv.AppendInt(nil, int64(e.Attempts), 10))
 	}
-	if e.deadLetterChanged() && err == nil {
+	if e.deadLetterChanged(o) && err == nil {
 		if e.DeadLetter == nil {
 			var l objLayout
 			if l, err = locateTop(b, keyDeadLetter); err == nil {
@@ -131,7 +132,7 @@ func (e *Envelope) patch() ([]byte, error) {
 }
 
 // patchMeta rewrites the changed meta fields inside the meta object of b.
-func (e *Envelope) patchMeta(b []byte) ([]byte, error) {
+func (e *Envelope) patchMeta(b []byte, o Meta) ([]byte, error) {
 	top, err := locateTop(b, keyMeta)
 	if err != nil {
 		return nil, err
@@ -140,7 +141,6 @@ func (e *Envelope) patchMeta(b []byte) ([]byte, error) {
 		return nil, syntaxErr(0, "meta is not an object")
 	}
 	meta := b[top.m.valStart:top.m.valEnd]
-	o := e.orig.meta
 	edit := func(key string, val []byte) {
 		if err != nil {
 			return

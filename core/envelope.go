@@ -48,14 +48,12 @@ type Envelope struct {
 	// DeadLetter is the dead_letter block of a dead-lettered message, or nil.
 	DeadLetter *DeadLetter
 
-	data   string // raw JSON object of data ("" means {})
-	src    string // the received body; "" for an envelope built by Make
-	jobKey string // "job" or "urn": which key held Job in src
-	orig   snapshot
+	data string // raw JSON object of data ("" means {})
+	src  string // the received body; "" for an envelope built by Make
 }
 
-// snapshot holds the decoded field values so that Encode can tell which
-// fields the caller changed.
+// snapshot holds the decoded field values of a decoded envelope, so that
+// Encode can tell which fields the caller changed (see Envelope.original).
 type snapshot struct {
 	job, traceID string
 	meta         Meta

@@ -99,6 +99,30 @@ func (it *objIter) fail(err error) bool {
 // next scans the next member. It returns false at the end of the object or
 // on a syntax error (then err is set).
 func (it *objIter) next() (member, bool) {
+	m, ok := it.nextKey()
+	if !ok {
+		return member{}, false
+	}
+	b := it.b
+	var end int
+	var err error
+	if m.valStart < len(b) && b[m.valStart] == '"' {
+		end, m.valEscaped, err = scanString(b, m.valStart)
+	} else {
+		end, err = scanValue(b, m.valStart, it.depth+1)
+	}
+	if err != nil {
+		return member{}, it.fail(err)
+	}
+	it.valueEnd(&m, end)
+	return m, true
+}
+
+// nextKey scans the key of the next member, up to the start of its value
+// (m.valStart). The caller scans the value and reports its end with
+// valueEnd, or stops at a syntax error with fail. It returns false at the
+// end of the object or on a syntax error (then err is set).
+func (it *objIter) nextKey() (member, bool) {
 	if it.done {
 		return member{}, false
 	}
@@ -138,20 +162,16 @@ func (it *objIter) next() (member, bool) {
 	if i >= len(b) || b[i] != ':' {
 		return member{}, it.fail(syntaxErr(i, "expected ':' after object key"))
 	}
-	i = skipWS(b, i+1)
-	m.valStart = i
-	if i < len(b) && b[i] == '"' {
-		end, m.valEscaped, err = scanString(b, i)
-	} else {
-		end, err = scanValue(b, i, it.depth+1)
-	}
-	if err != nil {
-		return member{}, it.fail(err)
-	}
+	m.valStart = skipWS(b, i+1)
+	return m, true
+}
+
+// valueEnd completes the member whose key nextKey returned: its value ends
+// just before end.
+func (it *objIter) valueEnd(m *member, end int) {
 	m.valEnd = end
 	it.i, it.lastVE = end, end
 	it.count++
-	return m, true
 }
 
 // scanValue validates the JSON value starting exactly at b[i] and returns the
