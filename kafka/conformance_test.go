@@ -194,7 +194,7 @@ func (b conformanceBinding) PublishFromRecord(ctx context.Context, in conformanc
 	}
 	rec := kafkago.Message{Topic: in.Reserved.Topic, Key: in.Reserved.Key, Value: in.Reserved.Value, Headers: fromConf(in.Reserved.Headers)}
 	from := &babelqueue.ReceivedMessage{Body: string(in.Reserved.Value), Queue: rec.Topic, Headers: headerMap(rec.Headers),
-		Handle: &delivery{msg: rec, commit: [1]kafkago.Message{rec}}}
+		Handle: &delivery{msg: rec}}
 	if err := m.tr.PublishFrom(ctx, in.Queue, string(in.Body), from); err != nil {
 		return conformance.KafkaRecord{}, err
 	}

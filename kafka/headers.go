@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strconv"
 	"time"
+	"unsafe"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	kafkago "github.com/segmentio/kafka-go"
@@ -22,28 +23,28 @@ func toKafkaHeaders(hs []babelqueue.Header) []kafkago.Header {
 }
 
 // headerMap returns the headers of a record as a map; when a key repeats,
-// the last value wins, as for a Java consumer's lastHeader.
+// the last value wins, as for a Java consumer's lastHeader. The values are
+// read-only views of the record's header bytes (see bytesView).
 func headerMap(hs []kafkago.Header) map[string]string {
 	if len(hs) == 0 {
 		return nil
 	}
-	// One string holds every value; the map values are slices of it.
-	n := 0
-	for _, h := range hs {
-		n += len(h.Value)
-	}
-	buf := make([]byte, 0, n)
-	for _, h := range hs {
-		buf = append(buf, h.Value...)
-	}
-	all := string(buf)
 	m := make(map[string]string, len(hs))
-	off := 0
 	for _, h := range hs {
-		m[h.Key] = all[off : off+len(h.Value)]
-		off += len(h.Value)
+		m[h.Key] = bytesView(h.Value)
 	}
 	return m
+}
+
+// bytesView returns b as a string without copying it. The caller
+// guarantees that b is never written again: it is the key, value or a
+// header value of a record a Reader handed over, which the Reader allocated
+// for that record alone and does not touch afterwards.
+func bytesView(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // lastHeader returns the last value of key among hs.

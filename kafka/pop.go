@@ -7,17 +7,20 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unsafe"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	kafkago "github.com/segmentio/kafka-go"
 )
 
 // delivery is the Handle of a ReceivedMessage reserved by Pop: the record as
-// fetched and the reader that must commit it.
+// fetched and the reader that must commit it. Pop allocates it together with
+// the ReceivedMessage it hands out (received), so a delivery costs one
+// allocation besides its header map.
 type delivery struct {
 	msg    kafkago.Message
 	reader Reader
-	commit [1]kafkago.Message // the record as CommitMessages takes it, without an allocation per Ack
+	rm     babelqueue.ReceivedMessage // the message Pop returned; its Handle is this delivery
 }
 
 // recordOf returns the Kafka record behind msg, when this transport
@@ -84,21 +87,26 @@ func (t *Transport) Pop(ctx context.Context, queue string, timeout time.Duration
 	return t.received(queue, m, r), nil
 }
 
-// received turns a fetched record into the App's ReceivedMessage.
+// received turns a fetched record into the App's ReceivedMessage. The body
+// and the header values are read-only views of the record's bytes, which a
+// Reader hands over and never changes again (kafka-go allocates them per
+// record), so nothing is copied.
 func (t *Transport) received(queue string, m kafkago.Message, r Reader) *babelqueue.ReceivedMessage {
-	body := string(m.Value)
+	body := bytesView(m.Value)
 	if _, gated := t.versionGate(queue, m.Headers); !gated {
 		body = reconcileBody(body, m.Headers)
 	}
 	if m.Topic == "" {
 		m.Topic = queue
 	}
-	return &babelqueue.ReceivedMessage{
+	d := &delivery{msg: m, reader: r}
+	d.rm = babelqueue.ReceivedMessage{
 		Body:    body,
 		Queue:   m.Topic,
 		Headers: headerMap(m.Headers),
-		Handle:  &delivery{msg: m, reader: r, commit: [1]kafkago.Message{m}},
+		Handle:  d,
 	}
+	return &d.rm
 }
 
 // reconcileBody applies §6 reconciliation: a valid bq-attempts header wins
@@ -138,7 +146,9 @@ func (t *Transport) Ack(ctx context.Context, msg *babelqueue.ReceivedMessage) er
 	if t.isClosed() {
 		return ErrClosed
 	}
-	if err := d.reader.CommitMessages(ctx, d.commit[:]...); err != nil {
+	// The record itself is the one-element list CommitMessages reads (it
+	// keeps only topic, partition and offset): no copy, no allocation.
+	if err := d.reader.CommitMessages(ctx, unsafe.Slice(&d.msg, 1)...); err != nil {
 		if errors.Is(err, io.ErrClosedPipe) {
 			return wrapf(err, "commit %s/%d@%d: the reader was rewound or closed; the record will be delivered again", d.msg.Topic, d.msg.Partition, d.msg.Offset)
 		}

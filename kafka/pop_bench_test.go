@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+
 	kafkago "github.com/segmentio/kafka-go"
 )
 
@@ -34,5 +36,34 @@ func BenchmarkPopAck(b *testing.B) {
 		if err := tr.Ack(ctx, msg); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkAppConsume measures the App's whole consume path (Pop, version
+// gate, decode, routing, a no-op handler, Ack) over the transport, with a
+// reader that returns the same record forever.
+func BenchmarkAppConsume(b *testing.B) {
+	body := envelope(&testing.T{}, 0)
+	hs, _ := projection(body, t0)
+	m := kafkago.Message{Topic: "orders", Value: []byte(body), Headers: toKafkaHeaders(hs)}
+	tr, err := New(WithWriter(&fakeWriter{log: newFakeLog()}), WithReaderFactory(func(string) Reader { return &loopReader{m: m} }))
+	if err != nil {
+		b.Fatal(err)
+	}
+	app := babelqueue.NewApp(tr, babelqueue.WithDefaultQueue("orders"))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var n int
+	app.Handle("urn:babel:orders:created", func(context.Context, *babelqueue.Envelope) error {
+		n++
+		if n == b.N {
+			cancel()
+		}
+		return nil
+	})
+	b.ReportAllocs()
+	b.ResetTimer()
+	if err := app.Consume(ctx, "orders"); err != nil {
+		b.Fatal(err)
 	}
 }

@@ -21,7 +21,11 @@ type Writer interface {
 
 // Reader is the subset of *kafkago.Reader the transport consumes through: a
 // group reader without auto-commit. A Reader that also implements io.Closer
-// is closed when the transport drops it (Rewind, Close).
+// is closed when the transport drops it (Rewind, Close). FetchMessage hands
+// the returned record's byte slices (key, value, header values) over to the
+// transport, which reads them without copying for as long as the delivery
+// lives: a Reader must not change them afterwards (kafka-go's Reader
+// allocates them per record). CommitMessages must not keep or change msgs.
 type Reader interface {
 	FetchMessage(ctx context.Context) (kafkago.Message, error)
 	CommitMessages(ctx context.Context, msgs ...kafkago.Message) error
