@@ -20,7 +20,7 @@ type App struct {
 	mu       sync.RWMutex
 	handlers map[string]Handler
 
-	ackCtxs sync.Pool // of *settleContext, see ackWithin
+	ackCtxs sync.Pool // of detached *CallContext, see ackWithin
 }
 
 // NewApp returns an App over t configured by opts (see options.go for every

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 )
 
 func TestHeadersAndReplayInTheHandlerContext(t *testing.T) {
@@ -73,76 +72,4 @@ func TestContextHelpersOutsideAHandler(t *testing.T) {
 	if err := BypassExternalEffects(ctx, func() error { ran = true; return boom }); err != nil || ran {
 		t.Errorf("on replay: err=%v ran=%v, want nil and false", err, ran)
 	}
-}
-
-type ctxKey struct{}
-
-func TestSettleContextBehavesLikeWithoutCancelWithTimeout(t *testing.T) {
-	parent, cancel := context.WithCancelCause(context.WithValue(context.Background(), ctxKey{}, "v"))
-	c := newSettleContext()
-
-	// A call that ends in time: values carried, the parent's
-	// cancellation not followed, never done.
-	c.arm(parent, time.Hour)
-	cancel(errors.New("consumer stopping"))
-	if c.Value(ctxKey{}) != "v" {
-		t.Error("the settle context lost the consume context's values")
-	}
-	if c.Err() != nil || context.Cause(c) != nil {
-		t.Errorf("Err = %v, Cause = %v after the parent was cancelled; want nil", c.Err(), context.Cause(c))
-	}
-	if d, ok := c.Deadline(); !ok || time.Until(d) < 59*time.Minute {
-		t.Errorf("Deadline = %v, %v; want about an hour ahead", d, ok)
-	}
-	c.disarm()
-
-	// A call that overruns its deadline.
-	c.arm(parent, 10*time.Millisecond)
-	select {
-	case <-c.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("the deadline passed and Done was not closed")
-	}
-	if c.Err() != context.DeadlineExceeded || context.Cause(c) != context.DeadlineExceeded {
-		t.Errorf("Err = %v, Cause = %v; want DeadlineExceeded", c.Err(), context.Cause(c))
-	}
-	c.disarm()
-
-	// The next call starts afresh.
-	c.arm(parent, time.Hour)
-	if c.Err() != nil {
-		t.Errorf("re-armed context: Err = %v", c.Err())
-	}
-	select {
-	case <-c.Done():
-		t.Error("re-armed context is done")
-	default:
-	}
-	c.disarm()
-}
-
-func TestSettleContextEnforcesEachCallsOwnDeadline(t *testing.T) {
-	c := newSettleContext()
-	// A short call started the timer; a long call follows it. The timer
-	// fires in the long call, which must go on.
-	c.arm(context.Background(), 20*time.Millisecond)
-	c.disarm()
-	c.arm(context.Background(), 200*time.Millisecond)
-	time.Sleep(60 * time.Millisecond)
-	if c.Err() != nil {
-		t.Fatalf("the previous call's deadline ended the current call: %v", c.Err())
-	}
-	select {
-	case <-c.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("the current call's deadline passed and Done was not closed")
-	}
-	c.disarm()
-	// A firing while no call runs ends nothing.
-	c.expire()
-	c.arm(context.Background(), time.Hour)
-	if c.Err() != nil {
-		t.Fatalf("a firing between calls ended the next call: %v", c.Err())
-	}
-	c.disarm()
 }

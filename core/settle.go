@@ -45,13 +45,13 @@ func (a *App) ackAfterWrite(ctx context.Context, msg *ReceivedMessage, env *Enve
 // delivery, so its context comes from a pool of re-armable ones instead of
 // a context and a timer made for each call.
 func (a *App) ackWithin(ctx context.Context, msg *ReceivedMessage) error {
-	sctx, _ := a.ackCtxs.Get().(*settleContext)
+	sctx, _ := a.ackCtxs.Get().(*CallContext)
 	if sctx == nil {
-		sctx = newSettleContext()
+		sctx = NewCallContext(true)
 	}
-	sctx.arm(ctx, a.cfg.settleTimeout)
+	sctx.Arm(ctx, a.cfg.settleTimeout)
 	err := a.t.Ack(sctx, msg)
-	sctx.disarm()
+	sctx.Disarm()
 	a.ackCtxs.Put(sctx)
 	return err
 }
