@@ -60,7 +60,7 @@ func (t *Transport) Pop(ctx context.Context, queue string, timeout time.Duration
 	}
 	fctx := getFetchContext()
 	fctx.arm(ctx, timeout)
-	m, err := r.FetchMessage(fctx)
+	m, err := r.FetchMessage(fctx.CallContext)
 	fctx.disarm()
 	putFetchContext(fctx)
 	if err != nil {
@@ -224,39 +224,29 @@ func endsWithAttempts(body string, n int) bool {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-// fetchContext is the context of the FetchMessage call of one Pop: it ends
-// when the caller's context ends or at the poll deadline, like
-// context.WithTimeout, but it is re-armed from a small free list instead of
-// allocating a context, a timer and a cancellation registration on the
-// caller's context for every Pop (a consume loop passes the same context
-// Pop after Pop, so the registration is made once). One goroutine arms it,
-// makes the call and disarms it before it goes back to the free list.
+// fetchContext is the context of the FetchMessage call of one Pop: a
+// babelqueue.CallContext that follows the caller's context and ends at the
+// poll deadline, like context.WithTimeout, re-armed from a small free list
+// instead of allocating a context, a timer and a cancellation registration
+// on the caller's context for every Pop (a consume loop passes the same
+// context Pop after Pop, so the registration is made once).
 type fetchContext struct {
-	timer *time.Timer
-
-	mu       sync.Mutex
-	parent   context.Context // the caller's context of the last call
-	stop     func() bool     // ends the registration on parent; nil when none
-	armed    bool            // a call is running
-	ticking  bool            // the timer is started and has not fired
-	fireAt   time.Time       // when it fires, while ticking
-	deadline time.Time
-	done     chan struct{}
-	err      error
+	*babelqueue.CallContext
 }
 
-var _ context.Context = (*fetchContext)(nil)
+func (c fetchContext) arm(parent context.Context, d time.Duration) { c.Arm(parent, d) }
+func (c fetchContext) disarm()                                     { c.Disarm() }
 
 // fetchContexts is the free list of fetchContexts. It is bounded: one
 // beyond the bound is released (its registration ended) and dropped.
 var fetchContexts struct {
 	mu   sync.Mutex
-	free []*fetchContext
+	free []fetchContext
 }
 
 const maxFreeFetchContexts = 16
 
-func getFetchContext() *fetchContext {
+func getFetchContext() fetchContext {
 	fetchContexts.mu.Lock()
 	if n := len(fetchContexts.free); n > 0 {
 		c := fetchContexts.free[n-1]
@@ -265,13 +255,10 @@ func getFetchContext() *fetchContext {
 		return c
 	}
 	fetchContexts.mu.Unlock()
-	c := &fetchContext{done: make(chan struct{})}
-	c.timer = time.AfterFunc(time.Hour, c.expire)
-	c.timer.Stop()
-	return c
+	return fetchContext{babelqueue.NewCallContext(false)}
 }
 
-func putFetchContext(c *fetchContext) {
+func putFetchContext(c fetchContext) {
 	fetchContexts.mu.Lock()
 	if len(fetchContexts.free) < maxFreeFetchContexts {
 		fetchContexts.free = append(fetchContexts.free, c)
@@ -279,130 +266,5 @@ func putFetchContext(c *fetchContext) {
 		return
 	}
 	fetchContexts.mu.Unlock()
-	c.mu.Lock()
-	c.forgetParent()
-	c.mu.Unlock()
-}
-
-// forgetParent ends the registration on the last caller's context. c.mu is
-// held.
-func (c *fetchContext) forgetParent() {
-	if c.stop != nil {
-		c.stop()
-	}
-	c.parent, c.stop = nil, nil
-}
-
-// arm starts a call that ends when parent ends or after d.
-func (c *fetchContext) arm(parent context.Context, d time.Duration) {
-	now := time.Now()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.armed = true
-	if c.err != nil {
-		// The previous call ended early: its channel stays closed.
-		c.done, c.err = make(chan struct{}), nil
-	}
-	if parent != c.parent {
-		c.forgetParent()
-		c.parent = parent
-		if parent.Done() != nil {
-			c.stop = context.AfterFunc(parent, func() { c.parentDone(parent) })
-		}
-	}
-	if err := parent.Err(); err != nil {
-		c.err = err
-		close(c.done)
-		return
-	}
-	c.deadline = now.Add(d)
-	if !c.ticking || c.deadline.Before(c.fireAt) {
-		c.ticking, c.fireAt = true, c.deadline
-		c.timer.Reset(d)
-	}
-}
-
-// disarm ends the call. The timer, if started, keeps running: arm starts
-// it only when it is idle or would fire after the new deadline, and
-// expire starts it again for the rest of a call still running, so a busy
-// Pop loop touches it about once per poll timeout.
-func (c *fetchContext) disarm() {
-	c.mu.Lock()
-	c.armed = false
-	c.mu.Unlock()
-}
-
-// expire is the timer's function.
-func (c *fetchContext) expire() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.ticking = false
-	if !c.armed || c.err != nil {
-		return
-	}
-	if left := time.Until(c.deadline); left > 0 {
-		c.ticking, c.fireAt = true, c.deadline
-		c.timer.Reset(left)
-		return
-	}
-	c.err = context.DeadlineExceeded
-	close(c.done)
-}
-
-// parentDone runs when the caller's context p ended.
-func (c *fetchContext) parentDone(p context.Context) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.parent != p {
-		return // a registration ended while it fired
-	}
-	// The registration has fired: nothing to stop any more.
-	c.stop = nil
-	if !c.armed {
-		c.parent = nil // do not keep an ended context alive
-		return
-	}
-	if c.err == nil {
-		c.err = p.Err()
-		close(c.done)
-	}
-}
-
-// Deadline returns the poll deadline, or the caller's when it is sooner.
-func (c *fetchContext) Deadline() (time.Time, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.parent != nil {
-		if pd, ok := c.parent.Deadline(); ok && pd.Before(c.deadline) {
-			return pd, true
-		}
-	}
-	return c.deadline, true
-}
-
-// Done is closed when the call ended: the caller's context ended or the
-// poll deadline passed.
-func (c *fetchContext) Done() <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.done
-}
-
-// Err is the caller's context's error, or context.DeadlineExceeded at the
-// poll deadline, once Done is closed; nil before.
-func (c *fetchContext) Err() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err
-}
-
-// Value looks key up in the caller's context.
-func (c *fetchContext) Value(key any) any {
-	c.mu.Lock()
-	p := c.parent
-	c.mu.Unlock()
-	if p == nil {
-		return nil
-	}
-	return p.Value(key)
+	c.Release()
 }
