@@ -228,18 +228,24 @@ type outcome struct {
 	key      string
 }
 
+// delivery is what the App allocates for one delivered message, in one
+// piece: its decoded Envelope and the handler's context.
+type delivery struct {
+	env Envelope
+	ctx deliveredContext
+}
+
 // deliver handles one reserved message from start to settlement.
 func (a *App) deliver(ctx context.Context, msg *ReceivedMessage) outcome {
-	hctx := contextWithDelivered(ctx, msg.Headers)
-
 	// Version gate, before the body is decoded.
 	version, present := msg.Header(HeaderSchemaVersion)
 	if err := CheckSchemaVersionHeader(version, present); err != nil {
 		return a.settleVersionGated(ctx, msg, version, err)
 	}
 
-	env, err := decodeString(msg.Body)
-	if err != nil {
+	d := new(delivery)
+	env := &d.env
+	if err := decodeStringInto(env, msg.Body); err != nil {
 		if errors.Is(err, ErrUnsupportedSchemaVersion) {
 			rejected := ProjectBody([]byte(msg.Body)).SchemaVersion
 			var sv *SchemaVersionError
@@ -265,7 +271,8 @@ func (a *App) deliver(ctx context.Context, msg *ReceivedMessage) outcome {
 		return a.settleUnknownURN(ctx, msg, env, route)
 	}
 
-	herr := runHandler(hctx, h, env)
+	d.ctx = deliveredContext{Context: ctx, headers: msg.Headers}
+	herr := runHandler(&d.ctx, h, env)
 	if herr == nil {
 		return a.ack(ctx, msg, env, route)
 	}

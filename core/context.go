@@ -15,12 +15,24 @@ func ContextWithHeaders(ctx context.Context, headers map[string]string) context.
 	return context.WithValue(ctx, headersKey{}, maps.Clone(headers))
 }
 
-// contextWithDelivered is ContextWithHeaders for the App's own deliveries:
-// it stores the delivered map itself, not a copy. That is safe because
-// neither the App nor a transport changes a ReceivedMessage's headers once
-// it was delivered, and every reader below copies or only looks.
-func contextWithDelivered(ctx context.Context, headers map[string]string) context.Context {
-	return context.WithValue(ctx, headersKey{}, headers)
+// deliveredContext is the handler context of one App delivery:
+// ContextWithHeaders for the App's own deliveries, allocated with the
+// delivery's Envelope (see delivery) instead of on its own. It stores the
+// delivered map itself, not a copy. That is safe because neither the App
+// nor a transport changes a ReceivedMessage's headers once it was
+// delivered, and every reader below copies or only looks.
+type deliveredContext struct {
+	context.Context
+	headers map[string]string
+}
+
+// Value returns the delivered headers for headersKey, else the parent's
+// value.
+func (c *deliveredContext) Value(key any) any {
+	if _, ok := key.(headersKey); ok {
+		return c.headers
+	}
+	return c.Context.Value(key)
 }
 
 // HeadersFromContext returns a copy of the out-of-band headers delivered

@@ -267,18 +267,37 @@ func Decode(body []byte) (*Envelope, error) {
 // decodeString is Decode of a body the caller holds as a string (the Body
 // of a ReceivedMessage): the Envelope refers to src instead of a copy.
 func decodeString(src string) (*Envelope, error) {
+	e := new(Envelope)
+	if err := decodeStringInto(e, src); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// decodeStringInto is decodeString into an Envelope the caller allocated;
+// e is left unchanged on error.
+func decodeStringInto(e *Envelope, src string) error {
 	// parse only reads its input, and src outlives the call: a read-only
 	// view of the string's bytes saves two copies of every delivered body.
 	p, err := parse(unsafe.Slice(unsafe.StringData(src), len(src)))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return newEnvelope(src, p), nil
+	fillEnvelope(e, src, p)
+	return nil
 }
 
 // newEnvelope builds the Envelope of the body src that parse accepted as p.
 func newEnvelope(src string, p parsed) *Envelope {
-	e := &Envelope{
+	e := new(Envelope)
+	fillEnvelope(e, src, p)
+	return e
+}
+
+// fillEnvelope sets e to the Envelope of the body src that parse accepted
+// as p.
+func fillEnvelope(e *Envelope, src string, p parsed) {
+	*e = Envelope{
 		Job:      stringAt(src, p.job),
 		TraceID:  stringAt(src, p.traceID),
 		Attempts: p.attempts,
@@ -295,7 +314,6 @@ func newEnvelope(src string, p parsed) *Envelope {
 	if p.dl.ok && src[p.dl.start] == '{' {
 		e.DeadLetter = parseDeadLetter(unsafe.Slice(unsafe.StringData(src), len(src)), p.dl.start)
 	}
-	return e
 }
 
 // original returns the field values e was decoded with, and the key (job
