@@ -32,6 +32,10 @@ const (
 	// RedriveAlreadyMoved: an interrupted run had already written its copy
 	// to the target; this run settled it without writing it again.
 	RedriveAlreadyMoved RedriveOutcome = "already_moved"
+	// RedriveAlreadyKept: an interrupted run had already written it back to
+	// the tail of the DLQ (it stays); this run passed it without writing it
+	// again, and the copy at the tail is examined in its turn.
+	RedriveAlreadyKept RedriveOutcome = "already_kept"
 	// RedriveFailed: a write or acknowledge failed; Err says which, and
 	// Disposition where the message is.
 	RedriveFailed RedriveOutcome = "failed"

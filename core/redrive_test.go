@@ -505,3 +505,14 @@ func TestRedrivePlanMovedHeaders(t *testing.T) {
 		t.Fatal("RedriveCount must read a non-negative integer, else 0")
 	}
 }
+
+func TestRedriveResultCountsRecoveredItems(t *testing.T) {
+	plan := NewRedrivePlan()
+	res := &RedriveResult{}
+	plan.Report(res, RedriveItem{Outcome: RedriveAlreadyMoved, Disposition: DispositionRemoved})
+	plan.Report(res, RedriveItem{Outcome: RedriveAlreadyKept, Disposition: DispositionRestored})
+	plan.Report(res, RedriveItem{Outcome: RedriveMoved, Disposition: DispositionRemoved})
+	if res.Examined != 3 || res.Recovered != 1 || res.Kept != 1 || res.Moved != 1 {
+		t.Errorf("result %+v; want 3 examined, 1 recovered, 1 kept, 1 moved", res)
+	}
+}

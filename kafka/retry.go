@@ -18,8 +18,9 @@ import (
 // bq-delay = the tier in milliseconds, bq-original-topic = the record's
 // topic, the record key byte for byte, the delivery's traceparent,
 // tracestate, baggage, babelqueue-retry-link (the otel module's link to the
-// failed attempt) and bq-replay-bypass (a redriven message stays a replay
-// on its retries), each taken from from.Headers, else from the reserved
+// failed attempt), bq-replay-bypass (a redriven message stays a replay on
+// its retries) and bq-redrive-count (the replay-count guard of a later
+// redrive reads it), each taken from from.Headers, else from the reserved
 // record, the incoming bq-job when the body has none (a poison body), and
 // the §6 projection of the body; no other header, and each once, so the
 // header set never grows from hop to hop. Its timestamp is the publish
@@ -116,6 +117,7 @@ func (t *Transport) writeRetry(ctx context.Context, from *babelqueue.ReceivedMes
 	hs.set(babelqueue.HeaderDelay, millis(delay))
 	hs.set(babelqueue.HeaderOriginalTopic, from.Queue)
 	hs = forwardContext(hs, from, incoming)
+	hs = keepRedriveCount(hs, from, incoming)
 	topic := RetryTopic(from.Queue, n)
 	return t.write(ctx, topic, kafkago.Message{
 		Topic:   topic,
@@ -124,6 +126,21 @@ func (t *Transport) writeRetry(ctx context.Context, from *babelqueue.ReceivedMes
 		Headers: toKafkaHeaders(hs),
 		Time:    t.cfg.clock.Now(),
 	})
+}
+
+// keepRedriveCount carries the delivery's bq-redrive-count (from
+// from.Headers, else the reserved record) onto its retry copy, once, so the
+// replay-count guard of a later redrive still knows how often the message
+// was redriven.
+func keepRedriveCount(s headerSet, from *babelqueue.ReceivedMessage, record []kafkago.Header) headerSet {
+	v, ok := from.Header(babelqueue.HeaderRedriveCount)
+	if !ok {
+		v, ok = lastHeader(record, babelqueue.HeaderRedriveCount)
+	}
+	if ok && !babelqueue.IsBlank(v) {
+		s.setIfAbsent(babelqueue.HeaderRedriveCount, v)
+	}
+	return s
 }
 
 // deliveredAttempts is the reconciled attempts of a delivery: the body's

@@ -1,0 +1,445 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	kafkago "github.com/segmentio/kafka-go"
+)
+
+var _ babelqueue.Redriver = (*Transport)(nil)
+
+// RedriveCursorPrefix starts the name of the default redrive cursor.
+const RedriveCursorPrefix = "bq-redrive."
+
+// RedriveCursor returns the default cursor of a redrive of dlq: the
+// consumer group "bq-redrive.<dlq>".
+func RedriveCursor(dlq string) string { return RedriveCursorPrefix + dlq }
+
+// Redrive implements babelqueue.Redriver; babelqueue.Redrive hands a
+// *Transport the whole run. Kafka never deletes a record, so the progress
+// of a redrive is a cursor: the offsets of a consumer group on the DLQ
+// (plan.Cursor, by default RedriveCursor(dlq)), committed without joining
+// the group. The committed offset of a partition is the next dead letter
+// to examine; the DLQ's live region is the records at and after the
+// cursor. There is one cursor per DLQ whatever the selection, so a run
+// continues where the last one stopped, and each dead letter in the live
+// region is examined once.
+//
+// A run reads each DLQ partition from the cursor up to its high-water mark
+// read at the start, and for each record, in offset order:
+//
+//   - a dead letter to move (plan.Examine says RedriveMoved) is written to
+//     its target with the key byte for byte, on the partition murmur2 of
+//     the key gives (PartitionForKey, as the Java client), or, for a null
+//     key, on the DLQ partition modulo the target's partition count. The
+//     value is babelqueue.ClearDeadLetter of the dead letter (dead_letter
+//     removed, attempts 0); the headers are the §6 projection of that value,
+//     bq-attempts 0, plan.MovedHeaders (the out-of-band headers,
+//     bq-redrive-count plus one, bq-replay-bypass when asked) and
+//     bq-redrive-source = "<dlq>/<partition>/<offset>"; the timestamp is
+//     meta.created_at;
+//   - a record that stays (unselected, undecodable, version-gated, without
+//     a target, held by the replay-count guard) is written back verbatim to
+//     the tail of its DLQ partition — key, value and headers (in order) as
+//     they were, bq-redrive-source set to its old position, a fresh
+//     timestamp — so it remains redrivable by a later run. It lands after
+//     the high-water mark of this run, which does not examine it again.
+//
+// Every write follows the same protocol, so a run can be killed at any
+// point and run again without losing or duplicating a dead letter:
+//
+//  1. the cursor is committed at the record's offset with metadata naming
+//     the partition the copy goes to and an offset at or before which it
+//     will land (this commit also passes the records before it);
+//  2. the copy is written and acknowledged by every in-sync replica
+//     (acks=all);
+//  3. the cursor passes the record (merged into step 1 of the next write,
+//     or committed on its own at the end of a partition).
+//
+// Killed before 1, the record is examined again by the next run. Killed
+// between 1 and 2, the next run reads the metadata, finds no copy on the
+// named partition, and writes it. Killed between 2 and 3, the next run
+// finds the copy by its bq-redrive-source header and passes the record
+// without writing it again (RedriveAlreadyMoved for a move,
+// RedriveAlreadyKept for a write-back). A failed write stops the run with
+// an error wrapping babelqueue.ErrSettle and the cursor on that record.
+// When ctx ends between two records, the progress made is committed and
+// ctx's error returned.
+//
+// A dry run reads the same records and writes and commits nothing;
+// RedriveItem.Disposition stays empty. plan.Max stops the run once Max
+// dead letters were moved, with the cursor right after the last record
+// handled. plan.PollTimeout is not used: a run ends at the high-water
+// marks. OnTotal receives the number of records the run will examine;
+// each RedriveItem has Position "<partition>/<offset>", and
+// RedriveResult.Resumed is true when the cursor already held offsets.
+//
+// What this does not change: the DLQ records behind the cursor are still
+// in the topic until retention removes them. A consumer group other than
+// the cursor, a custom plan.Cursor, or a tool that reads the DLQ from its
+// start sees them, moved ones and the originals of written-back ones alike;
+// only the region from the cursor on is the DLQ's content. Two runs must
+// not share a cursor at the same time, and the cursor group must have no
+// live members (the broker refuses its commits then).
+func (t *Transport) Redrive(ctx context.Context, dlq string, plan babelqueue.RedrivePlan) (*babelqueue.RedriveResult, error) {
+	res := &babelqueue.RedriveResult{DryRun: plan.DryRun}
+	if isBlank(dlq) {
+		return res, ErrEmptyTopic
+	}
+	if t.isClosed() {
+		return res, ErrClosed
+	}
+	if len(t.cfg.brokers) == 0 {
+		return res, ErrNoBrokers
+	}
+	cursor := plan.Cursor
+	if isBlank(cursor) {
+		cursor = RedriveCursor(dlq)
+	}
+	b := newRedriveBroker(&t.cfg)
+	defer b.close()
+	r := &redriveRun{
+		t: t, b: b, dlq: dlq, cursor: cursor, plan: plan, res: res,
+		partsOf: make(map[string]int),
+		ends:    make(map[topicPartition]int64),
+	}
+	if err := r.run(ctx); err != nil {
+		return res, fmt.Errorf("kafka: redrive %q (cursor %q): %w", dlq, cursor, err)
+	}
+	return res, nil
+}
+
+// Crash points of a redrive write, for tests: redriveFault, when set, is
+// called at each, and an error it returns stops the run right there, as a
+// kill of the process would (nothing more is written or committed).
+const (
+	redriveAfterPending = "after-pending" // cursor metadata committed, copy not written
+	redriveAfterWrite   = "after-write"   // copy written, cursor not passed
+)
+
+// redriveFault is the test hook of the crash points; nil in production.
+// kind is "move" or "keep".
+var redriveFault func(point, kind string, partition int, offset int64) error
+
+// topicPartition names one partition of a topic.
+type topicPartition struct {
+	topic     string
+	partition int
+}
+
+// redriveRun is one Redrive call.
+type redriveRun struct {
+	t      *Transport
+	b      *redriveBroker
+	dlq    string
+	cursor string
+	plan   babelqueue.RedrivePlan
+	res    *babelqueue.RedriveResult
+
+	partsOf map[string]int           // partition count of target topics
+	ends    map[topicPartition]int64 // lower bound of where the next write to a partition lands
+}
+
+// partitionCursor is the progress of one DLQ partition within a run.
+type partitionCursor struct {
+	partition int
+	// next is the offset after the last record handled.
+	next int64
+	// dirty: records up to next were handled but the committed cursor is
+	// still before next.
+	dirty bool
+}
+
+func (r *redriveRun) run(ctx context.Context) error {
+	parts, err := r.b.partitions(ctx, r.dlq)
+	if err != nil {
+		return err
+	}
+	first, end, err := r.b.bounds(ctx, r.dlq, parts)
+	if err != nil {
+		return err
+	}
+	committed, err := r.b.committed(ctx, r.cursor, r.dlq, parts)
+	if err != nil {
+		return err
+	}
+	start := make(map[int]int64, len(parts))
+	total := 0
+	for _, p := range parts {
+		s := first[p]
+		if c, ok := committed[p]; ok && c.CommittedOffset >= 0 {
+			r.res.Resumed = true
+			s = max(s, c.CommittedOffset)
+		}
+		start[p] = s
+		if end[p] > s {
+			total += int(end[p] - s)
+		}
+		// Writes back to the DLQ land at or after its high-water mark.
+		r.ends[topicPartition{r.dlq, p}] = end[p]
+	}
+	if r.plan.OnTotal != nil {
+		r.plan.OnTotal(total)
+	}
+	for _, p := range parts {
+		if r.maxReached() {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var pending *redrivePending
+		if c, ok := committed[p]; ok && !r.plan.DryRun {
+			if pw, ok := decodeRedrivePending(c.Metadata); ok && pw.Offset == start[p] {
+				pending = &pw
+			}
+		}
+		if err := r.partition(ctx, p, start[p], end[p], pending); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *redriveRun) maxReached() bool {
+	return r.plan.Max > 0 && r.res.Moved >= r.plan.Max
+}
+
+// partition redrives records [from, to) of DLQ partition p. pending is
+// the write an interrupted run recorded at from, if any.
+func (r *redriveRun) partition(ctx context.Context, p int, from, to int64, pending *redrivePending) error {
+	c := &partitionCursor{partition: p, next: from}
+	err := r.b.read(ctx, r.dlq, p, from, to, func(rec redriveRecord) error {
+		if r.maxReached() {
+			return errStopRead
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var pw *redrivePending
+		if pending != nil && pending.Offset == rec.Offset {
+			pw = pending
+		}
+		return r.one(ctx, c, rec, pw)
+	})
+	if c.dirty {
+		// Records up to c.next were handled: the cursor passes them, even
+		// when ctx ended the run.
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), redriveFlushTimeout)
+		defer cancel()
+		if cerr := r.b.commit(fctx, r.cursor, r.dlq, p, c.next, ""); cerr != nil {
+			return joinErr(err, fmt.Errorf("%w: %w", babelqueue.ErrSettle, cerr))
+		}
+		c.dirty = false
+	}
+	return err
+}
+
+func joinErr(err, cerr error) error {
+	if err == nil {
+		return cerr
+	}
+	return fmt.Errorf("%w (and then: %w)", err, cerr)
+}
+
+// one examines and settles one record.
+func (r *redriveRun) one(ctx context.Context, c *partitionCursor, rec redriveRecord, pending *redrivePending) error {
+	msg := &babelqueue.ReceivedMessage{Body: string(rec.Value), Queue: r.dlq, Headers: headerMap(rec.Headers)}
+	it, _ := r.plan.Examine(r.dlq, msg)
+	it.Position = strconv.Itoa(rec.Partition) + "/" + strconv.FormatInt(rec.Offset, 10)
+	if r.plan.DryRun {
+		if it.Outcome == babelqueue.RedriveMoved {
+			it.Outcome = babelqueue.RedriveWouldMove
+		}
+		r.plan.Report(r.res, it)
+		return nil
+	}
+	if pending != nil {
+		found, err := r.copyWritten(ctx, *pending, rec)
+		if err != nil {
+			err = fmt.Errorf("%w: looking for the copy an interrupted run may have written of %s: %w", babelqueue.ErrSettle, it.Position, err)
+			r.failed(it, err)
+			return err
+		}
+		if found {
+			if pending.Topic == r.dlq {
+				it.Outcome, it.Disposition, it.Target = babelqueue.RedriveAlreadyKept, babelqueue.DispositionRestored, ""
+			} else {
+				it.Outcome, it.Disposition, it.Target = babelqueue.RedriveAlreadyMoved, babelqueue.DispositionRemoved, pending.Topic
+			}
+			c.next, c.dirty = rec.Offset+1, true
+			r.plan.Report(r.res, it)
+			return nil
+		}
+	}
+	if it.Outcome == babelqueue.RedriveMoved {
+		moved, err := r.movedCopy(msg, rec)
+		if err != nil {
+			// Not expected for a decoded envelope: the record stays.
+			it.Outcome, it.Err, it.Target = babelqueue.RedriveUndecodable, err, ""
+		} else {
+			n, err := r.partitionsOf(ctx, it.Target)
+			if err != nil {
+				err = fmt.Errorf("%w: redrive %s to %s: %w", babelqueue.ErrSettle, it.Position, it.Target, err)
+				r.failed(it, err)
+				return err
+			}
+			tp := rec.Partition % n
+			if rec.Key != nil {
+				tp = PartitionForKey(rec.Key, n)
+			}
+			if err := r.write(ctx, c, rec, "move", topicPartition{it.Target, tp}, moved); err != nil {
+				err = fmt.Errorf("%w: redrive %s to %s/%d: %w", babelqueue.ErrSettle, it.Position, it.Target, tp, err)
+				r.failed(it, err)
+				return err
+			}
+			it.Disposition = babelqueue.DispositionRemoved
+			r.plan.Report(r.res, it)
+			return nil
+		}
+	}
+	if err := r.write(ctx, c, rec, "keep", topicPartition{r.dlq, rec.Partition}, r.keptCopy(rec)); err != nil {
+		err = fmt.Errorf("%w: redrive: writing %s back to the tail of %s: %w", babelqueue.ErrSettle, it.Position, r.dlq, err)
+		r.failed(it, err)
+		return err
+	}
+	it.Disposition = babelqueue.DispositionRestored
+	r.plan.Report(r.res, it)
+	return nil
+}
+
+// failed reports a record the run stopped on: the cursor stays on it.
+func (r *redriveRun) failed(it babelqueue.RedriveItem, err error) {
+	it.Outcome, it.Err, it.Disposition = babelqueue.RedriveFailed, err, babelqueue.DispositionReserved
+	r.plan.Report(r.res, it)
+}
+
+// write runs the write protocol for one record: pending metadata, the
+// acknowledged write, then the cursor marked to pass the record.
+func (r *redriveRun) write(ctx context.Context, c *partitionCursor, rec redriveRecord, kind string, to topicPartition, copy redriveRecord) error {
+	from, err := r.lowerBound(ctx, to)
+	if err != nil {
+		return err
+	}
+	pw := redrivePending{V: redrivePendingVersion, Offset: rec.Offset, Topic: to.topic, Partition: to.partition, From: from}
+	if err := r.b.commit(ctx, r.cursor, r.dlq, rec.Partition, rec.Offset, pw.encode()); err != nil {
+		return err
+	}
+	c.dirty = false // the cursor is at rec.Offset, past everything before it
+	if err := fault(redriveAfterPending, kind, rec); err != nil {
+		return err
+	}
+	off, err := r.b.produce(ctx, to.topic, to.partition, copy)
+	if err != nil {
+		return err
+	}
+	if off >= from {
+		r.ends[to] = off + 1
+	}
+	if err := fault(redriveAfterWrite, kind, rec); err != nil {
+		return err
+	}
+	c.next, c.dirty = rec.Offset+1, true
+	return nil
+}
+
+func fault(point, kind string, rec redriveRecord) error {
+	if redriveFault == nil {
+		return nil
+	}
+	return redriveFault(point, kind, rec.Partition, rec.Offset)
+}
+
+// lowerBound returns an offset at or before which the next write to tp
+// lands: the end offset read once, then the offset after this run's own
+// last write there (other producers only push a copy further). It saves a
+// round trip per record.
+func (r *redriveRun) lowerBound(ctx context.Context, tp topicPartition) (int64, error) {
+	if v, ok := r.ends[tp]; ok {
+		return v, nil
+	}
+	_, next, err := r.b.bounds(ctx, tp.topic, []int{tp.partition})
+	if err != nil {
+		return 0, err
+	}
+	r.ends[tp] = next[tp.partition]
+	return next[tp.partition], nil
+}
+
+// partitionsOf returns the partition count of a target topic; a missing
+// topic is an error (a redrive never creates one).
+func (r *redriveRun) partitionsOf(ctx context.Context, topic string) (int, error) {
+	if n, ok := r.partsOf[topic]; ok {
+		return n, nil
+	}
+	parts, err := r.b.partitions(ctx, topic)
+	if err != nil {
+		return 0, err
+	}
+	r.partsOf[topic] = len(parts)
+	return len(parts), nil
+}
+
+// copyWritten reports whether the write pw recorded for rec happened: a
+// record on pw's partition, from pw.From to its current end, whose
+// bq-redrive-source names rec.
+func (r *redriveRun) copyWritten(ctx context.Context, pw redrivePending, rec redriveRecord) (bool, error) {
+	_, next, err := r.b.bounds(ctx, pw.Topic, []int{pw.Partition})
+	if err != nil {
+		return false, err
+	}
+	want := redriveSource(r.dlq, rec.Partition, rec.Offset)
+	found := false
+	err = r.b.read(ctx, pw.Topic, pw.Partition, pw.From, next[pw.Partition], func(x redriveRecord) error {
+		if v, ok := lastHeader(x.Headers, babelqueue.HeaderRedriveSource); ok && v == want {
+			found = true
+			return errStopRead
+		}
+		return nil
+	})
+	return found, err
+}
+
+// redriveSource is the bq-redrive-source value of a DLQ record.
+func redriveSource(dlq string, partition int, offset int64) string {
+	return dlq + "/" + strconv.Itoa(partition) + "/" + strconv.FormatInt(offset, 10)
+}
+
+// movedCopy is the record a dead letter is moved as.
+func (r *redriveRun) movedCopy(msg *babelqueue.ReceivedMessage, rec redriveRecord) (redriveRecord, error) {
+	cleared, err := babelqueue.ClearDeadLetter(rec.Value)
+	if err != nil {
+		return redriveRecord{}, fmt.Errorf("kafka: redrive: clearing the dead letter: %w", err)
+	}
+	hs, ts := projection(string(cleared), r.t.cfg.clock.Now())
+	hs = keepRouting(hs, rec.Headers)
+	hs.set(babelqueue.HeaderAttempts, "0")
+	hs = withExtra(hs, r.plan.MovedHeaders(msg))
+	hs.set(babelqueue.HeaderRedriveSource, redriveSource(r.dlq, rec.Partition, rec.Offset))
+	return redriveRecord{Key: rec.Key, Value: cleared, Headers: toKafkaHeaders(hs), Time: ts}, nil
+}
+
+// keptCopy is the verbatim copy a record that stays is written back as:
+// its key, value and headers in order, bq-redrive-source set (replaced in
+// place when present, so the headers never grow), a fresh timestamp.
+func (r *redriveRun) keptCopy(rec redriveRecord) redriveRecord {
+	src := []byte(redriveSource(r.dlq, rec.Partition, rec.Offset))
+	hs := make([]kafkago.Header, 0, len(rec.Headers)+1)
+	set := false
+	for _, h := range rec.Headers {
+		if h.Key == babelqueue.HeaderRedriveSource {
+			if set {
+				continue
+			}
+			h.Value, set = src, true
+		}
+		hs = append(hs, h)
+	}
+	if !set {
+		hs = append(hs, kafkago.Header{Key: babelqueue.HeaderRedriveSource, Value: src})
+	}
+	return redriveRecord{Key: rec.Key, Value: rec.Value, Headers: hs, Time: r.t.cfg.clock.Now()}
+}

@@ -1,0 +1,636 @@
+package kafka
+
+// Redrive scenarios. Each runs against a broker given by its addresses:
+// the embedded Kafka-protocol broker here (fast, no build tag), the real
+// Apache Kafka broker in redrive_integration_test.go. Every check counts
+// what is really in the topics: the target, and the DLQ's live region
+// (from the cursor to the end).
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"testing"
+	"time"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/tools/devkafka"
+	"github.com/google/go-cmp/cmp"
+	kafkago "github.com/segmentio/kafka-go"
+)
+
+// rdEnv is a broker to run the scenarios on.
+type rdEnv struct {
+	brokers []string
+	opts    []Option
+}
+
+func rdName(prefix string) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return prefix + "-" + hex.EncodeToString(b[:])
+}
+
+func (e rdEnv) transport(t *testing.T) *Transport {
+	t.Helper()
+	tr, err := New(append([]Option{WithBrokers(e.brokers...), WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}, e.opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tr.Close() })
+	return tr
+}
+
+// broker returns the test's own admin connections.
+func (e rdEnv) broker(t *testing.T) *redriveBroker {
+	cfg := defaultConfig()
+	for _, o := range append([]Option{WithBrokers(e.brokers...)}, e.opts...) {
+		o(&cfg)
+	}
+	b := newRedriveBroker(&cfg)
+	t.Cleanup(b.close)
+	return b
+}
+
+func rdCtx(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// rdTopics creates a work topic with partitions and its DLQ.
+func (e rdEnv) topics(t *testing.T, ctx context.Context, partitions int) (work, dlq string) {
+	t.Helper()
+	work = rdName("rd")
+	if err := e.transport(t).EnsureTopics(ctx, work, partitions, 1); err != nil {
+		t.Fatal(err)
+	}
+	return work, work + DeadLetterSuffix
+}
+
+// rdSeed is one record to put in a DLQ.
+type rdSeed struct {
+	partition int
+	key       []byte // nil: a null key
+	urn       string
+	raw       []byte // a body that is not an envelope, instead of a dead letter
+	redrives  int
+	headers   []kafkago.Header // extra headers
+}
+
+// seed writes the dead letters, each to its partition, as the App would
+// have (annotated envelope, §6 headers, key), and returns the values.
+func (e rdEnv) seed(t *testing.T, ctx context.Context, b *redriveBroker, dlq, work string, seeds ...rdSeed) [][]byte {
+	t.Helper()
+	var values [][]byte
+	for _, s := range seeds {
+		rec := redriveRecord{Key: s.key, Time: time.Now()}
+		if s.raw != nil {
+			rec.Value = s.raw
+		} else {
+			env, err := babelqueue.Make(s.urn, map[string]any{"n": len(values)}, babelqueue.WithQueue(work))
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := env.Encode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			msg := "boom"
+			body, err = babelqueue.AnnotateDeadLetter(body, babelqueue.DeadLetter{Reason: babelqueue.ReasonFailed, Error: &msg,
+				FailedAt: time.Now().UnixMilli(), OriginalQueue: work, Attempts: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec.Value = body
+			rec.Headers = toKafkaHeaders(babelqueue.ProjectBody(body).Headers())
+		}
+		rec.Headers = append(rec.Headers, s.headers...)
+		if s.redrives > 0 {
+			rec.Headers = append(rec.Headers, kafkago.Header{Key: babelqueue.HeaderRedriveCount, Value: []byte(strconv.Itoa(s.redrives))})
+		}
+		if _, err := b.produce(ctx, dlq, s.partition, rec); err != nil {
+			t.Fatalf("seed %s/%d: %v", dlq, s.partition, err)
+		}
+		values = append(values, rec.Value)
+	}
+	return values
+}
+
+// readAll returns every record of topic, by partition then offset.
+func rdRead(t *testing.T, ctx context.Context, b *redriveBroker, topic string, from map[int]int64) []redriveRecord {
+	t.Helper()
+	parts, err := b.partitions(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, next, err := b.bounds(ctx, topic, parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []redriveRecord
+	for _, p := range parts {
+		start := first[p]
+		if o, ok := from[p]; ok && o > start {
+			start = o
+		}
+		if err := b.read(ctx, topic, p, start, next[p], func(r redriveRecord) error { out = append(out, r); return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// cursorOf returns the committed offsets of cursor on topic (-1: none).
+func rdCursor(t *testing.T, ctx context.Context, b *redriveBroker, cursor, topic string) map[int]int64 {
+	t.Helper()
+	parts, err := b.partitions(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := b.committed(ctx, cursor, topic, parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int]int64{}
+	for _, p := range parts {
+		out[p] = -1
+		if v, ok := c[p]; ok {
+			out[p] = v.CommittedOffset
+		}
+	}
+	return out
+}
+
+// rdLive returns the DLQ's live region: the records at and after the
+// default cursor.
+func rdLive(t *testing.T, ctx context.Context, b *redriveBroker, dlq string) []redriveRecord {
+	return rdRead(t, ctx, b, dlq, rdCursor(t, ctx, b, RedriveCursor(dlq), dlq))
+}
+
+func hdr(r redriveRecord, key string) string {
+	v, _ := lastHeader(r.Headers, key)
+	return v
+}
+
+// rdID is the meta.id of a record ("" when undecodable).
+func rdID(r redriveRecord) string {
+	env, err := babelqueue.Decode(r.Value)
+	if err != nil {
+		return ""
+	}
+	return env.Meta.ID
+}
+
+func redrive(t *testing.T, ctx context.Context, tr *Transport, dlq string, opts ...babelqueue.RedriveOption) *babelqueue.RedriveResult {
+	t.Helper()
+	res, err := babelqueue.Redrive(ctx, tr, dlq, opts...)
+	if err != nil {
+		t.Fatalf("Redrive: %v", err)
+	}
+	return res
+}
+
+func outcomes(res *babelqueue.RedriveResult) map[babelqueue.RedriveOutcome]int {
+	m := map[babelqueue.RedriveOutcome]int{}
+	for _, it := range res.Items {
+		m[it.Outcome]++
+	}
+	return m
+}
+
+// scenarioMovesKeepsAndSelections: moved copies (key, partition, value,
+// headers), kept records written back verbatim, the guard, and a second
+// selection that moves nothing twice.
+func scenarioMovesKeepsAndSelections(t *testing.T, e rdEnv) {
+	ctx := rdCtx(t, 2*time.Minute)
+	tr := e.transport(t)
+	b := e.broker(t)
+	work, dlq := e.topics(t, ctx, 3)
+	binKey := []byte{0x00, 0xff, 'k', 0x80}
+	tp := kafkago.Header{Key: "traceparent", Value: []byte("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")}
+	vals := e.seed(t, ctx, b, dlq, work,
+		rdSeed{partition: 0, key: []byte("ka1"), urn: "urn:a", headers: []kafkago.Header{tp}},
+		rdSeed{partition: 1, key: binKey, urn: "urn:a"},
+		rdSeed{partition: 2, key: nil, urn: "urn:a"},
+		rdSeed{partition: 0, key: []byte("kb1"), urn: "urn:b", headers: []kafkago.Header{{Key: "x-custom", Value: []byte("c")}}},
+		rdSeed{partition: 1, key: []byte("kg1"), urn: "urn:a", redrives: 3},
+		rdSeed{partition: 2, key: []byte("kx"), raw: []byte("not json")},
+		rdSeed{partition: 0, key: []byte("kv"), urn: "urn:a", headers: []kafkago.Header{{Key: babelqueue.HeaderSchemaVersion, Value: []byte("2")}}},
+	)
+	dlqBefore := rdRead(t, ctx, b, dlq, nil)
+	if len(dlqBefore) != 7 {
+		t.Fatalf("DLQ holds %d, want 7", len(dlqBefore))
+	}
+	var total int
+	res := redrive(t, ctx, tr, dlq, babelqueue.WithRedriveSelector(babelqueue.SelectURN("urn:a")), babelqueue.WithRedriveMaxRedrives(3),
+		babelqueue.WithRedriveProgress(func(n int) { total = n }, nil))
+	if total != 7 || res.Examined != 7 || res.Moved != 3 || res.Kept != 4 || res.Resumed {
+		t.Fatalf("first run: total %d, result %+v", total, res)
+	}
+	wantOut := map[babelqueue.RedriveOutcome]int{babelqueue.RedriveMoved: 3, babelqueue.RedriveUnselected: 1, babelqueue.RedriveGuarded: 1,
+		babelqueue.RedriveUndecodable: 1, babelqueue.RedriveUnsupportedVersion: 1}
+	if diff := cmp.Diff(wantOut, outcomes(res)); diff != "" {
+		t.Errorf("outcomes (-want +got):\n%s", diff)
+	}
+	for _, it := range res.Items {
+		if it.Position == "" || (it.Outcome == babelqueue.RedriveGuarded && it.Redrives != 3) {
+			t.Errorf("item %+v", it)
+		}
+	}
+
+	// The target: three copies, key byte for byte, on the key's partition.
+	target := rdRead(t, ctx, b, work, nil)
+	if len(target) != 3 {
+		t.Fatalf("target holds %d records, want 3", len(target))
+	}
+	byKey := map[string]redriveRecord{}
+	for _, r := range target {
+		k := "null"
+		if r.Key != nil {
+			k = hex.EncodeToString(r.Key)
+		}
+		byKey[k] = r
+	}
+	for i, s := range []rdSeed{{partition: 0, key: []byte("ka1")}, {partition: 1, key: binKey}, {partition: 2}} {
+		k := "null"
+		wantPart := s.partition % 3
+		if s.key != nil {
+			k, wantPart = hex.EncodeToString(s.key), PartitionForKey(s.key, 3)
+		}
+		r, ok := byKey[k]
+		if !ok {
+			t.Fatalf("no copy with key %s among %d", k, len(target))
+		}
+		if r.Partition != wantPart {
+			t.Errorf("copy of key %s on partition %d, want %d", k, r.Partition, wantPart)
+		}
+		cleared, err := babelqueue.ClearDeadLetter(vals[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(r.Value, cleared) {
+			t.Errorf("copy value %s, want %s", r.Value, cleared)
+		}
+		if hdr(r, babelqueue.HeaderAttempts) != "0" || hdr(r, babelqueue.HeaderRedriveCount) != "1" || hdr(r, babelqueue.HeaderJob) != "urn:a" ||
+			hdr(r, babelqueue.HeaderMessageID) != rdID(r) || hdr(r, babelqueue.HeaderRedriveSource) == "" {
+			t.Errorf("copy headers %v", r.Headers)
+		}
+		if i == 0 && hdr(r, "traceparent") != string(tp.Value) {
+			t.Errorf("traceparent not kept: %v", r.Headers)
+		}
+		seen := map[string]bool{}
+		for _, h := range r.Headers {
+			if seen[h.Key] {
+				t.Errorf("header %s twice in %v", h.Key, r.Headers)
+			}
+			seen[h.Key] = true
+		}
+	}
+
+	// The live region holds exactly the four that stay, verbatim.
+	live := rdLive(t, ctx, b, dlq)
+	if len(live) != 4 {
+		t.Fatalf("DLQ live region holds %d, want 4", len(live))
+	}
+	orig := map[string]redriveRecord{}
+	for _, r := range dlqBefore {
+		orig[redriveSource(dlq, r.Partition, r.Offset)] = r
+	}
+	for _, r := range live {
+		src := hdr(r, babelqueue.HeaderRedriveSource)
+		o, ok := orig[src]
+		if !ok {
+			t.Fatalf("kept record with source %q", src)
+		}
+		if !bytes.Equal(o.Key, r.Key) || !bytes.Equal(o.Value, r.Value) || r.Partition != o.Partition {
+			t.Errorf("kept record differs: %q/%q on %d, was %q/%q on %d", r.Key, r.Value, r.Partition, o.Key, o.Value, o.Partition)
+		}
+		want := append(append([]kafkago.Header(nil), o.Headers...), kafkago.Header{Key: babelqueue.HeaderRedriveSource, Value: []byte(src)})
+		if diff := cmp.Diff(want, r.Headers); diff != "" {
+			t.Errorf("kept headers (-want +got):\n%s", diff)
+		}
+	}
+
+	// The same selection again: the four are examined once more, nothing moves.
+	res = redrive(t, ctx, tr, dlq, babelqueue.WithRedriveSelector(babelqueue.SelectURN("urn:a")), babelqueue.WithRedriveMaxRedrives(3))
+	if res.Examined != 4 || res.Moved != 0 || !res.Resumed {
+		t.Errorf("second run %+v", res)
+	}
+	live = rdLive(t, ctx, b, dlq)
+	if len(live) != 4 {
+		t.Errorf("DLQ live region holds %d after a second run, want 4", len(live))
+	}
+	for _, r := range live {
+		if n := len(r.Headers); n != len(orig[redriveSource(dlq, 0, 0)].Headers) && hdr(r, babelqueue.HeaderRedriveSource) == "" {
+			t.Errorf("headers %v", r.Headers)
+		}
+		if c := 0; true {
+			for _, h := range r.Headers {
+				if h.Key == babelqueue.HeaderRedriveSource {
+					c++
+				}
+			}
+			if c != 1 {
+				t.Errorf("kept record has %d %s headers", c, babelqueue.HeaderRedriveSource)
+			}
+		}
+	}
+
+	// Another selection: only urn:b moves; nothing is moved twice.
+	res = redrive(t, ctx, tr, dlq, babelqueue.WithRedriveSelector(babelqueue.SelectURN("urn:b")), babelqueue.WithRedriveMaxRedrives(3))
+	if res.Moved != 1 || res.Examined != 4 {
+		t.Errorf("urn:b run %+v", res)
+	}
+	target = rdRead(t, ctx, b, work, nil)
+	ids := map[string]int{}
+	for _, r := range target {
+		ids[rdID(r)]++
+	}
+	if len(target) != 4 || len(ids) != 4 {
+		t.Errorf("target holds %d records of %d messages, want 4 and 4: %v", len(target), len(ids), ids)
+	}
+	for _, r := range target {
+		if string(r.Key) == "kb1" && hdr(r, "x-custom") != "c" {
+			t.Errorf("out-of-band header lost: %v", r.Headers)
+		}
+	}
+	if n := len(rdLive(t, ctx, b, dlq)); n != 3 {
+		t.Errorf("DLQ live region holds %d, want 3", n)
+	}
+}
+
+// scenarioDryRun: a dry run writes and commits nothing.
+func scenarioDryRun(t *testing.T, e rdEnv) {
+	ctx := rdCtx(t, time.Minute)
+	tr := e.transport(t)
+	b := e.broker(t)
+	work, dlq := e.topics(t, ctx, 2)
+	e.seed(t, ctx, b, dlq, work,
+		rdSeed{partition: 0, key: []byte("a"), urn: "urn:a"},
+		rdSeed{partition: 1, key: []byte("b"), urn: "urn:b"},
+		rdSeed{partition: 1, key: []byte("c"), urn: "urn:a"},
+	)
+	parts := []int{0, 1}
+	_, endBefore, err := b.bounds(ctx, dlq, parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := redrive(t, ctx, tr, dlq, babelqueue.WithRedriveDryRun(), babelqueue.WithRedriveSelector(babelqueue.SelectURN("urn:a")))
+	if !res.DryRun || res.Moved != 2 || res.Examined != 3 || outcomes(res)[babelqueue.RedriveWouldMove] != 2 {
+		t.Errorf("dry run %+v", res)
+	}
+	if n := len(rdRead(t, ctx, b, work, nil)); n != 0 {
+		t.Errorf("dry run wrote %d records to the target", n)
+	}
+	_, endAfter, err := b.bounds(ctx, dlq, parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cmp.Equal(endBefore, endAfter) {
+		t.Errorf("dry run wrote to the DLQ: ends %v then %v", endBefore, endAfter)
+	}
+	if c := rdCursor(t, ctx, b, RedriveCursor(dlq), dlq); c[0] != -1 || c[1] != -1 {
+		t.Errorf("dry run committed the cursor: %v", c)
+	}
+	// A real run afterwards still finds everything.
+	if res := redrive(t, ctx, tr, dlq); res.Moved != 3 || res.Resumed {
+		t.Errorf("run after the dry run %+v", res)
+	}
+}
+
+// scenarioMax: Max stops the run with the cursor right after the last
+// record handled; a custom cursor is independent.
+func scenarioMax(t *testing.T, e rdEnv) {
+	ctx := rdCtx(t, time.Minute)
+	tr := e.transport(t)
+	b := e.broker(t)
+	work, dlq := e.topics(t, ctx, 1)
+	e.seed(t, ctx, b, dlq, work,
+		rdSeed{key: []byte("0"), urn: "urn:a"},
+		rdSeed{key: []byte("1"), urn: "urn:b"},
+		rdSeed{key: []byte("2"), urn: "urn:a"},
+		rdSeed{key: []byte("3"), urn: "urn:a"},
+	)
+	sel := babelqueue.WithRedriveSelector(babelqueue.SelectURN("urn:a"))
+	res := redrive(t, ctx, tr, dlq, sel, babelqueue.WithRedriveMax(1))
+	if res.Moved != 1 || res.Examined != 1 {
+		t.Errorf("max 1: %+v", res)
+	}
+	if c := rdCursor(t, ctx, b, RedriveCursor(dlq), dlq); c[0] != 1 {
+		t.Errorf("cursor at %d after max 1, want 1", c[0])
+	}
+	res = redrive(t, ctx, tr, dlq, sel, babelqueue.WithRedriveMax(1))
+	if res.Moved != 1 || res.Examined != 2 || !res.Resumed {
+		t.Errorf("second max 1: %+v", res)
+	}
+	if c := rdCursor(t, ctx, b, RedriveCursor(dlq), dlq); c[0] != 3 {
+		t.Errorf("cursor at %d, want 3", c[0])
+	}
+	res = redrive(t, ctx, tr, dlq, sel)
+	if res.Moved != 1 || res.Examined != 2 {
+		t.Errorf("rest: %+v", res)
+	}
+	if n := len(rdRead(t, ctx, b, work, nil)); n != 3 {
+		t.Errorf("target holds %d, want 3", n)
+	}
+	// The default cursor's live region holds urn:b once (written back
+	// twice); a custom cursor starts from the beginning and sees every old
+	// copy: the four originals and both write-backs.
+	if live := rdLive(t, ctx, b, dlq); len(live) != 1 || string(live[0].Key) != "1" {
+		t.Errorf("live region holds %d records", len(live))
+	}
+	res = redrive(t, ctx, tr, dlq, babelqueue.WithRedriveCursor(rdName("other")), babelqueue.WithRedriveDryRun())
+	if res.Examined != 6 || res.Resumed || outcomes(res)[babelqueue.RedriveWouldMove] != 6 {
+		t.Errorf("custom cursor dry run %+v", res)
+	}
+}
+
+// errCrash is what the fault hook returns to stop a run at a crash point.
+var errCrash = errors.New("simulated crash")
+
+// scenarioCrashPoints interrupts a run at each crash point of a move and
+// of a write-back, runs again, and counts: every dead letter once, in the
+// target or in the DLQ's live region, never in both, never twice.
+func scenarioCrashPoints(t *testing.T, e rdEnv) {
+	cases := []struct{ point, kind string }{
+		{redriveAfterPending, "move"},
+		{redriveAfterWrite, "move"},
+		{redriveAfterPending, "keep"},
+		{redriveAfterWrite, "keep"},
+	}
+	for _, c := range cases {
+		t.Run(c.point+"/"+c.kind, func(t *testing.T) {
+			ctx := rdCtx(t, 2*time.Minute)
+			tr := e.transport(t)
+			b := e.broker(t)
+			work, dlq := e.topics(t, ctx, 2)
+			var seeds []rdSeed
+			for i := range 8 {
+				urn := "urn:a"
+				if i%2 == 1 {
+					urn = "urn:b"
+				}
+				seeds = append(seeds, rdSeed{partition: i % 2, key: []byte("k" + strconv.Itoa(i)), urn: urn})
+			}
+			vals := e.seed(t, ctx, b, dlq, work, seeds...)
+			sel := babelqueue.WithRedriveSelector(babelqueue.SelectURN("urn:a"))
+			if n := len(rdLive(t, ctx, b, dlq)); n != 8 {
+				t.Fatalf("live region before: %d", n)
+			}
+
+			hits := 0
+			redriveFault = func(point, kind string, partition int, offset int64) error {
+				if point == c.point && kind == c.kind {
+					if hits++; hits == 2 {
+						return errCrash
+					}
+				}
+				return nil
+			}
+			_, err := babelqueue.Redrive(ctx, tr, dlq, sel)
+			redriveFault = nil
+			if !errors.Is(err, errCrash) {
+				t.Fatalf("interrupted run: %v", err)
+			}
+			afterCrashTarget := len(rdRead(t, ctx, b, work, nil))
+
+			res := redrive(t, ctx, tr, dlq, sel)
+			if !res.Resumed {
+				t.Error("second run did not resume")
+			}
+			got := outcomes(res)
+			switch {
+			case c.point == redriveAfterWrite && c.kind == "move":
+				if got[babelqueue.RedriveAlreadyMoved] != 1 || res.Recovered != 1 {
+					t.Errorf("want one recovered move: %v", got)
+				}
+			case c.point == redriveAfterWrite && c.kind == "keep":
+				if got[babelqueue.RedriveAlreadyKept] != 1 {
+					t.Errorf("want one recovered write-back: %v", got)
+				}
+			default:
+				if got[babelqueue.RedriveAlreadyMoved]+got[babelqueue.RedriveAlreadyKept] != 0 {
+					t.Errorf("nothing was written before the crash, yet %v", got)
+				}
+			}
+
+			target := rdRead(t, ctx, b, work, nil)
+			live := rdLive(t, ctx, b, dlq)
+			count := map[string]int{}
+			for _, r := range target {
+				count["target "+rdID(r)]++
+			}
+			for _, r := range live {
+				count["dlq "+rdID(r)]++
+			}
+			for i, v := range vals {
+				env, err := babelqueue.Decode(v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				where := "target "
+				if i%2 == 1 {
+					where = "dlq "
+				}
+				if count[where+env.Meta.ID] != 1 {
+					t.Errorf("dead letter %d (%s): %d in %s", i, seeds[i].urn, count[where+env.Meta.ID], where)
+				}
+			}
+			if len(target) != 4 || len(live) != 4 {
+				t.Errorf("after: target %d (was %d after the crash), live region %d; want 4 and 4", len(target), afterCrashTarget, len(live))
+			}
+			// Nothing is left to do.
+			if res := redrive(t, ctx, tr, dlq, sel); res.Moved != 0 || res.Examined != 4 {
+				t.Errorf("third run %+v", res)
+			}
+		})
+	}
+}
+
+func TestRedriveDecisions(t *testing.T) {
+	scenarioMovesKeepsAndSelections(t, embEnv(t))
+}
+
+func TestRedriveDryRun(t *testing.T) { scenarioDryRun(t, embEnv(t)) }
+
+func TestRedriveMax(t *testing.T) { scenarioMax(t, embEnv(t)) }
+
+func TestRedriveCrashPoints(t *testing.T) { scenarioCrashPoints(t, embEnv(t)) }
+
+func embEnv(t *testing.T) rdEnv {
+	t.Helper()
+	b, err := devkafka.Start()
+	if err != nil {
+		t.Fatalf("devkafka.Start: %v", err)
+	}
+	t.Cleanup(b.Close)
+	return rdEnv{brokers: b.Addrs()}
+}
+
+func TestRedriveBadInput(t *testing.T) {
+	ctx := context.Background()
+	tr, err := New(WithWriter(&fakeWriterNop{}), WithReaderFactory(func(string) Reader { return nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := babelqueue.Redrive(ctx, tr, "q.dlq"); !errors.Is(err, ErrNoBrokers) {
+		t.Errorf("no brokers: %v", err)
+	}
+	tr2, err := New(WithBrokers("127.0.0.1:1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr2.Redrive(ctx, " ", babelqueue.NewRedrivePlan()); !errors.Is(err, ErrEmptyTopic) {
+		t.Errorf("blank dlq: %v", err)
+	}
+	_ = tr2.Close()
+	if _, err := tr2.Redrive(ctx, "q.dlq", babelqueue.NewRedrivePlan()); !errors.Is(err, ErrClosed) {
+		t.Errorf("closed: %v", err)
+	}
+}
+
+type fakeWriterNop struct{}
+
+func (fakeWriterNop) WriteMessages(context.Context, ...kafkago.Message) error { return nil }
+
+func TestRedrivePendingMetadata(t *testing.T) {
+	p := redrivePending{V: redrivePendingVersion, Offset: 9, Topic: "orders", Partition: 2, From: 40}
+	back, ok := decodeRedrivePending(p.encode())
+	if !ok || back != p {
+		t.Errorf("round trip %+v %t", back, ok)
+	}
+	for _, s := range []string{"", "x", `{"bq_redrive":2,"offset":1,"topic":"t"}`, `{"bq_redrive":1,"offset":1}`, `{"bq_redrive":1,"offset":-1,"topic":"t"}`} {
+		if _, ok := decodeRedrivePending(s); ok {
+			t.Errorf("%q decoded as a pending write", s)
+		}
+	}
+	if got := len(p.encode()); got > 4096 {
+		t.Errorf("metadata of %d bytes exceeds offset.metadata.max.bytes", got)
+	}
+}
+
+func TestRedriveKeptCopyHeadersNeverGrow(t *testing.T) {
+	r := &redriveRun{t: &Transport{cfg: defaultConfig()}, dlq: "q.dlq"}
+	rec := redriveRecord{Partition: 1, Offset: 7, Key: []byte("k"), Value: []byte("v"), Headers: []kafkago.Header{
+		{Key: "a", Value: []byte("1")}, {Key: babelqueue.HeaderRedriveSource, Value: []byte("q.dlq/0/3")}, {Key: "b", Value: []byte("2")},
+	}}
+	got := r.keptCopy(rec)
+	want := []kafkago.Header{{Key: "a", Value: []byte("1")}, {Key: babelqueue.HeaderRedriveSource, Value: []byte("q.dlq/1/7")}, {Key: "b", Value: []byte("2")}}
+	if diff := cmp.Diff(want, got.Headers); diff != "" {
+		t.Errorf("headers (-want +got):\n%s", diff)
+	}
+	if !bytes.Equal(got.Key, rec.Key) || !bytes.Equal(got.Value, rec.Value) {
+		t.Errorf("kept copy %q/%q", got.Key, got.Value)
+	}
+	again := r.keptCopy(redriveRecord{Partition: 1, Offset: 9, Headers: got.Headers})
+	if len(again.Headers) != 3 || fmt.Sprint(hdr(again, babelqueue.HeaderRedriveSource)) != "q.dlq/1/9" {
+		t.Errorf("second write-back headers %v", again.Headers)
+	}
+}
