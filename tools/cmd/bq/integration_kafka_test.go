@@ -20,6 +20,7 @@ import (
 	"time"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	bqkafka "github.com/babelqueue/babelqueue-go/kafka"
 	"github.com/babelqueue/babelqueue-go/tools/brokertest"
 	kafkago "github.com/segmentio/kafka-go"
 )
@@ -121,6 +122,53 @@ func readAll(t *testing.T, ctx context.Context, k *kafkaConn, topic string) []*r
 		t.Fatalf("read %s: %v", topic, err)
 	}
 	return recs
+}
+
+// liveRegion returns the records of dlq at and after the redrive cursor
+// (the default one, bq-redrive.<dlq>, unless group is given).
+func liveRegion(t *testing.T, ctx context.Context, k *kafkaConn, dlq, group string) []*record {
+	t.Helper()
+	if group == "" {
+		group = bqkafka.RedriveCursor(dlq)
+	}
+	parts, err := k.partitions(ctx, dlq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, next, err := k.bounds(ctx, dlq, parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := k.client.OffsetFetch(ctx, &kafkago.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{dlq: parts}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := first
+	for _, p := range res.Topics[dlq] {
+		if p.CommittedOffset > from[p.Partition] {
+			from[p.Partition] = p.CommittedOffset
+		}
+	}
+	var recs []*record
+	for _, p := range parts {
+		if err := k.readRange(ctx, dlq, p, from[p], next[p], func(m kafkago.Message) error { recs = append(recs, kafkaRecord(m)); return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return recs
+}
+
+// messageIDs counts the records of recs by meta.id ("" for undecodable).
+func messageIDs(recs []*record) map[string]int {
+	ids := map[string]int{}
+	for _, r := range recs {
+		id := ""
+		if env, err := babelqueue.Decode(r.Value); err == nil {
+			id = env.Meta.ID
+		}
+		ids[id]++
+	}
+	return ids
 }
 
 func TestKafkaPublishTailPeekStats(t *testing.T) {
@@ -365,20 +413,31 @@ func TestKafkaRedriveSelectorsDryRunGuard(t *testing.T) {
 			t.Errorf("bq-attempts %q", v)
 		}
 	}
-	// The same command again moves nothing more.
+	// The live region of the DLQ holds the three that stay, written back.
+	live := liveRegion(t, ctx, k, dlq, "")
+	if len(live) != 3 {
+		t.Fatalf("DLQ live region holds %d, want 3", len(live))
+	}
+	for _, r := range live {
+		if src, ok := r.header(headerRedriveSource); !ok || !strings.HasPrefix(src, dlq+"/") {
+			t.Errorf("written-back record without its source: %v", r.Headers)
+		}
+	}
+	// The same command again: the three are examined again, nothing moves
+	// (exit 3: the guard still holds one).
 	out, _, code = bq(t, ctx, append(base, "--urn", "urn:a", "--replay-bypass")...)
 	rep = redriveReport{}
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if code != exitOK || rep.Moved != 0 || rep.Examined != 0 || !rep.Resumed {
+	if code != exitPartial || rep.Moved != 0 || rep.Examined != 3 || !rep.Resumed || rep.Cursor != "bq-redrive."+dlq {
 		t.Errorf("second run: exit %d report %+v", code, rep)
 	}
-	// The DLQ still holds everything (Kafka records are not deleted).
-	if n := len(readAll(t, ctx, k, dlq)); n != 6 {
-		t.Errorf("DLQ holds %d, want 6", n)
+	if n := len(liveRegion(t, ctx, k, dlq, "")); n != 3 {
+		t.Errorf("DLQ live region holds %d, want 3", n)
 	}
-	// Another selection, to another target, with --max.
+	// Another selection, to another target, with --max: only b1 moves; the
+	// records the first run moved are not moved again.
 	out = mustBQ(t, ctx, "redrive", "--broker", kafkaURL(t), "--queue", topic, "--reason", "unknown_urn", "--target", other, "--max", "1", "--json")
 	rep = redriveReport{}
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
@@ -389,6 +448,36 @@ func TestKafkaRedriveSelectorsDryRunGuard(t *testing.T) {
 	}
 	if recs := readAll(t, ctx, k, other); len(recs) != 1 || string(recs[0].Key) != "b1" {
 		t.Errorf("%s holds %d records", other, len(recs))
+	}
+	// No selection and no guard: the guarded one moves (its fourth
+	// redrive), the undecodable one stays; nothing is moved twice.
+	out = mustBQ(t, ctx, "redrive", "--broker", kafkaURL(t), "--queue", topic, "--max-redrives", "0", "--json")
+	rep = redriveReport{}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Moved != 1 || rep.Outcomes[outcomeUndecodable] != 1 {
+		t.Errorf("unguarded run %+v", rep)
+	}
+	moved = readAll(t, ctx, k, topic)
+	ids := messageIDs(append(moved, readAll(t, ctx, k, other)...))
+	if len(moved) != 4 || len(ids) != 5 {
+		t.Errorf("%s holds %d records, the targets %d messages; want 4 and 5", topic, len(moved), len(ids))
+	}
+	for id, n := range ids {
+		if n != 1 {
+			t.Errorf("message %s moved %d times", id, n)
+		}
+	}
+	for _, r := range moved {
+		if string(r.Key) == "g1" {
+			if v, _ := r.header(headerRedriveCount); v != "4" {
+				t.Errorf("g1 redrive count %q, want 4", v)
+			}
+		}
+	}
+	if live := liveRegion(t, ctx, k, dlq, ""); len(live) != 1 || string(live[0].Key) != "x1" {
+		t.Errorf("DLQ live region holds %d, want x1 alone", len(live))
 	}
 }
 
@@ -419,6 +508,11 @@ func bqBinary(t *testing.T) string {
 	return buildOnce.path
 }
 
+// TestKafkaRedriveKilledAndResumed SIGKILLs the bq binary three times in
+// the middle of a redrive where three dead letters in four move and the
+// fourth stays (written back to the DLQ tail), then lets a run finish, and
+// counts: every moved message once in the target, every other once in the
+// DLQ's live region, the DLQ's originals untouched.
 func TestKafkaRedriveKilledAndResumed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -428,23 +522,32 @@ func TestKafkaRedriveKilledAndResumed(t *testing.T) {
 	dlq := topic + ".dlq"
 	const total = 400
 	seeds := make([]seedDeadLetter, total)
+	stay := map[string]bool{}
 	for i := range seeds {
 		seeds[i] = seedDeadLetter{key: fmt.Sprintf("key-%d", i), urn: "urn:bq:kill", reason: "failed", queue: topic}
 		if i%10 == 0 {
 			seeds[i].key = "" // unkeyed records too
 		}
+		if i%4 == 3 {
+			seeds[i].urn = "urn:bq:stay"
+		}
 	}
 	seedDLQ(t, ctx, dlq, seeds)
 	k := testKafkaConn(t, ctx)
-	dlqBefore := len(readAll(t, ctx, k, dlq))
-	if dlqBefore != total {
-		t.Fatalf("DLQ holds %d, want %d", dlqBefore, total)
+	before := readAll(t, ctx, k, dlq)
+	if len(before) != total {
+		t.Fatalf("DLQ holds %d, want %d", len(before), total)
 	}
-	args := []string{"redrive", "--broker", kafkaURL(t), "--queue", topic, "--json"}
+	for _, r := range before {
+		if env, err := babelqueue.Decode(r.Value); err == nil && env.URN() == "urn:bq:stay" {
+			stay[env.Meta.ID] = true
+		}
+	}
+	args := []string{"redrive", "--broker", kafkaURL(t), "--queue", topic, "--urn", "urn:bq:kill", "--json"}
 
 	// Kill the process three times at growing progress, then let it finish.
 	kills := 0
-	for _, atLeast := range []int{40, 150, 260} {
+	for _, atLeast := range []int{30, 110, 200} {
 		cmd := exec.CommandContext(ctx, bin, args...)
 		cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
 		if err := cmd.Start(); err != nil {
@@ -482,38 +585,51 @@ func TestKafkaRedriveKilledAndResumed(t *testing.T) {
 	if err := json.Unmarshal(out, &rep); err != nil {
 		t.Fatalf("final report %q: %v", out, err)
 	}
-	t.Logf("killed %d runs; final run: %+v", kills, rep)
+	t.Logf("killed %d runs; final run: examined %d moved %d recovered %d kept %d", kills, rep.Examined, rep.Moved, rep.Recovered, rep.Kept)
+	if !rep.Resumed {
+		t.Error("the final run did not resume the cursor")
+	}
 
 	target := readAll(t, ctx, k, topic)
-	sources := map[string]int{}
-	for _, r := range target {
-		src, ok := r.header(headerRedriveSource)
-		if !ok {
-			t.Fatalf("target record without %s", headerRedriveSource)
-		}
-		sources[src]++
-	}
-	dups := 0
-	for src, n := range sources {
-		if n > 1 {
-			dups++
-			t.Errorf("%s redriven %d times", src, n)
+	ids := messageIDs(target)
+	for id, n := range ids {
+		if n != 1 || stay[id] {
+			t.Errorf("message %s in the target %d times (stays: %t)", id, n, stay[id])
 		}
 	}
-	if len(sources) != total || len(target) != total {
-		t.Errorf("target holds %d records from %d dead letters, want %d and %d (duplicates %d)", len(target), len(sources), total, total, dups)
+	if want := total - len(stay); len(target) != want || len(ids) != want {
+		t.Errorf("target holds %d records of %d messages, want %d", len(target), len(ids), want)
 	}
-	if n := len(readAll(t, ctx, k, dlq)); n != dlqBefore {
-		t.Errorf("DLQ holds %d after, want %d", n, dlqBefore)
+	live := messageIDs(liveRegion(t, ctx, k, dlq, ""))
+	if len(live) != len(stay) {
+		t.Errorf("DLQ live region holds %d messages, want the %d that stay", len(live), len(stay))
 	}
-	// And once more: nothing left to do.
+	for id, n := range live {
+		if n != 1 || !stay[id] {
+			t.Errorf("message %s in the live region %d times (stays: %t)", id, n, stay[id])
+		}
+	}
+	// The originals are untouched; the tail holds the written-back copies.
+	after := map[string][]byte{}
+	for _, r := range readAll(t, ctx, k, dlq) {
+		after[fmt.Sprintf("%d/%d", r.Partition, r.Offset)] = r.Value
+	}
+	for _, r := range before {
+		if v := after[fmt.Sprintf("%d/%d", r.Partition, r.Offset)]; !bytes.Equal(v, r.Value) {
+			t.Fatalf("DLQ record %d/%d changed", r.Partition, r.Offset)
+		}
+	}
+	if len(after) <= total {
+		t.Errorf("DLQ holds %d records, want the %d originals and the written-back copies", len(after), total)
+	}
+	// And once more: nothing left to move.
 	again, err := exec.CommandContext(ctx, bin, args...).Output()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var rep2 redriveReport
-	if err := json.Unmarshal(again, &rep2); err != nil || rep2.Moved != 0 {
-		t.Errorf("rerun after completion: %+v %v", rep2, err)
+	if err := json.Unmarshal(again, &rep2); err != nil || rep2.Moved != 0 || rep2.Examined != len(stay) {
+		t.Errorf("rerun after completion: moved %d examined %d, %v", rep2.Moved, rep2.Examined, err)
 	}
 }
 
@@ -660,58 +776,4 @@ func TestKafkaRedriveRate(t *testing.T) {
 	start = time.Now()
 	mustBQ(t, ctx, "dlq", "stats", "--broker", kafkaURL(t), "--queue", topic, "--json")
 	fmt.Printf("bench: kafka_dlq_stats_records_per_second value=%.0f\n", float64(total)/time.Since(start).Seconds())
-}
-
-// TestKafkaRedriveRecoversWriteBeforeCommit stages the state a crash
-// between a republish and its commit leaves (pending metadata committed,
-// copy written, offset not advanced) and checks the next run does not
-// write the copy again.
-func TestKafkaRedriveRecoversWriteBeforeCommit(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	topic := brokertest.Topic(t, "bq")
-	mustBQ(t, ctx, "topics", "ensure", "--broker", kafkaURL(t), "--topic", topic, "--partitions", "1", "--tiers", "none")
-	dlq := topic + ".dlq"
-	seedDLQ(t, ctx, dlq, []seedDeadLetter{
-		{key: "k0", urn: "urn:r", reason: "failed", queue: topic},
-		{key: "k1", urn: "urn:r", reason: "failed", queue: topic},
-	})
-	k := testKafkaConn(t, ctx)
-	group := "bq-redrive-test-" + topic
-	d := &kafkaRedriver{k: k, dlq: dlq, group: group, opts: redriveOptions{maxRedrives: 3}, report: newRedriveReport(dlq, group, false),
-		partsOf: map[string]int{}, ends: map[targetPartition]int64{}}
-	recs := readAll(t, ctx, k, dlq)
-	// The crashed run wrote record 0 and died before committing offset 1.
-	if err := d.write(ctx, recs[0], redriveItem{Target: topic, Outcome: outcomeMoved}); err != nil {
-		t.Fatal(err)
-	}
-	out := mustBQ(t, ctx, "redrive", "--broker", kafkaURL(t), "--queue", topic, "--group", group, "--json")
-	var rep redriveReport
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatal(err)
-	}
-	if rep.Outcomes[outcomeRecovered] != 1 || rep.Moved != 1 {
-		t.Errorf("report %+v; want 1 recovered and 1 moved", rep)
-	}
-	target := readAll(t, ctx, k, topic)
-	if len(target) != 2 || string(target[0].Key) != "k0" || string(target[1].Key) != "k1" {
-		t.Fatalf("target holds %d records, want k0 then k1 once each", len(target))
-	}
-	// Pending metadata whose copy was never written: the record is written.
-	topic2 := brokertest.Topic(t, "bq")
-	mustBQ(t, ctx, "topics", "ensure", "--broker", kafkaURL(t), "--topic", topic2, "--partitions", "1", "--tiers", "none")
-	seedDLQ(t, ctx, topic2+".dlq", []seedDeadLetter{{key: "z", urn: "urn:r", reason: "failed", queue: topic2}})
-	k = testKafkaConn(t, ctx) // a fresh metadata cache that knows topic2
-	d2 := &kafkaRedriver{k: k, dlq: topic2 + ".dlq", group: group}
-	if err := d2.commit(ctx, 0, 0, pendingWrite{V: 1, DLQOffset: 0, Target: topic2, Partition: 0, From: 0}.encode()); err != nil {
-		t.Fatal(err)
-	}
-	out = mustBQ(t, ctx, "redrive", "--broker", kafkaURL(t), "--queue", topic2, "--group", group, "--json")
-	rep = redriveReport{}
-	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Moved != 1 || rep.Outcomes[outcomeRecovered] != 0 {
-		t.Errorf("report %+v %v; want 1 moved", rep, err)
-	}
-	if n := len(readAll(t, ctx, k, topic2)); n != 1 {
-		t.Errorf("%s holds %d, want 1", topic2, n)
-	}
 }

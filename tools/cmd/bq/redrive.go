@@ -2,28 +2,39 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	bqkafka "github.com/babelqueue/babelqueue-go/kafka"
 	bqpulsar "github.com/babelqueue/babelqueue-go/pulsar"
 	"github.com/schollz/progressbar/v3"
 )
 
-// Outcomes of one examined dead letter.
+// Headers a redrive writes on a moved copy (see babelqueue).
 const (
-	outcomeMoved       = "moved"
-	outcomeRecovered   = "already_moved"
-	outcomeUnselected  = "unselected"
-	outcomeUndecodable = "undecodable"
-	outcomeNoTarget    = "no_target"
-	outcomeGuarded     = "guarded"
+	headerRedriveCount  = babelqueue.HeaderRedriveCount
+	headerRedriveSource = babelqueue.HeaderRedriveSource
+)
+
+// Outcomes of one examined dead letter, as the summary counts them: the
+// babelqueue.RedriveOutcome values, except that a dry run's would_move
+// counts as moved.
+const (
+	outcomeMoved       = string(babelqueue.RedriveMoved)
+	outcomeRecovered   = string(babelqueue.RedriveAlreadyMoved)
+	outcomeKeptBefore  = string(babelqueue.RedriveAlreadyKept)
+	outcomeUnselected  = string(babelqueue.RedriveUnselected)
+	outcomeUndecodable = string(babelqueue.RedriveUndecodable)
+	outcomeVersion     = string(babelqueue.RedriveUnsupportedVersion)
+	outcomeNoTarget    = string(babelqueue.RedriveNoTarget)
+	outcomeGuarded     = string(babelqueue.RedriveGuarded)
+	outcomeFailed      = string(babelqueue.RedriveFailed)
 )
 
 // redriveOptions are the validated flags of a redrive run.
@@ -34,55 +45,99 @@ type redriveOptions struct {
 	maxRedrives int
 	dryRun      bool
 	bypass      bool
-	onTotal     func(n int)
+	// cursor is the durable progress (Kafka group, Pulsar subscription);
+	// empty means the binding's default.
+	cursor string
+	// onTotal and onItem, when set, follow the run (the progress bar).
+	onTotal func(n int)
+	onItem  func()
 }
 
-// redriveItem is one examined dead letter.
+// redriveItem is one examined dead letter. Partition and Offset are set
+// for a Kafka position ("<partition>/<offset>").
 type redriveItem struct {
-	Partition int    `json:"partition"`
-	Offset    int64  `json:"offset"`
-	ID        string `json:"id,omitempty"`
-	URN       string `json:"urn,omitempty"`
-	Reason    string `json:"reason,omitempty"`
-	Target    string `json:"target,omitempty"`
-	Count     int    `json:"redrive_count,omitempty"`
-	Outcome   string `json:"outcome"`
-	Note      string `json:"note,omitempty"`
+	Position    string `json:"position,omitempty"`
+	Partition   *int   `json:"partition,omitempty"`
+	Offset      *int64 `json:"offset,omitempty"`
+	ID          string `json:"id,omitempty"`
+	URN         string `json:"urn,omitempty"`
+	Reason      string `json:"reason,omitempty"`
+	Target      string `json:"target,omitempty"`
+	Count       int    `json:"redrive_count"`
+	Outcome     string `json:"outcome"`
+	Disposition string `json:"disposition,omitempty"`
+	Note        string `json:"note,omitempty"`
 }
 
-// redriveReport sums up a run; Guarded lists the records the replay-count
-// guard held back.
+func viewRedriveItem(it babelqueue.RedriveItem) redriveItem {
+	v := redriveItem{Position: it.Position, ID: it.MessageID, URN: it.URN, Reason: it.Reason, Target: it.Target,
+		Count: it.Redrives, Outcome: string(it.Outcome), Disposition: string(it.Disposition)}
+	if it.Outcome == babelqueue.RedriveWouldMove {
+		v.Outcome = outcomeMoved
+	}
+	if it.Err != nil {
+		v.Note = it.Err.Error()
+	}
+	if ps, offs, ok := strings.Cut(it.Position, "/"); ok {
+		p, perr := strconv.Atoi(ps)
+		o, oerr := strconv.ParseInt(offs, 10, 64)
+		if perr == nil && oerr == nil {
+			v.Partition, v.Offset = &p, &o
+		}
+	}
+	return v
+}
+
+// redriveReport sums up a run from its babelqueue.RedriveResult. Outcomes
+// and Targets count every examined dead letter; Guarded lists those the
+// replay-count guard held back and Items the examined ones, each at most
+// maxReportedItems.
 type redriveReport struct {
-	DLQ      string         `json:"dlq"`
-	Group    string         `json:"group,omitempty"`
-	DryRun   bool           `json:"dry_run"`
-	Resumed  bool           `json:"resumed"`
-	Pending  int            `json:"pending"`
-	Examined int            `json:"examined"`
-	Moved    int            `json:"moved"`
-	Outcomes map[string]int `json:"outcomes"`
-	Targets  map[string]int `json:"targets"`
-	Guarded  []redriveItem  `json:"guarded"`
-	Failed   string         `json:"error,omitempty"`
+	DLQ       string         `json:"dlq"`
+	Cursor    string         `json:"cursor,omitempty"`
+	DryRun    bool           `json:"dry_run"`
+	Resumed   bool           `json:"resumed"`
+	Pending   int            `json:"pending"`
+	Examined  int            `json:"examined"`
+	Moved     int            `json:"moved"`
+	Recovered int            `json:"recovered"`
+	Kept      int            `json:"kept"`
+	Outcomes  map[string]int `json:"outcomes"`
+	Targets   map[string]int `json:"targets"`
+	Guarded   []redriveItem  `json:"guarded"`
+	Items     []redriveItem  `json:"items"`
+	Failed    string         `json:"error,omitempty"`
 }
 
-func newRedriveReport(dlq, group string, dry bool) *redriveReport {
-	return &redriveReport{DLQ: dlq, Group: group, DryRun: dry, Outcomes: map[string]int{}, Targets: map[string]int{}, Guarded: []redriveItem{}}
+// maxReportedItems bounds the item lists kept in memory.
+const maxReportedItems = 1000
+
+func newRedriveReport(dlq, cursor string, dry bool) *redriveReport {
+	return &redriveReport{DLQ: dlq, Cursor: cursor, DryRun: dry, Pending: -1, Outcomes: map[string]int{}, Targets: map[string]int{},
+		Guarded: []redriveItem{}, Items: []redriveItem{}}
 }
 
-// maxReportedGuarded bounds the guarded list kept in memory.
-const maxReportedGuarded = 1000
-
+// add counts one examined dead letter.
 func (r *redriveReport) add(it redriveItem) {
-	r.Examined++
 	r.Outcomes[it.Outcome]++
 	if it.Outcome == outcomeMoved {
-		r.Moved++
 		r.Targets[it.Target]++
 	}
-	if it.Outcome == outcomeGuarded && len(r.Guarded) < maxReportedGuarded {
+	if it.Outcome == outcomeGuarded && len(r.Guarded) < maxReportedItems {
 		r.Guarded = append(r.Guarded, it)
 	}
+	if len(r.Items) < maxReportedItems {
+		r.Items = append(r.Items, it)
+	}
+}
+
+// finish takes the totals of the run's result.
+func (r *redriveReport) finish(res *babelqueue.RedriveResult) {
+	if res == nil {
+		return
+	}
+	r.Resumed = res.Resumed
+	r.Examined, r.Moved, r.Recovered, r.Kept = res.Examined, res.Moved, res.Recovered, res.Kept
 }
 
 // write prints the summary table (and the guarded records).
@@ -92,8 +147,8 @@ func (r *redriveReport) write(w io.Writer) error {
 		mode = " (dry run: nothing written or committed)"
 	}
 	fmt.Fprintf(w, "redrive of %s%s\n", r.DLQ, mode)
-	if r.Group != "" {
-		fmt.Fprintf(w, "progress group: %s (resumed: %t)\n", r.Group, r.Resumed)
+	if r.Cursor != "" {
+		fmt.Fprintf(w, "cursor: %s (resumed: %t)\n", r.Cursor, r.Resumed)
 	}
 	moved := "moved"
 	if r.DryRun {
@@ -103,10 +158,15 @@ func (r *redriveReport) write(w io.Writer) error {
 		{"examined", strconv.Itoa(r.Examined)},
 		{moved, strconv.Itoa(r.Outcomes[outcomeMoved])},
 		{"already moved by an interrupted run", strconv.Itoa(r.Outcomes[outcomeRecovered])},
+		{"already kept by an interrupted run (stay)", strconv.Itoa(r.Outcomes[outcomeKeptBefore])},
 		{"not selected (stay)", strconv.Itoa(r.Outcomes[outcomeUnselected])},
 		{"undecodable (stay)", strconv.Itoa(r.Outcomes[outcomeUndecodable])},
+		{"unsupported schema version (stay)", strconv.Itoa(r.Outcomes[outcomeVersion])},
 		{"no target queue (stay)", strconv.Itoa(r.Outcomes[outcomeNoTarget])},
 		{"held by the replay-count guard (stay)", strconv.Itoa(r.Outcomes[outcomeGuarded])},
+	}
+	if n := r.Outcomes[outcomeFailed]; n > 0 {
+		rows = append(rows, []string{"failed (stay, run stopped)", strconv.Itoa(n)})
 	}
 	fmt.Fprintln(w)
 	if err := writeTable(w, []string{"OUTCOME", "COUNT"}, rows); err != nil {
@@ -118,7 +178,7 @@ func (r *redriveReport) write(w io.Writer) error {
 		for _, c := range sortedCounts(r.Targets) {
 			trows = append(trows, []string{c.Key, strconv.Itoa(c.Count)})
 		}
-		if err := writeTable(w, []string{"TARGET", moved}, trows); err != nil {
+		if err := writeTable(w, []string{"TARGET", strings.ToUpper(moved)}, trows); err != nil {
 			return err
 		}
 	}
@@ -126,9 +186,9 @@ func (r *redriveReport) write(w io.Writer) error {
 		fmt.Fprintln(w)
 		var grows [][]string
 		for _, g := range r.Guarded {
-			grows = append(grows, []string{strconv.Itoa(g.Partition), strconv.FormatInt(g.Offset, 10), g.ID, g.URN, strconv.Itoa(g.Count)})
+			grows = append(grows, []string{g.Position, g.ID, g.URN, strconv.Itoa(g.Count)})
 		}
-		if err := writeTable(w, []string{"PARTITION", "OFFSET", "ID", "URN", "REDRIVES"}, grows); err != nil {
+		if err := writeTable(w, []string{"POSITION", "ID", "URN", "REDRIVES"}, grows); err != nil {
 			return err
 		}
 	}
@@ -141,35 +201,37 @@ func (r *redriveReport) write(w io.Writer) error {
 const redriveHelp = `Moves dead letters back to work (SPEC 8): each selected dead letter is
 republished to --target, else its dead_letter.original_queue, else its
 meta.queue, with the dead_letter block removed and attempts reset to 0
-(every other byte unchanged), the record key kept, and its headers kept
-except bq-attempts (0), bq-redrive-count (incremented) and
-bq-redrive-source (the DLQ record it came from). --replay-bypass adds
-bq-replay-bypass=true, seen by handlers as IsReplay(ctx).
+(every other byte unchanged), the key kept byte for byte, its out-of-band
+headers (traceparent...) kept, bq-redrive-count incremented and, with
+--replay-bypass, bq-replay-bypass=true (handlers see IsReplay(ctx)).
 
-Kafka (records are never deleted from a topic): progress is the offset of
-a consumer group on the DLQ (--group; by default one derived from the DLQ,
-the selectors and the target, so re-running the same command resumes it).
-The run reads each partition from the group's offset up to the high-water
-mark seen at the start. Before each republish bq stores in the commit
-metadata where the copy will land; after the broker acknowledged the write
-(acks=all) it commits the next offset. If the process dies between the write
-and that commit, the next run finds the copy by its bq-redrive-source header
-and does not write it again. So a run may be killed at any point and run
-again: nothing is lost, nothing is redriven twice. Records that are not
-selected, undecodable, without a target or guarded stay in the DLQ (they
-are passed over by this group; a different selection or --group sees them
-again). A dry run writes and commits nothing.
+Kafka (records are never deleted from a topic): progress is a cursor, the
+offsets of a consumer group on the DLQ (--group; by default
+bq-redrive.<dlq>, one per DLQ whatever the selection). Each partition is
+read from the cursor up to the high-water mark seen at the start. A dead
+letter that is moved goes to the key's partition (murmur2, as the Java
+client); one that stays (not selected, undecodable, unsupported version,
+no target, held by the guard) is written back unchanged to the tail of the
+DLQ, so the next run examines it again. Before each write bq commits, as
+cursor metadata, where the copy will land; after the broker acknowledged
+the write (acks=all) the cursor passes the record. If the process dies in
+between, the next run finds the copy by its bq-redrive-source header and
+does not write it again. So a run may be killed at any point and run
+again: nothing is lost, nothing is redriven twice, and a later run with a
+different selection never moves a record an earlier run already moved.
+The DLQ's live content starts at the cursor: records before it were moved
+or copied to the tail (another group, or a new --group, sees the old
+copies too). A dry run writes and commits nothing.
 
-Pulsar: the DLQ subscription (--subscription) is consumed and each message
-acknowledged only after its republish was acknowledged; messages that stay
-are written back to the DLQ tail first (babelqueue.Redrive). A crash
-between a republish and its acknowledgement redelivers that one message
-(at-least-once).
+Pulsar: the DLQ subscription (--subscription) is consumed; each move is
+one Pulsar transaction (the republish and the acknowledgement commit
+together; the broker needs transactionCoordinatorEnabled=true); messages
+that stay are left unacknowledged, in place.
 
 The replay-count guard (--max-redrives, default 3) leaves a dead letter
 that was already redriven that many times in the DLQ and reports it
 (exit code 3). On a terminal, a progress bar shows long runs; a summary
-table (or --json) ends every run.
+table (or --json, with each examined record's position) ends every run.
 
 ` + connEnvHelp
 
@@ -195,7 +257,7 @@ func runRedrive(ctx context.Context, args []string, out, errOut io.Writer) error
 	maxRedrives := fs.Int("max-redrives", 3, "replay-count guard: leave a dead letter already redriven this many times (0: no guard)")
 	dry := fs.Bool("dry-run", false, "report what would move; write and commit nothing")
 	bypass := fs.Bool("replay-bypass", false, "mark redriven messages with bq-replay-bypass=true")
-	group := fs.String("group", "", "Kafka consumer group holding the progress (default bq-redrive.<dlq>.<hash of selection>)")
+	group := fs.String("group", "", "Kafka consumer group holding the cursor (default bq-redrive.<dlq>)")
 	sub := fs.String("subscription", "bq-redrive", "Pulsar subscription on the DLQ")
 	noProgress := fs.Bool("no-progress", false, "never show the progress bar")
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
@@ -222,46 +284,47 @@ func runRedrive(ctx context.Context, args []string, out, errOut io.Writer) error
 	}
 	opts := redriveOptions{selector: selector, target: *target, max: *maxN, maxRedrives: *maxRedrives, dryRun: *dry, bypass: *bypass}
 
-	var report *redriveReport
-	var runErr error
+	var t babelqueue.Transport
+	var cursor string
 	if u.Kind == kindKafka {
-		k, err := cf.kafka(ctx, u)
+		k, err := cf.kafka(ctx, u) // fails fast and clearly on an unreachable broker
 		if err != nil {
 			return err
 		}
-		defer k.close()
-		g := *group
-		if g == "" {
-			g = defaultRedriveGroup(topic, sel.fingerprint()+"|"+*target)
+		k.close()
+		kt, err := bqkafka.New(k.transportOptions()...)
+		if err != nil {
+			return err
 		}
-		report = newRedriveReport(topic, g, *dry)
-		d := &kafkaRedriver{k: k, dlq: topic, group: g, opts: opts, report: report, partsOf: map[string]int{}, ends: map[targetPartition]int64{}}
-		var bar *progressbar.ProgressBar
-		if !*noProgress && !*asJSON && isTerminal(out) {
-			d.opts.onTotal = func(n int) {
-				bar = progressbar.NewOptions(n, progressbar.OptionSetWriter(os.Stderr), progressbar.OptionSetDescription("redrive "+topic),
-					progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
-			}
-			d.tick = func() {
-				if bar != nil {
-					_ = bar.Add(1)
-				}
-			}
-		}
-		runErr = d.run(ctx)
-		if bar != nil {
-			_ = bar.Finish()
+		defer kt.Close()
+		t, opts.cursor, cursor = kt, *group, *group
+		if cursor == "" {
+			cursor = bqkafka.RedriveCursor(topic)
 		}
 	} else {
-		t, closeT, err := openPulsarForRedrive(ctx, &cf, u, *sub)
+		pt, closeT, err := openPulsarForRedrive(ctx, &cf, u, *sub)
 		if err != nil {
 			return err
 		}
 		defer closeT()
-		report, runErr = redriveTransport(ctx, t, topic, opts)
+		t, opts.cursor, cursor = pt, *sub, *sub
 	}
-	if runErr != nil {
-		report.Failed = runErr.Error()
+
+	var bar *progressbar.ProgressBar
+	if !*noProgress && !*asJSON && isTerminal(out) {
+		opts.onTotal = func(n int) {
+			bar = progressbar.NewOptions(n, progressbar.OptionSetWriter(os.Stderr), progressbar.OptionSetDescription("redrive "+topic),
+				progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+		}
+		opts.onItem = func() {
+			if bar != nil {
+				_ = bar.Add(1)
+			}
+		}
+	}
+	report, runErr := redriveWith(ctx, t, topic, cursor, opts)
+	if bar != nil {
+		_ = bar.Finish()
 	}
 	if *asJSON {
 		if err := writeJSON(out, report); err != nil {
@@ -279,41 +342,28 @@ func runRedrive(ctx context.Context, args []string, out, errOut io.Writer) error
 	return nil
 }
 
-// defaultRedriveGroup derives the progress group of a redrive from the DLQ
-// and the selection.
-func defaultRedriveGroup(dlq, selection string) string {
-	sum := sha256.Sum256([]byte(selection))
-	return "bq-redrive." + dlq + "." + hex.EncodeToString(sum[:4])
-}
-
-// redriveTransport runs babelqueue.Redrive over a transport that removes
-// a message by acknowledging it (Pulsar; the in-memory transport in tests).
-func redriveTransport(ctx context.Context, t babelqueue.Transport, dlq string, o redriveOptions) (*redriveReport, error) {
-	report := newRedriveReport(dlq, "", o.dryRun)
-	var guard *guardTransport
-	if base, ok := t.(guardBase); ok {
-		guard = &guardTransport{guardBase: base}
-		t = guard
-	}
-	guarded := map[string]int{} // meta.id -> redrive count, of held messages
+// redriveWith runs babelqueue.Redrive of dlq over t with the options and
+// sums it up. cursor names the durable progress in the report.
+func redriveWith(ctx context.Context, t babelqueue.Transport, dlq, cursor string, o redriveOptions) (*redriveReport, error) {
+	report := newRedriveReport(dlq, cursor, o.dryRun)
 	ropts := []babelqueue.RedriveOption{
-		babelqueue.WithRedriveSelector(func(env *babelqueue.Envelope) bool {
-			ts := time.Now()
-			if env.DeadLetter != nil && env.DeadLetter.FailedAt > 0 {
-				ts = time.UnixMilli(env.DeadLetter.FailedAt)
-			}
-			if !o.selector.match(env.URN(), env.DeadLetter, ts) {
-				return false
-			}
-			if guard != nil && o.maxRedrives > 0 {
-				if n := countOf(guard.last); n >= o.maxRedrives {
-					guarded[env.Meta.ID] = n
-					return false
-				}
-			}
-			return true
-		}),
+		babelqueue.WithRedriveSelector(o.selector.matchEnvelope),
+		babelqueue.WithRedriveMaxRedrives(o.maxRedrives),
 		babelqueue.WithRedrivePollTimeout(2 * time.Second),
+		babelqueue.WithRedriveProgress(func(n int) {
+			report.Pending = n
+			if o.onTotal != nil {
+				o.onTotal(n)
+			}
+		}, func(it babelqueue.RedriveItem) {
+			report.add(viewRedriveItem(it))
+			if o.onItem != nil {
+				o.onItem()
+			}
+		}),
+	}
+	if o.cursor != "" {
+		ropts = append(ropts, babelqueue.WithRedriveCursor(o.cursor))
 	}
 	if o.target != "" {
 		ropts = append(ropts, babelqueue.WithRedriveTarget(o.target))
@@ -328,21 +378,9 @@ func redriveTransport(ctx context.Context, t babelqueue.Transport, dlq string, o
 		ropts = append(ropts, babelqueue.WithRedriveReplayBypass())
 	}
 	res, err := babelqueue.Redrive(ctx, t, dlq, ropts...)
-	if res != nil {
-		for _, it := range res.Items {
-			item := redriveItem{ID: it.MessageID, URN: it.URN, Reason: it.Reason, Target: it.Target, Outcome: string(it.Outcome), Partition: -1, Offset: -1}
-			if it.Outcome == babelqueue.RedriveMoved || it.Outcome == babelqueue.RedriveWouldMove {
-				item.Outcome = outcomeMoved
-			}
-			if n, ok := guarded[it.MessageID]; ok && it.Outcome == babelqueue.RedriveUnselected {
-				item.Outcome, item.Count = outcomeGuarded, n
-				item.Note = fmt.Sprintf("already redriven %d times (--max-redrives %d)", n, o.maxRedrives)
-			}
-			if it.Err != nil {
-				item.Note = it.Err.Error()
-			}
-			report.add(item)
-		}
+	report.finish(res)
+	if err != nil {
+		report.Failed = err.Error()
 	}
 	return report, err
 }

@@ -8,7 +8,10 @@ import (
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 )
 
-func TestRedriveTransportReport(t *testing.T) {
+// The redrive runner over the in-memory transport (babelqueue.Redrive's
+// generic run): selectors, dry run, the guard and the report.
+
+func TestRedriveWithReport(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	tr := babelqueue.NewInMemoryTransport()
@@ -25,18 +28,19 @@ func TestRedriveTransportReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dry, err := redriveTransport(ctx, tr, "q.dlq", redriveOptions{selector: sel, dryRun: true})
+	var total, items int
+	dry, err := redriveWith(ctx, tr, "q.dlq", "", redriveOptions{selector: sel, dryRun: true, onTotal: func(n int) { total = n }, onItem: func() { items++ }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !dry.DryRun || dry.Moved != 2 || dry.Examined != 4 {
-		t.Errorf("dry run report %+v", dry)
+	if !dry.DryRun || dry.Moved != 2 || dry.Examined != 4 || dry.Outcomes[outcomeMoved] != 2 || items != 4 || total != -1 || dry.Pending != -1 {
+		t.Errorf("dry run report %+v (total %d, items %d)", dry, total, items)
 	}
-	rep, err := redriveTransport(ctx, tr, "q.dlq", redriveOptions{selector: sel})
+	rep, err := redriveWith(ctx, tr, "q.dlq", "", redriveOptions{selector: sel})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Moved != 2 || rep.Targets["q"] != 2 || rep.Outcomes[outcomeUnselected] != 1 || rep.Outcomes[outcomeUndecodable] != 1 {
+	if rep.Moved != 2 || rep.Targets["q"] != 2 || rep.Outcomes[outcomeUnselected] != 1 || rep.Outcomes[outcomeUndecodable] != 1 || len(rep.Items) != 4 {
 		t.Errorf("report %+v", rep)
 	}
 	moved := 0
@@ -57,19 +61,16 @@ func TestRedriveTransportReport(t *testing.T) {
 	if moved != 2 {
 		t.Errorf("q holds %d, want 2", moved)
 	}
-	again, err := redriveTransport(ctx, tr, "q.dlq", redriveOptions{selector: sel})
+	again, err := redriveWith(ctx, tr, "q.dlq", "", redriveOptions{selector: sel})
 	if err != nil || again.Moved != 0 || again.Examined != 2 {
 		t.Errorf("second run %+v, %v; want 0 moved of the 2 that stay", again, err)
 	}
 }
 
-func TestRedriveTransportGuard(t *testing.T) {
+func TestRedriveWithGuard(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	tr := babelqueue.NewInMemoryTransport()
-	if _, ok := any(tr).(guardBase); !ok {
-		t.Fatal("the in-memory transport lacks a capability the guard needs")
-	}
 	now := time.Now()
 	fresh := string(deadLetterBody(t, "urn:a", "q", "failed", now))
 	tired := string(deadLetterBody(t, "urn:a", "q", "failed", now))
@@ -79,7 +80,7 @@ func TestRedriveTransportGuard(t *testing.T) {
 	if err := tr.PublishWithHeaders(ctx, "q.dlq", tired, map[string]string{headerRedriveCount: "3"}); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := redriveTransport(ctx, tr, "q.dlq", redriveOptions{maxRedrives: 3, bypass: true})
+	rep, err := redriveWith(ctx, tr, "q.dlq", "", redriveOptions{maxRedrives: 3, bypass: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,10 +92,21 @@ func TestRedriveTransportGuard(t *testing.T) {
 		t.Fatalf("moved message: %v %v", m, err)
 	}
 	if m.Headers[headerRedriveCount] != "2" || m.Headers[babelqueue.HeaderReplayBypass] != "true" || m.Headers["traceparent"] != "00-t" {
-		t.Errorf("moved headers %v; want count 2 and the bypass", m.Headers)
+		t.Errorf("moved headers %v; want count 2, the bypass and the traceparent", m.Headers)
 	}
 	left, err := tr.Pop(ctx, "q.dlq", time.Second)
 	if err != nil || left == nil || left.Headers[headerRedriveCount] != "3" {
 		t.Fatalf("guarded message not kept with its count: %+v %v", left, err)
+	}
+}
+
+func TestViewRedriveItem(t *testing.T) {
+	v := viewRedriveItem(babelqueue.RedriveItem{Position: "2/41", MessageID: "m", Outcome: babelqueue.RedriveWouldMove, Redrives: 1})
+	if v.Partition == nil || *v.Partition != 2 || v.Offset == nil || *v.Offset != 41 || v.Outcome != outcomeMoved || v.Count != 1 {
+		t.Errorf("kafka position view %+v", v)
+	}
+	v = viewRedriveItem(babelqueue.RedriveItem{Position: "CAEQAw==", Outcome: babelqueue.RedriveGuarded})
+	if v.Partition != nil || v.Offset != nil || v.Position != "CAEQAw==" || v.Outcome != outcomeGuarded {
+		t.Errorf("pulsar position view %+v", v)
 	}
 }

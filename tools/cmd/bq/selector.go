@@ -135,8 +135,15 @@ func failedAt(dl *babelqueue.DeadLetter, recordTime time.Time) time.Time {
 	return recordTime
 }
 
-// fingerprint names the selection for the default redrive group, so the
-// same command resumes and a different selection starts its own pass.
-func (s *selectorFlags) fingerprint() string {
-	return strings.Join([]string{s.urns, s.reasons, s.since, s.until}, "|")
+// matchEnvelope applies the selector to a decoded dead letter: the
+// failure time is dead_letter.failed_at, else meta.created_at, else now.
+func (s selector) matchEnvelope(env *babelqueue.Envelope) bool {
+	at := time.Now()
+	switch {
+	case env.DeadLetter != nil && env.DeadLetter.FailedAt > 0:
+		at = time.UnixMilli(env.DeadLetter.FailedAt)
+	case env.Meta.CreatedAt > 0:
+		at = time.UnixMilli(env.Meta.CreatedAt)
+	}
+	return s.match(env.URN(), env.DeadLetter, at)
 }

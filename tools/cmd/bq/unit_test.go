@@ -216,33 +216,6 @@ func TestRecordView(t *testing.T) {
 	}
 }
 
-func TestRedrivenHeaders(t *testing.T) {
-	r := &record{Topic: "q.dlq", Partition: 2, Offset: 9, Headers: []babelqueue.Header{
-		{Key: "bq-job", Value: "urn:a"}, {Key: "bq-attempts", Value: "3"}, {Key: "bq-delay", Value: "5000"},
-		{Key: "traceparent", Value: "00-x"}, {Key: headerRedriveCount, Value: "1"},
-	}}
-	if got := redriveCount(r); got != 1 {
-		t.Fatalf("redriveCount = %d", got)
-	}
-	got := map[string]string{}
-	for _, h := range redrivenHeaders(r, 2, true) {
-		got[h.Key] = string(h.Value)
-	}
-	want := map[string]string{"bq-job": "urn:a", "bq-attempts": "0", "traceparent": "00-x", headerRedriveCount: "2",
-		headerRedriveSource: "q.dlq/2/9", babelqueue.HeaderReplayBypass: "true"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("headers (-want +got):\n%s", diff)
-	}
-	pw := pendingWrite{V: 1, DLQOffset: 9, Target: "q", Partition: 1, From: 40}
-	back, ok := decodePending(pw.encode())
-	if !ok || back != pw {
-		t.Errorf("pending round trip = %+v, %t", back, ok)
-	}
-	if _, ok := decodePending(""); ok {
-		t.Error("empty metadata decoded as pending")
-	}
-}
-
 func TestParseTiers(t *testing.T) {
 	got, err := parseTiers("1s, 30s,5m")
 	if err != nil || !cmp.Equal(got, []time.Duration{time.Second, 30 * time.Second, 5 * time.Minute}) {
@@ -309,18 +282,19 @@ func TestCommandErrorsAndExitCodes(t *testing.T) {
 
 func TestRedriveReportTable(t *testing.T) {
 	r := newRedriveReport("q.dlq", "g", false)
-	r.add(redriveItem{Outcome: outcomeMoved, Target: "q"})
-	r.add(redriveItem{Outcome: outcomeMoved, Target: "q"})
-	r.add(redriveItem{Outcome: outcomeUnselected})
-	r.add(redriveItem{Outcome: outcomeGuarded, Partition: 0, Offset: 4, ID: "id-4", URN: "urn:a", Count: 3})
-	if r.Examined != 4 || r.Moved != 2 || r.Targets["q"] != 2 || len(r.Guarded) != 1 {
+	r.add(viewRedriveItem(babelqueue.RedriveItem{Outcome: babelqueue.RedriveMoved, Target: "q"}))
+	r.add(viewRedriveItem(babelqueue.RedriveItem{Outcome: babelqueue.RedriveMoved, Target: "q"}))
+	r.add(viewRedriveItem(babelqueue.RedriveItem{Outcome: babelqueue.RedriveUnselected}))
+	r.add(viewRedriveItem(babelqueue.RedriveItem{Outcome: babelqueue.RedriveGuarded, Position: "0/4", MessageID: "id-4", URN: "urn:a", Redrives: 3}))
+	r.finish(&babelqueue.RedriveResult{Examined: 4, Moved: 2, Kept: 2})
+	if r.Examined != 4 || r.Moved != 2 || r.Targets["q"] != 2 || len(r.Guarded) != 1 || *r.Guarded[0].Offset != 4 {
 		t.Fatalf("report = %+v", r)
 	}
 	var buf bytes.Buffer
 	if err := r.write(&buf); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"examined", "moved", "held by the replay-count guard (stay)  1", "id-4"} {
+	for _, s := range []string{"examined", "moved", "held by the replay-count guard (stay)      1", "id-4", "0/4"} {
 		if !strings.Contains(buf.String(), s) {
 			t.Errorf("summary lacks %q:\n%s", s, buf.String())
 		}
