@@ -89,18 +89,51 @@ func (t *Transport) Forward(ctx context.Context, queue, body string, from *babel
 func projected(body string, extra map[string]string) *pulsar.ProducerMessage {
 	b := []byte(body)
 	p := babelqueue.ProjectBody(b)
-	hs := babelqueue.MergeHeaders(p.Headers(), extra)
-	msg := &pulsar.ProducerMessage{Payload: b}
-	if len(hs) > 0 {
-		msg.Properties = make(map[string]string, len(hs))
-		for _, h := range hs {
-			msg.Properties[h.Key] = h.Value
-		}
-	}
+	msg := &pulsar.ProducerMessage{Payload: b, Properties: properties(&p, extra)}
 	if p.HasCreatedAt && p.CreatedAt > 0 {
 		msg.EventTime = time.UnixMilli(p.CreatedAt)
 	}
 	return msg
+}
+
+// properties returns the properties babelqueue.MergeHeaders gives for the
+// headers of p and extra, as the map Pulsar takes, or nil when there are
+// none. It fills the map directly, without the intermediate slices and the
+// key sort of MergeHeaders (a map has no order), since it runs once per
+// published message: entries of extra whose key or value is blank are
+// skipped, and a contract property that is not blank wins a collision.
+func properties(p *babelqueue.Projection, extra map[string]string) map[string]string {
+	contract := [...]babelqueue.Header{
+		{Key: babelqueue.HeaderJob, Value: p.Job},
+		{Key: babelqueue.HeaderTraceID, Value: p.TraceID},
+		{Key: babelqueue.HeaderMessageID, Value: p.MessageID},
+		{Key: babelqueue.HeaderSchemaVersion, Value: p.SchemaVersion},
+		{Key: babelqueue.HeaderSourceLang, Value: p.SourceLang},
+		{Key: babelqueue.HeaderAttempts, Value: p.Attempts},
+	}
+	n := 0
+	for _, h := range contract {
+		if !babelqueue.IsBlank(h.Value) {
+			contract[n] = h
+			n++
+		}
+	}
+	if n == 0 && len(extra) == 0 {
+		return nil
+	}
+	props := make(map[string]string, n+len(extra))
+	for k, v := range extra {
+		if !babelqueue.IsBlank(k) && !babelqueue.IsBlank(v) {
+			props[k] = v
+		}
+	}
+	for _, h := range contract[:n] {
+		props[h.Key] = h.Value
+	}
+	if len(props) == 0 {
+		return nil
+	}
+	return props
 }
 
 // send writes msg to topic and waits for the broker's acknowledgement.

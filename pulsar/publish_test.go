@@ -200,3 +200,106 @@ func TestForwardWritesAsGiven(t *testing.T) {
 		t.Errorf("key %q ordering key %q event time %v", m.Key, m.OrderingKey, m.EventTime)
 	}
 }
+
+// TestPublishPropertiesAreMergedHeaders holds the map Publish builds to
+// babelqueue.MergeHeaders over the body's projection, the contract's
+// definition of the headers, for bodies with and without each contract
+// field and for every kind of extra header.
+func TestPublishPropertiesAreMergedHeaders(t *testing.T) {
+	bodies := []string{
+		envelope,
+		`{"urn":"urn:babel:orders:created","job":" ","meta":{"id":"m-2","schema_version":"2"},"attempts":7}`,
+		`{"job":"urn:x","trace_id":"","meta":{"lang":"go","created_at":1},"attempts":-1}`,
+		`{"job":"urn:x","attempts":2147483648}`,
+		`{}`,
+		`not json`,
+	}
+	extras := []map[string]string{
+		nil,
+		{},
+		{"traceparent": "tp", "tracestate": "ts"},
+		{"bq-job": "urn:spoofed", "bq-message-id": "m-extra", "bq-trace-id": "t-extra"},
+		{"blank": " \t", " ": "x", "": "y", "ok": "v"},
+	}
+	for _, body := range bodies {
+		p := babelqueue.ProjectBody([]byte(body))
+		for _, extra := range extras {
+			var want map[string]string
+			for _, h := range babelqueue.MergeHeaders(p.Headers(), extra) {
+				if want == nil {
+					want = map[string]string{}
+				}
+				want[h.Key] = h.Value
+			}
+			s := newFake(t, WithSubscriptionType(pulsar.Shared))
+			if err := s.tr.PublishWithHeaders(context.Background(), "orders", body, extra); err != nil {
+				t.Fatal(err)
+			}
+			got := s.fc.producer("orders").messages()[0].Properties
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("body %s, extra %v: properties (-MergeHeaders +published):\n%s", body, extra, diff)
+			}
+		}
+	}
+}
+
+// TestPublishLeavesExtraHeadersAlone checks that the caller's map is
+// neither kept nor changed by a publish.
+func TestPublishLeavesExtraHeadersAlone(t *testing.T) {
+	s := newFake(t, WithSubscriptionType(pulsar.Shared))
+	extra := map[string]string{"traceparent": "tp", "bq-job": "urn:spoofed", "blank": " "}
+	if err := s.tr.PublishWithHeaders(context.Background(), "orders", envelope, extra); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"traceparent": "tp", "bq-job": "urn:spoofed", "blank": " "}
+	if diff := cmp.Diff(want, extra); diff != "" {
+		t.Errorf("extra headers changed (-before +after):\n%s", diff)
+	}
+	props := s.fc.producer("orders").messages()[0].Properties
+	props["traceparent"] = "changed"
+	if extra["traceparent"] != "tp" {
+		t.Error("the published properties share the caller's map")
+	}
+}
+
+// nopProducer and nopClient take a publish and do nothing, so that
+// BenchmarkPublish measures the binding's own work per message.
+type nopProducer struct{}
+
+func (nopProducer) Send(context.Context, *pulsar.ProducerMessage) (pulsar.MessageID, error) {
+	return nil, nil
+}
+func (nopProducer) Close() {}
+
+type nopClient struct{}
+
+func (nopClient) CreateProducer(pulsar.ProducerOptions) (producer, error) { return nopProducer{}, nil }
+func (nopClient) Subscribe(pulsar.ConsumerOptions) (consumer, error)      { return nil, nil }
+func (nopClient) Close()                                                  {}
+
+// BenchmarkPublish is the per-message cost of Publish and of
+// PublishWithHeaders above the client's Send, from concurrent publishers.
+func BenchmarkPublish(b *testing.B) {
+	for _, bc := range []struct {
+		name  string
+		extra map[string]string
+	}{
+		{"plain", nil},
+		{"traceparent", map[string]string{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			tr := newTransport(defaultConfig(), nopClient{}, true, nil, nil)
+			defer tr.Close()
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := tr.PublishWithHeaders(ctx, "orders", envelope, bc.extra); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
