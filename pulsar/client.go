@@ -51,6 +51,14 @@ func (r realClient) Subscribe(opts pulsar.ConsumerOptions) (consumer, error) {
 
 func (r realClient) Close() { r.c.Close() }
 
+// rawClientOf returns the pulsar.Client behind c, or nil for a fake.
+func rawClientOf(c client) pulsar.Client {
+	if r, ok := c.(realClient); ok {
+		return r.c
+	}
+	return nil
+}
+
 // borrowedProducer wraps a producer the caller owns: Close does nothing.
 type borrowedProducer struct{ p producer }
 

@@ -14,7 +14,8 @@ import (
 // Transport is the Pulsar binding of the babelqueue.Transport contract
 // (broker-bindings §5). Besides Publish, Pop and Ack it implements the
 // capabilities HeaderPublisher, KeyedRepublisher, HeaderRepublisher,
-// Forwarder, NegativeAcknowledger, DelayedPublisher and Retrier.
+// Forwarder, NegativeAcknowledger, DelayedPublisher, Retrier and
+// babelqueue.Redriver (see Redrive).
 //
 // It creates one producer per topic on first use and one consumer per queue
 // on the first Pop of that queue, and releases all of them on Close. Publish
@@ -33,6 +34,10 @@ type Transport struct {
 	producers map[string]*producerSlot // topic -> producer we created
 	retries   map[string]*producerSlot // queue -> retry producer we created
 	consumers map[string]*consumerSlot // queue -> consumer we created
+
+	// redriveFault, set by tests only, is called by Redrive at named
+	// stages; an error stops the run there as a killed process would.
+	redriveFault func(stage string) error
 }
 
 var (

@@ -1,0 +1,627 @@
+package pulsar
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+)
+
+// Redrive settings.
+const (
+	// DefaultRedriveCursor is the subscription a redrive consumes the
+	// dead-letter queue with when the plan names none
+	// (babelqueue.WithRedriveCursor).
+	DefaultRedriveCursor = "bq-redrive"
+	// RedriveBatchMax bounds the moves settled together: one journal
+	// record, the copies written, then one acknowledgement of their dead
+	// letters.
+	RedriveBatchMax = 100
+	// RedriveBatchIdle is how long a run waits for another message before
+	// it settles the moves it has.
+	RedriveBatchIdle = 50 * time.Millisecond
+	// redriveSettleTimeout bounds the settlement of the last batch of a
+	// run whose context ended.
+	redriveSettleTimeout = 30 * time.Second
+)
+
+// ErrRedriveBusy is returned (wrapped) by Redrive when another run holds
+// the redrive cursor of the dead-letter queue: its Exclusive subscription
+// already has a consumer.
+var ErrRedriveBusy = errors.New("pulsar: redrive: another redrive of this dead-letter queue is running (its subscription has a consumer)")
+
+// ErrBatchEntryKept is the Err of a dead letter that would have moved but
+// shares a broker batch entry with a message that stays: Pulsar
+// acknowledges a batch entry as a whole, so the entry stays in full.
+var ErrBatchEntryKept = errors.New("pulsar: redrive: kept with its batch entry, which holds a message that stays")
+
+var _ babelqueue.Redriver = (*Transport)(nil)
+
+// Redrive implements babelqueue.Redriver: babelqueue.Redrive hands the
+// whole run to it. It consumes the topic of dlq on an Exclusive
+// subscription named plan.Cursor (DefaultRedriveCursor when empty) from
+// the earliest message. A second run on the same dead-letter queue and
+// cursor while one is running fails at once with an error matching
+// ErrRedriveBusy.
+//
+// Each dead letter plan.Examine decides to move is written to its target
+// as babelqueue.ClearDeadLetter makes it, with its message key and
+// ordering key kept, the contract properties projected from the cleared
+// body, plan.MovedHeaders (its out-of-band properties such as
+// traceparent, bq-redrive-count plus one, bq-replay-bypass when asked) and
+// bq-redrive-source (its DLQ topic and message ID). It is acknowledged in
+// the DLQ only after the broker acknowledged its copy.
+//
+// Guarantee: a run killed at any point (or stopped by a failed write or
+// acknowledgement) and run again with the same cursor neither loses nor
+// duplicates a dead letter: each one ends up exactly once in its target
+// and leaves the DLQ subscription. Before writing the copies of a batch
+// (at most RedriveBatchMax moves) the run appends a record to the journal
+// topic "<dlq topic>.<cursor>.journal" naming their dead letters and, for
+// each target, the last message before them; before the first copy to a
+// target it creates the guard subscription "<cursor>.guard" there, so that
+// the broker keeps the copies even once the target's consumers acknowledged
+// them. The next run reads the last record of the journal; when it names a
+// batch whose settlement may not have finished, it reads each target from
+// that point and collects the copies already written. A dead letter whose
+// copy was found is acknowledged without being written again (outcome
+// RedriveAlreadyMoved), whatever the selectors. A run that ends without an
+// error writes a closing record and removes its guard subscriptions. The
+// run needs to produce to and consume from the journal topic and to
+// subscribe to the targets.
+//
+// Pulsar transactions would make a batch atomic without the journal, but
+// pulsar-client-go v0.19.0 does not mark transactional messages in their
+// metadata (apache/pulsar-client-go#1498), so the broker delivers the
+// messages of an aborted transaction: a killed transactional run would
+// leave visible copies behind. The journal does not depend on it.
+//
+// Messages that stay (unselected, undecodable, version-gated, without a
+// target, guarded by plan.MaxRedrives, or sharing a batch entry with one
+// of those: ErrBatchEntryKept) and every message of a dry run are not
+// acknowledged: they stay in place and in order, and the next run on the
+// cursor reads them again. Nothing is negatively acknowledged. The run
+// holds at most one batch of messages in memory; it ends when no message
+// arrived for plan.PollTimeout, when plan.Max messages were moved (a batch
+// entry that would pass it stays whole), or when ctx ends (the batch in
+// hand is still settled, then ctx's error is returned). A failed write or
+// acknowledgement stops the run with an error wrapping
+// babelqueue.ErrSettle; the journal lets the next run settle it.
+//
+// Each examined message is reported through plan.Report with Position set
+// to its message ID; plan.OnTotal is called with -1 (the count is not
+// known). RedriveResult.Resumed reports a run that recovered copies an
+// interrupted run had written. Redrive needs a Transport built by New (it
+// uses the pulsar.Client under it).
+func (t *Transport) Redrive(ctx context.Context, dlq string, plan babelqueue.RedrivePlan) (*babelqueue.RedriveResult, error) {
+	res := &babelqueue.RedriveResult{DryRun: plan.DryRun}
+	if t.isClosed() {
+		return res, errClosed("redrive " + dlq)
+	}
+	pc := rawClientOf(t.client)
+	if pc == nil {
+		return res, fmt.Errorf("pulsar: redrive %s: %w: the Transport has no pulsar.Client", dlq, babelqueue.ErrInvalidOption)
+	}
+	if babelqueue.IsBlank(dlq) {
+		return res, invalid("redrive: dead-letter queue is blank")
+	}
+	cursor := plan.Cursor
+	if babelqueue.IsBlank(cursor) {
+		cursor = DefaultRedriveCursor
+	}
+	if plan.OnTotal != nil {
+		plan.OnTotal(-1)
+	}
+	r := &redriveRun{
+		t: t, c: pc, plan: plan, res: res, dlq: dlq, topic: t.Topic(dlq), cursor: cursor,
+		producers: make(map[string]pulsar.Producer),
+		after:     make(map[string]string),
+		guards:    make(map[string]bool),
+	}
+	defer r.close()
+	if err := r.open(ctx); err != nil {
+		return res, err
+	}
+	err := r.run(ctx)
+	return res, err
+}
+
+// redriveRun is the state of one Redrive call.
+type redriveRun struct {
+	t      *Transport
+	c      pulsar.Client
+	plan   babelqueue.RedrivePlan
+	res    *babelqueue.RedriveResult
+	dlq    string
+	topic  string
+	cursor string
+
+	cons      pulsar.Consumer
+	journal   pulsar.Producer
+	producers map[string]pulsar.Producer // target topic -> producer
+	after     map[string]string          // target topic -> encoded ID its next copies land after
+	guards    map[string]bool            // target topics holding the guard subscription
+	moved     map[string]bool            // sources already copied (from the journal)
+	journaled bool                       // this run wrote a journal record
+	recovered bool                       // the journal named work to carry on
+
+	lookahead  pulsar.Message
+	batch      []*redriveEntry
+	batchMoves int
+}
+
+type redriveAction int
+
+const (
+	actKeep redriveAction = iota
+	actMove
+	actAck // already copied by an interrupted run
+)
+
+// redriveEntry is one examined message waiting for its batch to settle.
+type redriveEntry struct {
+	msg    pulsar.Message
+	rm     *babelqueue.ReceivedMessage
+	env    *babelqueue.Envelope
+	source string
+	act    redriveAction
+	item   babelqueue.RedriveItem
+}
+
+// journalTopic names the journal of the run's cursor.
+func (r *redriveRun) journalTopic() string {
+	return r.topic + "." + r.cursor + RedriveJournalSuffix
+}
+
+// open subscribes (taking the cursor), then recovers what the journal
+// names.
+func (r *redriveRun) open(ctx context.Context) error {
+	cons, err := r.c.Subscribe(pulsar.ConsumerOptions{
+		Topic:                       r.topic,
+		SubscriptionName:            r.cursor,
+		Type:                        pulsar.Exclusive,
+		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest,
+		AckWithResponse:             true,
+	})
+	if err != nil {
+		if isConsumerBusy(err) {
+			return fmt.Errorf("%w: subscription %s on %s: %w", ErrRedriveBusy, r.cursor, r.topic, err)
+		}
+		return fmt.Errorf("pulsar: redrive: subscribe %s to %s: %w", r.cursor, r.topic, err)
+	}
+	r.cons = cons
+	moved, guards, interrupted, err := recoverJournal(ctx, r.c, r.journalTopic())
+	if err != nil {
+		return err
+	}
+	r.moved, r.recovered = moved, interrupted || len(moved) > 0
+	for _, g := range guards {
+		r.guards[g] = true
+	}
+	r.res.Resumed = interrupted
+	if r.plan.DryRun {
+		return nil
+	}
+	p, err := r.c.CreateProducer(pulsar.ProducerOptions{Topic: r.journalTopic(), DisableBatching: true})
+	if err != nil {
+		return fmt.Errorf("pulsar: redrive: journal producer for %s: %w", r.journalTopic(), err)
+	}
+	r.journal = p
+	return nil
+}
+
+func isConsumerBusy(err error) bool {
+	var pe *pulsar.Error
+	if errors.As(err, &pe) && pe.Result() == pulsar.ConsumerBusy {
+		return true
+	}
+	return strings.Contains(err.Error(), "ConsumerBusy")
+}
+
+// close releases the consumer (its unacknowledged messages go back to the
+// subscription) and the producers of the run.
+func (r *redriveRun) close() {
+	if r.cons != nil {
+		r.cons.Close()
+	}
+	for _, p := range r.producers {
+		p.Close()
+	}
+	if r.journal != nil {
+		r.journal.Close()
+	}
+}
+
+// run reads, examines and settles until the queue is drained, the max is
+// reached or ctx ends.
+func (r *redriveRun) run(ctx context.Context) error {
+	var stop error
+	for {
+		if r.plan.Max > 0 && r.res.Moved+r.batchMoves >= r.plan.Max {
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			stop = err
+			break
+		}
+		wait := r.plan.PollTimeout
+		if len(r.batch) > 0 {
+			wait = min(wait, RedriveBatchIdle)
+		}
+		m, err := r.receive(ctx, wait)
+		if err != nil {
+			if ctx.Err() != nil {
+				stop = ctx.Err()
+				break
+			}
+			return errors.Join(err, r.settle(context.WithoutCancel(ctx)))
+		}
+		if m == nil {
+			if len(r.batch) > 0 {
+				if err := r.settle(ctx); err != nil {
+					return err
+				}
+				continue
+			}
+			break
+		}
+		group, err := r.entry(ctx, m)
+		if err != nil {
+			if ctx.Err() != nil {
+				stop = ctx.Err()
+				break
+			}
+			return errors.Join(err, r.settle(context.WithoutCancel(ctx)))
+		}
+		if r.examine(group) {
+			break // the entry would pass the max
+		}
+		if r.batchMoves >= RedriveBatchMax || len(r.batch) >= RedriveBatchMax {
+			if err := r.settle(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	sctx := ctx
+	if stop != nil {
+		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), redriveSettleTimeout)
+		defer cancel()
+		sctx = c
+	}
+	if err := r.settle(sctx); err != nil {
+		return errors.Join(stop, err)
+	}
+	if err := r.finish(sctx); err != nil {
+		return errors.Join(stop, err)
+	}
+	return stop
+}
+
+// receive returns the next message, or nil when none arrived within wait.
+func (r *redriveRun) receive(ctx context.Context, wait time.Duration) (pulsar.Message, error) {
+	if m := r.lookahead; m != nil {
+		r.lookahead = nil
+		return m, nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, wait)
+	m, err := r.cons.Receive(rctx)
+	cancel()
+	if err != nil {
+		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("pulsar: redrive: receive from %s: %w", r.topic, err)
+	}
+	return m, nil
+}
+
+// entry returns m with the other messages of its broker batch entry,
+// which the broker delivers one after the other. A message of another
+// entry read meanwhile is kept for the next receive.
+func (r *redriveRun) entry(ctx context.Context, m pulsar.Message) ([]pulsar.Message, error) {
+	group := []pulsar.Message{m}
+	size := int(m.ID().BatchSize())
+	for len(group) < size {
+		n, err := r.receive(ctx, r.plan.PollTimeout)
+		if err != nil {
+			return nil, err
+		}
+		if n == nil {
+			break
+		}
+		if !sameEntry(m.ID(), n.ID()) {
+			r.lookahead = n
+			break
+		}
+		group = append(group, n)
+	}
+	return group, nil
+}
+
+func sameEntry(a, b pulsar.MessageID) bool {
+	return a.LedgerID() == b.LedgerID() && a.EntryID() == b.EntryID() && a.PartitionIdx() == b.PartitionIdx()
+}
+
+// examine decides what happens to the messages of one batch entry and
+// adds them to the batch. It reports true when moving the entry would pass
+// the max: the entry is then kept, and the run ends.
+func (r *redriveRun) examine(group []pulsar.Message) bool {
+	entries := make([]*redriveEntry, 0, len(group))
+	moves, keeps := 0, 0
+	for _, m := range group {
+		e := &redriveEntry{msg: m, rm: rawReceived(r.dlq, r.cons, m), source: sourceOf(m)}
+		if r.moved[e.source] {
+			e.act = actAck
+			e.item = babelqueue.RedriveItem{Outcome: babelqueue.RedriveAlreadyMoved}
+			if env, err := babelqueue.Decode([]byte(e.rm.Body)); err == nil {
+				e.item.MessageID, e.item.URN = env.Meta.ID, env.URN()
+				if env.DeadLetter != nil {
+					e.item.Reason = env.DeadLetter.Reason
+				}
+			}
+			e.item.Redrives = babelqueue.RedriveCount(e.rm.Headers)
+		} else {
+			e.item, e.env = r.plan.Examine(r.dlq, e.rm)
+			if e.item.Outcome == babelqueue.RedriveMoved {
+				e.act = actMove
+				moves++
+			} else {
+				keeps++
+			}
+		}
+		e.item.Position = m.ID().String()
+		entries = append(entries, e)
+	}
+	size := int(group[0].ID().BatchSize())
+	whole := size <= 1 || len(group) == size
+	passesMax := r.plan.Max > 0 && r.res.Moved+r.batchMoves+moves > r.plan.Max
+	if keeps > 0 || !whole || passesMax {
+		for _, e := range entries {
+			if e.act == actKeep {
+				continue
+			}
+			e.act = actKeep
+			if e.item.Outcome == babelqueue.RedriveMoved {
+				e.item.Outcome = babelqueue.RedriveUnselected
+				e.item.Err = ErrBatchEntryKept
+				if passesMax && keeps == 0 && whole {
+					e.item.Err = fmt.Errorf("%w: moving its batch entry of %d would pass the max of %d", ErrBatchEntryKept, size, r.plan.Max)
+				}
+			}
+		}
+		moves = 0
+	}
+	for _, e := range entries {
+		r.batch = append(r.batch, e)
+	}
+	r.batchMoves += moves
+	return passesMax
+}
+
+// rawReceived wraps m as received, without the attempts rule of Pop (the
+// body is cleared before it moves).
+func rawReceived(queue string, c pulsar.Consumer, m pulsar.Message) *babelqueue.ReceivedMessage {
+	props := m.Properties()
+	headers := make(map[string]string, len(props))
+	for k, v := range props {
+		headers[k] = v
+	}
+	return &babelqueue.ReceivedMessage{
+		Body:    string(m.Payload()),
+		Queue:   queue,
+		Headers: headers,
+		Handle:  &delivery{msg: m, consumer: c, topic: m.Topic()},
+	}
+}
+
+// settle writes the journal record and the copies of the batch, then
+// acknowledges its moved dead letters, and reports every entry.
+func (r *redriveRun) settle(ctx context.Context) error {
+	batch := r.batch
+	r.batch, r.batchMoves = nil, 0
+	if len(batch) == 0 {
+		return nil
+	}
+	if r.plan.DryRun {
+		for _, e := range batch {
+			if e.act == actMove {
+				e.item.Outcome = babelqueue.RedriveWouldMove
+			}
+			e.item.Disposition = babelqueue.DispositionReserved
+			r.plan.Report(r.res, e.item)
+		}
+		return nil
+	}
+	var moves, acks []*redriveEntry
+	for _, e := range batch {
+		switch e.act {
+		case actMove:
+			moves = append(moves, e)
+			acks = append(acks, e)
+		case actAck:
+			acks = append(acks, e)
+		}
+	}
+	err := r.writeCopies(ctx, moves)
+	if err == nil && len(acks) > 0 {
+		err = r.fault("sent")
+		if err == nil {
+			ids := make([]pulsar.MessageID, len(acks))
+			for i, e := range acks {
+				ids[i] = e.msg.ID()
+			}
+			if aerr := r.cons.AckIDList(ids); aerr != nil {
+				err = fmt.Errorf("%w: redrive: acknowledging %d dead letters in %s after their copies were written (the next run recognises them from the journal): %w",
+					babelqueue.ErrSettle, len(ids), r.topic, aerr)
+			}
+		}
+	}
+	for _, e := range batch {
+		switch {
+		case e.act == actKeep:
+			e.item.Disposition = babelqueue.DispositionReserved
+		case err != nil:
+			e.item.Outcome, e.item.Err = babelqueue.RedriveFailed, err
+			e.item.Disposition = babelqueue.DispositionReserved
+		default:
+			e.item.Disposition = babelqueue.DispositionRemoved
+			if e.act == actAck {
+				delete(r.moved, e.source)
+			}
+		}
+		r.plan.Report(r.res, e.item)
+	}
+	return err
+}
+
+// writeCopies journals the moves, then writes their copies and waits for
+// the broker to acknowledge every one.
+func (r *redriveRun) writeCopies(ctx context.Context, moves []*redriveEntry) error {
+	if len(moves) == 0 {
+		return nil
+	}
+	rec := journalRecord{After: make(map[string]string), Moved: movedList(r.moved)}
+	msgs := make([]*pulsar.ProducerMessage, len(moves))
+	topics := make([]string, len(moves))
+	for i, e := range moves {
+		cleared, err := babelqueue.ClearDeadLetter([]byte(e.rm.Body))
+		if err != nil {
+			return fmt.Errorf("%w: redrive %s: clearing the dead letter: %w", babelqueue.ErrSettle, e.item.MessageID, err)
+		}
+		headers := r.plan.MovedHeaders(e.rm)
+		headers[babelqueue.HeaderRedriveSource] = e.source
+		msg := projected(string(cleared), headers)
+		msg.Key = e.msg.Key()
+		msg.OrderingKey = e.msg.OrderingKey()
+		msgs[i] = msg
+		topics[i] = r.t.Topic(e.item.Target)
+		rec.Pending = append(rec.Pending, e.source)
+		if _, ok := rec.After[topics[i]]; ok {
+			continue
+		}
+		if _, ok := r.after[topics[i]]; !ok {
+			// The guard first: it then keeps everything from before
+			// the point the copies land after.
+			if err := addGuard(r.c, topics[i], r.cursor); err != nil {
+				return fmt.Errorf("%w: %w", babelqueue.ErrSettle, err)
+			}
+			r.guards[topics[i]] = true
+			id, err := lastMessageID(r.c, topics[i])
+			if err != nil {
+				return fmt.Errorf("%w: %w", babelqueue.ErrSettle, err)
+			}
+			r.after[topics[i]] = encodeID(id)
+		}
+		rec.After[topics[i]] = r.after[topics[i]]
+	}
+	rec.Guards = r.guardList()
+	if err := writeJournal(ctx, r.journal, rec); err != nil {
+		return fmt.Errorf("%w: %w", babelqueue.ErrSettle, err)
+	}
+	r.journaled = true
+	if err := r.fault("journaled"); err != nil {
+		return err
+	}
+	ids := make([]pulsar.MessageID, len(moves))
+	errs := make([]error, len(moves))
+	var wg sync.WaitGroup
+	used := make(map[string]pulsar.Producer)
+	for i, msg := range msgs {
+		p, err := r.producer(topics[i])
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		used[topics[i]] = p
+		wg.Add(1)
+		p.SendAsync(ctx, msg, func(id pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
+			ids[i], errs[i] = id, err
+			wg.Done()
+		})
+	}
+	for _, p := range used {
+		_ = p.FlushWithCtx(ctx)
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return fmt.Errorf("%w: redrive %s to %s: %w", babelqueue.ErrSettle, moves[i].item.MessageID, topics[i], err)
+		}
+		r.after[topics[i]] = encodeID(ids[i]) // sends of one producer complete in order
+	}
+	return nil
+}
+
+// producer returns the run's producer for topic.
+func (r *redriveRun) producer(topic string) (pulsar.Producer, error) {
+	if p, ok := r.producers[topic]; ok {
+		return p, nil
+	}
+	opts := pulsar.ProducerOptions{Topic: topic, BatchingMaxPublishDelay: DefaultBatchingMaxPublishDelay}
+	if r.t.cfg.producerOptions != nil {
+		r.t.cfg.producerOptions(&opts)
+	}
+	p, err := r.c.CreateProducer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("pulsar: redrive: create producer for %s: %w", topic, err)
+	}
+	r.producers[topic] = p
+	return p, nil
+}
+
+// finish ends a run that settled everything with a journal record naming
+// no pending batch, so that the next run scans nothing, then removes the
+// guard subscriptions no record needs any more.
+func (r *redriveRun) finish(ctx context.Context) error {
+	if r.plan.DryRun || (!r.journaled && !r.recovered && len(r.guards) == 0) {
+		return nil
+	}
+	rec := journalRecord{Moved: movedList(r.moved), Guards: r.guardList()}
+	if err := writeJournal(ctx, r.journal, rec); err != nil {
+		return fmt.Errorf("%w: %w", babelqueue.ErrSettle, err)
+	}
+	if len(r.guards) == 0 {
+		return nil
+	}
+	var errs []error
+	for _, g := range rec.Guards {
+		if err := removeGuard(r.c, g, r.cursor); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		delete(r.guards, g)
+	}
+	if err := writeJournal(ctx, r.journal, journalRecord{Moved: rec.Moved, Guards: r.guardList()}); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		// Everything was settled; a guard left in place is removed by
+		// the next run.
+		r.t.warn("redrive: " + err.Error())
+	}
+	return nil
+}
+
+// guardList returns the targets holding a guard subscription, sorted.
+func (r *redriveRun) guardList() []string {
+	out := make([]string, 0, len(r.guards))
+	for g := range r.guards {
+		out = append(out, g)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// fault runs the test hook of the Transport, if any.
+func (r *redriveRun) fault(stage string) error {
+	if f := r.t.redriveFault; f != nil {
+		return f(stage)
+	}
+	return nil
+}

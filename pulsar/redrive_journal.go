@@ -1,0 +1,255 @@
+package pulsar
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+)
+
+// RedriveJournalSuffix names the journal topic of a redrive cursor: the
+// journal of cursor c on the dead-letter topic d is d + "." + c +
+// RedriveJournalSuffix.
+const RedriveJournalSuffix = ".journal"
+
+// maxJournalMoved bounds the sources a journal record carries forward
+// (recovered copies whose dead letter was not read again yet).
+const maxJournalMoved = 10000
+
+// journalRecord is one entry of a redrive journal. A run writes one before
+// the copies of each batch of moves (Pending and After set), and one when
+// it ends cleanly (Pending empty). The last record tells the next run what
+// an interrupted run may have left half done.
+type journalRecord struct {
+	V int `json:"v"`
+	// Pending are the sources (see sourceOf) of the batch being moved:
+	// their copies may have been written without their dead letters
+	// being acknowledged.
+	Pending []string `json:"pending,omitempty"`
+	// After maps each target topic of the batch to the serialized
+	// message ID (base64) its copies land after; "" means from the
+	// earliest message.
+	After map[string]string `json:"after,omitempty"`
+	// Moved are sources whose copy is known to be in a target while the
+	// dead letter may still be in the DLQ: a run that reads one
+	// acknowledges it without writing it again.
+	Moved []string `json:"moved,omitempty"`
+	// Guards are the target topics that hold a guard subscription (see
+	// guardSubscription) not removed yet.
+	Guards []string `json:"guards,omitempty"`
+	// At is when the record was written (Unix milliseconds), for people.
+	At int64 `json:"at"`
+}
+
+func encodeJournal(r journalRecord) ([]byte, error) {
+	r.V = 1
+	return json.Marshal(r)
+}
+
+func decodeJournal(b []byte) (journalRecord, error) {
+	var r journalRecord
+	if err := json.Unmarshal(b, &r); err != nil {
+		return r, fmt.Errorf("pulsar: redrive journal record: %w", err)
+	}
+	if r.V != 1 {
+		return r, fmt.Errorf("pulsar: redrive journal record: unknown version %d", r.V)
+	}
+	return r, nil
+}
+
+// encodeID serializes a message ID for a journal record; "" stands for a
+// topic that had no message yet.
+func encodeID(id pulsar.MessageID) string {
+	if id == nil || id.LedgerID() < 0 || id.EntryID() < 0 {
+		return ""
+	}
+	return base64.StdEncoding.EncodeToString(id.Serialize())
+}
+
+func decodeID(s string) (pulsar.MessageID, error) {
+	if s == "" {
+		return pulsar.EarliestMessageID(), nil
+	}
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil, fmt.Errorf("pulsar: redrive journal message ID: %w", err)
+	}
+	return pulsar.DeserializeMessageID(b)
+}
+
+// sourceOf names a dead letter for HeaderRedriveSource: its topic and its
+// message ID, which stay the same however often it is redelivered.
+func sourceOf(m pulsar.Message) string {
+	return m.Topic() + "@" + m.ID().String()
+}
+
+// lastJournalRecord returns the last record of the journal topic, or nil
+// when the journal is empty.
+func lastJournalRecord(ctx context.Context, c pulsar.Client, topic string) (*journalRecord, error) {
+	r, err := c.CreateReader(pulsar.ReaderOptions{
+		Topic:                   topic,
+		StartMessageID:          pulsar.LatestMessageID(),
+		StartMessageIDInclusive: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pulsar: redrive: open journal %s: %w", topic, err)
+	}
+	defer r.Close()
+	if !r.HasNext() {
+		return nil, nil
+	}
+	m, err := r.Next(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("pulsar: redrive: read journal %s: %w", topic, err)
+	}
+	rec, err := decodeJournal(m.Payload())
+	if err != nil {
+		return nil, fmt.Errorf("%w (journal %s, message %s)", err, topic, m.ID())
+	}
+	return &rec, nil
+}
+
+// copiesWritten scans topic from after (exclusive) to its end and returns
+// the members of pending found as the bq-redrive-source of a message.
+func copiesWritten(ctx context.Context, c pulsar.Client, topic, after string, pending map[string]bool) (map[string]bool, error) {
+	start, err := decodeID(after)
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.CreateReader(pulsar.ReaderOptions{Topic: topic, StartMessageID: start})
+	if err != nil {
+		return nil, fmt.Errorf("pulsar: redrive: scan %s for copies: %w", topic, err)
+	}
+	defer r.Close()
+	found := make(map[string]bool)
+	for r.HasNext() {
+		m, err := r.Next(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("pulsar: redrive: scan %s for copies: %w", topic, err)
+		}
+		if src := m.Properties()[babelqueue.HeaderRedriveSource]; pending[src] {
+			found[src] = true
+			if len(found) == len(pending) {
+				break
+			}
+		}
+	}
+	return found, nil
+}
+
+// lastMessageID returns the ID of the last message of topic (an ID with
+// negative ledger and entry when it has none).
+func lastMessageID(c pulsar.Client, topic string) (pulsar.MessageID, error) {
+	r, err := c.CreateReader(pulsar.ReaderOptions{Topic: topic, StartMessageID: pulsar.LatestMessageID()})
+	if err != nil {
+		return nil, fmt.Errorf("pulsar: redrive: open %s: %w", topic, err)
+	}
+	defer r.Close()
+	id, err := r.GetLastMessageID()
+	if err != nil {
+		return nil, fmt.Errorf("pulsar: redrive: last message of %s: %w", topic, err)
+	}
+	return id, nil
+}
+
+// recoverJournal reads the last journal record and returns the sources
+// already copied to a target (to acknowledge without writing them again),
+// the targets that hold a guard subscription, and whether an earlier run
+// was interrupted with a batch pending.
+func recoverJournal(ctx context.Context, c pulsar.Client, journal string) (map[string]bool, []string, bool, error) {
+	rec, err := lastJournalRecord(ctx, c, journal)
+	if err != nil || rec == nil {
+		return map[string]bool{}, nil, false, err
+	}
+	moved := make(map[string]bool, len(rec.Moved)+len(rec.Pending))
+	for _, s := range rec.Moved {
+		moved[s] = true
+	}
+	if len(rec.Pending) > 0 {
+		pending := make(map[string]bool, len(rec.Pending))
+		for _, s := range rec.Pending {
+			pending[s] = true
+		}
+		for topic, after := range rec.After {
+			found, err := copiesWritten(ctx, c, topic, after, pending)
+			if err != nil {
+				return nil, nil, false, err
+			}
+			for s := range found {
+				moved[s] = true
+			}
+		}
+	}
+	return moved, rec.Guards, len(rec.Pending) > 0, nil
+}
+
+// guardSubscription names the subscription a run keeps on each target
+// while copies it wrote may still have to be found by a later run: the
+// broker keeps every message after its position, so a copy consumed by
+// the target's consumers is still there to be found.
+func guardSubscription(cursor string) string { return cursor + ".guard" }
+
+// addGuard creates the guard subscription of cursor on topic at its end,
+// when it does not exist yet (an existing one keeps its older position).
+func addGuard(c pulsar.Client, topic, cursor string) error {
+	cons, err := c.Subscribe(pulsar.ConsumerOptions{
+		Topic:                       topic,
+		SubscriptionName:            guardSubscription(cursor),
+		Type:                        pulsar.Shared,
+		SubscriptionInitialPosition: pulsar.SubscriptionPositionLatest,
+		ReceiverQueueSize:           1,
+	})
+	if err != nil {
+		return fmt.Errorf("pulsar: redrive: guard subscription on %s: %w", topic, err)
+	}
+	cons.Close()
+	return nil
+}
+
+// removeGuard deletes the guard subscription of cursor on topic.
+func removeGuard(c pulsar.Client, topic, cursor string) error {
+	cons, err := c.Subscribe(pulsar.ConsumerOptions{
+		Topic:             topic,
+		SubscriptionName:  guardSubscription(cursor),
+		Type:              pulsar.Shared,
+		ReceiverQueueSize: 1,
+	})
+	if err != nil {
+		return fmt.Errorf("pulsar: redrive: guard subscription on %s: %w", topic, err)
+	}
+	if err := cons.Unsubscribe(); err != nil {
+		cons.Close()
+		return fmt.Errorf("pulsar: redrive: remove guard subscription on %s: %w", topic, err)
+	}
+	cons.Close()
+	return nil
+}
+
+// writeJournal appends rec to the journal and waits for the broker.
+func writeJournal(ctx context.Context, p pulsar.Producer, rec journalRecord) error {
+	rec.At = time.Now().UnixMilli()
+	b, err := encodeJournal(rec)
+	if err != nil {
+		return err
+	}
+	if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: b}); err != nil {
+		return fmt.Errorf("pulsar: redrive: write journal: %w", err)
+	}
+	return nil
+}
+
+// movedList returns up to maxJournalMoved members of moved.
+func movedList(moved map[string]bool) []string {
+	out := make([]string, 0, min(len(moved), maxJournalMoved))
+	for s := range moved {
+		if len(out) == maxJournalMoved {
+			break
+		}
+		out = append(out, s)
+	}
+	return out
+}
