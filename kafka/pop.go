@@ -14,8 +14,8 @@ import (
 )
 
 // delivery is the Handle of a ReceivedMessage reserved by Pop: the record as
-// fetched and the reader that must commit it. Pop allocates it together with
-// the ReceivedMessage it hands out (received), so a delivery costs one
+// fetched and the reader that must commit it. It is allocated together with
+// the ReceivedMessage Pop hands out (newDelivery), so a delivery costs one
 // allocation besides its header map.
 type delivery struct {
 	msg    kafkago.Message
@@ -58,11 +58,30 @@ func (t *Transport) Pop(ctx context.Context, queue string, timeout time.Duration
 	if timeout <= 0 || timeout > t.cfg.maxWait {
 		timeout = t.cfg.maxWait
 	}
-	fctx := getFetchContext()
-	fctx.arm(ctx, timeout)
-	m, err := r.FetchMessage(fctx.CallContext)
-	fctx.disarm()
-	putFetchContext(fctx)
+	var f fetched
+	if p, ok := r.(*prefetchReader); ok {
+		var got bool
+		if f, got = p.take(); !got {
+			fctx := getFetchContext()
+			fctx.arm(ctx, timeout)
+			f, err = p.fetch(fctx.CallContext)
+			fctx.disarm()
+			putFetchContext(fctx)
+		}
+	} else {
+		fctx := getFetchContext()
+		fctx.arm(ctx, timeout)
+		var m kafkago.Message
+		m, err = r.FetchMessage(fctx.CallContext)
+		fctx.disarm()
+		putFetchContext(fctx)
+		if err == nil {
+			f.d = t.newDelivery(queue, m, r)
+		}
+	}
+	if err == nil {
+		err = f.err
+	}
 	if err != nil {
 		switch {
 		case ctx.Err() != nil:
@@ -84,27 +103,33 @@ func (t *Transport) Pop(ctx context.Context, queue string, timeout time.Duration
 		}
 		return nil, wrapf(err, "fetch from %q", queue)
 	}
-	return t.received(queue, m, r), nil
+	return t.handOut(queue, f.d), nil
 }
 
-// received turns a fetched record into the App's ReceivedMessage. The body
-// and the header values are read-only views of the record's bytes, which a
-// Reader hands over and never changes again (kafka-go allocates them per
-// record), so nothing is copied.
-func (t *Transport) received(queue string, m kafkago.Message, r Reader) *babelqueue.ReceivedMessage {
-	body := bytesView(m.Value)
-	if _, gated := t.versionGate(queue, m.Headers); !gated {
-		body = reconcileBody(body, m.Headers)
-	}
+// newDelivery turns a fetched record into its delivery. The body and the
+// header values are read-only views of the record's bytes, which a Reader
+// hands over and never changes again (kafka-go allocates them per record),
+// so nothing is copied. The body is as received: handOut applies the
+// version gate and the attempts rule.
+func (t *Transport) newDelivery(queue string, m kafkago.Message, r Reader) *delivery {
 	if m.Topic == "" {
 		m.Topic = queue
 	}
 	d := &delivery{msg: m, reader: r}
 	d.rm = babelqueue.ReceivedMessage{
-		Body:    body,
+		Body:    bytesView(m.Value),
 		Queue:   m.Topic,
 		Headers: headerMap(m.Headers),
 		Handle:  d,
+	}
+	return d
+}
+
+// handOut applies the version gate and the attempts rule to a delivery
+// Pop is about to return, and returns its ReceivedMessage.
+func (t *Transport) handOut(queue string, d *delivery) *babelqueue.ReceivedMessage {
+	if _, gated := t.versionGate(queue, d.msg.Headers); !gated {
+		d.rm.Body = reconcileBody(d.rm.Body, d.msg.Headers)
 	}
 	return &d.rm
 }

@@ -168,7 +168,7 @@ func (t *Transport) reader(queue string) (Reader, error) {
 		if t.cfg.groupID == "" {
 			return nil, ErrNoGroupID
 		}
-		r = kafkago.NewReader(kafkago.ReaderConfig{
+		r = newPrefetchReader(t, queue, kafkago.NewReader(kafkago.ReaderConfig{
 			Brokers:         t.cfg.brokers,
 			GroupID:         t.cfg.groupID,
 			Topic:           queue,
@@ -182,7 +182,7 @@ func (t *Transport) reader(queue string) (Reader, error) {
 			CommitInterval:  t.cfg.commitInterval,
 			StartOffset:     kafkago.FirstOffset,
 			ErrorLogger:     kafkaLogger{t.cfg.log()},
-		})
+		}))
 	}
 	if r == nil {
 		return nil, wrapf(babelqueue.ErrInvalidOption, "reader factory returned nil for %q", queue)

@@ -1,0 +1,223 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+)
+
+// prefetchBuffer bounds the records a prefetchReader holds ahead of Pop
+// (besides the batch Pop is working through, which is at most as long).
+const prefetchBuffer = 256
+
+// prefetchReader is the Reader the transport puts in front of each group
+// reader it builds itself: one goroutine fetches records ahead of Pop, and
+// turns each into its delivery (header map, ReceivedMessage), into a
+// bounded buffer. Pop takes the whole buffer at once and works through it,
+// so the consume loop neither waits for the group reader's hand-over of
+// each record nor pays for the conversion, and the two goroutines meet once
+// per batch rather than once per record.
+//
+// Nothing about commits changes: Ack commits through the group reader, in
+// delivery order. Records still buffered when the reader is closed (Close,
+// Rewind) or loses its partitions were never delivered nor committed: the
+// next owner of their partition reads them again from the committed
+// offset, exactly as the records kafka-go buffers itself.
+type prefetchReader struct {
+	r      groupReader
+	t      *Transport
+	queue  string
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the goroutine returned
+
+	mu    sync.Mutex
+	buf   []fetched     // fetched, not yet taken by Pop
+	full  bool          // the goroutine waits for room
+	ready chan struct{} // 1-buffered: buf went from empty to not empty, or the goroutine ended
+	room  chan struct{} // 1-buffered: Pop emptied a full buf
+
+	// Pop's side, touched only by the goroutine calling Pop.
+	cur  []fetched
+	next int
+}
+
+// groupReader is the reader a prefetchReader reads ahead of: a
+// *kafkago.Reader.
+type groupReader interface {
+	Reader
+	io.Closer
+}
+
+// fetched is one result of the group reader: a delivery or an error.
+type fetched struct {
+	d   *delivery
+	err error
+}
+
+var _ Reader = (*prefetchReader)(nil)
+
+// newPrefetchReader starts prefetching the records of r for queue.
+func newPrefetchReader(t *Transport, queue string, r groupReader) *prefetchReader {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &prefetchReader{
+		r: r, t: t, queue: queue, cancel: cancel, done: make(chan struct{}),
+		buf:   make([]fetched, 0, prefetchBuffer),
+		ready: make(chan struct{}, 1), room: make(chan struct{}, 1),
+	}
+	go p.run(ctx)
+	return p
+}
+
+// fetchErrorPause spaces the fetches after an error, so that a group
+// reader reporting the same error again does not spin the goroutine.
+const fetchErrorPause = 100 * time.Millisecond
+
+// run is the prefetching goroutine. It ends when ctx ends or the group
+// reader is closed.
+func (p *prefetchReader) run(ctx context.Context) {
+	defer func() {
+		close(p.done)
+		signal(p.ready)
+	}()
+	for {
+		m, err := p.r.FetchMessage(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		var f fetched
+		if err != nil {
+			f.err = err
+		} else {
+			f.d = p.t.newDelivery(p.queue, m, p)
+		}
+		if !p.put(ctx, f) {
+			return
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return // the group reader was closed
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(fetchErrorPause):
+			}
+		}
+	}
+}
+
+// put appends f to the buffer, waiting for room while it is full. It
+// returns false when ctx ended first.
+func (p *prefetchReader) put(ctx context.Context, f fetched) bool {
+	for {
+		p.mu.Lock()
+		if len(p.buf) < prefetchBuffer {
+			wasEmpty := len(p.buf) == 0
+			p.buf = append(p.buf, f)
+			p.mu.Unlock()
+			if wasEmpty {
+				signal(p.ready)
+			}
+			return true
+		}
+		p.full = true
+		p.mu.Unlock()
+		select {
+		case <-p.room:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// signal wakes the waiter of ch, if any, without blocking.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// take returns the next fetched result without waiting, and false when
+// none is buffered. Only Pop's goroutine calls it.
+func (p *prefetchReader) take() (fetched, bool) {
+	if p.next == len(p.cur) {
+		// Hand the drained batch back as the next buffer, and take the
+		// buffer as the batch to work through.
+		clear(p.cur)
+		p.mu.Lock()
+		p.cur, p.buf = p.buf, p.cur[:0]
+		wasFull := p.full
+		p.full = false
+		p.mu.Unlock()
+		p.next = 0
+		if wasFull {
+			signal(p.room)
+		}
+		if len(p.cur) == 0 {
+			return fetched{}, false
+		}
+	}
+	f := p.cur[p.next]
+	p.cur[p.next] = fetched{}
+	p.next++
+	return f, true
+}
+
+// fetch returns the next fetched result, waiting until ctx ends. It
+// returns io.EOF once the reader was closed and everything it fetched
+// before was taken.
+func (p *prefetchReader) fetch(ctx context.Context) (fetched, error) {
+	for {
+		if f, ok := p.take(); ok {
+			return f, nil
+		}
+		select {
+		case <-p.done:
+			// The goroutine ended; what it put before is in buf.
+			if f, ok := p.take(); ok {
+				return f, nil
+			}
+			return fetched{}, io.EOF
+		default:
+		}
+		select {
+		case <-p.ready:
+		case <-ctx.Done():
+			return fetched{}, ctx.Err()
+		}
+	}
+}
+
+// FetchMessage returns the next prefetched record (Reader).
+func (p *prefetchReader) FetchMessage(ctx context.Context) (kafkago.Message, error) {
+	f, err := p.fetch(ctx)
+	if err != nil {
+		return kafkago.Message{}, err
+	}
+	if f.err != nil {
+		return kafkago.Message{}, f.err
+	}
+	return f.d.msg, nil
+}
+
+// CommitMessages commits through the group reader.
+func (p *prefetchReader) CommitMessages(ctx context.Context, msgs ...kafkago.Message) error {
+	return p.r.CommitMessages(ctx, msgs...)
+}
+
+// Close stops the prefetching goroutine, drops what it buffered and
+// closes the group reader, which flushes the pending commits.
+func (p *prefetchReader) Close() error {
+	p.cancel()
+	<-p.done
+	p.mu.Lock()
+	clear(p.buf)
+	p.buf = p.buf[:0]
+	p.mu.Unlock()
+	return p.r.Close()
+}
