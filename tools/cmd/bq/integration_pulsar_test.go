@@ -9,7 +9,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -229,5 +232,153 @@ func TestPulsarTailFollows(t *testing.T) {
 	}
 	if code := <-done; code != exitOK {
 		t.Errorf("exit %d", code)
+	}
+}
+
+// pulsarTopicIn returns how many messages were written to topic
+// (public/default) since the broker loaded it, from the admin API.
+func pulsarTopicIn(t *testing.T, topic string) int {
+	t.Helper()
+	resp, err := http.Get(brokertest.PulsarAdminURL(t) + "/admin/v2/persistent/public/default/" + topic + "/stats")
+	if err != nil {
+		t.Fatalf("admin stats of %s: %v", topic, err)
+	}
+	defer resp.Body.Close()
+	var st struct {
+		MsgInCounter int `json:"msgInCounter"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatalf("admin stats of %s (%s): %v", topic, resp.Status, err)
+	}
+	return st.MsgInCounter
+}
+
+// drainPulsar reads topic on subscription sub from its position,
+// acknowledging, until nothing arrives for two seconds, and counts the
+// messages by meta.id.
+func drainPulsar(t *testing.T, ctx context.Context, url, topic, sub string) (map[string]int, int) {
+	t.Helper()
+	c, err := pulsar.NewClient(pulsar.ClientOptions{URL: url, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cons, err := c.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: sub, Type: pulsar.Shared,
+		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	ids, n := map[string]int{}, 0
+	for {
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		m, err := cons.Receive(rctx)
+		cancel()
+		if err != nil {
+			return ids, n
+		}
+		n++
+		if env, err := babelqueue.Decode(m.Payload()); err == nil {
+			ids[env.Meta.ID]++
+		}
+		if err := cons.Ack(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestPulsarRedriveKilledAndResumed SIGKILLs the bq binary three times in
+// the middle of a redrive where three dead letters in four move and the
+// fourth stays, then lets a run finish, and counts: a consumer of the
+// target sees every moved message exactly once, and the DLQ subscription
+// holds exactly the messages that stay.
+func TestPulsarRedriveKilledAndResumed(t *testing.T) {
+	url := brokertest.PulsarURL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	bin := bqBinary(t)
+	queue := brokertest.Topic(t, "bq")
+	dlq := queue + ".dlq"
+	// The target's consumer subscribes before anything moves.
+	if ids, _ := drainPulsar(t, ctx, url, queue, "work"); len(ids) != 0 {
+		t.Fatalf("target not empty: %v", ids)
+	}
+	const total = 400
+	seeds := make([]seedDeadLetter, total)
+	for i := range seeds {
+		seeds[i] = seedDeadLetter{key: fmt.Sprintf("key-%d", i), urn: "urn:bq:kill", reason: "failed", queue: queue}
+		if i%4 == 3 {
+			seeds[i].urn = "urn:bq:stay"
+		}
+	}
+	seedPulsarDLQ(t, ctx, url, dlq, seeds)
+	before, n := drainPulsar(t, ctx, url, dlq, "census") // another subscription: the redrive's is untouched
+	if n != total || len(before) != total {
+		t.Fatalf("DLQ holds %d messages of %d ids, want %d", n, len(before), total)
+	}
+	args := []string{"redrive", "--broker", url, "--queue", queue, "--urn", "urn:bq:kill", "--json", "--no-progress"}
+
+	kills := 0
+	for _, atLeast := range []int{30, 110, 200} {
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for pulsarTopicIn(t, queue) < atLeast {
+			if ctx.Err() != nil {
+				t.Fatal("redrive made no progress")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		err := cmd.Wait()
+		if ee, ok := err.(*exec.ExitError); ok && !ee.Exited() {
+			kills++
+		}
+	}
+	if kills == 0 {
+		t.Fatal("no run was killed mid-way; the test proves nothing")
+	}
+	out, err := exec.CommandContext(ctx, bin, args...).Output()
+	if err != nil {
+		t.Fatalf("final run: %v (%s)", err, out)
+	}
+	var rep redriveReport
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("final report %q: %v", out, err)
+	}
+	t.Logf("killed %d runs; final run: examined %d moved %d recovered %d kept %d resumed %t", kills, rep.Examined, rep.Moved, rep.Recovered, rep.Kept, rep.Resumed)
+
+	moved, n := drainPulsar(t, ctx, url, queue, "work")
+	if want := total - total/4; n != want || len(moved) != want {
+		t.Errorf("the target's consumer received %d messages of %d ids, want %d", n, len(moved), want)
+	}
+	for id, k := range moved {
+		if k != 1 {
+			t.Errorf("message %s received %d times by the target's consumer", id, k)
+		}
+	}
+	// Nothing left to move; what stays is examined once more.
+	again, err := exec.CommandContext(ctx, bin, args...).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep2 redriveReport
+	if err := json.Unmarshal(again, &rep2); err != nil || rep2.Moved != 0 || rep2.Examined != total/4 || rep2.Recovered != 0 {
+		t.Errorf("rerun after completion: %+v, %v", rep2, err)
+	}
+	// The redrive's subscription holds exactly the messages that stay,
+	// each once, and none of those reached the target.
+	left, n := drainPulsar(t, ctx, url, dlq, "bq-redrive")
+	if n != total/4 || len(left) != total/4 {
+		t.Errorf("the DLQ subscription holds %d messages of %d ids, want %d", n, len(left), total/4)
+	}
+	for id := range left {
+		if moved[id] > 0 {
+			t.Errorf("message %s both stayed and moved", id)
+		}
 	}
 }
