@@ -65,7 +65,10 @@ func RedriveCursor(dlq string) string { return RedriveCursorPrefix + dlq }
 // finds the copy by its bq-redrive-source header and passes the record
 // without writing it again (RedriveAlreadyMoved for a move,
 // RedriveAlreadyKept for a write-back). A failed write stops the run with
-// an error wrapping babelqueue.ErrSettle and the cursor on that record.
+// an error wrapping babelqueue.ErrSettle and the cursor on that record (a
+// write the broker rejected before appending it, and transient errors of
+// commits and reads, are first retried a few times; an ambiguous write
+// failure, such as a timeout, is not: the next run finds out).
 // When ctx ends between two records, the progress made is committed and
 // ctx's error returned.
 //

@@ -91,8 +91,17 @@ func (b *redriveBroker) partitions(ctx context.Context, topic string) ([]int, er
 }
 
 // bounds returns the first and the next (high-water) offset of each
-// partition of topic.
+// partition of topic. Transient errors are retried.
 func (b *redriveBroker) bounds(ctx context.Context, topic string, parts []int) (first, next map[int]int64, err error) {
+	err = retrying(ctx, transient, func() error {
+		var err error
+		first, next, err = b.boundsOnce(ctx, topic, parts)
+		return err
+	})
+	return first, next, err
+}
+
+func (b *redriveBroker) boundsOnce(ctx context.Context, topic string, parts []int) (first, next map[int]int64, err error) {
 	reqs := make([]kafkago.OffsetRequest, 0, 2*len(parts))
 	for _, p := range parts {
 		reqs = append(reqs, kafkago.FirstOffsetOf(p), kafkago.LastOffsetOf(p))
@@ -139,10 +148,54 @@ func (b *redriveBroker) committed(ctx context.Context, group, topic string, part
 	return out, nil
 }
 
+// Retries of the broker calls a redrive may repeat safely.
+const (
+	redriveRetries      = 5
+	redriveRetryBackoff = 200 * time.Millisecond
+)
+
+// retrying calls fn until it succeeds, returns an error retry rejects, or
+// redriveRetries attempts were made, waiting between attempts.
+func retrying(ctx context.Context, retry func(error) bool, fn func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := fn()
+		if err == nil || attempt >= redriveRetries || !retry(err) || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(attempt) * redriveRetryBackoff):
+		}
+	}
+}
+
+// transient reports a broker error that a repeated commit may clear
+// (a coordinator moving, a leader election). A commit is idempotent, so
+// any of them is retried.
+func transient(err error) bool {
+	var ke kafkago.Error
+	return errors.As(err, &ke) && ke.Temporary()
+}
+
+// rejectedBeforeAppend reports a produce error by which the broker says it
+// did not append the record (it is not the leader, or knows no leader or
+// no such partition yet): a retry cannot write it twice. An ambiguous
+// failure (a timeout, a lost connection) is not retried; the cursor
+// metadata lets the next run find out.
+func rejectedBeforeAppend(err error) bool {
+	return errors.Is(err, kafkago.NotLeaderForPartition) || errors.Is(err, kafkago.LeaderNotAvailable) ||
+		errors.Is(err, kafkago.UnknownTopicOrPartition)
+}
+
 // commit stores offset and metadata for topic/partition in group, without
 // joining the group (generation -1): the broker refuses it while the group
-// has live members.
+// has live members. Transient errors are retried.
 func (b *redriveBroker) commit(ctx context.Context, group, topic string, partition int, offset int64, metadata string) error {
+	return retrying(ctx, transient, func() error { return b.commitOnce(ctx, group, topic, partition, offset, metadata) })
+}
+
+func (b *redriveBroker) commitOnce(ctx context.Context, group, topic string, partition int, offset int64, metadata string) error {
 	res, err := b.client.OffsetCommit(ctx, &kafkago.OffsetCommitRequest{
 		GroupID:      group,
 		GenerationID: -1,
@@ -163,8 +216,19 @@ func (b *redriveBroker) commit(ctx context.Context, group, topic string, partiti
 }
 
 // produce writes one record to topic/partition and returns its offset once
-// every in-sync replica has it (acks=all).
+// every in-sync replica has it (acks=all). A write the broker rejected
+// before appending it is retried.
 func (b *redriveBroker) produce(ctx context.Context, topic string, partition int, rec redriveRecord) (int64, error) {
+	var off int64
+	err := retrying(ctx, rejectedBeforeAppend, func() error {
+		var err error
+		off, err = b.produceOnce(ctx, topic, partition, rec)
+		return err
+	})
+	return off, err
+}
+
+func (b *redriveBroker) produceOnce(ctx context.Context, topic string, partition int, rec redriveRecord) (int64, error) {
 	r := kafkago.Record{Time: rec.Time, Key: kafkago.NewBytes(rec.Key), Value: kafkago.NewBytes(rec.Value), Headers: rec.Headers}
 	res, err := b.client.Produce(ctx, &kafkago.ProduceRequest{
 		Topic:        topic,
@@ -234,8 +298,18 @@ func (b *redriveBroker) read(ctx context.Context, topic string, partition int, f
 }
 
 // fetch reads the records of topic/partition from offset on, at most
-// redriveFetchBytes of them.
+// redriveFetchBytes of them. Transient errors are retried.
 func (b *redriveBroker) fetch(ctx context.Context, topic string, partition int, offset int64) ([]redriveRecord, error) {
+	var recs []redriveRecord
+	err := retrying(ctx, transient, func() error {
+		var err error
+		recs, err = b.fetchOnce(ctx, topic, partition, offset)
+		return err
+	})
+	return recs, err
+}
+
+func (b *redriveBroker) fetchOnce(ctx context.Context, topic string, partition int, offset int64) ([]redriveRecord, error) {
 	res, err := b.client.Fetch(ctx, &kafkago.FetchRequest{
 		Topic:     topic,
 		Partition: partition,

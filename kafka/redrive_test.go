@@ -634,3 +634,32 @@ func TestRedriveKeptCopyHeadersNeverGrow(t *testing.T) {
 		t.Errorf("second write-back headers %v", again.Headers)
 	}
 }
+
+func TestRedriveRetriesOnlySafeErrors(t *testing.T) {
+	wrapped := writeError("t/0", kafkago.NotLeaderForPartition)
+	if !rejectedBeforeAppend(wrapped) || rejectedBeforeAppend(writeError("t/0", kafkago.RequestTimedOut)) || rejectedBeforeAppend(io.ErrUnexpectedEOF) {
+		t.Error("a produce is retried only when the broker rejected it before the append")
+	}
+	if !transient(wrapf(kafkago.NotCoordinatorForGroup, "commit")) || transient(wrapf(kafkago.GroupAuthorizationFailed, "commit")) {
+		t.Error("transient classification")
+	}
+	calls := 0
+	err := retrying(context.Background(), transient, func() error { calls++; return kafkago.LeaderNotAvailable })
+	if !errors.Is(err, kafkago.LeaderNotAvailable) || calls != redriveRetries {
+		t.Errorf("retrying a transient error: %d calls, %v", calls, err)
+	}
+	calls = 0
+	err = retrying(context.Background(), transient, func() error {
+		if calls++; calls < 3 {
+			return kafkago.NotCoordinatorForGroup
+		}
+		return nil
+	})
+	if err != nil || calls != 3 {
+		t.Errorf("retry until success: %d calls, %v", calls, err)
+	}
+	calls = 0
+	if err := retrying(context.Background(), transient, func() error { calls++; return errCrash }); !errors.Is(err, errCrash) || calls != 1 {
+		t.Errorf("a permanent error was retried: %d calls", calls)
+	}
+}
