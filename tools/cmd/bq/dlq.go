@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	bqkafka "github.com/babelqueue/babelqueue-go/kafka"
 )
 
 // dlqName resolves --dlq / --queue to the dead-letter topic.
@@ -21,6 +23,40 @@ func dlqName(dlq, queue string) string {
 	}
 	return queue + ".dlq"
 }
+
+// dlqRegion says which part of a Kafka DLQ the inspection commands read:
+// by default its live region, from the redrive cursor to the end (records
+// before the cursor were moved, or copied to the tail, by a redrive).
+type dlqRegion struct {
+	all   bool
+	group string
+}
+
+func (d *dlqRegion) register(fs *flag.FlagSet) {
+	fs.BoolVar(&d.all, "all", false, "Kafka: read the whole DLQ topic, with the records a redrive already moved or copied to the tail")
+	fs.StringVar(&d.group, "group", "", "Kafka: the redrive cursor the DLQ's live region starts at (default bq-redrive.<dlq>)")
+}
+
+// apply makes a Kafka scanner of topic start at the cursor.
+func (d dlqRegion) apply(sc scanner, topic string) scanner {
+	ks, ok := sc.(kafkaScanner)
+	if !ok || d.all {
+		return sc
+	}
+	ks.cursor = d.group
+	if ks.cursor == "" {
+		ks.cursor = bqkafka.RedriveCursor(topic)
+	}
+	return ks
+}
+
+const dlqRegionHelp = `On Kafka records are never deleted, so a redrive keeps its progress in a
+cursor (the consumer group bq-redrive.<dlq>, see "bq redrive -h"): the
+DLQ's content is its live region, from the cursor to the end. Records
+before the cursor were moved, or copied to the tail because they stay.
+This command reads the live region (all of the topic before any redrive);
+--all reads the whole topic, --group another cursor.
+`
 
 // ageBucket names the age bucket of a dead letter of age d.
 func ageBucket(d time.Duration) string {
@@ -117,13 +153,11 @@ func (s *dlqStats) write(w io.Writer) error {
 
 const dlqStatsHelp = `Counts the dead letters of a dead-letter queue by reason, URN, original
 queue and age (since dead_letter.failed_at, else the record time). Nothing
-is consumed: Kafka partitions are read with plain partition readers from the
-first offset to the high-water mark (no consumer group, no commit); Pulsar
-is read with a Reader from the earliest message (no subscription).
+is consumed: Kafka partitions are read with plain partition readers up to
+the high-water mark (nothing joined, nothing committed); Pulsar is read
+with a Reader from the earliest message (no subscription).
 
-On Kafka a redriven record stays in the DLQ topic (records are never
-deleted), so it is still counted here.
-
+` + dlqRegionHelp + `
 ` + connEnvHelp
 
 const dlqStatsExamples = `  bq dlq stats --broker kafka://127.0.0.1:9092 --queue orders
@@ -135,6 +169,8 @@ func runDLQStats(ctx context.Context, args []string, out, errOut io.Writer) erro
 	cf.register(fs)
 	queue := fs.String("queue", "", "work queue; its DLQ is <queue>.dlq")
 	dlq := fs.String("dlq", "", "dead-letter topic (overrides --queue)")
+	var region dlqRegion
+	region.register(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parseLeaf(fs, args, errOut); err != nil {
 		return err
@@ -155,6 +191,7 @@ func runDLQStats(ctx context.Context, args []string, out, errOut io.Writer) erro
 		return err
 	}
 	defer sc.Close()
+	sc = region.apply(sc, topic)
 	st := newDLQStats(topic)
 	now := time.Now()
 	if err := sc.scan(ctx, topic, func(r *record) error { st.add(r, now); return nil }); err != nil {
@@ -170,6 +207,7 @@ const dlqPeekHelp = `Shows dead letters: where each record sits, its headers, it
 block and its envelope. Nothing is consumed (see "bq dlq stats -h").
 Filters select what is shown; --limit bounds the output.
 
+` + dlqRegionHelp + `
 ` + connEnvHelp
 
 const dlqPeekExamples = `  bq dlq peek --broker kafka://127.0.0.1:9092 --queue orders --limit 5
@@ -183,6 +221,8 @@ func runDLQPeek(ctx context.Context, args []string, out, errOut io.Writer) error
 	queue := fs.String("queue", "", "work queue; its DLQ is <queue>.dlq")
 	dlq := fs.String("dlq", "", "dead-letter topic (overrides --queue)")
 	limit := fs.Int("limit", 20, "show at most this many dead letters (0: all)")
+	var region dlqRegion
+	region.register(fs)
 	var sel selectorFlags
 	sel.register(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object per dead letter")
@@ -212,6 +252,7 @@ func runDLQPeek(ctx context.Context, args []string, out, errOut io.Writer) error
 		return err
 	}
 	defer sc.Close()
+	sc = region.apply(sc, topic)
 	shown := 0
 	err = sc.scan(ctx, topic, func(r *record) error {
 		if !selector.matchRecord(r) {

@@ -118,7 +118,7 @@ func seedDLQ(t *testing.T, ctx context.Context, dlq string, seeds []seedDeadLett
 func readAll(t *testing.T, ctx context.Context, k *kafkaConn, topic string) []*record {
 	t.Helper()
 	var recs []*record
-	if err := (kafkaScanner{k}).scan(ctx, topic, func(r *record) error { recs = append(recs, r); return nil }); err != nil {
+	if err := (kafkaScanner{k: k}).scan(ctx, topic, func(r *record) error { recs = append(recs, r); return nil }); err != nil {
 		t.Fatalf("read %s: %v", topic, err)
 	}
 	return recs
@@ -478,6 +478,25 @@ func TestKafkaRedriveSelectorsDryRunGuard(t *testing.T) {
 	}
 	if live := liveRegion(t, ctx, k, dlq, ""); len(live) != 1 || string(live[0].Key) != "x1" {
 		t.Errorf("DLQ live region holds %d, want x1 alone", len(live))
+	}
+	// dlq stats and peek read the live region; --all the whole topic.
+	var st dlqStats
+	if err := json.Unmarshal([]byte(mustBQ(t, ctx, "dlq", "stats", "--broker", kafkaURL(t), "--queue", topic, "--json")), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Total != 1 || st.Undecodable != 1 {
+		t.Errorf("stats of the live region %+v, want x1 alone", st)
+	}
+	st = dlqStats{}
+	if err := json.Unmarshal([]byte(mustBQ(t, ctx, "dlq", "stats", "--broker", kafkaURL(t), "--queue", topic, "--all", "--json")), &st); err != nil {
+		t.Fatal(err)
+	}
+	if whole := len(readAll(t, ctx, k, dlq)); st.Total != whole || whole <= 6 {
+		t.Errorf("stats --all counted %d, the topic holds %d (6 originals and their write-backs)", st.Total, whole)
+	}
+	peek := mustBQ(t, ctx, "dlq", "peek", "--broker", kafkaURL(t), "--queue", topic, "--json", "--limit", "0")
+	if n := strings.Count(peek, "\n"); n != 1 || !strings.Contains(peek, `"key":"x1"`) {
+		t.Errorf("peek of the live region shows %d records:\n%s", n, peek)
 	}
 }
 

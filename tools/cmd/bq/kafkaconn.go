@@ -163,6 +163,28 @@ func (k *kafkaConn) bounds(ctx context.Context, topic string, parts []int) (firs
 	return first, next, nil
 }
 
+// committedOffsets returns the offsets group committed on the partitions
+// of topic; a partition (or a group) without one is left out.
+func (k *kafkaConn) committedOffsets(ctx context.Context, group, topic string, parts []int) (map[int]int64, error) {
+	res, err := k.client.OffsetFetch(ctx, &kafkago.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: parts}})
+	if err == nil && res.Error != nil && !errors.Is(res.Error, kafkago.GroupIdNotFound) {
+		err = res.Error
+	}
+	if err != nil {
+		return nil, fmt.Errorf("offsets of group %q on %q: %w", group, topic, err)
+	}
+	out := map[int]int64{}
+	for _, p := range res.Topics[topic] {
+		if p.Error != nil {
+			return nil, fmt.Errorf("offset of group %q on %s/%d: %w", group, topic, p.Partition, p.Error)
+		}
+		if p.CommittedOffset >= 0 {
+			out[p.Partition] = p.CommittedOffset
+		}
+	}
+	return out, nil
+}
+
 // A range read gives up when maxIdleReads fetches in a row of
 // readIdleTimeout each return nothing before the end of the range.
 const (

@@ -33,7 +33,12 @@ func kafkaRecord(m kafkago.Message) *record {
 
 // kafkaScanner reads each partition with a plain partition reader from
 // its first offset to the high-water mark read at the start.
-type kafkaScanner struct{ k *kafkaConn }
+// With a cursor, each partition is read from the offset that consumer
+// group committed instead (the live region of a DLQ after a redrive).
+type kafkaScanner struct {
+	k      *kafkaConn
+	cursor string
+}
 
 func (s kafkaScanner) scan(ctx context.Context, topic string, fn func(*record) error) error {
 	parts, err := s.k.partitions(ctx, topic)
@@ -43,6 +48,15 @@ func (s kafkaScanner) scan(ctx context.Context, topic string, fn func(*record) e
 	first, next, err := s.k.bounds(ctx, topic, parts)
 	if err != nil {
 		return err
+	}
+	if s.cursor != "" {
+		committed, err := s.k.committedOffsets(ctx, s.cursor, topic, parts)
+		if err != nil {
+			return err
+		}
+		for p, o := range committed {
+			first[p] = max(first[p], o)
+		}
 	}
 	for _, p := range parts {
 		err := s.k.readRange(ctx, topic, p, first[p], next[p], func(m kafkago.Message) error { return fn(kafkaRecord(m)) })
@@ -104,7 +118,7 @@ func (c *connFlags) openScanner(ctx context.Context, u brokerURL) (scanner, erro
 		if err != nil {
 			return nil, err
 		}
-		return kafkaScanner{k}, nil
+		return kafkaScanner{k: k}, nil
 	}
 	p, err := c.pulsar(ctx, u)
 	if err != nil {
