@@ -663,3 +663,45 @@ func TestRedriveRetriesOnlySafeErrors(t *testing.T) {
 		t.Errorf("a permanent error was retried: %d calls", calls)
 	}
 }
+
+// TestRetryCopyKeepsRedriveCount: a tiered retry carries the delivery's
+// bq-redrive-count, once, hop after hop, so a later redrive's guard sees it.
+func TestRetryCopyKeepsRedriveCount(t *testing.T) {
+	rg := newRig(t, WithRetryTiers(time.Second))
+	ctx := context.Background()
+	reinject := &Reinjector{clock: rg.clock, workOf: map[string]string{"orders.retry.1": "orders"}}
+	first := append(contractHeaders("0"), h(babelqueue.HeaderRedriveCount, "2"), h("traceparent", "00-a-b-01"))
+	rg.log.append("orders", 0, kafkago.Message{Key: []byte("k"), Value: []byte(envelope(t, 0)), Headers: first})
+	var afterOne []string
+	for hop := 0; hop < 4; hop++ {
+		m := rg.pop("orders")
+		if got := m.Headers[babelqueue.HeaderRedriveCount]; got != "2" {
+			t.Fatalf("hop %d: bq-redrive-count %q", hop, got)
+		}
+		if err := rg.tr.PublishRetryForAttempt(ctx, m, hop); err != nil {
+			t.Fatal(err)
+		}
+		if err := rg.tr.Ack(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		tier := rg.log.records("orders.retry.1")
+		copied := tier[len(tier)-1]
+		n := 0
+		for _, hd := range copied.Headers {
+			if hd.Key == babelqueue.HeaderRedriveCount {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Fatalf("hop %d: the retry copy has %d bq-redrive-count headers: %v", hop, n, copied.Headers)
+		}
+		back := reinject.reinjected(copied)
+		keys := headerKeys(back.Headers)
+		if hop == 0 {
+			afterOne = keys
+		} else if diff := cmp.Diff(afterOne, keys); diff != "" {
+			t.Fatalf("hop %d: headers grew (-hop 0 +now):\n%s", hop, diff)
+		}
+		rg.log.append("orders", 0, back)
+	}
+}
