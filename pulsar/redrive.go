@@ -74,7 +74,10 @@ var _ babelqueue.Redriver = (*Transport)(nil)
 // RedriveAlreadyMoved), whatever the selectors. A run that ends without an
 // error writes a closing record and removes its guard subscriptions. The
 // run needs to produce to and consume from the journal topic and to
-// subscribe to the targets.
+// subscribe to the targets, which may be partitioned. A Pulsar subscription
+// is its own view of a topic: runs with another cursor, and any other
+// subscription on the DLQ, still see the dead letters this cursor moved,
+// so keep to one cursor per dead-letter queue.
 //
 // Pulsar transactions would make a batch atomic without the journal, but
 // pulsar-client-go v0.19.0 does not mark transactional messages in their
@@ -121,6 +124,7 @@ func (t *Transport) Redrive(ctx context.Context, dlq string, plan babelqueue.Red
 	r := &redriveRun{
 		t: t, c: pc, plan: plan, res: res, dlq: dlq, topic: t.Topic(dlq), cursor: cursor,
 		producers: make(map[string]pulsar.Producer),
+		parts:     make(map[string][]string),
 		after:     make(map[string]string),
 		guards:    make(map[string]bool),
 	}
@@ -145,7 +149,8 @@ type redriveRun struct {
 	cons      pulsar.Consumer
 	journal   pulsar.Producer
 	producers map[string]pulsar.Producer // target topic -> producer
-	after     map[string]string          // target topic -> encoded ID its next copies land after
+	parts     map[string][]string        // target topic -> its partitions (itself when not partitioned)
+	after     map[string]string          // partition topic -> encoded ID the next copies land after
 	guards    map[string]bool            // target topics holding the guard subscription
 	moved     map[string]bool            // sources already copied (from the journal)
 	journaled bool                       // this run wrote a journal record
@@ -502,23 +507,13 @@ func (r *redriveRun) writeCopies(ctx context.Context, moves []*redriveEntry) err
 		msgs[i] = msg
 		topics[i] = r.t.Topic(e.item.Target)
 		rec.Pending = append(rec.Pending, e.source)
-		if _, ok := rec.After[topics[i]]; ok {
-			continue
+		parts, err := r.partitions(topics[i])
+		if err != nil {
+			return fmt.Errorf("%w: %w", babelqueue.ErrSettle, err)
 		}
-		if _, ok := r.after[topics[i]]; !ok {
-			// The guard first: it then keeps everything from before
-			// the point the copies land after.
-			if err := addGuard(r.c, topics[i], r.cursor); err != nil {
-				return fmt.Errorf("%w: %w", babelqueue.ErrSettle, err)
-			}
-			r.guards[topics[i]] = true
-			id, err := lastMessageID(r.c, topics[i])
-			if err != nil {
-				return fmt.Errorf("%w: %w", babelqueue.ErrSettle, err)
-			}
-			r.after[topics[i]] = encodeID(id)
+		for _, part := range parts {
+			rec.After[part] = r.after[part]
 		}
-		rec.After[topics[i]] = r.after[topics[i]]
 	}
 	rec.Guards = r.guardList()
 	if err := writeJournal(ctx, r.journal, rec); err != nil {
@@ -553,9 +548,51 @@ func (r *redriveRun) writeCopies(ctx context.Context, moves []*redriveEntry) err
 		if err != nil {
 			return fmt.Errorf("%w: redrive %s to %s: %w", babelqueue.ErrSettle, moves[i].item.MessageID, topics[i], err)
 		}
-		r.after[topics[i]] = encodeID(ids[i]) // sends of one producer complete in order
+		// The sends of one producer to one partition complete in order.
+		parts := r.parts[topics[i]]
+		part := parts[0]
+		if len(parts) > 1 {
+			idx := int(ids[i].PartitionIdx())
+			if idx < 0 || idx >= len(parts) {
+				return fmt.Errorf("%w: redrive %s to %s: copy written to unknown partition %d", babelqueue.ErrSettle, moves[i].item.MessageID, topics[i], idx)
+			}
+			part = parts[idx]
+		}
+		r.after[part] = encodeID(ids[i])
 	}
 	return nil
+}
+
+// partitions returns the topics target is made of (itself when it is not
+// partitioned). On first use of target in the run it creates the guard
+// subscription, then notes the last message of each partition: the
+// copies land after it.
+func (r *redriveRun) partitions(target string) ([]string, error) {
+	if parts, ok := r.parts[target]; ok {
+		return parts, nil
+	}
+	// The guard first: it then keeps everything from before the point
+	// the copies land after.
+	if err := addGuard(r.c, target, r.cursor); err != nil {
+		return nil, err
+	}
+	r.guards[target] = true
+	parts, err := r.c.TopicPartitions(target)
+	if err != nil {
+		return nil, fmt.Errorf("pulsar: redrive: partitions of %s: %w", target, err)
+	}
+	if len(parts) == 0 {
+		return nil, fmt.Errorf("pulsar: redrive: %s has no partition", target)
+	}
+	for _, part := range parts {
+		id, err := lastMessageID(r.c, part)
+		if err != nil {
+			return nil, err
+		}
+		r.after[part] = encodeID(id)
+	}
+	r.parts[target] = parts
+	return parts, nil
 }
 
 // producer returns the run's producer for topic.

@@ -452,3 +452,97 @@ func admin(t *testing.T, method, path string) {
 		t.Fatalf("admin %s %s: %s", method, path, resp.Status)
 	}
 }
+
+// TestIntegrationRedriveInterruptedToPartitionedTarget is the "sent"
+// interruption with a partitioned target: the copies spread over the
+// partitions are all recognised.
+func TestIntegrationRedriveInterruptedToPartitionedTarget(t *testing.T) {
+	c := rawClient(t)
+	queue := uniqueQueue(t)
+	dlq := DeadLetterQueue(queue)
+	target := queue + "-parted"
+	req, err := http.NewRequest(http.MethodPut, brokertest.PulsarAdminURL(t)+"/admin/v2/persistent/public/default/"+target+"/partitions", strings.NewReader("3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("create partitioned %s: %s", target, resp.Status)
+	}
+	var ids []string
+	for i := range 12 {
+		ids = append(ids, fmt.Sprintf("p%02d", i))
+	}
+	seedDLQ(t, c, dlq, queue, urnA, ids...)
+	if got := drainAll(t, c, target, "work", time.Second); len(got) != 0 {
+		t.Fatalf("target not empty: %v", idsOf(t, got))
+	}
+
+	killed := newIntegrationTransport(t, WithSubscriptionType(pulsar.Shared))
+	errKilled := errors.New("killed")
+	killed.redriveFault = func(s string) error {
+		if s == "sent" {
+			return errKilled
+		}
+		return nil
+	}
+	if _, err := redrive(t, killed, dlq, babelqueue.WithRedriveTarget(target)); !errors.Is(err, errKilled) {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	_ = killed.Close()
+	tr := newIntegrationTransport(t, WithSubscriptionType(pulsar.Shared))
+	res, err := redrive(t, tr, dlq, babelqueue.WithRedriveTarget(target))
+	if err != nil || res.Recovered != len(ids) || res.Moved != 0 {
+		t.Fatalf("resumed run: %+v %v, %v", res, outcomes(res), err)
+	}
+	got := idsOf(t, drainAll(t, c, target, "work", 3*time.Second))
+	slices.Sort(got)
+	if !slices.Equal(got, ids) {
+		t.Fatalf("target holds %v, want each of %v once", got, ids)
+	}
+}
+
+// TestIntegrationRedriveRate moves 2000 dead letters, checks that each
+// reached the target once, and prints the rate.
+func TestIntegrationRedriveRate(t *testing.T) {
+	const n = 2000
+	c := rawClient(t)
+	queue := uniqueQueue(t)
+	dlq := DeadLetterQueue(queue)
+	p := rawProducer(t, c, dlq)
+	errs := make(chan error, n)
+	for i := range n {
+		id := fmt.Sprintf("m%04d", i)
+		p.SendAsync(context.Background(), &pulsar.ProducerMessage{Payload: deadLetterBody(t, urnA, queue, id), Key: id},
+			func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) { errs <- err })
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := drainAll(t, c, queue, "work", time.Second); len(got) != 0 {
+		t.Fatalf("target not empty: %d", len(got))
+	}
+	tr := newIntegrationTransport(t, WithSubscriptionType(pulsar.Shared))
+	start := time.Now()
+	res, err := redrive(t, tr, dlq, babelqueue.WithRedrivePollTimeout(500*time.Millisecond))
+	elapsed := time.Since(start) - 500*time.Millisecond // the final empty poll
+	if err != nil || res.Moved != n {
+		t.Fatalf("Redrive: moved %d, %v", res.Moved, err)
+	}
+	fmt.Printf("bench: pulsar-redrive-rate value=%.0f\n", float64(n)/elapsed.Seconds())
+	got := idsOf(t, drainAll(t, c, queue, "work", 3*time.Second))
+	seen := make(map[string]int, n)
+	for _, id := range got {
+		seen[id]++
+	}
+	if len(got) != n || len(seen) != n {
+		t.Fatalf("target holds %d messages of %d ids, want %d", len(got), len(seen), n)
+	}
+}
