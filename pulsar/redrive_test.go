@@ -3,6 +3,7 @@ package pulsar
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -76,5 +77,119 @@ func TestRedriveAfterClose(t *testing.T) {
 	_ = s.tr.Close()
 	if _, err := babelqueue.Redrive(context.Background(), s.tr, "q.dlq"); !errors.Is(err, babelqueue.ErrClosed) {
 		t.Fatalf("err = %v, want ErrClosed", err)
+	}
+}
+
+// fakeID is a pulsar.MessageID of a message in a batch entry.
+type fakeID struct {
+	pulsar.MessageID
+	ledger, entry int64
+	idx, size     int32
+}
+
+func (f fakeID) LedgerID() int64     { return f.ledger }
+func (f fakeID) EntryID() int64      { return f.entry }
+func (f fakeID) BatchIdx() int32     { return f.idx }
+func (f fakeID) BatchSize() int32    { return f.size }
+func (f fakeID) PartitionIdx() int32 { return -1 }
+func (f fakeID) String() string      { return fmt.Sprintf("%d:%d:%d", f.ledger, f.entry, f.idx) }
+
+// entryMessage is a fakeMessage of the DLQ with a message ID.
+type entryMessage struct {
+	fakeMessage
+	id fakeID
+}
+
+func (m *entryMessage) ID() pulsar.MessageID { return m.id }
+func (m *entryMessage) Topic() string        { return "persistent://public/default/q.dlq" }
+
+// entryOf returns the messages of one batch entry, one per URN.
+func entryOf(t *testing.T, entry int64, size int32, urns ...string) []pulsar.Message {
+	t.Helper()
+	out := make([]pulsar.Message, 0, len(urns))
+	for i, urn := range urns {
+		env, err := babelqueue.Make(urn, map[string]int{"i": i}, babelqueue.WithQueue("q"), babelqueue.WithID(urn+string(rune('a'+i))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := env.Encode()
+		b, err = babelqueue.AnnotateDeadLetter(b, babelqueue.DeadLetter{Reason: babelqueue.ReasonFailed, OriginalQueue: "q", Attempts: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, &entryMessage{fakeMessage: fakeMessage{payload: b, props: map[string]string{}},
+			id: fakeID{ledger: 1, entry: entry, idx: int32(i), size: size}})
+	}
+	return out
+}
+
+func newExamineRun(opts ...babelqueue.RedriveOption) *redriveRun {
+	return &redriveRun{plan: babelqueue.NewRedrivePlan(opts...), res: &babelqueue.RedriveResult{}, dlq: "q.dlq",
+		moved: map[string]bool{}}
+}
+
+func actions(r *redriveRun) []redriveAction {
+	var out []redriveAction
+	for _, e := range r.batch {
+		out = append(out, e.act)
+	}
+	return out
+}
+
+func TestExamineMovesAWholeEntry(t *testing.T) {
+	r := newExamineRun()
+	if r.examine(entryOf(t, 1, 3, "urn:a", "urn:a", "urn:a")) {
+		t.Fatal("examine reported the max passed")
+	}
+	if got := actions(r); !slices.Equal(got, []redriveAction{actMove, actMove, actMove}) || r.batchMoves != 3 {
+		t.Fatalf("actions %v, moves %d", got, r.batchMoves)
+	}
+	if r.batch[1].item.Position == "" || r.batch[1].item.Target != "q" {
+		t.Fatalf("item %+v", r.batch[1].item)
+	}
+}
+
+func TestExamineKeepsAnEntryWithAMessageThatStays(t *testing.T) {
+	r := newExamineRun(babelqueue.WithRedriveSelector(babelqueue.SelectURN("urn:a")))
+	r.examine(entryOf(t, 1, 3, "urn:a", "urn:b", "urn:a"))
+	if got := actions(r); !slices.Equal(got, []redriveAction{actKeep, actKeep, actKeep}) || r.batchMoves != 0 {
+		t.Fatalf("actions %v, moves %d", got, r.batchMoves)
+	}
+	for i, e := range r.batch {
+		if e.item.Outcome != babelqueue.RedriveUnselected {
+			t.Errorf("item %d: outcome %s", i, e.item.Outcome)
+		}
+		if moved := i != 1; moved != errors.Is(e.item.Err, ErrBatchEntryKept) {
+			t.Errorf("item %d: err %v", i, e.item.Err)
+		}
+	}
+}
+
+func TestExamineKeepsAnIncompleteEntry(t *testing.T) {
+	r := newExamineRun()
+	r.examine(entryOf(t, 1, 3, "urn:a", "urn:a"))
+	if got := actions(r); !slices.Equal(got, []redriveAction{actKeep, actKeep}) || !errors.Is(r.batch[0].item.Err, ErrBatchEntryKept) {
+		t.Fatalf("actions %v, err %v", got, r.batch[0].item.Err)
+	}
+}
+
+func TestExamineStopsBeforeAnEntryPassingTheMax(t *testing.T) {
+	r := newExamineRun(babelqueue.WithRedriveMax(2))
+	if !r.examine(entryOf(t, 1, 3, "urn:a", "urn:a", "urn:a")) {
+		t.Fatal("examine did not report the max passed")
+	}
+	if got := actions(r); !slices.Equal(got, []redriveAction{actKeep, actKeep, actKeep}) || !errors.Is(r.batch[0].item.Err, ErrBatchEntryKept) {
+		t.Fatalf("actions %v, err %v", got, r.batch[0].item.Err)
+	}
+}
+
+func TestExamineAcknowledgesWhatAnInterruptedRunCopied(t *testing.T) {
+	r := newExamineRun(babelqueue.WithRedriveSelector(babelqueue.SelectURN("urn:other")))
+	msgs := entryOf(t, 4, 0, "urn:a")
+	r.moved[sourceOf(msgs[0])] = true
+	r.examine(msgs)
+	e := r.batch[0]
+	if e.act != actAck || e.item.Outcome != babelqueue.RedriveAlreadyMoved || e.item.MessageID != "urn:aa" || r.batchMoves != 0 {
+		t.Fatalf("entry %+v, act %v", e.item, e.act)
 	}
 }
