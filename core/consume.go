@@ -228,13 +228,6 @@ type outcome struct {
 	key      string
 }
 
-// delivery is what the App allocates for one delivered message, in one
-// piece: its decoded Envelope and the handler's context.
-type delivery struct {
-	env Envelope
-	ctx deliveredContext
-}
-
 // deliver handles one reserved message from start to settlement.
 func (a *App) deliver(ctx context.Context, msg *ReceivedMessage) outcome {
 	// Version gate, before the body is decoded.
@@ -243,9 +236,9 @@ func (a *App) deliver(ctx context.Context, msg *ReceivedMessage) outcome {
 		return a.settleVersionGated(ctx, msg, version, err)
 	}
 
-	d := new(delivery)
+	d, err := decodeDelivery(msg)
 	env := &d.env
-	if err := decodeStringInto(env, msg.Body); err != nil {
+	if err != nil {
 		if errors.Is(err, ErrUnsupportedSchemaVersion) {
 			rejected := ProjectBody([]byte(msg.Body)).SchemaVersion
 			var sv *SchemaVersionError

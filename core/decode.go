@@ -93,11 +93,8 @@ func parse(body []byte) (parsed, error) {
 	}
 	var urn, attempts, version vspan
 	it := newObjIter(body, open, 1)
-	for {
-		m, ok := it.nextKey()
-		if !ok {
-			break
-		}
+	var m member
+	for it.nextKeyInto(&m) {
 		key := string(keyBytes(body, m))
 		if key == keyMeta {
 			// The last meta counts: forget what an earlier one held.
@@ -194,11 +191,8 @@ func parseMeta(b []byte, open, depth int, p *parsed, version *vspan) (int, error
 		return open, syntaxErr(open, "nested too deeply")
 	}
 	mi := newObjIter(b, open, depth)
-	for {
-		m, ok := mi.next()
-		if !ok {
-			break
-		}
+	var m member
+	for mi.nextInto(&m) {
 		switch string(keyBytes(b, m)) {
 		case "schema_version":
 			*version = spanOf(m)

@@ -99,9 +99,18 @@ func (it *objIter) fail(err error) bool {
 // next scans the next member. It returns false at the end of the object or
 // on a syntax error (then err is set).
 func (it *objIter) next() (member, bool) {
-	m, ok := it.nextKey()
-	if !ok {
+	var m member
+	if !it.nextInto(&m) {
 		return member{}, false
+	}
+	return m, true
+}
+
+// nextInto is next writing the member into *m, which saves copying it on
+// the decoder's hot path. *m is undefined when it returns false.
+func (it *objIter) nextInto(m *member) bool {
+	if !it.nextKeyInto(m) {
+		return false
 	}
 	b := it.b
 	var end int
@@ -112,10 +121,10 @@ func (it *objIter) next() (member, bool) {
 		end, err = scanValue(b, m.valStart, it.depth+1)
 	}
 	if err != nil {
-		return member{}, it.fail(err)
+		return it.fail(err)
 	}
-	it.valueEnd(&m, end)
-	return m, true
+	it.valueEnd(m, end)
+	return true
 }
 
 // nextKey scans the key of the next member, up to the start of its value
@@ -123,47 +132,54 @@ func (it *objIter) next() (member, bool) {
 // valueEnd, or stops at a syntax error with fail. It returns false at the
 // end of the object or on a syntax error (then err is set).
 func (it *objIter) nextKey() (member, bool) {
-	if it.done {
+	var m member
+	if !it.nextKeyInto(&m) {
 		return member{}, false
+	}
+	return m, true
+}
+
+// nextKeyInto is nextKey writing the member into *m.
+func (it *objIter) nextKeyInto(m *member) bool {
+	if it.done {
+		return false
 	}
 	b := it.b
 	i := skipWS(b, it.i)
 	if i >= len(b) {
-		return member{}, it.fail(syntaxErr(i, "unterminated object"))
+		return it.fail(syntaxErr(i, "unterminated object"))
 	}
 	if it.first {
 		it.first = false
 		if b[i] == '}' {
 			it.end, it.done = i+1, true
-			return member{}, false
+			return false
 		}
 	} else {
 		switch b[i] {
 		case '}':
 			it.end, it.done = i+1, true
-			return member{}, false
+			return false
 		case ',':
 			i = skipWS(b, i+1)
 		default:
-			return member{}, it.fail(syntaxErr(i, "expected ',' or '}' after object value"))
+			return it.fail(syntaxErr(i, "expected ',' or '}' after object value"))
 		}
 	}
 	if i >= len(b) || b[i] != '"' {
-		return member{}, it.fail(syntaxErr(i, "expected object key"))
+		return it.fail(syntaxErr(i, "expected object key"))
 	}
-	var m member
-	m.keyStart = i
 	end, esc, err := scanString(b, i)
 	if err != nil {
-		return member{}, it.fail(err)
+		return it.fail(err)
 	}
-	m.keyEnd, m.keyEscaped = end, esc
+	m.keyStart, m.keyEnd, m.keyEscaped, m.valEscaped = i, end, esc, false
 	i = skipWS(b, end)
 	if i >= len(b) || b[i] != ':' {
-		return member{}, it.fail(syntaxErr(i, "expected ':' after object key"))
+		return it.fail(syntaxErr(i, "expected ':' after object key"))
 	}
 	m.valStart = skipWS(b, i+1)
-	return m, true
+	return true
 }
 
 // valueEnd completes the member whose key nextKey returned: its value ends
@@ -408,6 +424,14 @@ func parseInt64(tok []byte) (int64, bool) {
 		if (c < '0' || c > '9') && !(i == 0 && c == '-') {
 			return 0, false
 		}
+	}
+	if digits := tok; len(digits) > 0 && len(digits) <= 18 && digits[0] != '-' {
+		// At most 18 digits always fit: no overflow check needed.
+		var n int64
+		for _, c := range digits {
+			n = n*10 + int64(c-'0')
+		}
+		return n, true
 	}
 	n, err := strconv.ParseInt(string(tok), 10, 64)
 	return n, err == nil

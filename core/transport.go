@@ -33,6 +33,8 @@ type ReceivedMessage struct {
 	// Handle is the binding's own reference to the delivery (a Kafka record,
 	// a Pulsar message, ...). The App never looks inside it.
 	Handle any
+
+	pre *delivery // Body decoded ahead of the App (Predecode), or nil
 }
 
 // Header returns the delivered header key, and whether it was present.

@@ -1,0 +1,107 @@
+package babelqueue
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// predecodingTransport predecodes every message it pops, as a prefetching
+// binding does, optionally changing the body afterwards.
+type predecodingTransport struct {
+	*InMemoryTransport
+	change func(string) string
+	popped []*ReceivedMessage
+	pre    []*Envelope // the envelope each Predecode made
+}
+
+func (t *predecodingTransport) Pop(ctx context.Context, queue string, timeout time.Duration) (*ReceivedMessage, error) {
+	m, err := t.InMemoryTransport.Pop(ctx, queue, timeout)
+	if m == nil || err != nil {
+		return m, err
+	}
+	m.Predecode()
+	t.pre = append(t.pre, &m.pre.env)
+	if t.change != nil {
+		m.Body = t.change(m.Body)
+	}
+	t.popped = append(t.popped, m)
+	return m, nil
+}
+
+func TestAppUsesThePredecodedEnvelopeOfAnUnchangedBody(t *testing.T) {
+	ctx := context.Background()
+	mem := NewInMemoryTransport()
+	tr := &predecodingTransport{InMemoryTransport: mem}
+	a := NewApp(tr, WithPollTimeout(time.Millisecond), WithLogger(quietLogger()))
+	var got []*Envelope
+	a.Handle("urn:a", func(_ context.Context, env *Envelope) error {
+		got = append(got, env)
+		return nil
+	})
+	env, _ := Make("urn:a", map[string]any{"n": 1}, WithQueue("q"))
+	body, _ := env.Encode()
+	if err := mem.Publish(ctx, "q", string(body)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := a.Drain(ctx, "q"); n != 1 || err != nil {
+		t.Fatalf("Drain = %d, %v", n, err)
+	}
+	if len(got) != 1 || len(tr.popped) != 1 {
+		t.Fatalf("handled %d, popped %d", len(got), len(tr.popped))
+	}
+	if got[0].Meta.ID != env.Meta.ID {
+		t.Fatalf("handled message %q, want %q", got[0].Meta.ID, env.Meta.ID)
+	}
+	if tr.popped[0].pre != nil {
+		t.Error("the predecoded delivery was not consumed")
+	}
+	if got[0] != tr.pre[0] {
+		t.Error("the handler got another envelope than the one Predecode made")
+	}
+}
+
+func TestAppDecodesAgainABodyChangedAfterPredecode(t *testing.T) {
+	ctx := context.Background()
+	mem := NewInMemoryTransport()
+	tr := &predecodingTransport{InMemoryTransport: mem, change: func(body string) string {
+		out, err := SetAttempts([]byte(body), 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}}
+	a := NewApp(tr, WithPollTimeout(time.Millisecond), WithLogger(quietLogger()))
+	attempts := -1
+	a.Handle("urn:a", func(_ context.Context, env *Envelope) error {
+		attempts = env.Attempts
+		return nil
+	})
+	env, _ := Make("urn:a", nil, WithQueue("q"))
+	body, _ := env.Encode()
+	_ = mem.Publish(ctx, "q", string(body))
+	if n, err := a.Drain(ctx, "q"); n != 1 || err != nil {
+		t.Fatalf("Drain = %d, %v", n, err)
+	}
+	if attempts != 4 {
+		t.Fatalf("handler saw attempts %d, want 4 (the changed body's)", attempts)
+	}
+}
+
+func TestPredecodeKeepsTheDecodeError(t *testing.T) {
+	m := &ReceivedMessage{Body: `{"job":"urn:a"}`}
+	m.Predecode()
+	d, err := decodeDelivery(m)
+	if !errors.Is(err, ErrPoison) || d == nil {
+		t.Fatalf("decodeDelivery of a predecoded poison body = %v, %v; want ErrPoison", d, err)
+	}
+	// Used once: a second delivery of the same message decodes afresh.
+	if m.pre != nil {
+		t.Fatal("the predecoded delivery was kept")
+	}
+	m.Body = `not json`
+	if _, err := decodeDelivery(m); !errors.Is(err, ErrPoison) {
+		t.Fatalf("decodeDelivery = %v, want ErrPoison", err)
+	}
+}
