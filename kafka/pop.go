@@ -18,9 +18,10 @@ import (
 // the ReceivedMessage Pop hands out (newDelivery), so a delivery costs one
 // allocation besides its header map.
 type delivery struct {
-	msg    kafkago.Message
-	reader Reader
-	rm     babelqueue.ReceivedMessage // the message Pop returned; its Handle is this delivery
+	msg      kafkago.Message
+	reader   Reader
+	rm       babelqueue.ReceivedMessage // the message Pop returned; its Handle is this delivery
+	prepared bool                       // prepare ran: handOut has nothing left to do
 }
 
 // recordOf returns the Kafka record behind msg, when this transport
@@ -128,10 +129,28 @@ func (t *Transport) newDelivery(queue string, m kafkago.Message, r Reader) *deli
 // handOut applies the version gate and the attempts rule to a delivery
 // Pop is about to return, and returns its ReceivedMessage.
 func (t *Transport) handOut(queue string, d *delivery) *babelqueue.ReceivedMessage {
+	if d.prepared {
+		return &d.rm
+	}
 	if _, gated := t.versionGate(queue, d.msg.Headers); !gated {
 		d.rm.Body = reconcileBody(d.rm.Body, d.msg.Headers)
 	}
 	return &d.rm
+}
+
+// prepare does ahead, on a prefetching goroutine, what handOut would do
+// and what the App would do first: the attempts rule and the decoding of
+// the body (babelqueue.ReceivedMessage.Predecode). A record that the
+// version gate rejects is left to handOut, which calls the
+// OnSchemaVersionRejected hook when Pop hands it out.
+func prepare(d *delivery) {
+	v, present := lastHeader(d.msg.Headers, babelqueue.HeaderSchemaVersion)
+	if babelqueue.CheckSchemaVersionHeader(v, present) != nil {
+		return
+	}
+	d.rm.Body = reconcileBody(d.rm.Body, d.msg.Headers)
+	d.rm.Predecode()
+	d.prepared = true
 }
 
 // reconcileBody applies §6 reconciliation: a valid bq-attempts header wins

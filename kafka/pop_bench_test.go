@@ -39,17 +39,31 @@ func BenchmarkPopAck(b *testing.B) {
 	}
 }
 
+func (r *loopReader) Close() error { return nil }
+
 // BenchmarkAppConsume measures the App's whole consume path (Pop, version
 // gate, decode, routing, a no-op handler, Ack) over the transport, with a
 // reader that returns the same record forever.
 func BenchmarkAppConsume(b *testing.B) {
+	b.Run("sync", func(b *testing.B) { benchAppConsume(b, false) })
+	b.Run("prefetch", func(b *testing.B) { benchAppConsume(b, true) })
+}
+
+func benchAppConsume(b *testing.B, prefetch bool) {
 	body := envelope(&testing.T{}, 0)
 	hs, _ := projection(body, t0)
 	m := kafkago.Message{Topic: "orders", Value: []byte(body), Headers: toKafkaHeaders(hs)}
-	tr, err := New(WithWriter(&fakeWriter{log: newFakeLog()}), WithReaderFactory(func(string) Reader { return &loopReader{m: m} }))
+	var tr *Transport
+	tr, err := New(WithWriter(&fakeWriter{log: newFakeLog()}), WithReaderFactory(func(q string) Reader {
+		if prefetch {
+			return newPrefetchReader(tr, q, &loopReader{m: m})
+		}
+		return &loopReader{m: m}
+	}))
 	if err != nil {
 		b.Fatal(err)
 	}
+	defer tr.Close()
 	app := babelqueue.NewApp(tr, babelqueue.WithDefaultQueue("orders"))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -16,8 +16,8 @@ const prefetchBuffer = 256
 
 // prefetchReader is the Reader the transport puts in front of each group
 // reader it builds itself: one goroutine fetches records ahead of Pop, and
-// turns each into its delivery (header map, ReceivedMessage), into a
-// bounded buffer. Pop takes the whole buffer at once and works through it,
+// turns each into its delivery (header map, ReceivedMessage, attempts rule,
+// and the body decoded for the App, see prepare), into a bounded buffer. Pop takes the whole buffer at once and works through it,
 // so the consume loop neither waits for the group reader's hand-over of
 // each record nor pays for the conversion, and the two goroutines meet once
 // per batch rather than once per record.
@@ -93,6 +93,7 @@ func (p *prefetchReader) run(ctx context.Context) {
 			f.err = err
 		} else {
 			f.d = p.t.newDelivery(p.queue, m, p)
+			prepare(f.d)
 		}
 		if !p.put(ctx, f) {
 			return

@@ -238,3 +238,43 @@ func TestPrefetchPopWaitsAndHonoursCancellation(t *testing.T) {
 		t.Fatalf("Pop after cancel = %v, %v; want context.Canceled", m, err)
 	}
 }
+
+func TestPrefetchPreparesDeliveriesAndGatesAtPop(t *testing.T) {
+	log, offsets := newFakeLog(), newFakeOffsets()
+	body := envelope(t, 0)
+	// A record whose bq-attempts header says 2: the body is reconciled
+	// ahead, then decoded ahead.
+	log.append("orders", 0, kafkago.Message{Value: []byte(body), Headers: []kafkago.Header{{Key: "bq-attempts", Value: []byte("2")}}})
+	// A record the version gate rejects: left untouched until Pop.
+	log.append("orders", 0, kafkago.Message{Value: []byte(body), Headers: []kafkago.Header{{Key: "bq-schema-version", Value: []byte("2")}}})
+	var hooked atomic.Int64
+	var tr *Transport
+	tr, err := New(WithWriter(&fakeWriter{log: log}),
+		WithOnSchemaVersionRejected(func(string, string) { hooked.Add(1) }),
+		WithReaderFactory(func(q string) Reader { return newPrefetchReader(tr, q, newFakeReader(log, offsets, q)) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	ctx := context.Background()
+	m, err := tr.Pop(ctx, "orders", 5*time.Second)
+	if err != nil || m == nil {
+		t.Fatal(m, err)
+	}
+	if d, _ := recordOf(m); !d.prepared || m.Body != envelope(t, 2) {
+		t.Fatalf("prepared=%v body %s; want a prepared delivery with attempts 2", d.prepared, m.Body)
+	}
+	// The gated record was fetched ahead too, but its hook runs only when
+	// Pop hands it out.
+	time.Sleep(20 * time.Millisecond)
+	if hooked.Load() != 0 {
+		t.Fatal("the version hook ran before Pop handed the record out")
+	}
+	g, err := tr.Pop(ctx, "orders", 5*time.Second)
+	if err != nil || g == nil {
+		t.Fatal(g, err)
+	}
+	if d, _ := recordOf(g); d.prepared || g.Body != body || hooked.Load() != 1 {
+		t.Fatalf("gated record: prepared=%v, body changed=%v, hook calls %d; want untouched and one call", d.prepared, g.Body != body, hooked.Load())
+	}
+}
