@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -48,27 +49,33 @@ func RedriveCursor(dlq string) string { return RedriveCursorPrefix + dlq }
 //     timestamp — so it remains redrivable by a later run. It lands after
 //     the high-water mark of this run, which does not examine it again.
 //
-// Every write follows the same protocol, so a run can be killed at any
-// point and run again without losing or duplicating a dead letter:
+// Consecutive records whose copies go to the same partition are written
+// together, as one record batch (at most 256 records and 512 KiB) that the
+// broker appends whole or not at all; a batch it refuses as too large is
+// written again record by record. Every write, of one record or a batch,
+// follows the same protocol, so a run can be killed at any point and run
+// again without losing or duplicating a dead letter:
 //
-//  1. the cursor is committed at the record's offset with metadata naming
-//     the partition the copy goes to and an offset at or before which it
-//     will land (this commit also passes the records before it);
-//  2. the copy is written and acknowledged by every in-sync replica
+//  1. the cursor is committed at the offset of the write's first record,
+//     with metadata naming its records, the partition the copies go to and
+//     an offset at or before which they will land (this commit also passes
+//     the records before it);
+//  2. the copies are written and acknowledged by every in-sync replica
 //     (acks=all);
-//  3. the cursor passes the record (merged into step 1 of the next write,
+//  3. the cursor passes the records (merged into step 1 of the next write,
 //     or committed on its own at the end of a partition).
 //
-// Killed before 1, the record is examined again by the next run. Killed
+// Killed before 1, the records are examined again by the next run. Killed
 // between 1 and 2, the next run reads the metadata, finds no copy on the
-// named partition, and writes it. Killed between 2 and 3, the next run
-// finds the copy by its bq-redrive-source header and passes the record
-// without writing it again (RedriveAlreadyMoved for a move,
-// RedriveAlreadyKept for a write-back). A failed write stops the run with
-// an error wrapping babelqueue.ErrSettle and the cursor on that record (a
-// write the broker rejected before appending it, and transient errors of
-// commits and reads, are first retried a few times; an ambiguous write
-// failure, such as a timeout, is not: the next run finds out).
+// named partition, and examines and writes them again. Killed between 2
+// and 3, the next run finds the copy of the first record by its
+// bq-redrive-source header and passes the write's records without writing
+// them again (RedriveAlreadyMoved for moves, RedriveAlreadyKept for
+// write-backs). A failed write stops the run with an error wrapping
+// babelqueue.ErrSettle and the cursor on the write's first record (a write
+// the broker rejected before appending it, and transient errors of commits
+// and reads, are first retried a few times; an ambiguous write failure,
+// such as a timeout, is not: the next run finds out).
 // When ctx ends between two records, the progress made is committed and
 // ctx's error returned.
 //
@@ -188,7 +195,7 @@ func (r *redriveRun) run(ctx context.Context) error {
 		r.plan.OnTotal(total)
 	}
 	for _, p := range parts {
-		if r.maxReached() {
+		if r.maxReached(nil) {
 			return nil
 		}
 		if err := ctx.Err(); err != nil {
@@ -207,27 +214,132 @@ func (r *redriveRun) run(ctx context.Context) error {
 	return nil
 }
 
-func (r *redriveRun) maxReached() bool {
-	return r.plan.Max > 0 && r.res.Moved >= r.plan.Max
+// maxReached reports whether the moves done and those of the batch being
+// filled reach plan.Max.
+func (r *redriveRun) maxReached(b *redriveBatch) bool {
+	pending := 0
+	if b != nil {
+		pending = b.moves
+	}
+	return r.plan.Max > 0 && r.res.Moved+pending >= r.plan.Max
+}
+
+// Bounds of a batch: consecutive DLQ records whose copies go to the same
+// partition are written by one produce request, a single record batch the
+// broker appends whole or not at all.
+const (
+	redriveBatchRecords = 256
+	redriveBatchBytes   = 512 << 10
+)
+
+// redriveBatch is consecutive records of one DLQ partition whose copies go
+// to one partition.
+type redriveBatch struct {
+	to     topicPartition
+	kind   string          // "move" or "keep"
+	recs   []redriveRecord // the DLQ records, in offset order
+	copies []redriveRecord
+	items  []babelqueue.RedriveItem
+	bytes  int
+	moves  int
+}
+
+func (b *redriveBatch) add(rec, cp redriveRecord, it babelqueue.RedriveItem) {
+	b.recs = append(b.recs, rec)
+	b.copies = append(b.copies, cp)
+	b.items = append(b.items, it)
+	b.bytes += recordSize(cp)
+	if it.Outcome == babelqueue.RedriveMoved {
+		b.moves++
+	}
+}
+
+// fits reports whether a copy of size n for to can join the batch.
+func (b *redriveBatch) fits(to topicPartition, n int) bool {
+	return b.to == to && len(b.recs) < redriveBatchRecords && b.bytes+n <= redriveBatchBytes
+}
+
+// recordSize approximates the bytes a record takes in a batch.
+func recordSize(r redriveRecord) int {
+	n := len(r.Key) + len(r.Value) + 24
+	for _, h := range r.Headers {
+		n += len(h.Key) + len(h.Value) + 4
+	}
+	return n
 }
 
 // partition redrives records [from, to) of DLQ partition p. pending is
 // the write an interrupted run recorded at from, if any.
 func (r *redriveRun) partition(ctx context.Context, p int, from, to int64, pending *redrivePending) error {
 	c := &partitionCursor{partition: p, next: from}
+	written := false // the copies of pending exist
+	if pending != nil {
+		var err error
+		if written, err = r.copyWritten(ctx, *pending, p); err != nil {
+			return fmt.Errorf("%w: looking for the copies an interrupted run may have written of %s/%d..%d: %w",
+				babelqueue.ErrSettle, r.dlq, p, pending.Offset, err)
+		}
+	}
+	var b *redriveBatch
+	flush := func() error {
+		if b == nil {
+			return nil
+		}
+		batch := b
+		b = nil
+		return r.writeBatch(ctx, c, batch)
+	}
 	err := r.b.read(ctx, r.dlq, p, from, to, func(rec redriveRecord) error {
-		if r.maxReached() {
+		if r.maxReached(b) {
 			return errStopRead
 		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		var pw *redrivePending
-		if pending != nil && pending.Offset == rec.Offset {
-			pw = pending
+		msg := &babelqueue.ReceivedMessage{Body: string(rec.Value), Queue: r.dlq, Headers: headerMap(rec.Headers)}
+		it, _ := r.plan.Examine(r.dlq, msg)
+		it.Position = strconv.Itoa(rec.Partition) + "/" + strconv.FormatInt(rec.Offset, 10)
+		if r.plan.DryRun {
+			if it.Outcome == babelqueue.RedriveMoved {
+				it.Outcome = babelqueue.RedriveWouldMove
+			}
+			r.plan.Report(r.res, it)
+			return nil
 		}
-		return r.one(ctx, c, rec, pw)
+		if written && rec.Offset >= pending.Offset && rec.Offset <= pending.Last {
+			// Its copy was written before an interrupted run could pass it.
+			if pending.Topic == r.dlq {
+				it.Outcome, it.Disposition, it.Target = babelqueue.RedriveAlreadyKept, babelqueue.DispositionRestored, ""
+			} else {
+				it.Outcome, it.Disposition, it.Target = babelqueue.RedriveAlreadyMoved, babelqueue.DispositionRemoved, pending.Topic
+			}
+			it.Err = nil
+			c.next, c.dirty = rec.Offset+1, true
+			r.plan.Report(r.res, it)
+			return nil
+		}
+		dest, kind, cp, err := r.destination(ctx, rec, msg, &it)
+		if err != nil {
+			ferr := flush()
+			r.failed(it, err)
+			return joinErr(ferr, err)
+		}
+		if b != nil && !b.fits(dest, recordSize(cp)) {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		if b == nil {
+			b = &redriveBatch{to: dest, kind: kind}
+		}
+		b.add(rec, cp, it)
+		return nil
 	})
+	if err == nil {
+		err = flush()
+	}
+	// On an error the batch being filled is dropped: its records were
+	// neither written nor passed, and the next run examines them.
 	if c.dirty {
 		// Records up to c.next were handled: the cursor passes them, even
 		// when ctx ended the run.
@@ -248,70 +360,26 @@ func joinErr(err, cerr error) error {
 	return fmt.Errorf("%w (and then: %w)", err, cerr)
 }
 
-// one examines and settles one record.
-func (r *redriveRun) one(ctx context.Context, c *partitionCursor, rec redriveRecord, pending *redrivePending) error {
-	msg := &babelqueue.ReceivedMessage{Body: string(rec.Value), Queue: r.dlq, Headers: headerMap(rec.Headers)}
-	it, _ := r.plan.Examine(r.dlq, msg)
-	it.Position = strconv.Itoa(rec.Partition) + "/" + strconv.FormatInt(rec.Offset, 10)
-	if r.plan.DryRun {
-		if it.Outcome == babelqueue.RedriveMoved {
-			it.Outcome = babelqueue.RedriveWouldMove
-		}
-		r.plan.Report(r.res, it)
-		return nil
-	}
-	if pending != nil {
-		found, err := r.copyWritten(ctx, *pending, rec)
-		if err != nil {
-			err = fmt.Errorf("%w: looking for the copy an interrupted run may have written of %s: %w", babelqueue.ErrSettle, it.Position, err)
-			r.failed(it, err)
-			return err
-		}
-		if found {
-			if pending.Topic == r.dlq {
-				it.Outcome, it.Disposition, it.Target = babelqueue.RedriveAlreadyKept, babelqueue.DispositionRestored, ""
-			} else {
-				it.Outcome, it.Disposition, it.Target = babelqueue.RedriveAlreadyMoved, babelqueue.DispositionRemoved, pending.Topic
-			}
-			c.next, c.dirty = rec.Offset+1, true
-			r.plan.Report(r.res, it)
-			return nil
-		}
-	}
+// destination returns where the copy of rec goes and the copy: its target
+// partition for a move, the tail of its DLQ partition otherwise.
+func (r *redriveRun) destination(ctx context.Context, rec redriveRecord, msg *babelqueue.ReceivedMessage, it *babelqueue.RedriveItem) (topicPartition, string, redriveRecord, error) {
 	if it.Outcome == babelqueue.RedriveMoved {
 		moved, err := r.movedCopy(msg, rec)
-		if err != nil {
-			// Not expected for a decoded envelope: the record stays.
-			it.Outcome, it.Err, it.Target = babelqueue.RedriveUndecodable, err, ""
-		} else {
+		if err == nil {
 			n, err := r.partitionsOf(ctx, it.Target)
 			if err != nil {
-				err = fmt.Errorf("%w: redrive %s to %s: %w", babelqueue.ErrSettle, it.Position, it.Target, err)
-				r.failed(it, err)
-				return err
+				return topicPartition{}, "", redriveRecord{}, fmt.Errorf("%w: redrive %s to %s: %w", babelqueue.ErrSettle, it.Position, it.Target, err)
 			}
 			tp := rec.Partition % n
 			if rec.Key != nil {
 				tp = PartitionForKey(rec.Key, n)
 			}
-			if err := r.write(ctx, c, rec, "move", topicPartition{it.Target, tp}, moved); err != nil {
-				err = fmt.Errorf("%w: redrive %s to %s/%d: %w", babelqueue.ErrSettle, it.Position, it.Target, tp, err)
-				r.failed(it, err)
-				return err
-			}
-			it.Disposition = babelqueue.DispositionRemoved
-			r.plan.Report(r.res, it)
-			return nil
+			return topicPartition{it.Target, tp}, "move", moved, nil
 		}
+		// Not expected for a decoded envelope: the record stays.
+		it.Outcome, it.Err, it.Target = babelqueue.RedriveUndecodable, err, ""
 	}
-	if err := r.write(ctx, c, rec, "keep", topicPartition{r.dlq, rec.Partition}, r.keptCopy(rec)); err != nil {
-		err = fmt.Errorf("%w: redrive: writing %s back to the tail of %s: %w", babelqueue.ErrSettle, it.Position, r.dlq, err)
-		r.failed(it, err)
-		return err
-	}
-	it.Disposition = babelqueue.DispositionRestored
-	r.plan.Report(r.res, it)
-	return nil
+	return topicPartition{r.dlq, rec.Partition}, "keep", r.keptCopy(rec), nil
 }
 
 // failed reports a record the run stopped on: the cursor stays on it.
@@ -320,32 +388,65 @@ func (r *redriveRun) failed(it babelqueue.RedriveItem, err error) {
 	r.plan.Report(r.res, it)
 }
 
-// write runs the write protocol for one record: pending metadata, the
-// acknowledged write, then the cursor marked to pass the record.
-func (r *redriveRun) write(ctx context.Context, c *partitionCursor, rec redriveRecord, kind string, to topicPartition, copy redriveRecord) error {
-	from, err := r.lowerBound(ctx, to)
+// writeBatch writes a batch by the write protocol and reports its records.
+// A batch the broker refused as too large, before appending anything, is
+// written again record by record.
+func (r *redriveRun) writeBatch(ctx context.Context, c *partitionCursor, b *redriveBatch) error {
+	err := r.write(ctx, c, b)
+	if err != nil && errors.Is(err, ErrRecordTooLarge) && len(b.recs) > 1 {
+		for i := range b.recs {
+			one := &redriveBatch{to: b.to, kind: b.kind, recs: b.recs[i : i+1], copies: b.copies[i : i+1], items: b.items[i : i+1]}
+			if err := r.writeBatch(ctx, c, one); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err != nil {
+		first, last := b.items[0].Position, b.items[len(b.items)-1].Position
+		err = fmt.Errorf("%w: redrive: writing the copies of %s..%s to %s/%d: %w", babelqueue.ErrSettle, first, last, b.to.topic, b.to.partition, err)
+		for _, it := range b.items {
+			r.failed(it, err)
+		}
+		return err
+	}
+	for _, it := range b.items {
+		it.Disposition = babelqueue.DispositionRestored
+		if it.Outcome == babelqueue.RedriveMoved {
+			it.Disposition = babelqueue.DispositionRemoved
+		}
+		r.plan.Report(r.res, it)
+	}
+	return nil
+}
+
+// write runs the write protocol for a batch: pending metadata, the
+// acknowledged write, then the cursor marked to pass its records.
+func (r *redriveRun) write(ctx context.Context, c *partitionCursor, b *redriveBatch) error {
+	from, err := r.lowerBound(ctx, b.to)
 	if err != nil {
 		return err
 	}
-	pw := redrivePending{V: redrivePendingVersion, Offset: rec.Offset, Topic: to.topic, Partition: to.partition, From: from}
-	if err := r.b.commit(ctx, r.cursor, r.dlq, rec.Partition, rec.Offset, pw.encode()); err != nil {
+	first, last := b.recs[0], b.recs[len(b.recs)-1]
+	pw := redrivePending{V: redrivePendingVersion, Offset: first.Offset, Last: last.Offset, Topic: b.to.topic, Partition: b.to.partition, From: from}
+	if err := r.b.commit(ctx, r.cursor, r.dlq, first.Partition, first.Offset, pw.encode()); err != nil {
 		return err
 	}
-	c.dirty = false // the cursor is at rec.Offset, past everything before it
-	if err := fault(redriveAfterPending, kind, rec); err != nil {
+	c.dirty = false // the cursor is at first.Offset, past everything before it
+	if err := fault(redriveAfterPending, b.kind, first); err != nil {
 		return err
 	}
-	off, err := r.b.produce(ctx, to.topic, to.partition, copy)
+	off, err := r.b.produce(ctx, b.to.topic, b.to.partition, b.copies...)
 	if err != nil {
 		return err
 	}
 	if off >= from {
-		r.ends[to] = off + 1
+		r.ends[b.to] = off + int64(len(b.copies))
 	}
-	if err := fault(redriveAfterWrite, kind, rec); err != nil {
+	if err := fault(redriveAfterWrite, b.kind, first); err != nil {
 		return err
 	}
-	c.next, c.dirty = rec.Offset+1, true
+	c.next, c.dirty = last.Offset+1, true
 	return nil
 }
 
@@ -386,15 +487,16 @@ func (r *redriveRun) partitionsOf(ctx context.Context, topic string) (int, error
 	return len(parts), nil
 }
 
-// copyWritten reports whether the write pw recorded for rec happened: a
-// record on pw's partition, from pw.From to its current end, whose
-// bq-redrive-source names rec.
-func (r *redriveRun) copyWritten(ctx context.Context, pw redrivePending, rec redriveRecord) (bool, error) {
+// copyWritten reports whether the write pw recorded at DLQ partition p
+// happened: a record on pw's partition, from pw.From to its current end,
+// whose bq-redrive-source names the first record of the write (a batch is
+// appended whole or not at all).
+func (r *redriveRun) copyWritten(ctx context.Context, pw redrivePending, p int) (bool, error) {
 	_, next, err := r.b.bounds(ctx, pw.Topic, []int{pw.Partition})
 	if err != nil {
 		return false, err
 	}
-	want := redriveSource(r.dlq, rec.Partition, rec.Offset)
+	want := redriveSource(r.dlq, p, pw.Offset)
 	found := false
 	err = r.b.read(ctx, pw.Topic, pw.Partition, pw.From, next[pw.Partition], func(x redriveRecord) error {
 		if v, ok := lastHeader(x.Headers, babelqueue.HeaderRedriveSource); ok && v == want {

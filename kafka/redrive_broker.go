@@ -215,26 +215,30 @@ func (b *redriveBroker) commitOnce(ctx context.Context, group, topic string, par
 	return nil
 }
 
-// produce writes one record to topic/partition and returns its offset once
-// every in-sync replica has it (acks=all). A write the broker rejected
-// before appending it is retried.
-func (b *redriveBroker) produce(ctx context.Context, topic string, partition int, rec redriveRecord) (int64, error) {
+// produce writes recs to topic/partition as one record batch, which the
+// broker appends whole or not at all, and returns the offset of the first
+// once every in-sync replica has them (acks=all). A write the broker
+// rejected before appending it is retried.
+func (b *redriveBroker) produce(ctx context.Context, topic string, partition int, recs ...redriveRecord) (int64, error) {
 	var off int64
 	err := retrying(ctx, rejectedBeforeAppend, func() error {
 		var err error
-		off, err = b.produceOnce(ctx, topic, partition, rec)
+		off, err = b.produceOnce(ctx, topic, partition, recs)
 		return err
 	})
 	return off, err
 }
 
-func (b *redriveBroker) produceOnce(ctx context.Context, topic string, partition int, rec redriveRecord) (int64, error) {
-	r := kafkago.Record{Time: rec.Time, Key: kafkago.NewBytes(rec.Key), Value: kafkago.NewBytes(rec.Value), Headers: rec.Headers}
+func (b *redriveBroker) produceOnce(ctx context.Context, topic string, partition int, recs []redriveRecord) (int64, error) {
+	rs := make([]kafkago.Record, len(recs))
+	for i, rec := range recs {
+		rs[i] = kafkago.Record{Time: rec.Time, Key: kafkago.NewBytes(rec.Key), Value: kafkago.NewBytes(rec.Value), Headers: rec.Headers}
+	}
 	res, err := b.client.Produce(ctx, &kafkago.ProduceRequest{
 		Topic:        topic,
 		Partition:    partition,
 		RequiredAcks: kafkago.RequireAll,
-		Records:      kafkago.NewRecordReader(r),
+		Records:      kafkago.NewRecordReader(rs...),
 	})
 	if err == nil && res.Error != nil {
 		err = res.Error
@@ -362,11 +366,13 @@ func readBytes(b kafkago.Bytes) ([]byte, error) {
 }
 
 // redrivePending is the cursor metadata a redrive commits, at the offset
-// of a dead letter, before it writes that dead letter's copy: the copy, if
-// the write happened, is on Topic/Partition at or after From.
+// of a dead letter, before it writes the copies of the DLQ records Offset
+// to Last (one record batch): the copies, if the write happened, are on
+// Topic/Partition at or after From.
 type redrivePending struct {
 	V         int    `json:"bq_redrive"`
 	Offset    int64  `json:"offset"`
+	Last      int64  `json:"last"`
 	Topic     string `json:"topic"`
 	Partition int    `json:"partition"`
 	From      int64  `json:"from"`
@@ -386,5 +392,6 @@ func decodeRedrivePending(s string) (redrivePending, bool) {
 	if s == "" || json.Unmarshal([]byte(s), &p) != nil || p.V != redrivePendingVersion || p.Topic == "" || p.Offset < 0 || p.From < 0 {
 		return redrivePending{}, false
 	}
+	p.Last = max(p.Last, p.Offset)
 	return p, true
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -145,4 +146,53 @@ func TestIntegrationRedriveCountSurvivesRetryAndDeadLetter(t *testing.T) {
 func hdrOf(m kafkago.Message, key string) string {
 	v, _ := lastHeader(m.Headers, key)
 	return v
+}
+
+// TestIntegrationRedriveBatchTooLargeFallsBackToSingleWrites: on a DLQ
+// whose max.message.bytes holds one dead letter but not three, the
+// write-back of three records that stay is refused as a batch and written
+// record by record; nothing is lost or doubled.
+func TestIntegrationRedriveBatchTooLargeFallsBackToSingleWrites(t *testing.T) {
+	e := itEnv(t)
+	ctx := rdCtx(t, time.Minute)
+	tr := e.transport(t)
+	b := e.broker(t)
+	work := rdName("rd-small")
+	dlq := work + DeadLetterSuffix
+	res, err := b.client.CreateTopics(ctx, &kafkago.CreateTopicsRequest{Topics: []kafkago.TopicConfig{
+		{Topic: work, NumPartitions: 1, ReplicationFactor: 1},
+		{Topic: dlq, NumPartitions: 1, ReplicationFactor: 1, ConfigEntries: []kafkago.ConfigEntry{{ConfigName: "max.message.bytes", ConfigValue: "1500"}}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for topic, err := range res.Errors {
+		if err != nil {
+			t.Fatalf("create %s: %v", topic, err)
+		}
+	}
+	if _, err := partitionCount(ctx, b.client, dlq); err != nil {
+		t.Fatal(err)
+	}
+	pad := strings.Repeat("x", 500)
+	var seeds []rdSeed
+	for i := range 3 {
+		seeds = append(seeds, rdSeed{key: []byte("k" + strconv.Itoa(i)), urn: "urn:b", headers: []kafkago.Header{{Key: "x-pad", Value: []byte(pad)}}})
+	}
+	e.seed(t, ctx, b, dlq, work, seeds...)
+	out := redrive(t, ctx, tr, dlq, babelqueue.WithRedriveSelector(babelqueue.SelectURN("urn:a")))
+	if out.Examined != 3 || out.Kept != 3 {
+		t.Fatalf("result %+v", out)
+	}
+	live := rdLive(t, ctx, b, dlq)
+	ids := map[string]int{}
+	for _, r := range live {
+		ids[rdID(r)]++
+	}
+	if len(live) != 3 || len(ids) != 3 {
+		t.Errorf("live region holds %d records of %d messages, want 3 and 3", len(live), len(ids))
+	}
+	if all := rdRead(t, ctx, b, dlq, nil); len(all) != 6 {
+		t.Errorf("DLQ holds %d records, want 3 and their 3 write-backs", len(all))
+	}
 }

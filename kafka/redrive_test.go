@@ -457,38 +457,64 @@ var errCrash = errors.New("simulated crash")
 
 // scenarioCrashPoints interrupts a run at each crash point of a move and
 // of a write-back, runs again, and counts: every dead letter once, in the
-// target or in the DLQ's live region, never in both, never twice.
+// target or in the DLQ's live region, never in both, never twice. Two
+// layouts: "interleaved" (moves and stays alternate, so each write holds
+// one record; the second write of the kind is interrupted) and "runs" (one
+// partition with runs of moves and of stays, so a write is a batch of
+// several records; the first write of the kind is interrupted).
 func scenarioCrashPoints(t *testing.T, e rdEnv) {
-	cases := []struct{ point, kind string }{
-		{redriveAfterPending, "move"},
-		{redriveAfterWrite, "move"},
-		{redriveAfterPending, "keep"},
-		{redriveAfterWrite, "keep"},
+	type crashCase struct {
+		point, kind, layout string
+		nth                 int
+		recovered           int // records the second run finds already written
+	}
+	var cases []crashCase
+	for _, kind := range []string{"move", "keep"} {
+		cases = append(cases,
+			crashCase{redriveAfterPending, kind, "interleaved", 2, 0},
+			crashCase{redriveAfterWrite, kind, "interleaved", 2, 1},
+			crashCase{redriveAfterPending, kind, "runs", 1, 0},
+			crashCase{redriveAfterWrite, kind, "runs", 1, 3},
+		)
 	}
 	for _, c := range cases {
-		t.Run(c.point+"/"+c.kind, func(t *testing.T) {
+		t.Run(c.layout+"/"+c.point+"/"+c.kind, func(t *testing.T) {
 			ctx := rdCtx(t, 2*time.Minute)
 			tr := e.transport(t)
 			b := e.broker(t)
-			work, dlq := e.topics(t, ctx, 2)
 			var seeds []rdSeed
-			for i := range 8 {
-				urn := "urn:a"
-				if i%2 == 1 {
-					urn = "urn:b"
+			var work, dlq string
+			if c.layout == "interleaved" {
+				work, dlq = e.topics(t, ctx, 2)
+				for i := range 8 {
+					urn := "urn:a"
+					if i%2 == 1 {
+						urn = "urn:b"
+					}
+					seeds = append(seeds, rdSeed{partition: (i / 2) % 2, key: []byte("k" + strconv.Itoa(i)), urn: urn})
 				}
-				seeds = append(seeds, rdSeed{partition: i % 2, key: []byte("k" + strconv.Itoa(i)), urn: urn})
+			} else {
+				work, dlq = e.topics(t, ctx, 1)
+				for i, urn := range []string{"urn:a", "urn:a", "urn:a", "urn:b", "urn:b", "urn:b", "urn:a", "urn:a", "urn:b"} {
+					seeds = append(seeds, rdSeed{key: []byte("k" + strconv.Itoa(i)), urn: urn})
+				}
 			}
 			vals := e.seed(t, ctx, b, dlq, work, seeds...)
+			stays := 0
+			for _, s := range seeds {
+				if s.urn == "urn:b" {
+					stays++
+				}
+			}
 			sel := babelqueue.WithRedriveSelector(babelqueue.SelectURN("urn:a"))
-			if n := len(rdLive(t, ctx, b, dlq)); n != 8 {
+			if n := len(rdLive(t, ctx, b, dlq)); n != len(seeds) {
 				t.Fatalf("live region before: %d", n)
 			}
 
 			hits := 0
 			redriveFault = func(point, kind string, partition int, offset int64) error {
 				if point == c.point && kind == c.kind {
-					if hits++; hits == 2 {
+					if hits++; hits == c.nth {
 						return errCrash
 					}
 				}
@@ -506,19 +532,15 @@ func scenarioCrashPoints(t *testing.T, e rdEnv) {
 				t.Error("second run did not resume")
 			}
 			got := outcomes(res)
-			switch {
-			case c.point == redriveAfterWrite && c.kind == "move":
-				if got[babelqueue.RedriveAlreadyMoved] != 1 || res.Recovered != 1 {
-					t.Errorf("want one recovered move: %v", got)
-				}
-			case c.point == redriveAfterWrite && c.kind == "keep":
-				if got[babelqueue.RedriveAlreadyKept] != 1 {
-					t.Errorf("want one recovered write-back: %v", got)
-				}
-			default:
-				if got[babelqueue.RedriveAlreadyMoved]+got[babelqueue.RedriveAlreadyKept] != 0 {
-					t.Errorf("nothing was written before the crash, yet %v", got)
-				}
+			want := map[babelqueue.RedriveOutcome]int{babelqueue.RedriveAlreadyMoved: 0, babelqueue.RedriveAlreadyKept: 0}
+			if c.kind == "move" {
+				want[babelqueue.RedriveAlreadyMoved] = c.recovered
+			} else {
+				want[babelqueue.RedriveAlreadyKept] = c.recovered
+			}
+			if got[babelqueue.RedriveAlreadyMoved] != want[babelqueue.RedriveAlreadyMoved] || got[babelqueue.RedriveAlreadyKept] != want[babelqueue.RedriveAlreadyKept] ||
+				res.Recovered != want[babelqueue.RedriveAlreadyMoved] {
+				t.Errorf("recovered outcomes %v, want %v", got, want)
 			}
 
 			target := rdRead(t, ctx, b, work, nil)
@@ -536,18 +558,18 @@ func scenarioCrashPoints(t *testing.T, e rdEnv) {
 					t.Fatal(err)
 				}
 				where := "target "
-				if i%2 == 1 {
+				if seeds[i].urn == "urn:b" {
 					where = "dlq "
 				}
 				if count[where+env.Meta.ID] != 1 {
 					t.Errorf("dead letter %d (%s): %d in %s", i, seeds[i].urn, count[where+env.Meta.ID], where)
 				}
 			}
-			if len(target) != 4 || len(live) != 4 {
-				t.Errorf("after: target %d (was %d after the crash), live region %d; want 4 and 4", len(target), afterCrashTarget, len(live))
+			if len(target) != len(seeds)-stays || len(live) != stays {
+				t.Errorf("after: target %d (was %d after the crash), live region %d; want %d and %d", len(target), afterCrashTarget, len(live), len(seeds)-stays, stays)
 			}
 			// Nothing is left to do.
-			if res := redrive(t, ctx, tr, dlq, sel); res.Moved != 0 || res.Examined != 4 {
+			if res := redrive(t, ctx, tr, dlq, sel); res.Moved != 0 || res.Examined != stays {
 				t.Errorf("third run %+v", res)
 			}
 		})
@@ -601,7 +623,7 @@ type fakeWriterNop struct{}
 func (fakeWriterNop) WriteMessages(context.Context, ...kafkago.Message) error { return nil }
 
 func TestRedrivePendingMetadata(t *testing.T) {
-	p := redrivePending{V: redrivePendingVersion, Offset: 9, Topic: "orders", Partition: 2, From: 40}
+	p := redrivePending{V: redrivePendingVersion, Offset: 9, Last: 12, Topic: "orders", Partition: 2, From: 40}
 	back, ok := decodeRedrivePending(p.encode())
 	if !ok || back != p {
 		t.Errorf("round trip %+v %t", back, ok)
@@ -610,6 +632,9 @@ func TestRedrivePendingMetadata(t *testing.T) {
 		if _, ok := decodeRedrivePending(s); ok {
 			t.Errorf("%q decoded as a pending write", s)
 		}
+	}
+	if back, ok := decodeRedrivePending(`{"bq_redrive":1,"offset":5,"topic":"t","partition":0,"from":0}`); !ok || back.Last != 5 {
+		t.Errorf("a pending write without last covers its first record only: %+v %t", back, ok)
 	}
 	if got := len(p.encode()); got > 4096 {
 		t.Errorf("metadata of %d bytes exceeds offset.metadata.max.bytes", got)
