@@ -19,14 +19,34 @@ import (
 // The broker benchmarks run only with BQ_BENCH=1 (make bench). Each is
 // bounded in message count and wall time, and compares the binding with
 // raw pulsar-client-go in the same run, on the same broker, with the same
-// producer settings.
+// producer settings, payload and concurrency.
+//
+// The machine they run on is shared and small, so one timing says little:
+// a throughput benchmark runs several rounds (publish after an uncounted
+// warm-up), each a pair of one ours and one raw run back to back in an
+// order that alternates, prints every round as a "bench-round:" line, and
+// reports on its "bench:" line the median of the ours runs, the median of
+// the raw runs and the median of the per-round ratios ours/raw.
 
 const (
-	benchMessages    = 3000
 	benchConcurrency = 32
 	benchSeqMessages = 200
 	benchPhaseLimit  = 60 * time.Second
-	benchRounds      = 5
+
+	// benchPublishMessages and benchPublishRounds size each publish
+	// throughput comparison: about one second per round.
+	benchPublishMessages = 5000
+	benchPublishRounds   = 11
+	// benchPublishPropsRounds sizes the comparison with a raw producer
+	// that sets the contract's properties by hand, which is informative
+	// only.
+	benchPublishPropsRounds = 7
+	// benchConsumeMessages and benchConsumeRounds size the consume
+	// throughput benchmark, whose rounds also fill a topic each.
+	benchConsumeMessages = 6000
+	benchConsumeRounds   = 7
+	// benchWarmupMessages is the size of the uncounted warm-up runs.
+	benchWarmupMessages = 1000
 )
 
 func benchEnabled(t *testing.T) {
@@ -78,24 +98,29 @@ func concurrently(t *testing.T, n int, send func(ctx context.Context) error) flo
 	return float64(n) / el.Seconds()
 }
 
-// pairedRounds runs ours and raw benchRounds times each, in pairs whose
-// order alternates, and returns the median of each and the median of the
-// per-pair ratios ours/raw. Pairing and medians keep a shared, loaded
-// machine from deciding the result: one slow round moves neither.
-func pairedRounds(ours, raw func() float64) (o, r, ratio float64) {
+// pairedRounds runs ours and raw rounds times each, in pairs whose order
+// alternates, prints each pair as a "bench-round:" line and then the
+// "bench:" line of name: the median of the ours values, the median of the
+// raw values and the median of the per-pair ratios ours/raw. Pairing and
+// medians keep a shared, loaded machine from deciding the result: one slow
+// run moves neither.
+func pairedRounds(name string, rounds int, ours, raw func() float64) {
 	var oursV, rawV, ratios []float64
-	for round := 0; round < benchRounds; round++ {
+	for round := 1; round <= rounds; round++ {
 		var a, b float64
-		if round%2 == 0 {
+		order := "ours-first"
+		if round%2 == 1 {
 			a = ours()
 			b = raw()
 		} else {
+			order = "raw-first"
 			b = raw()
 			a = ours()
 		}
 		oursV, rawV, ratios = append(oursV, a), append(rawV, b), append(ratios, a/b)
+		fmt.Printf("bench-round: %s round=%d order=%s ours=%.0f raw=%.0f ratio=%.2f\n", name, round, order, a, b, a/b)
 	}
-	return median(oursV), median(rawV), median(ratios)
+	fmt.Printf("bench: %s ours=%.0f raw=%.0f ratio=%.2f\n", name, median(oursV), median(rawV), median(ratios))
 }
 
 func median(v []float64) float64 {
@@ -110,35 +135,56 @@ func benchProducerOptions(topic string) pulsar.ProducerOptions {
 	return pulsar.ProducerOptions{Topic: topic, BatchingMaxPublishDelay: DefaultBatchingMaxPublishDelay}
 }
 
+// TestBenchPulsarPublishThroughput compares Publish with a raw producer
+// sending the same payload (pulsar-publish-throughput), and, to tell the
+// binding's own cost from the cost of what the contract puts on every
+// message, with a raw producer that also sets the same properties and
+// event time by hand (pulsar-publish-throughput-raw-same-properties).
 func TestBenchPulsarPublishThroughput(t *testing.T) {
 	benchEnabled(t)
 	c := rawClient(t)
 	tr := newIntegrationTransport(t, WithSubscriptionType(pulsar.Shared))
-	oursQ, rawQ := uniqueQueue(t), uniqueQueue(t)
+	oursQ, rawQ, propsQ := uniqueQueue(t), uniqueQueue(t), uniqueQueue(t)
 	body := benchBody(t, oursQ)
+	projection := babelqueue.ProjectBody([]byte(body))
+	props := map[string]string{}
+	for _, h := range projection.Headers() {
+		props[h.Key] = h.Value
+	}
 	raw, err := c.CreateProducer(benchProducerOptions(rawQ))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer raw.Close()
-	// Warm up both producers (connection, topic creation).
-	if err := tr.Publish(context.Background(), oursQ, body); err != nil {
+	rawProps, err := c.CreateProducer(benchProducerOptions(propsQ))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := raw.Send(context.Background(), &pulsar.ProducerMessage{Payload: []byte(body)}); err != nil {
-		t.Fatal(err)
+	defer rawProps.Close()
+	sendOurs := func(ctx context.Context) error { return tr.Publish(ctx, oursQ, body) }
+	sendRaw := func(ctx context.Context) error {
+		_, err := raw.Send(ctx, &pulsar.ProducerMessage{Payload: []byte(body)})
+		return err
 	}
-	runOurs := func() float64 {
-		return concurrently(t, benchMessages, func(ctx context.Context) error { return tr.Publish(ctx, oursQ, body) })
+	sendRawProps := func(ctx context.Context) error {
+		m := make(map[string]string, len(props))
+		for k, v := range props {
+			m[k] = v
+		}
+		_, err := rawProps.Send(ctx, &pulsar.ProducerMessage{Payload: []byte(body), Properties: m,
+			EventTime: time.UnixMilli(projection.CreatedAt)})
+		return err
 	}
-	runRaw := func() float64 {
-		return concurrently(t, benchMessages, func(ctx context.Context) error {
-			_, err := raw.Send(ctx, &pulsar.ProducerMessage{Payload: []byte(body)})
-			return err
-		})
+	// Warm up the producers (connection, topic creation, the broker's code
+	// paths) without counting it.
+	for _, send := range []func(context.Context) error{sendOurs, sendRaw, sendRawProps} {
+		concurrently(t, benchWarmupMessages, send)
 	}
-	ours, base, ratio := pairedRounds(runOurs, runRaw)
-	fmt.Printf("bench: pulsar-publish-throughput ours=%.0f raw=%.0f ratio=%.2f\n", ours, base, ratio)
+	ours := func() float64 { return concurrently(t, benchPublishMessages, sendOurs) }
+	pairedRounds("pulsar-publish-throughput", benchPublishRounds, ours,
+		func() float64 { return concurrently(t, benchPublishMessages, sendRaw) })
+	pairedRounds("pulsar-publish-throughput-raw-same-properties", benchPublishPropsRounds, ours,
+		func() float64 { return concurrently(t, benchPublishMessages, sendRawProps) })
 }
 
 func TestBenchPulsarConsumeThroughput(t *testing.T) {
@@ -149,7 +195,8 @@ func TestBenchPulsarConsumeThroughput(t *testing.T) {
 	for _, h := range babelqueue.ProjectBody([]byte(body)).Headers() {
 		props[h.Key] = h.Value
 	}
-	// fill writes benchMessages projected envelopes to a new topic.
+	// fill writes benchConsumeMessages projected envelopes to a new topic
+	// from benchConcurrency concurrent publishers, untimed.
 	fill := func() string {
 		topic := uniqueQueue(t)
 		p, err := c.CreateProducer(benchProducerOptions(topic))
@@ -157,7 +204,7 @@ func TestBenchPulsarConsumeThroughput(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer p.Close()
-		concurrently(t, benchMessages, func(ctx context.Context) error {
+		concurrently(t, benchConsumeMessages, func(ctx context.Context) error {
 			_, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte(body), Properties: props})
 			return err
 		})
@@ -176,7 +223,7 @@ func TestBenchPulsarConsumeThroughput(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), benchPhaseLimit)
 		defer cancel()
 		start := time.Now()
-		for i := 0; i < benchMessages; i++ {
+		for i := 0; i < benchConsumeMessages; i++ {
 			msg, err := tr.Pop(ctx, q, 10*time.Second)
 			if err != nil || msg == nil {
 				t.Fatalf("Pop %d: %v", i, err)
@@ -185,7 +232,7 @@ func TestBenchPulsarConsumeThroughput(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		return float64(benchMessages) / time.Since(start).Seconds()
+		return float64(benchConsumeMessages) / time.Since(start).Seconds()
 	}
 	raw := func() float64 {
 		q := fill()
@@ -199,7 +246,7 @@ func TestBenchPulsarConsumeThroughput(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), benchPhaseLimit)
 		defer cancel()
 		start := time.Now()
-		for i := 0; i < benchMessages; i++ {
+		for i := 0; i < benchConsumeMessages; i++ {
 			rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
 			m, err := rc.Receive(rctx)
 			rcancel()
@@ -210,10 +257,9 @@ func TestBenchPulsarConsumeThroughput(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		return float64(benchMessages) / time.Since(start).Seconds()
+		return float64(benchConsumeMessages) / time.Since(start).Seconds()
 	}
-	o, r, ratio := pairedRounds(ours, raw)
-	fmt.Printf("bench: pulsar-consume-throughput ours=%.0f raw=%.0f ratio=%.2f\n", o, r, ratio)
+	pairedRounds("pulsar-consume-throughput", benchConsumeRounds, ours, raw)
 }
 
 func TestBenchPulsarPublishSeqP50(t *testing.T) {
