@@ -72,7 +72,11 @@ var _ babelqueue.Redriver = (*Transport)(nil)
 // that point and collects the copies already written. A dead letter whose
 // copy was found is acknowledged without being written again (outcome
 // RedriveAlreadyMoved), whatever the selectors. A run that ends without an
-// error writes a closing record and removes its guard subscriptions. The
+// error writes a closing record and removes its guard subscriptions; after
+// an interruption they stay until the next run ends, keeping every message
+// written to the target since (a backlog on a busy target), and the next
+// run reads the target from the last batch on: run an interrupted redrive
+// again soon. The
 // run needs to produce to and consume from the journal topic and to
 // subscribe to the targets, which may be partitioned. A Pulsar subscription
 // is its own view of a topic: runs with another cursor, and any other
