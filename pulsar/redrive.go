@@ -76,12 +76,11 @@ var _ babelqueue.Redriver = (*Transport)(nil)
 // an interruption they stay until the next run ends, keeping every message
 // written to the target since (a backlog on a busy target), and the next
 // run reads the target from the last batch on: run an interrupted redrive
-// again soon. The
-// run needs to produce to and consume from the journal topic and to
-// subscribe to the targets, which may be partitioned. A Pulsar subscription
-// is its own view of a topic: runs with another cursor, and any other
-// subscription on the DLQ, still see the dead letters this cursor moved,
-// so keep to one cursor per dead-letter queue.
+// again soon. The run needs to produce to and consume from the journal
+// topic and to subscribe to the targets, which may be partitioned. A Pulsar
+// subscription is its own view of a topic: runs with another cursor, and
+// any other subscription on the DLQ, still see the dead letters this
+// cursor moved, so keep to one cursor per dead-letter queue.
 //
 // Pulsar transactions would make a batch atomic without the journal, but
 // pulsar-client-go v0.19.0 does not mark transactional messages in their
@@ -103,8 +102,9 @@ var _ babelqueue.Redriver = (*Transport)(nil)
 //
 // Each examined message is reported through plan.Report with Position set
 // to its message ID; plan.OnTotal is called with -1 (the count is not
-// known). RedriveResult.Resumed reports a run that recovered copies an
-// interrupted run had written. Redrive needs a Transport built by New (it
+// known). RedriveResult.Resumed reports a run that found in the journal a
+// batch an interrupted run may have left half settled. Redrive needs a
+// Transport built by New (it
 // uses the pulsar.Client under it).
 func (t *Transport) Redrive(ctx context.Context, dlq string, plan babelqueue.RedrivePlan) (*babelqueue.RedriveResult, error) {
 	res := &babelqueue.RedriveResult{DryRun: plan.DryRun}
