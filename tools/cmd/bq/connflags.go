@@ -25,6 +25,13 @@ type connFlags struct {
 	saslPassword string
 	pulsarToken  string
 	dialTimeout  time.Duration
+
+	// Secrets from the environment. They are not flag defaults, so --help
+	// never prints them; check applies them when the flag is not given.
+	// An ambient BQ_PULSAR_TOKEN is ignored on Kafka, where only an explicit
+	// --pulsar-token is an error.
+	envSASLPassword string
+	envPulsarToken  string
 }
 
 // connEnvHelp lists the environment variables of connFlags.
@@ -55,8 +62,10 @@ func (c *connFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.tlsInsecure, "tls-insecure", envBool("BQ_TLS_INSECURE"), "skip server certificate verification (testing only; env BQ_TLS_INSECURE)")
 	fs.StringVar(&c.saslMech, "sasl-mechanism", os.Getenv("BQ_SASL_MECHANISM"), "Kafka SASL mechanism: plain, scram-sha-256, scram-sha-512 (env BQ_SASL_MECHANISM)")
 	fs.StringVar(&c.saslUser, "sasl-user", os.Getenv("BQ_SASL_USER"), "SASL user (env BQ_SASL_USER)")
-	fs.StringVar(&c.saslPassword, "sasl-password", os.Getenv("BQ_SASL_PASSWORD"), "SASL password (prefer env BQ_SASL_PASSWORD)")
-	fs.StringVar(&c.pulsarToken, "pulsar-token", os.Getenv("BQ_PULSAR_TOKEN"), "Pulsar JWT token (prefer env BQ_PULSAR_TOKEN)")
+	c.envSASLPassword = os.Getenv("BQ_SASL_PASSWORD")
+	c.envPulsarToken = os.Getenv("BQ_PULSAR_TOKEN")
+	fs.StringVar(&c.saslPassword, "sasl-password", "", "SASL password (prefer env BQ_SASL_PASSWORD)")
+	fs.StringVar(&c.pulsarToken, "pulsar-token", "", "Pulsar JWT token (prefer env BQ_PULSAR_TOKEN; ignored on Kafka)")
 	fs.DurationVar(&c.dialTimeout, "dial-timeout", 10*time.Second, "bound on connecting to the broker")
 }
 
@@ -65,8 +74,15 @@ func (c *connFlags) url() (brokerURL, error) {
 	return parseBrokerURL(c.broker)
 }
 
-// check validates the flag combination without connecting.
+// check validates the flag combination without connecting, and fills in
+// the secrets the environment gives for flags that were not set.
 func (c *connFlags) check(u brokerURL) error {
+	if c.saslPassword == "" {
+		c.saslPassword = c.envSASLPassword
+	}
+	if c.pulsarToken == "" && u.Kind == kindPulsar {
+		c.pulsarToken = c.envPulsarToken
+	}
 	if c.dialTimeout <= 0 {
 		return fmt.Errorf("--dial-timeout %v: must be positive", c.dialTimeout)
 	}
