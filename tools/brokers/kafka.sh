@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Apache Kafka (KRaft, single node) on 127.0.0.1 for tests.
+# Apache Kafka (KRaft, single node) on 127.0.0.1 for tests: PLAINTEXT,
+# SASL_PLAINTEXT (SCRAM), SSL and SASL_SSL listeners.
 #
 #   kafka.sh up      start (or find running) and print the BQ_KAFKA_* lines
 #   kafka.sh down    stop and remove the data
@@ -14,6 +15,8 @@ set -euo pipefail
 KAFKA_PORT="${BQ_KAFKA_PORT:-19092}"
 KAFKA_SASL_PORT="${BQ_KAFKA_SASL_PORT:-19093}"
 KAFKA_CONTROLLER_PORT="${BQ_KAFKA_CONTROLLER_PORT:-19094}"
+KAFKA_TLS_PORT="${BQ_KAFKA_TLS_PORT:-19095}"
+KAFKA_SASL_TLS_PORT="${BQ_KAFKA_SASL_TLS_PORT:-19096}"
 KAFKA_USER="${BQ_KAFKA_SASL_USER:-bq}"
 KAFKA_PASSWORD="${BQ_KAFKA_SASL_PASSWORD:-bq-secret}"
 KAFKA_HEAP="${BQ_KAFKA_HEAP:--Xms128m -Xmx512m}"
@@ -22,17 +25,29 @@ KAFKA_START_TIMEOUT="${BQ_KAFKA_START_TIMEOUT:-180}"
 DIR="$BQ_BROKERS_STATE/kafka"
 PIDFILE="$DIR/pid"
 ENVFILE="$DIR/env"
+TLSDIR="$DIR/tls"
 
 env_lines() {
   printf 'BQ_KAFKA_BROKERS=%s:%s\n' "$BQ_HOST" "$KAFKA_PORT"
   printf 'BQ_KAFKA_SASL_BROKERS=%s:%s\n' "$BQ_HOST" "$KAFKA_SASL_PORT"
   printf 'BQ_KAFKA_SASL_USER=%s\n' "$KAFKA_USER"
   printf 'BQ_KAFKA_SASL_PASSWORD=%s\n' "$KAFKA_PASSWORD"
+  printf 'BQ_KAFKA_TLS_BROKERS=%s:%s\n' "$BQ_HOST" "$KAFKA_TLS_PORT"
+  printf 'BQ_KAFKA_SASL_TLS_BROKERS=%s:%s\n' "$BQ_HOST" "$KAFKA_SASL_TLS_PORT"
+  printf 'BQ_KAFKA_TLS_CA=%s\n' "$TLSDIR/ca.pem"
 }
 
+# probe BIN TIMEOUT: waits until the broker serves. The TLS listeners are
+# checked when this start made certificates; a broker started by an older
+# version of this script, without them, is probed as it was started.
 probe() {
+  local tls_args=()
+  if [ -s "$TLSDIR/ca.pem" ]; then
+    tls_args=(-tls-brokers "$BQ_HOST:$KAFKA_TLS_PORT" -sasl-tls-brokers "$BQ_HOST:$KAFKA_SASL_TLS_PORT" -ca "$TLSDIR/ca.pem")
+  fi
   "$1" kafka -brokers "$BQ_HOST:$KAFKA_PORT" -sasl-brokers "$BQ_HOST:$KAFKA_SASL_PORT" \
-    -user "$KAFKA_USER" -password "$KAFKA_PASSWORD" -timeout "$2" -pid "$(cat "$PIDFILE" 2>/dev/null || echo 0)"
+    -user "$KAFKA_USER" -password "$KAFKA_PASSWORD" "${tls_args[@]}" \
+    -timeout "$2" -pid "$(cat "$PIDFILE" 2>/dev/null || echo 0)"
 }
 
 do_up() {
@@ -43,6 +58,8 @@ do_up() {
   if pid_alive "$PIDFILE"; then
     if probe "$probe_bin" 20s >/dev/null 2>"$DIR/logs/probe.err"; then
       log "kafka: already running (pid $(cat "$PIDFILE"))"
+      grep -q '^BQ_KAFKA_TLS_BROKERS=' "$ENVFILE" ||
+        log "kafka: it was started without the TLS listeners; restart it (down.sh kafka, then up.sh kafka) to get BQ_KAFKA_TLS_*"
       cat "$ENVFILE"
       return 0
     fi
@@ -52,17 +69,23 @@ do_up() {
   fi
 
   local p
-  for p in "$KAFKA_PORT" "$KAFKA_SASL_PORT" "$KAFKA_CONTROLLER_PORT"; do
+  for p in "$KAFKA_PORT" "$KAFKA_SASL_PORT" "$KAFKA_CONTROLLER_PORT" "$KAFKA_TLS_PORT" "$KAFKA_SASL_TLS_PORT"; do
     if port_busy "$p"; then
-      die "kafka: port $BQ_HOST:$p is taken by another process (see: ss -ltnp | grep :$p); stop it or set BQ_KAFKA_PORT / BQ_KAFKA_SASL_PORT / BQ_KAFKA_CONTROLLER_PORT"
+      die "kafka: port $BQ_HOST:$p is taken by another process (see: ss -ltnp | grep :$p); stop it or set BQ_KAFKA_PORT / BQ_KAFKA_SASL_PORT / BQ_KAFKA_CONTROLLER_PORT / BQ_KAFKA_TLS_PORT / BQ_KAFKA_SASL_TLS_PORT"
     fi
   done
 
   rm -rf "$DIR"
   mkdir -p "$DIR/data" "$DIR/logs"
+  # A throwaway CA and a server certificate for 127.0.0.1 and localhost,
+  # new at every start.
+  "$probe_bin" certs -dir "$TLSDIR" -hosts "$BQ_HOST,localhost" || die "kafka: could not write the TLS certificates into $TLSDIR"
   sed -e "s#@PLAINTEXT_PORT@#$KAFKA_PORT#g" \
     -e "s#@SASL_PORT@#$KAFKA_SASL_PORT#g" \
+    -e "s#@SSL_PORT@#$KAFKA_TLS_PORT#g" \
+    -e "s#@SASL_SSL_PORT@#$KAFKA_SASL_TLS_PORT#g" \
     -e "s#@CONTROLLER_PORT@#$KAFKA_CONTROLLER_PORT#g" \
+    -e "s#@TLS_KEYSTORE@#$TLSDIR/server-keystore.pem#g" \
     -e "s#@DATA_DIR@#$DIR/data#g" \
     "$BQ_BROKERS_DIR/kafka/server.properties.in" >"$DIR/server.properties"
 
@@ -82,7 +105,7 @@ do_up() {
     die "kafka: formatting the storage failed"
   fi
 
-  log "kafka: starting on $BQ_HOST:$KAFKA_PORT (PLAINTEXT), $BQ_HOST:$KAFKA_SASL_PORT (SASL_PLAINTEXT, SCRAM-SHA-256/512)"
+  log "kafka: starting on $BQ_HOST:$KAFKA_PORT (PLAINTEXT), $BQ_HOST:$KAFKA_SASL_PORT (SASL_PLAINTEXT, SCRAM-SHA-256/512), $BQ_HOST:$KAFKA_TLS_PORT (SSL), $BQ_HOST:$KAFKA_SASL_TLS_PORT (SASL_SSL)"
   started=$(date +%s)
   local java_args=("${java_common[@]}")
   # shellcheck disable=SC2206
@@ -119,7 +142,7 @@ do_up() {
 do_down() {
   stop_pid "$PIDFILE" kafka
   # Data goes; logs stay for a post-mortem until the next up.
-  rm -rf "$DIR/data" "$ENVFILE" "$DIR/server.properties"
+  rm -rf "$DIR/data" "$ENVFILE" "$DIR/server.properties" "$TLSDIR"
 }
 
 do_status() {

@@ -10,7 +10,7 @@
 #       <broker>/env         the BQ_* lines of the running broker
 #   BQ_BROKERS_CACHE  (default ${XDG_CACHE_HOME:-$HOME/.cache}/babelqueue/brokers)
 #       <broker>-<pom sha>.classpath   resolved jar list (jars live in ~/.m2)
-#       bin/bqprobe                    readiness probe (built from ../probe)
+#       bin/bqprobe-<source sha>       readiness probe (built from ../probe)
 
 BQ_BROKERS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 BQ_TOOLS_DIR="$(cd "$BQ_BROKERS_DIR/.." && pwd)"
@@ -119,14 +119,20 @@ resolve_classpath() {
   die "$name: Maven could not resolve $pomdir/pom.xml (timeout ${BQ_MVN_TIMEOUT:-1500}s; log above)"
 }
 
-# probe_bin: prints the path of the readiness probe, building it when its
-# sources or the module's requirements are newer than the binary (linking it
-# takes seconds on a busy machine, so an up-to-date binary is reused).
+# probe_bin: prints the path of the readiness probe, building it on first
+# use. The binary is named after a hash of its sources and of the tools
+# module's requirements, so checkouts of different versions sharing the cache
+# never run each other's probe (linking it takes seconds on a busy machine,
+# so a matching binary is reused). Binaries of other versions unused for a
+# day are removed.
 probe_bin() {
   need go "install Go 1.25+"
-  local bin="$BQ_BROKERS_CACHE/bin/bqprobe"
+  local sum bin
+  sum="$(cat "$BQ_BROKERS_DIR"/probe/*.go "$BQ_TOOLS_DIR/go.mod" "$BQ_TOOLS_DIR/go.sum" | sha256sum | cut -c1-16)"
+  bin="$BQ_BROKERS_CACHE/bin/bqprobe-$sum"
   mkdir -p "$BQ_BROKERS_CACHE/bin"
-  if [ -x "$bin" ] && [ -z "$(find "$BQ_BROKERS_DIR/probe" "$BQ_TOOLS_DIR/go.mod" "$BQ_TOOLS_DIR/go.sum" -newer "$bin" 2>/dev/null | head -n 1)" ]; then
+  if [ -x "$bin" ]; then
+    touch "$bin"
     printf '%s\n' "$bin"
     return 0
   fi
@@ -136,6 +142,7 @@ probe_bin() {
     die "could not build the readiness probe (tools/brokers/probe)"
   fi
   mv "$bin.tmp.$$" "$bin"
+  find "$BQ_BROKERS_CACHE/bin" -maxdepth 1 -name 'bqprobe-*' ! -name "bqprobe-$sum" -mtime +0 -delete 2>/dev/null || true
   printf '%s\n' "$bin"
 }
 

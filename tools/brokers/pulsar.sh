@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Apache Pulsar standalone on 127.0.0.1 for tests (no functions worker, no
-# stream storage, delayed delivery on with a 100 ms tick).
+# stream storage, delayed delivery on with a 100 ms tick, a TLS port, token
+# authentication with anonymous clients allowed).
 #
 #   pulsar.sh up      start (or find running) and print the BQ_PULSAR_* lines
 #   pulsar.sh down    stop and remove the data
@@ -13,20 +14,34 @@ set -euo pipefail
 PULSAR_PORT="${BQ_PULSAR_PORT:-16650}"
 PULSAR_WEB_PORT="${BQ_PULSAR_WEB_PORT:-18080}"
 PULSAR_BOOKIE_PORT="${BQ_PULSAR_BOOKIE_PORT:-13181}"
+PULSAR_TLS_PORT="${BQ_PULSAR_TLS_PORT:-16651}"
 PULSAR_HEAP="${BQ_PULSAR_HEAP:--Xms128m -Xmx512m -XX:MaxDirectMemorySize=512m}"
 PULSAR_START_TIMEOUT="${BQ_PULSAR_START_TIMEOUT:-240}"
 
 DIR="$BQ_BROKERS_STATE/pulsar"
 PIDFILE="$DIR/pid"
 ENVFILE="$DIR/env"
+TLSDIR="$DIR/tls"
+AUTHDIR="$DIR/auth"
 
 env_lines() {
   printf 'BQ_PULSAR_URL=pulsar://%s:%s\n' "$BQ_HOST" "$PULSAR_PORT"
   printf 'BQ_PULSAR_ADMIN_URL=http://%s:%s\n' "$BQ_HOST" "$PULSAR_WEB_PORT"
+  printf 'BQ_PULSAR_TLS_URL=pulsar+ssl://%s:%s\n' "$BQ_HOST" "$PULSAR_TLS_PORT"
+  printf 'BQ_PULSAR_TLS_CA=%s\n' "$TLSDIR/ca.pem"
+  printf 'BQ_PULSAR_TOKEN=%s\n' "$(cat "$AUTHDIR/token.jwt")"
 }
 
+# probe BIN TIMEOUT: waits until the broker serves. The TLS port (with the
+# token) is checked when this start made certificates; a broker started by
+# an older version of this script, without them, is probed as it was
+# started.
 probe() {
-  "$1" pulsar -url "pulsar://$BQ_HOST:$PULSAR_PORT" -admin "http://$BQ_HOST:$PULSAR_WEB_PORT" \
+  local tls_args=()
+  if [ -s "$TLSDIR/ca.pem" ] && [ -s "$AUTHDIR/token.jwt" ]; then
+    tls_args=(-tls-url "pulsar+ssl://$BQ_HOST:$PULSAR_TLS_PORT" -ca "$TLSDIR/ca.pem" -token-file "$AUTHDIR/token.jwt")
+  fi
+  "$1" pulsar -url "pulsar://$BQ_HOST:$PULSAR_PORT" -admin "http://$BQ_HOST:$PULSAR_WEB_PORT" "${tls_args[@]}" \
     -timeout "$2" -pid "$(cat "$PIDFILE" 2>/dev/null || echo 0)"
 }
 
@@ -38,6 +53,8 @@ do_up() {
   if pid_alive "$PIDFILE"; then
     if probe "$probe_bin" 30s >/dev/null 2>"$DIR/logs/probe.err"; then
       log "pulsar: already running (pid $(cat "$PIDFILE"))"
+      grep -q '^BQ_PULSAR_TLS_URL=' "$ENVFILE" ||
+        log "pulsar: it was started without TLS and tokens; restart it (down.sh pulsar, then up.sh pulsar) to get BQ_PULSAR_TLS_* and BQ_PULSAR_TOKEN"
       cat "$ENVFILE"
       return 0
     fi
@@ -46,16 +63,26 @@ do_up() {
     stop_pid "$PIDFILE" pulsar
   fi
 
-  for p in "$PULSAR_PORT" "$PULSAR_WEB_PORT" "$PULSAR_BOOKIE_PORT"; do
+  for p in "$PULSAR_PORT" "$PULSAR_WEB_PORT" "$PULSAR_BOOKIE_PORT" "$PULSAR_TLS_PORT"; do
     if port_busy "$p"; then
-      die "pulsar: port $BQ_HOST:$p is taken by another process (see: ss -ltnp | grep :$p); stop it or set BQ_PULSAR_PORT / BQ_PULSAR_WEB_PORT / BQ_PULSAR_BOOKIE_PORT"
+      die "pulsar: port $BQ_HOST:$p is taken by another process (see: ss -ltnp | grep :$p); stop it or set BQ_PULSAR_PORT / BQ_PULSAR_WEB_PORT / BQ_PULSAR_BOOKIE_PORT / BQ_PULSAR_TLS_PORT"
     fi
   done
 
   rm -rf "$DIR"
   mkdir -p "$DIR/data" "$DIR/logs"
+  # A throwaway CA and server certificate for 127.0.0.1 and localhost, and a
+  # token secret with a token signed by it, new at every start.
+  "$probe_bin" certs -dir "$TLSDIR" -hosts "$BQ_HOST,localhost" || die "pulsar: could not write the TLS certificates into $TLSDIR"
+  "$probe_bin" token -dir "$AUTHDIR" -subject bq-client || die "pulsar: could not write the token into $AUTHDIR"
   sed -e "s#@BROKER_PORT@#$PULSAR_PORT#g" \
     -e "s#@WEB_PORT@#$PULSAR_WEB_PORT#g" \
+    -e "s#@BROKER_TLS_PORT@#$PULSAR_TLS_PORT#g" \
+    -e "s#@TLS_CERT@#$TLSDIR/server.pem#g" \
+    -e "s#@TLS_KEY@#$TLSDIR/server.key#g" \
+    -e "s#@TLS_CA@#$TLSDIR/ca.pem#g" \
+    -e "s#@TOKEN_SECRET_URL@#file://$AUTHDIR/token-secret.key#g" \
+    -e "s#@TOKEN_FILE@#$AUTHDIR/token.jwt#g" \
     "$BQ_BROKERS_DIR/pulsar/standalone.conf.in" >"$DIR/standalone.conf"
 
   # JVM flags follow Pulsar's own launch script: BookKeeper finds its
@@ -82,7 +109,7 @@ do_up() {
     --bookkeeper-dir "$DIR/data/bookkeeper" --metadata-dir "$DIR/data/metadata"
     --bookkeeper-port "$PULSAR_BOOKIE_PORT")
 
-  log "pulsar: starting on $BQ_HOST:$PULSAR_PORT (binary), $BQ_HOST:$PULSAR_WEB_PORT (admin), bookie $BQ_HOST:$PULSAR_BOOKIE_PORT"
+  log "pulsar: starting on $BQ_HOST:$PULSAR_PORT (binary), $BQ_HOST:$PULSAR_TLS_PORT (binary, TLS), $BQ_HOST:$PULSAR_WEB_PORT (admin), bookie $BQ_HOST:$PULSAR_BOOKIE_PORT; token authentication, anonymous clients allowed"
   started=$(date +%s)
   # The JVM runs in its own session (setsid) so the caller's Ctrl-C or exit
   # does not kill it; the wrapper records its own pid, then becomes java.
@@ -112,7 +139,7 @@ do_up() {
 
 do_down() {
   stop_pid "$PIDFILE" pulsar
-  rm -rf "$DIR/data" "$ENVFILE" "$DIR/standalone.conf"
+  rm -rf "$DIR/data" "$ENVFILE" "$DIR/standalone.conf" "$TLSDIR" "$AUTHDIR"
 }
 
 do_status() {

@@ -6,8 +6,14 @@
 #   BQ_KAFKA_SASL_BROKERS=127.0.0.1:<port>
 #   BQ_KAFKA_SASL_USER=<user>
 #   BQ_KAFKA_SASL_PASSWORD=<password>
+#   BQ_KAFKA_TLS_BROKERS=127.0.0.1:<port>
+#   BQ_KAFKA_SASL_TLS_BROKERS=127.0.0.1:<port>
+#   BQ_KAFKA_TLS_CA=<state>/kafka/tls/ca.pem
 #   BQ_PULSAR_URL=pulsar://127.0.0.1:<port>
 #   BQ_PULSAR_ADMIN_URL=http://127.0.0.1:<port>
+#   BQ_PULSAR_TLS_URL=pulsar+ssl://127.0.0.1:<port>
+#   BQ_PULSAR_TLS_CA=<state>/pulsar/tls/ca.pem
+#   BQ_PULSAR_TOKEN=<a JWT the broker accepts>
 # Progress goes to stderr.
 #
 # Usage: up.sh [kafka] [pulsar]    (no argument: both)

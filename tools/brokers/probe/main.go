@@ -1,17 +1,29 @@
 // Command probe waits until a broker started by tools/brokers really serves
 // clients, and exits non-zero with the last error when it does not within
-// the timeout. The broker scripts run it; it is not meant for other use.
+// the timeout. It also writes the throwaway TLS certificates and the Pulsar
+// token the brokers are started with. The broker scripts run it; it is not
+// meant for other use.
 //
-//	probe kafka  -brokers 127.0.0.1:19092 -sasl-brokers 127.0.0.1:19093 -user U -password P [-timeout 3m] [-pid N]
-//	probe pulsar -url pulsar://127.0.0.1:16650 -admin http://127.0.0.1:18080 [-timeout 3m] [-pid N]
+//	probe kafka  -brokers 127.0.0.1:19092 -sasl-brokers 127.0.0.1:19093 -user U -password P
+//	             [-tls-brokers 127.0.0.1:19095 -sasl-tls-brokers 127.0.0.1:19096 -ca ca.pem] [-timeout 3m] [-pid N]
+//	probe pulsar -url pulsar://127.0.0.1:16650 -admin http://127.0.0.1:18080
+//	             [-tls-url pulsar+ssl://127.0.0.1:16651 -ca ca.pem] [-token-file token.jwt] [-timeout 3m] [-pid N]
+//	probe certs  -dir DIR [-hosts 127.0.0.1,localhost]
+//	probe token  -dir DIR [-subject bq-client]
 //
 // Kafka is ready when a topic can be created through the PLAINTEXT listener
-// (so the controller and the broker both work) and a metadata request
-// succeeds through the SASL listener with both SCRAM mechanisms. Pulsar is
-// ready when the admin API lists the namespace public/default and a message
-// can be produced through the binary protocol (so the bookie accepts writes).
+// (so the controller and the broker both work), a metadata request
+// succeeds through the SASL listener with both SCRAM mechanisms and, when
+// given, through the TLS listener and the SASL-over-TLS listener (with the
+// CA of -ca). Pulsar is ready when the admin API lists the namespace
+// public/default, a message can be produced through the binary protocol
+// without credentials (so the bookie accepts writes and anonymous clients
+// are let in) and, when given, through the TLS URL with the token of -token-file.
 //
 // With -pid, the probe gives up at once when that process is gone.
+//
+// certs writes a CA and a server certificate for the hosts (see runCerts);
+// token writes an HMAC secret and an HS256 JWT signed with it (see runToken).
 package main
 
 import (
@@ -28,7 +40,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: probe kafka|pulsar [flags]")
+		fmt.Fprintln(os.Stderr, "usage: probe kafka|pulsar|certs|token [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -37,8 +49,12 @@ func main() {
 		err = runKafka(os.Args[2:])
 	case "pulsar":
 		err = runPulsar(os.Args[2:])
+	case "certs":
+		err = runCerts(os.Args[2:])
+	case "token":
+		err = runToken(os.Args[2:])
 	default:
-		err = fmt.Errorf("unknown broker %q (want kafka or pulsar)", os.Args[1])
+		err = fmt.Errorf("unknown command %q (want kafka, pulsar, certs or token)", os.Args[1])
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "probe:", err)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -21,23 +22,43 @@ const pulsarProbeTopic = "persistent://public/default/__bq_probe"
 
 func runPulsar(args []string) error {
 	var c common
-	var url, admin string
+	var url, admin, tlsURL, caFile, tokenFile string
 	fs := flag.NewFlagSet("probe pulsar", flag.ContinueOnError)
 	c.register(fs)
 	fs.StringVar(&url, "url", "", "binary protocol URL, pulsar://host:port")
 	fs.StringVar(&admin, "admin", "", "admin (web service) URL, http://host:port")
+	fs.StringVar(&tlsURL, "tls-url", "", "TLS binary protocol URL, pulsar+ssl://host:port (empty: skip)")
+	fs.StringVar(&caFile, "ca", "", "PEM file of the CA that signed the broker certificate (needed with -tls-url)")
+	fs.StringVar(&tokenFile, "token-file", "", "file holding a JWT the broker accepts; the TLS check authenticates with it")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if url == "" || admin == "" {
 		return errors.New("-url and -admin are required")
 	}
+	if tlsURL != "" && caFile == "" {
+		return errors.New("-ca is required with -tls-url")
+	}
+	tlsOpts := pulsar.ClientOptions{URL: tlsURL, TLSTrustCertsFilePath: caFile, TLSValidateHostname: true}
+	if tokenFile != "" {
+		token, err := os.ReadFile(tokenFile)
+		if err != nil {
+			return fmt.Errorf("-token-file: %w", err)
+		}
+		tlsOpts.Authentication = pulsar.NewAuthenticationToken(strings.TrimSpace(string(token)))
+	}
 	return poll(c, "pulsar", func(ctx context.Context) error {
 		if err := pulsarDefaultNamespace(ctx, admin); err != nil {
 			return fmt.Errorf("admin %s: %w", admin, err)
 		}
-		if err := pulsarProduce(ctx, url); err != nil {
+		if err := pulsarProduce(ctx, pulsar.ClientOptions{URL: url}); err != nil {
 			return fmt.Errorf("broker %s: %w", url, err)
+		}
+		if tlsURL == "" {
+			return nil
+		}
+		if err := pulsarProduce(ctx, tlsOpts); err != nil {
+			return fmt.Errorf("broker %s (TLS, token %t): %w", tlsURL, tlsOpts.Authentication != nil, err)
 		}
 		return nil
 	})
@@ -72,15 +93,13 @@ func pulsarDefaultNamespace(ctx context.Context, admin string) error {
 	return nil
 }
 
-// pulsarProduce sends one message, which needs the broker, the metadata
-// store and the bookie.
-func pulsarProduce(ctx context.Context, url string) error {
-	client, err := pulsar.NewClient(pulsar.ClientOptions{
-		URL:               url,
-		ConnectionTimeout: 5 * time.Second,
-		OperationTimeout:  10 * time.Second,
-		Logger:            pulsarlog.NewLoggerWithSlog(quietLogger()),
-	})
+// pulsarProduce sends one message with a client built from opts, which
+// needs the broker, the metadata store and the bookie.
+func pulsarProduce(ctx context.Context, opts pulsar.ClientOptions) error {
+	opts.ConnectionTimeout = 5 * time.Second
+	opts.OperationTimeout = 10 * time.Second
+	opts.Logger = pulsarlog.NewLoggerWithSlog(quietLogger())
+	client, err := pulsar.NewClient(opts)
 	if err != nil {
 		return err
 	}
