@@ -30,13 +30,18 @@ type client interface {
 	Close()
 }
 
-// realClient adapts a pulsar.Client.
-type realClient struct{ c pulsar.Client }
+// realClient adapts a pulsar.Client. failures, set for a client the
+// Transport built, explains creation errors caused by a failed broker
+// connection.
+type realClient struct {
+	c        pulsar.Client
+	failures *connFailures
+}
 
 func (r realClient) CreateProducer(opts pulsar.ProducerOptions) (producer, error) {
 	p, err := r.c.CreateProducer(opts)
 	if err != nil {
-		return nil, err
+		return nil, r.failures.explain(err)
 	}
 	return p, nil
 }
@@ -44,7 +49,7 @@ func (r realClient) CreateProducer(opts pulsar.ProducerOptions) (producer, error
 func (r realClient) Subscribe(opts pulsar.ConsumerOptions) (consumer, error) {
 	c, err := r.c.Subscribe(opts)
 	if err != nil {
-		return nil, err
+		return nil, r.failures.explain(err)
 	}
 	return c, nil
 }

@@ -53,6 +53,7 @@ type config struct {
 	tlsValidateHostname bool
 	connectionTimeout   time.Duration
 	operationTimeout    time.Duration
+	failures            *connFailures // fed by the logger of the client we build
 
 	producerOptions func(*pulsar.ProducerOptions)
 	consumerOptions func(*pulsar.ConsumerOptions)
@@ -337,9 +338,18 @@ func WithOnWarning(fn func(string)) Option {
 }
 
 // clientOptions returns the options of the client New builds from a
-// service URL.
+// service URL. The client logs through the Transport's logger (WithLogger,
+// default slog.Default()), and c gets a fresh failures recorder fed by that
+// logger, so a producer or consumer that cannot be created says why the
+// broker connection failed.
 func (c *config) clientOptions() pulsar.ClientOptions {
+	logger := c.logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	c.failures = &connFailures{}
 	return pulsar.ClientOptions{
+		Logger:                     newFailureLogger(logger, c.failures),
 		URL:                        c.serviceURL,
 		Authentication:             c.auth,
 		TLSTrustCertsFilePath:      c.tlsTrustCertsFile,

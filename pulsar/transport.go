@@ -74,18 +74,18 @@ func New(opts ...Option) (*Transport, error) {
 	var c client
 	own := false
 	if cfg.client != nil {
-		c = realClient{cfg.client}
+		c = realClient{c: cfg.client}
 	} else {
 		pc, err := pulsar.NewClient(cfg.clientOptions())
 		if err != nil {
 			return nil, fmt.Errorf("pulsar: create client for %s: %w", cfg.serviceURL, err)
 		}
-		c, own = realClient{pc}, true
+		c, own = realClient{c: pc, failures: cfg.failures}, true
 	}
 	var retry client
 	switch {
 	case cfg.retryClient != nil:
-		retry = realClient{cfg.retryClient}
+		retry = realClient{c: cfg.retryClient}
 	case cfg.republishRetries:
 		retry = c
 	}
