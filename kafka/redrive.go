@@ -203,7 +203,9 @@ func (r *redriveRun) run(ctx context.Context) error {
 		}
 		var pending *redrivePending
 		if c, ok := committed[p]; ok && !r.plan.DryRun {
-			if pw, ok := decodeRedrivePending(c.Metadata); ok && pw.Offset == start[p] {
+			// The cursor is at a pending write's first record, or within
+			// its records when a run stopped while passing them.
+			if pw, ok := decodeRedrivePending(c.Metadata); ok && start[p] >= pw.Offset && start[p] <= pw.Last {
 				pending = &pw
 			}
 		}
@@ -342,10 +344,16 @@ func (r *redriveRun) partition(ctx context.Context, p int, from, to int64, pendi
 	// neither written nor passed, and the next run examines them.
 	if c.dirty {
 		// Records up to c.next were handled: the cursor passes them, even
-		// when ctx ended the run.
+		// when ctx ended the run. Stopped within the records of a pending
+		// write found written, the cursor keeps its metadata, so the next
+		// run passes the rest of them too.
+		metadata := ""
+		if written && c.next <= pending.Last {
+			metadata = pending.encode()
+		}
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), redriveFlushTimeout)
 		defer cancel()
-		if cerr := r.b.commit(fctx, r.cursor, r.dlq, p, c.next, ""); cerr != nil {
+		if cerr := r.b.commit(fctx, r.cursor, r.dlq, p, c.next, metadata); cerr != nil {
 			return joinErr(err, fmt.Errorf("%w: %w", babelqueue.ErrSettle, cerr))
 		}
 		c.dirty = false

@@ -32,6 +32,10 @@ func TestIntegrationRedriveMax(t *testing.T) { scenarioMax(t, itEnv(t)) }
 
 func TestIntegrationRedriveCrashPoints(t *testing.T) { scenarioCrashPoints(t, itEnv(t)) }
 
+func TestIntegrationRedriveStopWhilePassingRecovered(t *testing.T) {
+	scenarioStopWhilePassingRecovered(t, itEnv(t))
+}
+
 // TestIntegrationRedriveOverSCRAM runs a redrive through the SASL/SCRAM
 // listener: the run's own client carries the transport's SASL.
 func TestIntegrationRedriveOverSCRAM(t *testing.T) {

@@ -576,6 +576,71 @@ func scenarioCrashPoints(t *testing.T, e rdEnv) {
 	}
 }
 
+// scenarioStopWhilePassingRecovered: a run that finds a batch written by
+// an interrupted run and is itself stopped while passing that batch's
+// records leaves the cursor within them, still knowing they were written:
+// the next run passes the rest without writing them again.
+func scenarioStopWhilePassingRecovered(t *testing.T, e rdEnv) {
+	ctx := rdCtx(t, time.Minute)
+	tr := e.transport(t)
+	b := e.broker(t)
+	work, dlq := e.topics(t, ctx, 1)
+	var seeds []rdSeed
+	for i := range 5 {
+		seeds = append(seeds, rdSeed{key: []byte("k" + strconv.Itoa(i)), urn: "urn:a"})
+	}
+	e.seed(t, ctx, b, dlq, work, seeds...)
+	redriveFault = func(point, kind string, partition int, offset int64) error {
+		if point == redriveAfterWrite {
+			return errCrash
+		}
+		return nil
+	}
+	_, err := babelqueue.Redrive(ctx, tr, dlq)
+	redriveFault = nil
+	if !errors.Is(err, errCrash) {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	if n := len(rdRead(t, ctx, b, work, nil)); n != 5 {
+		t.Fatalf("the interrupted run wrote %d copies, want its batch of 5", n)
+	}
+	// Stopped after passing two of the five.
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	seen := 0
+	res, err := babelqueue.Redrive(sctx, tr, dlq, babelqueue.WithRedriveProgress(nil, func(babelqueue.RedriveItem) {
+		if seen++; seen == 2 {
+			stop()
+		}
+	}))
+	if !errors.Is(err, context.Canceled) || res.Recovered != 2 {
+		t.Fatalf("stopped run: %v, %+v", err, res)
+	}
+	if c := rdCursor(t, ctx, b, RedriveCursor(dlq), dlq); c[0] != 2 {
+		t.Fatalf("cursor at %d, want 2", c[0])
+	}
+	res = redrive(t, ctx, tr, dlq)
+	if res.Recovered != 3 || res.Moved != 0 {
+		t.Errorf("last run %+v; want the 3 others recovered", res)
+	}
+	ids := map[string]int{}
+	for _, r := range rdRead(t, ctx, b, work, nil) {
+		ids[rdID(r)]++
+	}
+	if len(ids) != 5 {
+		t.Errorf("target holds %d messages, want 5", len(ids))
+	}
+	for id, n := range ids {
+		if n != 1 {
+			t.Errorf("message %s in the target %d times", id, n)
+		}
+	}
+}
+
+func TestRedriveStopWhilePassingRecovered(t *testing.T) {
+	scenarioStopWhilePassingRecovered(t, embEnv(t))
+}
+
 func TestRedriveDecisions(t *testing.T) {
 	scenarioMovesKeepsAndSelections(t, embEnv(t))
 }
