@@ -76,8 +76,11 @@ func RedriveCursor(dlq string) string { return RedriveCursorPrefix + dlq }
 // the broker rejected before appending it, and transient errors of commits
 // and reads, are first retried a few times; an ambiguous write failure,
 // such as a timeout, is not: the next run finds out).
-// When ctx ends between two records, the progress made is committed and
-// ctx's error returned.
+// When ctx ends, the records already written are passed and ctx's error
+// is returned; records gathered for a write not yet made are left for the
+// next run. Everything a run knows is durable in Kafka: the cursor and its
+// metadata in the group's committed offsets, the copies in the topics; the
+// process holds nothing a kill could lose.
 //
 // A dry run reads the same records and writes and commits nothing;
 // RedriveItem.Disposition stays empty. plan.Max stops the run once Max
