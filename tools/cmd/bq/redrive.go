@@ -223,10 +223,21 @@ The DLQ's live content starts at the cursor: records before it were moved
 or copied to the tail (another group, or a new --group, sees the old
 copies too). A dry run writes and commits nothing.
 
-Pulsar: the DLQ subscription (--subscription) is consumed; each move is
-one Pulsar transaction (the republish and the acknowledgement commit
-together; the broker needs transactionCoordinatorEnabled=true); messages
-that stay are left unacknowledged, in place.
+Pulsar: the DLQ is consumed on an Exclusive subscription (--subscription,
+default bq-redrive); a second run on the same DLQ fails at once. Messages
+that stay are left unacknowledged, in place and in order, for the next
+run. Moves are settled in batches of up to 100: bq first appends a record
+to the topic <dlq>.<subscription>.journal (the batch's dead letters and
+where each target ended), then writes the copies (each with
+bq-redrive-source), then acknowledges the dead letters. If the process
+dies in between, the next run finds the copies already written and
+acknowledges their dead letters without writing them again. Until a run
+ends cleanly, a subscription <subscription>.guard on each target keeps the
+copies (and what is written there since): run an interrupted redrive
+again soon. bq needs to produce and consume the journal topic and to
+subscribe on the targets. Pulsar transactions are not used:
+pulsar-client-go v0.19.0 leaves aborted transactional messages visible
+(apache/pulsar-client-go#1498).
 
 The replay-count guard (--max-redrives, default 3) leaves a dead letter
 that was already redriven that many times in the DLQ and reports it
