@@ -36,12 +36,17 @@ func recordOf(msg *babelqueue.ReceivedMessage) (*delivery, bool) {
 
 // Pop reserves the next record of the topic queue: it fetches without
 // committing (process-then-commit), waiting at most timeout, capped by
-// WithMaxWaitTime, and returns (nil, nil) when nothing arrived in time.
+// WithMaxWaitTime, and returns (nil, nil) when nothing arrived in time. The
+// group readers the transport builds are read ahead by a goroutine into a
+// bounded buffer (see prefetchReader); what it buffered and Pop has not
+// returned is dropped uncommitted when the reader closes.
 //
 // The delivered body carries the attempts of §6: a valid bq-attempts header
 // is authoritative, so when it differs from the body's attempts only that
 // number is rewritten (SetAttempts); otherwise the bytes are handed over as
-// received, and they are never decoded here. A record rejected by the
+// received. The attempts rule never decodes the body; a read-ahead record
+// has its body decoded once, for the App, before Pop returns it
+// (babelqueue.ReceivedMessage.Predecode). A record rejected by the
 // version gate (a bq-schema-version header that is present, not blank and
 // not 1) is handed over untouched for the App to dead-letter, after the
 // OnSchemaVersionRejected hook ran. A group error that heals by itself (a
