@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"sort"
 	"strconv"
 	"sync"
@@ -127,9 +128,14 @@ func TestBenchKafkaConsume(t *testing.T) {
 	// topic pay for a cold page cache, and the machine is shared, so one
 	// round of either side may be slowed down by load from elsewhere.
 	var appRate, popRate, rawRate float64
+	// Each round starts from a collected heap, so that no side inherits
+	// the garbage (or the heap goal) the previous one left.
 	for round := 0; round < rounds; round++ {
+		runtime.GC()
 		rawRate = max(rawRate, consumeRaw(t, ctx, topic, total))
+		runtime.GC()
 		popRate = max(popRate, consumeOurs(t, ctx, topic, total))
+		runtime.GC()
 		appRate = max(appRate, consumeApp(t, ctx, topic, total))
 	}
 	benchLine("kafka-consume-transport-throughput", popRate, rawRate)

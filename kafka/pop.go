@@ -144,17 +144,19 @@ func (t *Transport) handOut(queue string, d *delivery) *babelqueue.ReceivedMessa
 }
 
 // prepare does ahead, on a prefetching goroutine, what handOut would do
-// and what the App would do first: the attempts rule and the decoding of
-// the body (babelqueue.ReceivedMessage.Predecode). A record that the
-// version gate rejects is left to handOut, which calls the
+// and, with predecode, what the App would do first: the attempts rule and
+// the decoding of the body (babelqueue.ReceivedMessage.Predecode). A
+// record that the version gate rejects is left to handOut, which calls the
 // OnSchemaVersionRejected hook when Pop hands it out.
-func prepare(d *delivery) {
+func prepare(d *delivery, predecode bool) {
 	v, present := lastHeader(d.msg.Headers, babelqueue.HeaderSchemaVersion)
 	if babelqueue.CheckSchemaVersionHeader(v, present) != nil {
 		return
 	}
 	d.rm.Body = reconcileBody(d.rm.Body, d.msg.Headers)
-	d.rm.Predecode()
+	if predecode {
+		d.rm.Predecode()
+	}
 	d.prepared = true
 }
 

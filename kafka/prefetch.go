@@ -5,10 +5,15 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
 )
+
+// predecodeBacklog is the number of records waiting for Pop from which the
+// prefetching goroutine also decodes the bodies ahead (see run).
+const predecodeBacklog = prefetchBuffer / 4
 
 // prefetchBuffer bounds the records a prefetchReader holds ahead of Pop
 // (besides the batch Pop is working through, which is at most as long).
@@ -17,7 +22,8 @@ const prefetchBuffer = 256
 // prefetchReader is the Reader the transport puts in front of each group
 // reader it builds itself: one goroutine fetches records ahead of Pop, and
 // turns each into its delivery (header map, ReceivedMessage, attempts rule,
-// and the body decoded for the App, see prepare), into a bounded buffer. Pop takes the whole buffer at once and works through it,
+// and, while Pop's side has a backlog, the body decoded for the App; see
+// prepare), into a bounded buffer. Pop takes the whole buffer at once and works through it,
 // so the consume loop neither waits for the group reader's hand-over of
 // each record nor pays for the conversion, and the two goroutines meet once
 // per batch rather than once per record.
@@ -39,6 +45,8 @@ type prefetchReader struct {
 	full  bool          // the goroutine waits for room
 	ready chan struct{} // 1-buffered: buf went from empty to not empty, or the goroutine ended
 	room  chan struct{} // 1-buffered: Pop emptied a full buf
+
+	pending atomic.Int64 // fetched and not yet taken by Pop
 
 	// Pop's side, touched only by the goroutine calling Pop.
 	cur  []fetched
@@ -93,7 +101,12 @@ func (p *prefetchReader) run(ctx context.Context) {
 			f.err = err
 		} else {
 			f.d = p.t.newDelivery(p.queue, m, p)
-			prepare(f.d)
+			// Decode ahead only while Pop's side has a backlog: then the
+			// consume loop is the slower of the two goroutines, and this
+			// one takes work off it. Otherwise this goroutine is the
+			// slower one, and the App decodes the body itself (once, as
+			// always).
+			prepare(f.d, p.pending.Load() >= predecodeBacklog)
 		}
 		if !p.put(ctx, f) {
 			return
@@ -120,6 +133,7 @@ func (p *prefetchReader) put(ctx context.Context, f fetched) bool {
 			wasEmpty := len(p.buf) == 0
 			p.buf = append(p.buf, f)
 			p.mu.Unlock()
+			p.pending.Add(1)
 			if wasEmpty {
 				signal(p.ready)
 			}
@@ -166,6 +180,7 @@ func (p *prefetchReader) take() (fetched, bool) {
 	f := p.cur[p.next]
 	p.cur[p.next] = fetched{}
 	p.next++
+	p.pending.Add(-1)
 	return f, true
 }
 
