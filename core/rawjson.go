@@ -127,19 +127,10 @@ func (it *objIter) nextInto(m *member) bool {
 	return true
 }
 
-// nextKey scans the key of the next member, up to the start of its value
-// (m.valStart). The caller scans the value and reports its end with
-// valueEnd, or stops at a syntax error with fail. It returns false at the
-// end of the object or on a syntax error (then err is set).
-func (it *objIter) nextKey() (member, bool) {
-	var m member
-	if !it.nextKeyInto(&m) {
-		return member{}, false
-	}
-	return m, true
-}
-
-// nextKeyInto is nextKey writing the member into *m.
+// nextKeyInto scans the key of the next member into *m, up to the start
+// of its value (m.valStart). The caller scans the value and reports its end
+// with valueEnd, or stops at a syntax error with fail. It returns false at
+// the end of the object or on a syntax error (then err is set).
 func (it *objIter) nextKeyInto(m *member) bool {
 	if it.done {
 		return false
@@ -182,7 +173,7 @@ func (it *objIter) nextKeyInto(m *member) bool {
 	return true
 }
 
-// valueEnd completes the member whose key nextKey returned: its value ends
+// valueEnd completes the member whose key nextKeyInto scanned: its value ends
 // just before end.
 func (it *objIter) valueEnd(m *member, end int) {
 	m.valEnd = end
