@@ -1,6 +1,7 @@
 package pulsar
 
 import (
+	"bytes"
 	"encoding/json"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
@@ -12,6 +13,9 @@ import (
 // that Pop stays cheap; a body it misreads as valid is caught by
 // babelqueue.SetAttempts, which refuses to edit malformed JSON.
 func integerAttempts(body []byte) (int, bool) {
+	if n, ok := trailingAttempts(body); ok {
+		return n, true
+	}
 	s := scanner{b: body}
 	s.space()
 	if !s.eat('{') {
@@ -48,6 +52,28 @@ func integerAttempts(body []byte) (int, bool) {
 			return 0, false
 		}
 	}
+}
+
+// trailingAttempts reads the attempts of a body that ends the way the
+// contract's encoders end it, with "attempts":<digits>} as its last member,
+// without scanning the rest. In valid JSON those bytes can only be the last
+// member of the top-level object, so they are the value encoding/json
+// reads; a malformed body it accepts is refused by babelqueue.SetAttempts,
+// as for the full scan.
+func trailingAttempts(body []byte) (int, bool) {
+	const key = `"attempts":`
+	end := len(body) - 1
+	if end < 0 || body[end] != '}' {
+		return 0, false
+	}
+	i := end
+	for i > 0 && body[i-1] >= '0' && body[i-1] <= '9' {
+		i--
+	}
+	if i == end || i < len(key) || string(body[i-len(key):i]) != key {
+		return 0, false
+	}
+	return babelqueue.ParseAttemptsHeader(string(body[i:end]))
 }
 
 // maxScanDepth bounds the nesting skipValue follows.
@@ -99,6 +125,11 @@ func (s *scanner) key() ([]byte, bool) {
 func (s *scanner) skipString() (escaped, ok bool) {
 	if !s.eat('"') {
 		return false, false
+	}
+	// Most strings hold no escape: find the closing quote at once.
+	if j := bytes.IndexByte(s.b[s.i:], '"'); j >= 0 && bytes.IndexByte(s.b[s.i:s.i+j], '\\') < 0 {
+		s.i += j + 1
+		return false, true
 	}
 	for s.i < len(s.b) {
 		switch s.b[s.i] {

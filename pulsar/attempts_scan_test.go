@@ -41,6 +41,15 @@ var attemptsSeeds = []string{
 	`not json`,
 	"\xff",
 	`{"attempts":null}`,
+	`{"a":"x","attempts":12}`,
+	`{"attempts":1,"b":{"attempts":2}}`,
+	`{"b":{"attempts":2},"attempts":3}`,
+	`{"a":"x\\","attempts":4}`,
+	`{"a":"x\\\"","attempts":6}`,
+	`{"a":1,"attempts":007}`,
+	`x"attempts":8}`,
+	`{"attempts":9} `,
+	`"attempts":}`,
 }
 
 func TestIntegerAttemptsMatchesEncodingJSON(t *testing.T) {

@@ -5,20 +5,32 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unsafe"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 )
 
-// delivery is the Handle of a ReceivedMessage returned by Pop.
+// delivery is the Handle of a ReceivedMessage returned by Pop. The
+// ReceivedMessage lives inside it, so that a delivery is one allocation.
 type delivery struct {
+	rm       babelqueue.ReceivedMessage
 	msg      pulsar.Message
 	consumer consumer
 	topic    string
 }
 
+// messageChan is the part of pulsar.Consumer Pop uses to take a message
+// that is already waiting without arming a timer for it.
+type messageChan interface {
+	Chan() <-chan pulsar.ConsumerMessage
+}
+
 // Message returns the pulsar.Message behind a ReceivedMessage returned by
-// Pop, or nil when msg did not come from this binding.
+// Pop, or nil when msg did not come from this binding. The ReceivedMessage
+// shares the message's payload bytes (its Body, unless the attempts rule
+// rewrote it) and its property map (its Headers): the caller must not
+// modify either.
 func Message(msg *babelqueue.ReceivedMessage) pulsar.Message {
 	if d := deliveryOf(msg); d != nil {
 		return d.msg
@@ -51,6 +63,20 @@ func (t *Transport) Pop(ctx context.Context, queue string, timeout time.Duration
 	if err != nil {
 		return nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// A message already in the client's receive queue is taken as is; the
+	// timed wait, and its context, are only for an empty queue.
+	if mc, ok := s.c.(messageChan); ok {
+		select {
+		case cm, open := <-mc.Chan():
+			if open && cm.Message != nil {
+				return received(queue, s, cm.Message), nil
+			}
+		default:
+		}
+	}
 	if timeout <= 0 {
 		timeout = t.cfg.maxWait
 	}
@@ -72,32 +98,51 @@ func (t *Transport) Pop(ctx context.Context, queue string, timeout time.Duration
 }
 
 // received turns m into a ReceivedMessage with the attempts rule applied.
+// Nothing of m is copied: Headers is m's own property map, and Body reads
+// m's payload bytes in place (or the rewritten copy the attempts rule
+// made). pulsar-client-go gives every received frame a buffer of its own
+// that it never reuses, and neither the binding nor the App writes to the
+// map or the bytes; a handler must not either (see Message).
 func received(queue string, s *consumerSlot, m pulsar.Message) *babelqueue.ReceivedMessage {
 	payload := m.Payload()
-	props := m.Properties()
-	headers := make(map[string]string, len(props))
-	for k, v := range props {
-		headers[k] = v
-	}
+	headers := m.Properties()
 	sv, present := headers[babelqueue.HeaderSchemaVersion]
 	if babelqueue.CheckSchemaVersionHeader(sv, present) == nil {
 		payload = reconcileBody(payload, headers, int(m.RedeliveryCount()))
 	}
-	return &babelqueue.ReceivedMessage{
-		Body:    string(payload),
+	d := &delivery{msg: m, consumer: s.c, topic: s.topic}
+	d.rm = babelqueue.ReceivedMessage{
+		Body:    bytesView(payload),
 		Queue:   queue,
 		Headers: headers,
-		Handle:  &delivery{msg: m, consumer: s.c, topic: s.topic},
+		Handle:  d,
 	}
+	return &d.rm
+}
+
+// bytesView returns b as a string without copying it; b must never be
+// modified afterwards.
+func bytesView(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
 }
 
 // reconcileBody applies the §5 attempts rule to payload.
 func reconcileBody(payload []byte, headers map[string]string, redelivery int) []byte {
+	prop, present := headers[babelqueue.HeaderAttempts]
+	if redelivery <= 0 {
+		if _, valid := babelqueue.ParseAttemptsHeader(prop); !present || !valid {
+			// The body's own attempts stand: nothing to rewrite, and no
+			// need to read them.
+			return payload
+		}
+	}
 	bodyAttempts, ok := integerAttempts(payload)
 	if !ok {
 		return payload
 	}
-	prop, present := headers[babelqueue.HeaderAttempts]
 	n := babelqueue.ReconcilePulsar(bodyAttempts, prop, present, redelivery)
 	if n == bodyAttempts {
 		return payload

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
@@ -162,5 +163,77 @@ func TestAckAndNack(t *testing.T) {
 	foreign := &babelqueue.ReceivedMessage{Body: envelope}
 	if err := s.tr.Ack(ctx, foreign); !errors.Is(err, babelqueue.ErrInvalidOption) {
 		t.Errorf("Ack of a foreign message = %v", err)
+	}
+}
+
+// chanConsumer is a fakeConsumer that, like pulsar.Consumer, also offers
+// its receive queue as a channel: what is queued on cm is reachable only
+// through Chan, what is queued on the fakeConsumer only through Receive.
+type chanConsumer struct {
+	*fakeConsumer
+	cm chan pulsar.ConsumerMessage
+}
+
+func (c *chanConsumer) Chan() <-chan pulsar.ConsumerMessage { return c.cm }
+
+type chanClient struct {
+	*fakeClient
+	c *chanConsumer
+}
+
+func (c chanClient) Subscribe(pulsar.ConsumerOptions) (consumer, error) { return c.c, nil }
+
+func TestPopTakesAWaitingMessageFromTheClientQueueThenWaits(t *testing.T) {
+	cc := &chanConsumer{
+		fakeConsumer: &fakeConsumer{ch: make(chan pulsar.Message, 1), done: make(chan struct{})},
+		cm:           make(chan pulsar.ConsumerMessage, 1),
+	}
+	cfg := defaultConfig()
+	cfg.serviceURL = "pulsar://127.0.0.1:6650"
+	cfg.subType, cfg.subTypeDeclared = pulsar.Shared, true
+	tr := newTransport(cfg, chanClient{fakeClient: newFakeClient(), c: cc}, false, nil, nil)
+	defer tr.Close()
+	ctx := context.Background()
+
+	waiting := &fakeMessage{payload: []byte(bodyWithAttempts("0")), props: map[string]string{"bq-job": "urn:a"}, redelivery: 2}
+	cc.cm <- pulsar.ConsumerMessage{Message: waiting}
+	msg, err := tr.Pop(ctx, "q", time.Second)
+	if err != nil || msg == nil {
+		t.Fatalf("Pop of a waiting message = %v, %v", msg, err)
+	}
+	if Message(msg) != waiting || msg.Body != bodyWithAttempts("2") || msg.Headers["bq-job"] != "urn:a" || msg.Queue != "q" {
+		t.Errorf("Pop = body %s headers %v queue %q; want the waiting message with attempts 2", msg.Body, msg.Headers, msg.Queue)
+	}
+	if err := tr.Ack(ctx, msg); err != nil {
+		t.Fatal(err)
+	}
+	if acked, _ := cc.counts(); acked != 1 {
+		t.Errorf("acked %d, want 1", acked)
+	}
+
+	// Nothing waiting: Pop waits in Receive, up to its timeout.
+	later := &fakeMessage{payload: []byte(envelope)}
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		cc.ch <- later
+	}()
+	if msg, err := tr.Pop(ctx, "q", 5*time.Second); err != nil || Message(msg) != later {
+		t.Fatalf("Pop of a message that arrives while waiting = %v, %v", msg, err)
+	}
+	if msg, err := tr.Pop(ctx, "q", 20*time.Millisecond); msg != nil || err != nil {
+		t.Fatalf("Pop on an empty queue = %v, %v; want nil, nil", msg, err)
+	}
+}
+
+func TestPopBodyReadsThePayloadInPlace(t *testing.T) {
+	s := newFake(t, WithSubscriptionType(pulsar.Shared))
+	payload := []byte(envelope)
+	s.fc.consumer("q").ch <- &fakeMessage{payload: payload}
+	msg, err := s.tr.Pop(context.Background(), "q", time.Second)
+	if err != nil || msg == nil {
+		t.Fatalf("Pop = %v, %v", msg, err)
+	}
+	if msg.Body != envelope || unsafe.StringData(msg.Body) != &payload[0] {
+		t.Errorf("body %q is a copy of the payload, want the payload itself", msg.Body)
 	}
 }
