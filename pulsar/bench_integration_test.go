@@ -44,7 +44,7 @@ const (
 	// benchConsumeMessages and benchConsumeRounds size the consume
 	// throughput benchmark, whose rounds also fill a topic each.
 	benchConsumeMessages = 6000
-	benchConsumeRounds   = 7
+	benchConsumeRounds   = 11
 	// benchWarmupMessages is the size of the uncounted warm-up runs.
 	benchWarmupMessages = 1000
 )
@@ -105,9 +105,21 @@ func concurrently(t *testing.T, n int, send func(ctx context.Context) error) flo
 // medians keep a shared, loaded machine from deciding the result: one slow
 // run moves neither.
 func pairedRounds(name string, rounds int, ours, raw func() float64) {
-	var oursV, rawV, ratios []float64
+	pairedMetrics([]string{name}, rounds,
+		func() []float64 { return []float64{ours()} },
+		func() []float64 { return []float64{raw()} })
+}
+
+// pairedMetrics is pairedRounds for runs that measure several metrics at
+// once: the i-th value of a run belongs to names[i], and each name gets
+// its own "bench-round:" and "bench:" lines. A metric a run reports as 0
+// (not measured on this platform) is left out.
+func pairedMetrics(names []string, rounds int, ours, raw func() []float64) {
+	oursV := make([][]float64, len(names))
+	rawV := make([][]float64, len(names))
+	ratios := make([][]float64, len(names))
 	for round := 1; round <= rounds; round++ {
-		var a, b float64
+		var a, b []float64
 		order := "ours-first"
 		if round%2 == 1 {
 			a = ours()
@@ -117,10 +129,30 @@ func pairedRounds(name string, rounds int, ours, raw func() float64) {
 			b = raw()
 			a = ours()
 		}
-		oursV, rawV, ratios = append(oursV, a), append(rawV, b), append(ratios, a/b)
-		fmt.Printf("bench-round: %s round=%d order=%s ours=%.0f raw=%.0f ratio=%.2f\n", name, round, order, a, b, a/b)
+		for i, name := range names {
+			if a[i] == 0 || b[i] == 0 {
+				continue
+			}
+			oursV[i], rawV[i], ratios[i] = append(oursV[i], a[i]), append(rawV[i], b[i]), append(ratios[i], a[i]/b[i])
+			fmt.Printf("bench-round: %s round=%d order=%s ours=%.0f raw=%.0f ratio=%.2f\n", name, round, order, a[i], b[i], a[i]/b[i])
+		}
 	}
-	fmt.Printf("bench: %s ours=%.0f raw=%.0f ratio=%.2f\n", name, median(oursV), median(rawV), median(ratios))
+	for i, name := range names {
+		if len(ratios[i]) == 0 {
+			continue
+		}
+		fmt.Printf("bench: %s ours=%.0f raw=%.0f ratio=%.2f\n", name, median(oursV[i]), median(rawV[i]), median(ratios[i]))
+	}
+}
+
+// rates returns n messages over wall, and over cpu when cpu is known (else
+// 0): messages per second and per CPU-second of this process.
+func rates(n int, wall, cpu time.Duration, cpuKnown bool) []float64 {
+	out := []float64{float64(n) / wall.Seconds(), 0}
+	if cpuKnown && cpu > 0 {
+		out[1] = float64(n) / cpu.Seconds()
+	}
+	return out
 }
 
 func median(v []float64) float64 {
@@ -187,69 +219,94 @@ func TestBenchPulsarPublishThroughput(t *testing.T) {
 		func() float64 { return concurrently(t, benchPublishMessages, sendRawProps) })
 }
 
+// TestBenchPulsarConsumeThroughput compares a Consumer (the App with a
+// handler that does nothing, over the Transport) with a raw consumer that
+// receives and acknowledges every message (pulsar-consume-throughput).
+//
+// It measures the case where the client's CPU is the limit: each side
+// subscribes to a new topic before it is filled, so that the broker
+// serves every message from memory, and the clock runs from the first
+// receive to the last. Rounds are paired and their order alternates (see
+// pairedRounds), after an uncounted warm-up pair.
+//
+// Each run also reads the CPU time the test process spent in it (both
+// clients live in this process, and only the timed side is busy then), for
+// pulsar-consume-cpu-throughput: messages per CPU-second. A busy machine
+// stretches the wall time of a run much more than its CPU time, so that
+// ratio is the steadier measure of the per-message work on the client.
 func TestBenchPulsarConsumeThroughput(t *testing.T) {
 	benchEnabled(t)
 	c := rawClient(t)
-	body := benchBody(t, "bench")
+	body := []byte(benchBody(t, "bench"))
 	props := map[string]string{}
-	for _, h := range babelqueue.ProjectBody([]byte(body)).Headers() {
+	for _, h := range babelqueue.ProjectBody(body).Headers() {
 		props[h.Key] = h.Value
 	}
-	// fill writes benchConsumeMessages projected envelopes to a new topic
-	// from benchConcurrency concurrent publishers, untimed.
-	fill := func() string {
-		topic := uniqueQueue(t)
+	// fill writes n projected envelopes to topic from benchConcurrency
+	// concurrent publishers, untimed, and lets the subscribed consumer's
+	// receive queue fill.
+	fill := func(topic string, n int) {
 		p, err := c.CreateProducer(benchProducerOptions(topic))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer p.Close()
-		concurrently(t, benchConsumeMessages, func(ctx context.Context) error {
-			_, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte(body), Properties: props})
+		concurrently(t, n, func(ctx context.Context) error {
+			_, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: body, Properties: props})
 			return err
 		})
-		return topic
+		time.Sleep(200 * time.Millisecond)
 	}
-	tr := newIntegrationTransport(t, WithSubscriptionType(pulsar.Shared))
-
-	// Each round subscribes before the clock starts and lets the receive
-	// queue fill, then times receive + acknowledge of every message.
-	ours := func() float64 {
-		q := fill()
+	ours := func(n int) []float64 {
+		// A Transport (and client) per round, as the raw side has a
+		// consumer per round; both are closed when the round ends.
+		tr := newIntegrationTransport(t, WithSubscriptionType(pulsar.Shared))
+		defer tr.Close()
+		q := uniqueQueue(t)
 		if _, err := tr.consumerFor(q); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(300 * time.Millisecond)
+		fill(q, n)
 		ctx, cancel := context.WithTimeout(context.Background(), benchPhaseLimit)
 		defer cancel()
-		start := time.Now()
-		for i := 0; i < benchConsumeMessages; i++ {
-			msg, err := tr.Pop(ctx, q, 10*time.Second)
-			if err != nil || msg == nil {
-				t.Fatalf("Pop %d: %v", i, err)
-			}
-			if err := tr.Ack(ctx, msg); err != nil {
-				t.Fatal(err)
-			}
+		var handled atomic.Int64
+		var el time.Duration
+		var start time.Time
+		cons := NewConsumer(tr, q, map[string]babelqueue.Handler{
+			"urn:babel:bench:ping": func(context.Context, *babelqueue.Envelope) error {
+				if handled.Add(1) == int64(n) {
+					el = time.Since(start)
+					cancel()
+				}
+				return nil
+			},
+		})
+		cpu0, cpuKnown := processCPU()
+		start = time.Now()
+		if err := cons.Run(ctx); err != nil {
+			t.Fatal(err)
 		}
-		return float64(benchConsumeMessages) / time.Since(start).Seconds()
+		cpu1, _ := processCPU()
+		if got := handled.Load(); got < int64(n) {
+			t.Fatalf("handled %d of %d messages in %v", got, n, benchPhaseLimit)
+		}
+		return rates(n, el, cpu1-cpu0, cpuKnown)
 	}
-	raw := func() float64 {
-		q := fill()
+	raw := func(n int) []float64 {
+		q := uniqueQueue(t)
 		rc, err := c.Subscribe(pulsar.ConsumerOptions{Topic: q, SubscriptionName: DefaultSubscription, Type: pulsar.Shared,
 			SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer rc.Close()
-		time.Sleep(300 * time.Millisecond)
+		fill(q, n)
 		ctx, cancel := context.WithTimeout(context.Background(), benchPhaseLimit)
 		defer cancel()
+		cpu0, cpuKnown := processCPU()
 		start := time.Now()
-		for i := 0; i < benchConsumeMessages; i++ {
-			rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
-			m, err := rc.Receive(rctx)
-			rcancel()
+		for i := 0; i < n; i++ {
+			m, err := rc.Receive(ctx)
 			if err != nil {
 				t.Fatalf("raw receive %d: %v", i, err)
 			}
@@ -257,9 +314,15 @@ func TestBenchPulsarConsumeThroughput(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		return float64(benchConsumeMessages) / time.Since(start).Seconds()
+		el := time.Since(start)
+		cpu1, _ := processCPU()
+		return rates(n, el, cpu1-cpu0, cpuKnown)
 	}
-	pairedRounds("pulsar-consume-throughput", benchConsumeRounds, ours, raw)
+	ours(benchWarmupMessages)
+	raw(benchWarmupMessages)
+	pairedMetrics([]string{"pulsar-consume-throughput", "pulsar-consume-cpu-throughput"}, benchConsumeRounds,
+		func() []float64 { return ours(benchConsumeMessages) },
+		func() []float64 { return raw(benchConsumeMessages) })
 }
 
 func TestBenchPulsarPublishSeqP50(t *testing.T) {
