@@ -406,9 +406,7 @@ func (r *redriveRun) examine(group []pulsar.Message) bool {
 		}
 		moves = 0
 	}
-	for _, e := range entries {
-		r.batch = append(r.batch, e)
-	}
+	r.batch = append(r.batch, entries...)
 	r.batchMoves += moves
 	return passesMax
 }
