@@ -76,8 +76,12 @@ var _ babelqueue.Redriver = (*Transport)(nil)
 // an interruption they stay until the next run ends, keeping every message
 // written to the target since (a backlog on a busy target), and the next
 // run reads the target from the last batch on: run an interrupted redrive
-// again soon. The run needs to produce to and consume from the journal
-// topic and to subscribe to the targets, which may be partitioned. A Pulsar
+// again soon. A durable subscription "<cursor>.retain" on the journal
+// topic keeps the journal from being trimmed or deleted as an inactive
+// topic (the broker's default) between an interruption and the next run;
+// a run that ends cleanly moves it to its closing record, so the journal
+// keeps one record. The run needs to produce to and consume from the
+// journal topic and to subscribe to the targets, which may be partitioned. A Pulsar
 // subscription is its own view of a topic: runs with another cursor, and
 // any other subscription on the DLQ, still see the dead letters this
 // cursor moved, so keep to one cursor per dead-letter queue.
@@ -152,6 +156,7 @@ type redriveRun struct {
 
 	cons      pulsar.Consumer
 	journal   pulsar.Producer
+	retain    pulsar.Consumer            // the journal's retain subscription
 	producers map[string]pulsar.Producer // target topic -> producer
 	parts     map[string][]string        // target topic -> its partitions (itself when not partitioned)
 	after     map[string]string          // partition topic -> encoded ID the next copies land after
@@ -217,6 +222,11 @@ func (r *redriveRun) open(ctx context.Context) error {
 	if r.plan.DryRun {
 		return nil
 	}
+	retain, err := retainJournal(r.c, r.journalTopic(), r.cursor)
+	if err != nil {
+		return err
+	}
+	r.retain = retain
 	p, err := r.c.CreateProducer(pulsar.ProducerOptions{Topic: r.journalTopic(), DisableBatching: true})
 	if err != nil {
 		return fmt.Errorf("pulsar: redrive: journal producer for %s: %w", r.journalTopic(), err)
@@ -244,6 +254,9 @@ func (r *redriveRun) close() {
 	}
 	if r.journal != nil {
 		r.journal.Close()
+	}
+	if r.retain != nil {
+		r.retain.Close()
 	}
 }
 
@@ -518,7 +531,7 @@ func (r *redriveRun) writeCopies(ctx context.Context, moves []*redriveEntry) err
 		}
 	}
 	rec.Guards = r.guardList()
-	if err := writeJournal(ctx, r.journal, rec); err != nil {
+	if _, err := writeJournal(ctx, r.journal, rec); err != nil {
 		return fmt.Errorf("%w: %w", babelqueue.ErrSettle, err)
 	}
 	r.journaled = true
@@ -622,9 +635,11 @@ func (r *redriveRun) finish(ctx context.Context) error {
 		return nil
 	}
 	rec := journalRecord{Moved: movedList(r.moved), Guards: r.guardList()}
-	if err := writeJournal(ctx, r.journal, rec); err != nil {
+	last, err := writeJournal(ctx, r.journal, rec)
+	if err != nil {
 		return fmt.Errorf("%w: %w", babelqueue.ErrSettle, err)
 	}
+	defer func() { r.trimJournal(last) }()
 	if len(r.guards) == 0 {
 		return nil
 	}
@@ -636,8 +651,10 @@ func (r *redriveRun) finish(ctx context.Context) error {
 		}
 		delete(r.guards, g)
 	}
-	if err := writeJournal(ctx, r.journal, journalRecord{Moved: rec.Moved, Guards: r.guardList()}); err != nil {
+	if id, err := writeJournal(ctx, r.journal, journalRecord{Moved: rec.Moved, Guards: r.guardList()}); err != nil {
 		errs = append(errs, err)
+	} else {
+		last = id
 	}
 	if err := errors.Join(errs...); err != nil {
 		// Everything was settled; a guard left in place is removed by
@@ -645,6 +662,18 @@ func (r *redriveRun) finish(ctx context.Context) error {
 		r.t.warn("redrive: " + err.Error())
 	}
 	return nil
+}
+
+// trimJournal moves the journal's retain subscription to last, the run's
+// closing record, so that the broker keeps that record and may drop the
+// ones before it. A failure only costs space: it is logged.
+func (r *redriveRun) trimJournal(last pulsar.MessageID) {
+	if r.retain == nil || last == nil {
+		return
+	}
+	if err := r.retain.Seek(last); err != nil {
+		r.t.warn("redrive: trimming journal " + r.journalTopic() + ": " + err.Error())
+	}
 }
 
 // guardList returns the targets holding a guard subscription, sorted.

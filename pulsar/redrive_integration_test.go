@@ -546,3 +546,69 @@ func TestIntegrationRedriveRate(t *testing.T) {
 		t.Fatalf("target holds %d messages of %d ids, want %d", len(got), len(seen), n)
 	}
 }
+
+// subscriptionBacklogs reads, through the admin API, the backlog of every
+// subscription of topic (a persistent://tenant/namespace/name topic).
+func subscriptionBacklogs(t *testing.T, topic string) map[string]int64 {
+	t.Helper()
+	path := strings.TrimPrefix(topic, "persistent://")
+	if !strings.Contains(topic, "://") {
+		path = "public/default/" + topic // how the broker resolves a bare name
+	}
+	resp, err := http.Get(brokertest.PulsarAdminURL(t) + "/admin/v2/persistent/" + path + "/stats")
+	if err != nil {
+		t.Fatalf("topic stats of %s: %v", topic, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("topic stats of %s: HTTP %d", topic, resp.StatusCode)
+	}
+	var stats struct {
+		Subscriptions map[string]struct {
+			MsgBacklog int64 `json:"msgBacklog"`
+		} `json:"subscriptions"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&stats); err != nil {
+		t.Fatalf("topic stats of %s: %v", topic, err)
+	}
+	out := make(map[string]int64, len(stats.Subscriptions))
+	for name, s := range stats.Subscriptions {
+		out[name] = s.MsgBacklog
+	}
+	return out
+}
+
+func TestIntegrationRedriveJournalIsRetainedAndTrimmed(t *testing.T) {
+	c := rawClient(t)
+	queue := uniqueQueue(t)
+	dlq := DeadLetterQueue(queue)
+	seedDLQ(t, c, dlq, queue, urnA, "a1", "a2")
+	tr := newIntegrationTransport(t, WithSubscriptionType(pulsar.Shared))
+	res, err := redrive(t, tr, dlq)
+	if err != nil || res.Moved != 2 {
+		t.Fatalf("Redrive: %v, %+v", err, res)
+	}
+	// A run with moves writes at least a batch record and a closing one.
+	// The retain subscription keeps the journal (a topic without
+	// subscriptions may be deleted once inactive) and, after a clean end,
+	// holds only the closing record.
+	journal := tr.Topic(dlq) + "." + DefaultRedriveCursor + RedriveJournalSuffix
+	sub := DefaultRedriveCursor + ".retain"
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		backlogs := subscriptionBacklogs(t, journal)
+		n, ok := backlogs[sub]
+		if ok && n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("journal %s subscriptions %v: want %s with a backlog of 1", journal, backlogs, sub)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// The next run still reads the closing record and finds nothing to do.
+	res, err = redrive(t, tr, dlq)
+	if err != nil || res.Examined != 0 || res.Resumed {
+		t.Fatalf("second Redrive: %v, %+v", err, res)
+	}
+}

@@ -230,16 +230,42 @@ func removeGuard(c pulsar.Client, topic, cursor string) error {
 }
 
 // writeJournal appends rec to the journal and waits for the broker.
-func writeJournal(ctx context.Context, p pulsar.Producer, rec journalRecord) error {
+func writeJournal(ctx context.Context, p pulsar.Producer, rec journalRecord) (pulsar.MessageID, error) {
 	rec.At = time.Now().UnixMilli()
 	b, err := encodeJournal(rec)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: b}); err != nil {
-		return fmt.Errorf("pulsar: redrive: write journal: %w", err)
+	id, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: b})
+	if err != nil {
+		return nil, fmt.Errorf("pulsar: redrive: write journal: %w", err)
 	}
-	return nil
+	return id, nil
+}
+
+// retainSubscription names the durable subscription a run keeps on its
+// journal topic. A topic without subscriptions may be trimmed, or deleted
+// once inactive (the broker's default brokerDeleteInactiveTopicsEnabled),
+// which would lose the record of a batch an interrupted run left half
+// done; the retain subscription keeps the journal. It is never consumed: a
+// run that ends cleanly moves it to its closing record, so the journal's
+// backlog is that one record.
+func retainSubscription(cursor string) string { return cursor + ".retain" }
+
+// retainJournal subscribes the retain subscription to the journal topic,
+// from its earliest record.
+func retainJournal(c pulsar.Client, topic, cursor string) (pulsar.Consumer, error) {
+	cons, err := c.Subscribe(pulsar.ConsumerOptions{
+		Topic:                       topic,
+		SubscriptionName:            retainSubscription(cursor),
+		Type:                        pulsar.Shared,
+		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest,
+		ReceiverQueueSize:           1,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pulsar: redrive: retain subscription %s on journal %s: %w", retainSubscription(cursor), topic, err)
+	}
+	return cons, nil
 }
 
 // movedList returns up to maxJournalMoved members of moved.
