@@ -94,9 +94,28 @@ func RedriveCursor(dlq string) string { return RedriveCursorPrefix + dlq }
 // in the topic until retention removes them. A consumer group other than
 // the cursor, a custom plan.Cursor, or a tool that reads the DLQ from its
 // start sees them, moved ones and the originals of written-back ones alike;
-// only the region from the cursor on is the DLQ's content. Two runs must
-// not share a cursor at the same time, and the cursor group must have no
-// live members (the broker refuses its commits then).
+// only the region from the cursor on is the DLQ's content. The cursor
+// group must have no live members (the broker refuses its commits then).
+//
+// Two runs never work on one cursor at the same time. A run that is not
+// a dry run first joins the consumer group RedriveLockGroup(cursor)
+// ("<cursor>.lock") as a member, with a 6 s session timeout, and stays a
+// member until it returns (a goroutine heartbeats every second and leaves
+// the group at the end). It proceeds only when the lock group had no
+// member before it joined and is Stable with itself as its only member
+// after; otherwise it leaves and returns an error wrapping ErrRedriveBusy
+// before reading, writing or committing anything. Two runs starting at
+// the same moment may both fail that way; they never both proceed. A run
+// that was killed holds the cursor until its membership expires, 6 s
+// after its last heartbeat; then a new run proceeds. A run that loses its
+// membership (the coordinator did not hear from it within the session
+// timeout) stops as if ctx had ended, and its error wraps ErrRedriveBusy.
+// Taking the lock costs a few round trips to the group coordinator plus
+// the broker's group.initial.rebalance.delay.ms (3 s by default; 0 is
+// recommended for brokers that run redrives), which the broker waits
+// before it completes the first join of an empty group. A dry run writes
+// and commits nothing, does not take the lock and is not refused while
+// another run holds it.
 func (t *Transport) Redrive(ctx context.Context, dlq string, plan babelqueue.RedrivePlan) (*babelqueue.RedriveResult, error) {
 	res := &babelqueue.RedriveResult{DryRun: plan.DryRun}
 	if isBlank(dlq) {
@@ -119,7 +138,24 @@ func (t *Transport) Redrive(ctx context.Context, dlq string, plan babelqueue.Red
 		partsOf: make(map[string]int),
 		ends:    make(map[topicPartition]int64),
 	}
-	if err := r.run(ctx); err != nil {
+	var lock *redriveLock
+	if !plan.DryRun {
+		lctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		var err error
+		if lock, err = acquireRedriveLock(ctx, b.client, cursor, cancel); err != nil {
+			return res, fmt.Errorf("kafka: redrive %q (cursor %q): %w", dlq, cursor, err)
+		}
+		defer lock.release()
+		ctx = lctx
+	}
+	err := r.run(ctx)
+	if lock != nil {
+		if lost := lock.lostErr(); lost != nil {
+			err = joinErr(err, lost)
+		}
+	}
+	if err != nil {
 		return res, fmt.Errorf("kafka: redrive %q (cursor %q): %w", dlq, cursor, err)
 	}
 	return res, nil
