@@ -565,40 +565,76 @@ func TestKafkaRedriveKilledAndResumed(t *testing.T) {
 	args := []string{"redrive", "--broker", kafkaURL(t), "--queue", topic, "--urn", "urn:bq:kill", "--json"}
 
 	// Kill the process three times at growing progress, then let it finish.
-	kills := 0
+	// A run started right after a kill is refused until the killed run's
+	// lock membership expires (about 6 s): it is started again.
+	kills, refused := 0, 0
 	for _, atLeast := range []int{30, 110, 200} {
-		cmd := exec.CommandContext(ctx, bin, args...)
-		cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		for {
-			_, next, err := k.bounds(ctx, topic, []int{0, 1})
-			if err != nil {
+		for started := false; !started; {
+			var stderr bytes.Buffer
+			cmd := exec.CommandContext(ctx, bin, args...)
+			cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			if int(next[0]+next[1]) >= atLeast {
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			exited := false
+			for {
+				_, next, err := k.bounds(ctx, topic, []int{0, 1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if int(next[0]+next[1]) >= atLeast {
+					break
+				}
+				select {
+				case err := <-done:
+					if !strings.Contains(stderr.String(), "another redrive is running") {
+						t.Fatalf("run ended before it was killed: %v (%s)", err, stderr.String())
+					}
+					refused, exited = refused+1, true
+					time.Sleep(500 * time.Millisecond)
+				case <-ctx.Done():
+					t.Fatal("redrive made no progress")
+				case <-time.After(5 * time.Millisecond):
+					continue
+				}
 				break
 			}
-			if ctx.Err() != nil {
-				t.Fatal("redrive made no progress")
+			if exited {
+				continue // refused: start it again
 			}
-			time.Sleep(5 * time.Millisecond)
-		}
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		err := cmd.Wait()
-		if ee, ok := err.(*exec.ExitError); ok && !ee.Exited() {
-			kills++
+			started = true
+			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			err := <-done
+			if ee, ok := err.(*exec.ExitError); ok && !ee.Exited() {
+				kills++
+			}
 		}
 	}
 	if kills == 0 {
 		t.Fatal("no run was killed mid-way; the test proves nothing")
 	}
-	out, err := exec.CommandContext(ctx, bin, args...).Output()
-	if err != nil {
-		t.Fatalf("final run: %v (%s)", err, out)
+	var out []byte
+	for {
+		var stderr bytes.Buffer
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Stderr = &stderr
+		var err error
+		if out, err = cmd.Output(); err == nil {
+			break
+		}
+		if !strings.Contains(stderr.String(), "another redrive is running") || ctx.Err() != nil {
+			t.Fatalf("final run: %v (%s)", err, stderr.String())
+		}
+		refused++
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Logf("runs refused while a killed run's lock lasted: %d", refused)
+	if refused == 0 {
+		t.Error("no run was refused right after a kill: the killed run held no lock")
 	}
 	var rep redriveReport
 	if err := json.Unmarshal(out, &rep); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -221,7 +222,12 @@ again: nothing is lost, nothing is redriven twice, and a later run with a
 different selection never moves a record an earlier run already moved.
 The DLQ's live content starts at the cursor: records before it were moved
 or copied to the tail (another group, or a new --group, sees the old
-copies too). A dry run writes and commits nothing.
+copies too). A dry run writes and commits nothing. One run at a time: a
+run joins the consumer group <cursor>.lock for its whole duration and
+fails at once, before reading anything, when another run is a member; a
+killed run holds it for 6 s after its last heartbeat. A dry run does not
+take it. Taking it adds the broker's group.initial.rebalance.delay.ms
+(3 s by default) to the start of a run.
 
 Pulsar: the DLQ is consumed on an Exclusive subscription (--subscription,
 default bq-redrive); a second run on the same DLQ fails at once. Messages
@@ -343,6 +349,9 @@ func runRedrive(ctx context.Context, args []string, out, errOut io.Writer) error
 		}
 	} else if err := report.write(out); err != nil {
 		return err
+	}
+	if errors.Is(runErr, bqkafka.ErrRedriveBusy) || errors.Is(runErr, bqpulsar.ErrRedriveBusy) {
+		return fmt.Errorf("bq redrive: another redrive is running on cursor %q (one run at a time; a killed Kafka run holds it for 6 s after its last heartbeat), nothing was redriven: %w", cursor, runErr)
 	}
 	if runErr != nil {
 		return runErr
