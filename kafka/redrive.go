@@ -116,6 +116,17 @@ func RedriveCursor(dlq string) string { return RedriveCursorPrefix + dlq }
 // before it completes the first join of an empty group. A dry run writes
 // and commits nothing, does not take the lock and is not refused while
 // another run holds it.
+//
+// Like any lease, the lock has a window: a run that loses its membership
+// notices at its next check, about a second later, and stops then.
+//
+// The cursor lives as long as the broker keeps the group's offsets: Kafka
+// drops the offsets of a group without members offsets.retention.minutes
+// (7 days by default) after its last commit. A run after that starts from
+// the beginning of the DLQ and would move again the records an earlier run
+// moved that the DLQ still retains. Keep offsets.retention.minutes at
+// least as long as the DLQ's retention.ms, or run a redrive (any run that
+// commits refreshes the cursor) within it.
 func (t *Transport) Redrive(ctx context.Context, dlq string, plan babelqueue.RedrivePlan) (*babelqueue.RedriveResult, error) {
 	res := &babelqueue.RedriveResult{DryRun: plan.DryRun}
 	if isBlank(dlq) {
