@@ -52,12 +52,7 @@ type redriveBroker struct {
 }
 
 func newRedriveBroker(cfg *config) *redriveBroker {
-	net := &kafkago.Transport{
-		DialTimeout: 10 * time.Second,
-		TLS:         cfg.tls,
-		SASL:        cfg.sasl,
-		ClientID:    clientID,
-	}
+	net := netTransport(cfg)
 	return &redriveBroker{net: net, client: &kafkago.Client{Addr: kafkago.TCP(cfg.brokers...), Transport: net, Timeout: 30 * time.Second}}
 }
 

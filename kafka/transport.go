@@ -79,13 +79,9 @@ func New(opts ...Option) (*Transport, error) {
 	}
 	t := &Transport{cfg: cfg, readers: make(map[string]Reader)}
 	if len(cfg.brokers) > 0 {
-		t.net = &kafkago.Transport{
-			TLS:      cfg.tls,
-			SASL:     cfg.sasl,
-			ClientID: clientID,
-		}
+		t.net = netTransport(&cfg)
 		t.dialer = &kafkago.Dialer{
-			Timeout:       10 * time.Second,
+			Timeout:       dialTimeout,
 			DualStack:     true,
 			TLS:           cfg.tls,
 			SASLMechanism: cfg.sasl,
@@ -210,4 +206,13 @@ func closeReader(r Reader) error {
 		return c.Close()
 	}
 	return nil
+}
+
+// dialTimeout bounds every connection attempt to a broker.
+const dialTimeout = 10 * time.Second
+
+// netTransport returns kafka-go connections to the configured brokers, with
+// the configured TLS and SASL.
+func netTransport(cfg *config) *kafkago.Transport {
+	return &kafkago.Transport{DialTimeout: dialTimeout, TLS: cfg.tls, SASL: cfg.sasl, ClientID: clientID}
 }
