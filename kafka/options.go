@@ -251,10 +251,13 @@ func WithRequiredAcks(acks kafkago.RequiredAcks) Option {
 }
 
 // WithCommitInterval batches the offset commits of Ack: acknowledged offsets
-// are committed at most this long after Ack, in offset order, and any still
-// pending are committed when the reader is closed (Close, Rewind) or its
-// partitions are revoked. 0 makes every Ack wait for its commit. Negative is
-// rejected.
+// are committed at most this long (plus 2ms of gathering) after Ack, in
+// offset order, and any still pending are committed when the reader is
+// closed (Close, Rewind) or its partitions are revoked. An acknowledgement
+// made in the last 2ms before a revocation may instead be committed just
+// after it; the partition's next owner then reads that record again, never
+// past an unacknowledged one. 0 makes every Ack wait for its commit.
+// Negative is rejected.
 func WithCommitInterval(d time.Duration) Option {
 	return func(c *config) {
 		if d < 0 {

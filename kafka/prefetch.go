@@ -28,17 +28,18 @@ const prefetchBuffer = 256
 // each record nor pays for the conversion, and the two goroutines meet once
 // per batch rather than once per record.
 //
-// Nothing about commits changes: Ack commits through the group reader, in
-// delivery order. Records still buffered when the reader is closed (Close,
+// Ack commits through the group reader, in delivery order, gathered by a
+// commitBatcher when commits are asynchronous anyway. Records still buffered when the reader is closed (Close,
 // Rewind) or loses its partitions were never delivered nor committed: the
 // next owner of their partition reads them again from the committed
 // offset, exactly as the records kafka-go buffers itself.
 type prefetchReader struct {
-	r      groupReader
-	t      *Transport
-	queue  string
-	cancel context.CancelFunc
-	done   chan struct{} // closed when the goroutine returned
+	r       groupReader
+	commits *commitBatcher // nil when the group reader commits synchronously
+	t       *Transport
+	queue   string
+	cancel  context.CancelFunc
+	done    chan struct{} // closed when the goroutine returned
 
 	mu    sync.Mutex
 	buf   []fetched     // fetched, not yet taken by Pop
@@ -75,6 +76,9 @@ func newPrefetchReader(t *Transport, queue string, r groupReader) *prefetchReade
 		r: r, t: t, queue: queue, cancel: cancel, done: make(chan struct{}),
 		buf:   make([]fetched, 0, prefetchBuffer),
 		ready: make(chan struct{}, 1), room: make(chan struct{}, 1),
+	}
+	if t.cfg.commitInterval > 0 {
+		p.commits = newCommitBatcher(r, t.cfg.log())
 	}
 	go p.run(ctx)
 	return p
@@ -221,13 +225,18 @@ func (p *prefetchReader) FetchMessage(ctx context.Context) (kafkago.Message, err
 	return f.d.msg, nil
 }
 
-// CommitMessages commits through the group reader.
+// CommitMessages commits through the group reader, gathered by the
+// commitBatcher when the group reader commits asynchronously.
 func (p *prefetchReader) CommitMessages(ctx context.Context, msgs ...kafkago.Message) error {
+	if p.commits != nil {
+		return p.commits.commit(ctx, msgs)
+	}
 	return p.r.CommitMessages(ctx, msgs...)
 }
 
-// Close stops the prefetching goroutine, drops what it buffered and
-// closes the group reader, which flushes the pending commits.
+// Close stops the prefetching goroutine, drops what it buffered, hands
+// the gathered commits to the group reader and closes it, which flushes
+// the pending commits.
 func (p *prefetchReader) Close() error {
 	p.cancel()
 	<-p.done
@@ -235,5 +244,9 @@ func (p *prefetchReader) Close() error {
 	clear(p.buf)
 	p.buf = p.buf[:0]
 	p.mu.Unlock()
-	return p.r.Close()
+	var err error
+	if p.commits != nil {
+		err = p.commits.close()
+	}
+	return errors.Join(err, p.r.Close())
 }
