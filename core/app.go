@@ -14,6 +14,7 @@ import (
 // rules. An App is safe for concurrent use.
 type App struct {
 	t      Transport
+	popper DeferredHeaderPopper // t, when it offers deferred headers
 	cfg    config
 	cfgErr error
 
@@ -42,6 +43,7 @@ func NewApp(t Transport, opts ...Option) *App {
 		}
 	}
 	a.cfgErr = errors.Join(errs...)
+	a.popper, _ = t.(DeferredHeaderPopper)
 	return a
 }
 

@@ -93,7 +93,7 @@ func (a *App) consumeQueue(ctx context.Context, queue string) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		msg, err := a.t.Pop(ctx, queue, a.cfg.pollTimeout)
+		msg, err := a.pop(ctx, queue)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -132,6 +132,15 @@ func (a *App) consumeQueue(ctx context.Context, queue string) error {
 			a.backoff(ctx)
 		}
 	}
+}
+
+// pop reserves the next message of queue, its headers deferred when the
+// transport can (see DeferredHeaderPopper).
+func (a *App) pop(ctx context.Context, queue string) (*ReceivedMessage, error) {
+	if a.popper != nil {
+		return a.popper.PopDeferredHeaders(ctx, queue, a.cfg.pollTimeout)
+	}
+	return a.t.Pop(ctx, queue, a.cfg.pollTimeout)
 }
 
 // backoff waits the failure backoff on the App's clock, or until ctx ends.
@@ -188,7 +197,7 @@ func (a *App) drainQueue(ctx context.Context, queue string, released map[string]
 		if err := ctx.Err(); err != nil {
 			return n, err
 		}
-		msg, err := a.t.Pop(ctx, queue, a.cfg.pollTimeout)
+		msg, err := a.pop(ctx, queue)
 		if err != nil {
 			return n, fmt.Errorf("babelqueue: drain %s: pop: %w", queue, err)
 		}
@@ -264,7 +273,7 @@ func (a *App) deliver(ctx context.Context, msg *ReceivedMessage) outcome {
 		return a.settleUnknownURN(ctx, msg, env, route)
 	}
 
-	d.ctx = deliveredContext{Context: ctx, headers: msg.Headers}
+	d.ctx = deliveredContext{Context: ctx, headers: viewOf(msg)}
 	herr := runHandler(&d.ctx, h, env)
 	if herr == nil {
 		return a.ack(ctx, msg, env, route)

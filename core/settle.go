@@ -9,8 +9,10 @@ import (
 	"strconv"
 )
 
-// This file holds every way the App settles a delivery. The rule of them
-// all (SPEC 4.4): the original is acknowledged only after the write that
+// This file holds every way the App settles a delivery. Every path but the
+// plain acknowledgement of a handled message starts by filling the
+// message's deferred headers (DeferredHeaderPopper), so that what it writes
+// or hands on sees them all. The rule of them all (SPEC 4.4): the original is acknowledged only after the write that
 // replaces it (a retry copy, a dead letter) was acknowledged by the broker.
 // A failed write leaves the original unsettled — rewound when the
 // transport is a Rewinder, else negatively acknowledged when it is a
@@ -57,6 +59,7 @@ func (a *App) ackWithin(ctx context.Context, msg *ReceivedMessage) error {
 }
 
 func (a *App) ackFailed(ctx context.Context, msg *ReceivedMessage, env *Envelope, route string, err error) outcome {
+	msg.FillHeaders()
 	a.unsettle(ctx, msg, "acknowledge failed")
 	derr := a.deliveryErr(msg, env, route, fmt.Errorf("%w: acknowledge: %w", ErrSettle, err))
 	a.reportError(ctx, "babelqueue: acknowledge failed; message left for redelivery", derr, a.attrs(msg, env, route)...)
@@ -74,6 +77,7 @@ func (a *App) writeFailed(ctx context.Context, msg *ReceivedMessage, env *Envelo
 // unsettle hands a message back without settling it: Rewind, else Nack,
 // else nothing (the transport redelivers what was never acknowledged).
 func (a *App) unsettle(ctx context.Context, msg *ReceivedMessage, why string) {
+	msg.FillHeaders()
 	sctx, cancel := a.settleCtx(ctx)
 	defer cancel()
 	var err error
@@ -176,6 +180,7 @@ func (a *App) writeKeyed(ctx context.Context, queue, body string, from *Received
 // Handlers, the unknown-URN strategy and the routing-mismatch hook are not
 // involved.
 func (a *App) settleVersionGated(ctx context.Context, msg *ReceivedMessage, version string, cause error) outcome {
+	msg.FillHeaders()
 	if fn := a.cfg.onVersion; fn != nil {
 		safely(func() { fn(version, msg.Queue) })
 	}
@@ -220,6 +225,7 @@ func poisonAttempts(msg *ReceivedMessage) int {
 // dead-lettering on it is dead-lettered at once in the poison shape, the
 // incoming bq-job and the key kept; off, it takes the bounded retry.
 func (a *App) settlePoison(ctx context.Context, msg *ReceivedMessage, cause error) outcome {
+	msg.FillHeaders()
 	route, _ := msg.Header(HeaderJob)
 	a.reportError(ctx, "babelqueue: poison message", &DeliveryError{Queue: msg.Queue, URN: route, Err: cause}, slog.String("queue", msg.Queue))
 	if !a.cfg.deadLetter {
@@ -232,6 +238,7 @@ func (a *App) settlePoison(ctx context.Context, msg *ReceivedMessage, cause erro
 
 // settleUnknownURN applies the unknown-URN strategy.
 func (a *App) settleUnknownURN(ctx context.Context, msg *ReceivedMessage, env *Envelope, route string) outcome {
+	msg.FillHeaders()
 	cause := &UnknownURNError{URN: route}
 	attrs := a.attrs(msg, env, route, slog.String("strategy", string(a.cfg.unknownURN)))
 	switch a.cfg.unknownURN {
@@ -282,6 +289,7 @@ func (a *App) release(ctx context.Context, msg *ReceivedMessage, env *Envelope, 
 // settleRetryable applies the max-attempts rule to a retryable outcome.
 // env is nil for a poison body.
 func (a *App) settleRetryable(ctx context.Context, msg *ReceivedMessage, env *Envelope, route, reason string, cause error) outcome {
+	msg.FillHeaders()
 	reconciled := 0
 	if env != nil {
 		reconciled = env.Attempts

@@ -28,19 +28,25 @@ type ReceivedMessage struct {
 	// Queue is the queue (topic) the message was reserved from.
 	Queue string
 	// Headers holds every out-of-band header or property delivered with the
-	// message, contract bq- headers included. It may be nil.
+	// message, contract bq- headers included. It may be nil; it is nil too
+	// while a binding defers the headers (DeferHeaders) until FillHeaders,
+	// which only a caller of PopDeferredHeaders meets.
 	Headers map[string]string
 	// Handle is the binding's own reference to the delivery (a Kafka record,
 	// a Pulsar message, ...). The App never looks inside it.
 	Handle any
 
-	pre *delivery // Body decoded ahead of the App (Predecode), or nil
+	pre     *delivery    // Body decoded ahead of the App (Predecode), or nil
+	headers HeaderSource // the deferred headers (DeferHeaders), or nil
 }
 
 // Header returns the delivered header key, and whether it was present.
 func (m *ReceivedMessage) Header(key string) (string, bool) {
-	if m == nil || m.Headers == nil {
+	if m == nil {
 		return "", false
+	}
+	if m.Headers == nil && m.headers != nil {
+		return m.headers.LookupHeader(key)
 	}
 	v, ok := m.Headers[key]
 	return v, ok
