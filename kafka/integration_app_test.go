@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -63,6 +64,7 @@ func TestIntegrationAppRetriesThroughTiersThenDeadLetters(t *testing.T) {
 		attempts int
 		at       time.Time
 		replay   bool
+		headers  map[string]string
 	}
 	var mu sync.Mutex
 	var deliveries []seen
@@ -70,14 +72,17 @@ func TestIntegrationAppRetriesThroughTiersThenDeadLetters(t *testing.T) {
 		babelqueue.WithPollTimeout(200*time.Millisecond), babelqueue.WithOnError(func(error) {}))
 	app.Handle("urn:babel:orders:created", func(ctx context.Context, env *babelqueue.Envelope) error {
 		mu.Lock()
-		deliveries = append(deliveries, seen{env.Attempts, time.Now(), babelqueue.IsReplay(ctx)})
+		deliveries = append(deliveries, seen{env.Attempts, time.Now(), babelqueue.IsReplay(ctx), babelqueue.HeadersFromContext(ctx)})
 		mu.Unlock()
 		return errors.New("payment service down")
 	})
 	key := []byte{0xde, 0xad, 0x00, 0xbe, 0xef}
 	body := envelope(t, 0)
 	hs, _ := projection(body, time.Now())
-	produceRaw(t, kafkago.Message{Topic: topic, Key: key, Value: []byte(body), Headers: toKafkaHeaders(hs)})
+	// The App pops with the headers deferred (PopDeferredHeaders): the
+	// handler still sees them all, and the retries carry the trace context.
+	produceRaw(t, kafkago.Message{Topic: topic, Key: key, Value: []byte(body),
+		Headers: append(toKafkaHeaders(hs), h("traceparent", "00-app-01"), h("x-tenant", "acme"))})
 	runApp(t, app, topic)
 
 	dlq := readTopic(t, topic+".dlq", 1, 60*time.Second, 500*time.Millisecond)
@@ -104,6 +109,13 @@ func TestIntegrationAppRetriesThroughTiersThenDeadLetters(t *testing.T) {
 		if deliveries[i].attempts != i {
 			t.Fatalf("delivery %d had attempts %d", i, deliveries[i].attempts)
 		}
+		hs := deliveries[i].headers
+		if hs["traceparent"] != "00-app-01" || hs["bq-attempts"] != strconv.Itoa(i) || hs["bq-job"] != "urn:babel:orders:created" {
+			t.Fatalf("delivery %d: handler context headers %v", i, hs)
+		}
+		if i == 0 && hs["x-tenant"] != "acme" {
+			t.Fatalf("first delivery: handler context headers %v lack x-tenant", hs)
+		}
 		if i > 0 && deliveries[i].at.Sub(deliveries[i-1].at) < want-100*time.Millisecond {
 			t.Fatalf("delivery %d came %v after the previous, before its %v tier", i, deliveries[i].at.Sub(deliveries[i-1].at), want)
 		}
@@ -112,6 +124,9 @@ func TestIntegrationAppRetriesThroughTiersThenDeadLetters(t *testing.T) {
 		recs := readTopic(t, RetryTopic(topic, n), 1, 10*time.Second, 200*time.Millisecond)
 		if len(recs) != 1 || !cmp.Equal(recs[0].Key, key) {
 			t.Fatalf("tier %d: %d records", n, len(recs))
+		}
+		if v, _ := lastHeader(recs[0].Headers, "traceparent"); v != "00-app-01" {
+			t.Fatalf("tier %d record lost the trace context: %v", n, recs[0].Headers)
 		}
 	}
 }

@@ -54,6 +54,20 @@ func recordOf(msg *babelqueue.ReceivedMessage) (*delivery, bool) {
 // as an empty poll; one that does not (authentication, authorization, an
 // invalid group id) is returned.
 func (t *Transport) Pop(ctx context.Context, queue string, timeout time.Duration) (*babelqueue.ReceivedMessage, error) {
+	return t.pop(ctx, queue, timeout, false)
+}
+
+// PopDeferredHeaders is Pop, except that the returned message's Headers
+// map is not built: Header reads the record's header list, and
+// FillHeaders builds the map when the caller needs it
+// (babelqueue.DeferredHeaderPopper). The App pops through it, so a record
+// its handler settles at once costs no map.
+func (t *Transport) PopDeferredHeaders(ctx context.Context, queue string, timeout time.Duration) (*babelqueue.ReceivedMessage, error) {
+	return t.pop(ctx, queue, timeout, true)
+}
+
+// pop is Pop, with the headers deferred when deferHeaders is set.
+func (t *Transport) pop(ctx context.Context, queue string, timeout time.Duration, deferHeaders bool) (*babelqueue.ReceivedMessage, error) {
 	if babelqueue.IsBlank(queue) {
 		return nil, ErrEmptyTopic
 	}
@@ -66,6 +80,7 @@ func (t *Transport) Pop(ctx context.Context, queue string, timeout time.Duration
 	}
 	var f fetched
 	if p, ok := r.(*prefetchReader); ok {
+		p.begin(deferHeaders)
 		var got bool
 		if f, got = p.take(); !got {
 			fctx := getFetchContext()
@@ -109,7 +124,11 @@ func (t *Transport) Pop(ctx context.Context, queue string, timeout time.Duration
 		}
 		return nil, wrapf(err, "fetch from %q", queue)
 	}
-	return t.handOut(queue, f.d), nil
+	m := t.handOut(queue, f.d)
+	if !deferHeaders {
+		m.FillHeaders()
+	}
+	return m, nil
 }
 
 // newDelivery turns a fetched record into its delivery. The body and the
@@ -123,12 +142,28 @@ func (t *Transport) newDelivery(queue string, m kafkago.Message, r Reader) *deli
 	}
 	d := &delivery{msg: m, reader: r}
 	d.rm = babelqueue.ReceivedMessage{
-		Body:    bytesView(m.Value),
-		Queue:   m.Topic,
-		Headers: headerMap(m.Headers),
-		Handle:  d,
+		Body:   bytesView(m.Value),
+		Queue:  m.Topic,
+		Handle: d,
+	}
+	if len(m.Headers) > 0 {
+		// Built by FillHeaders: by Pop, or ahead by the prefetching
+		// goroutine; or never, for an App that settles the record at once.
+		d.rm.DeferHeaders(d)
 	}
 	return d
+}
+
+// LookupHeader returns the last value of key among the record's headers
+// (babelqueue.HeaderSource).
+func (d *delivery) LookupHeader(key string) (string, bool) {
+	return lastHeader(d.msg.Headers, key)
+}
+
+// HeaderMap returns the record's headers as a new map
+// (babelqueue.HeaderSource).
+func (d *delivery) HeaderMap() map[string]string {
+	return headerMap(d.msg.Headers)
 }
 
 // handOut applies the version gate and the attempts rule to a delivery

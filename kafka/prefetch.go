@@ -21,9 +21,10 @@ const prefetchBuffer = 256
 
 // prefetchReader is the Reader the transport puts in front of each group
 // reader it builds itself: one goroutine fetches records ahead of Pop, and
-// turns each into its delivery (header map, ReceivedMessage, attempts rule,
-// and, while Pop's side has a backlog, the body decoded for the App; see
-// prepare), into a bounded buffer. Pop takes the whole buffer at once and works through it,
+// turns each into its delivery (ReceivedMessage, attempts rule, the header
+// map unless the headers are deferred, and, while Pop's side has a backlog,
+// the body decoded for the App; see prepare), into a bounded buffer. Pop
+// takes the whole buffer at once and works through it,
 // so the consume loop neither waits for the group reader's hand-over of
 // each record nor pays for the conversion, and the two goroutines meet once
 // per batch rather than once per record.
@@ -38,8 +39,10 @@ type prefetchReader struct {
 	commits *commitBatcher // nil when the group reader commits synchronously
 	t       *Transport
 	queue   string
+	ctx     context.Context // the goroutine's; cancelled by Close
 	cancel  context.CancelFunc
-	done    chan struct{} // closed when the goroutine returned
+	start   sync.Once     // starts the goroutine at the first pop, or marks it ended at Close
+	done    chan struct{} // closed when the goroutine returned (or Close came first)
 
 	mu    sync.Mutex
 	buf   []fetched     // fetched, not yet taken by Pop
@@ -48,6 +51,11 @@ type prefetchReader struct {
 	room  chan struct{} // 1-buffered: Pop emptied a full buf
 
 	pending atomic.Int64 // fetched and not yet taken by Pop
+
+	// deferHeaders is set once the queue is popped with its headers
+	// deferred (PopDeferredHeaders); until then the goroutine builds each
+	// delivery's header map ahead, off Pop's side.
+	deferHeaders atomic.Bool
 
 	// Pop's side, touched only by the goroutine calling Pop.
 	cur  []fetched
@@ -73,15 +81,24 @@ var _ Reader = (*prefetchReader)(nil)
 func newPrefetchReader(t *Transport, queue string, r groupReader) *prefetchReader {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &prefetchReader{
-		r: r, t: t, queue: queue, cancel: cancel, done: make(chan struct{}),
+		r: r, t: t, queue: queue, ctx: ctx, cancel: cancel, done: make(chan struct{}),
 		buf:   make([]fetched, 0, prefetchBuffer),
 		ready: make(chan struct{}, 1), room: make(chan struct{}, 1),
 	}
 	if t.cfg.commitInterval > 0 {
 		p.commits = newCommitBatcher(r, t.cfg.log())
 	}
-	go p.run(ctx)
 	return p
+}
+
+// begin starts the prefetching goroutine at the first pop, which tells
+// whether the queue's headers are deferred before any record is read
+// ahead, and records a later pop's deferral.
+func (p *prefetchReader) begin(deferHeaders bool) {
+	if deferHeaders && !p.deferHeaders.Load() {
+		p.deferHeaders.Store(true)
+	}
+	p.start.Do(func() { go p.run(p.ctx) })
 }
 
 // fetchErrorPause spaces the fetches after an error, so that a group
@@ -111,6 +128,9 @@ func (p *prefetchReader) run(ctx context.Context) {
 			// slower one, and the App decodes the body itself (once, as
 			// always).
 			prepare(f.d, p.pending.Load() >= predecodeBacklog)
+			if !p.deferHeaders.Load() {
+				f.d.rm.FillHeaders()
+			}
 		}
 		if !p.put(ctx, f) {
 			return
@@ -215,6 +235,7 @@ func (p *prefetchReader) fetch(ctx context.Context) (fetched, error) {
 
 // FetchMessage returns the next prefetched record (Reader).
 func (p *prefetchReader) FetchMessage(ctx context.Context) (kafkago.Message, error) {
+	p.begin(false)
 	f, err := p.fetch(ctx)
 	if err != nil {
 		return kafkago.Message{}, err
@@ -239,6 +260,7 @@ func (p *prefetchReader) CommitMessages(ctx context.Context, msgs ...kafkago.Mes
 // the pending commits.
 func (p *prefetchReader) Close() error {
 	p.cancel()
+	p.start.Do(func() { close(p.done) }) // never started: nothing to wait for
 	<-p.done
 	p.mu.Lock()
 	clear(p.buf)

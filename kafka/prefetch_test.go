@@ -92,6 +92,12 @@ func TestPrefetchBufferIsBoundedAndDroppedOnClose(t *testing.T) {
 	}
 	inner := &countingReader{fakeReader: newFakeReader(log, offsets, "orders")}
 	p := newPrefetchReader(tr, "orders", inner)
+	// It reads nothing ahead before the first pop.
+	time.Sleep(50 * time.Millisecond)
+	if got := inner.fetched.Load(); got != 0 {
+		t.Fatalf("fetched %d records before the first pop", got)
+	}
+	p.begin(false)
 	// Nobody takes: the goroutine stops once the buffer is full (plus the
 	// one record it holds while it waits for room).
 	deadline := time.Now().Add(5 * time.Second)
@@ -280,5 +286,32 @@ func TestPrefetchPreparesDeliveriesAndGatesAtPop(t *testing.T) {
 	}
 	if d, _ := recordOf(g); d.prepared || g.Body != body || hooked.Load() != 1 {
 		t.Fatalf("gated record: prepared=%v, body changed=%v, hook calls %d; want untouched and one call", d.prepared, g.Body != body, hooked.Load())
+	}
+}
+
+func TestPrefetchReaderClosedBeforeItsFirstPop(t *testing.T) {
+	log, offsets := newFakeLog(), newFakeOffsets()
+	log.append("orders", 0, kafkago.Message{Value: []byte(envelope(t, 0))})
+	tr, err := New(WithWriter(&fakeWriter{log: log}), WithReaderFactory(func(string) Reader { return nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner := &countingReader{fakeReader: newFakeReader(log, offsets, "orders")}
+	p := newPrefetchReader(tr, "orders", inner)
+	closed := make(chan error, 1)
+	go func() { closed <- p.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close of a reader never popped did not return")
+	}
+	if !inner.closed || inner.fetched.Load() != 0 {
+		t.Fatalf("group reader closed %v, fetched %d; want closed, nothing fetched", inner.closed, inner.fetched.Load())
+	}
+	if _, err := p.FetchMessage(context.Background()); !errors.Is(err, io.EOF) {
+		t.Fatalf("FetchMessage after Close = %v, want io.EOF", err)
 	}
 }

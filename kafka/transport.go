@@ -49,14 +49,15 @@ type Transport struct {
 }
 
 var (
-	_ babelqueue.Transport         = (*Transport)(nil)
-	_ babelqueue.HeaderPublisher   = (*Transport)(nil)
-	_ babelqueue.KeyedRepublisher  = (*Transport)(nil)
-	_ babelqueue.HeaderRepublisher = (*Transport)(nil)
-	_ babelqueue.Forwarder         = (*Transport)(nil)
-	_ babelqueue.Rewinder          = (*Transport)(nil)
-	_ babelqueue.DelayedPublisher  = (*Transport)(nil)
-	_ babelqueue.TieredRetrier     = (*Transport)(nil)
+	_ babelqueue.Transport            = (*Transport)(nil)
+	_ babelqueue.HeaderPublisher      = (*Transport)(nil)
+	_ babelqueue.KeyedRepublisher     = (*Transport)(nil)
+	_ babelqueue.HeaderRepublisher    = (*Transport)(nil)
+	_ babelqueue.Forwarder            = (*Transport)(nil)
+	_ babelqueue.Rewinder             = (*Transport)(nil)
+	_ babelqueue.DelayedPublisher     = (*Transport)(nil)
+	_ babelqueue.TieredRetrier        = (*Transport)(nil)
+	_ babelqueue.DeferredHeaderPopper = (*Transport)(nil)
 )
 
 // New builds a transport. Give it brokers (WithBrokers) and, to consume, a
