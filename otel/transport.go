@@ -445,8 +445,10 @@ func (t *transport) forward(ctx context.Context, queue, body string, from *babel
 // headers (the handle, which bindings settle by, is shared).
 func withLink(msg *babelqueue.ReceivedMessage, d *delivery) *babelqueue.ReceivedMessage {
 	cp := *msg
-	cp.Headers = make(map[string]string, len(msg.Headers)+1)
-	maps.Copy(cp.Headers, msg.Headers)
+	cp.FillHeaders() // headers a binding deferred (babelqueue.DeferredHeaderPopper) are copied too
+	headers := cp.Headers
+	cp.Headers = make(map[string]string, len(headers)+1)
+	maps.Copy(cp.Headers, headers)
 	cp.Headers[HeaderRetryLink] = formatLink(d.span.SpanContext())
 	return &cp
 }
