@@ -35,6 +35,16 @@ var (
 	// group was given with WithGroupID.
 	ErrNoGroupID = fmt.Errorf("kafka: no consumer group configured (WithGroupID): %w", babelqueue.ErrInvalidOption)
 
+	// ErrConnectionRejected is returned when a broker rejects the
+	// transport's connection settings, which retrying cannot heal: its TLS
+	// certificate is not trusted or not for the host dialled, one side
+	// speaks TLS and the other does not, or the SASL credentials or
+	// mechanism are refused. The error wrapping it names the broker and the
+	// reason. Pop reports it when it opens a topic's reader, Reinjector.Run
+	// when it starts, EnsureTopics and Redrive before they give up. A broker that is merely down is not
+	// reported this way. It wraps babelqueue.ErrInvalidOption.
+	ErrConnectionRejected = fmt.Errorf("kafka: the broker rejects the connection settings (WithTLS, WithSASL): %w", babelqueue.ErrInvalidOption)
+
 	// ErrEmptyTopic is returned when a blank topic (queue) name is passed.
 	ErrEmptyTopic = fmt.Errorf("kafka: blank topic name: %w", babelqueue.ErrInvalidOption)
 )

@@ -71,9 +71,15 @@ func (t *Transport) pop(ctx context.Context, queue string, timeout time.Duration
 	if babelqueue.IsBlank(queue) {
 		return nil, ErrEmptyTopic
 	}
-	r, err := t.reader(queue)
+	r, fresh, err := t.reader(queue)
 	if err != nil {
 		return nil, err
+	}
+	if fresh {
+		if err := t.checkConnection(ctx); err != nil {
+			_ = t.dropReader(queue, r)
+			return nil, wrapf(err, "fetch from %q", queue)
+		}
 	}
 	if timeout <= 0 || timeout > t.cfg.maxWait {
 		timeout = t.cfg.maxWait

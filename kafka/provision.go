@@ -35,6 +35,12 @@ func (t *Transport) EnsureTopics(ctx context.Context, topic string, partitions, 
 	}
 	client := &kafkago.Client{Addr: kafkago.TCP(t.cfg.brokers...), Transport: t.net}
 	if err := createTopics(ctx, client, kafkago.TopicConfig{Topic: topic, NumPartitions: partitions, ReplicationFactor: replicationFactor}); err != nil {
+		if errors.Is(err, kafkago.BrokerNotAvailable) {
+			// kafka-go's client says this of any failed connection.
+			if why := t.checkConnection(ctx); why != nil {
+				return fmt.Errorf("kafka: ensure topics of %q: %w", topic, why)
+			}
+		}
 		return err
 	}
 	actual, err := partitionCount(ctx, client, topic)

@@ -138,6 +138,9 @@ func (t *Transport) Redrive(ctx context.Context, dlq string, plan babelqueue.Red
 	if len(t.cfg.brokers) == 0 {
 		return res, ErrNoBrokers
 	}
+	if err := t.checkConnection(ctx); err != nil {
+		return res, fmt.Errorf("kafka: redrive %q: %w", dlq, err)
+	}
 	cursor := plan.Cursor
 	if isBlank(cursor) {
 		cursor = RedriveCursor(dlq)

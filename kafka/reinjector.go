@@ -112,9 +112,13 @@ func (t *Transport) NewReinjector(workTopics ...string) (*Reinjector, error) {
 // flushed. Group errors that heal (a coordinator moving or loading, a
 // rebalance, a lost connection) are logged and retried; Run returns an
 // error for one that does not (authentication, authorization, an invalid
-// group id). Records fetched but not yet written are left uncommitted for
+// group id), and at once, wrapping ErrConnectionRejected, when the brokers
+// reject the connection settings. Records fetched but not yet written are left uncommitted for
 // the next run.
 func (r *Reinjector) Run(ctx context.Context) error {
+	if err := r.t.checkConnection(ctx); err != nil {
+		return wrapf(err, "re-injector: group %q", r.groupID)
+	}
 	m, err := r.newMember(r.groupID, r.topics)
 	if err != nil {
 		return wrapf(err, "re-injector: join group %q", r.groupID)

@@ -43,9 +43,10 @@ type Transport struct {
 	net       *kafkago.Transport // connections of ownWriter and of admin calls
 	dialer    *kafkago.Dialer    // connections of readers and group members
 
-	closed  atomic.Bool // set under mu, read without it on the publish path
-	mu      sync.Mutex
-	readers map[string]Reader
+	closed      atomic.Bool // set under mu, read without it on the publish path
+	connChecked atomic.Bool // a broker accepted the connection settings (checkConnection)
+	mu          sync.Mutex
+	readers     map[string]Reader
 }
 
 var (
@@ -148,22 +149,21 @@ func (t *Transport) Close() error {
 
 func (t *Transport) isClosed() bool { return t.closed.Load() }
 
-// reader returns the reader of queue, building it on first use.
-func (t *Transport) reader(queue string) (Reader, error) {
+// reader returns the reader of queue, building it on first use (fresh).
+func (t *Transport) reader(queue string) (r Reader, fresh bool, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed.Load() {
-		return nil, ErrClosed
+		return nil, false, ErrClosed
 	}
 	if r, ok := t.readers[queue]; ok {
-		return r, nil
+		return r, false, nil
 	}
-	var r Reader
 	if t.cfg.readerFactory != nil {
 		r = t.cfg.readerFactory(queue)
 	} else {
 		if t.cfg.groupID == "" {
-			return nil, ErrNoGroupID
+			return nil, false, ErrNoGroupID
 		}
 		r = newPrefetchReader(t, queue, kafkago.NewReader(kafkago.ReaderConfig{
 			Brokers:         t.cfg.brokers,
@@ -182,10 +182,10 @@ func (t *Transport) reader(queue string) (Reader, error) {
 		}))
 	}
 	if r == nil {
-		return nil, wrapf(babelqueue.ErrInvalidOption, "reader factory returned nil for %q", queue)
+		return nil, false, wrapf(babelqueue.ErrInvalidOption, "reader factory returned nil for %q", queue)
 	}
 	t.readers[queue] = r
-	return r, nil
+	return r, true, nil
 }
 
 // dropReader forgets r as the reader of queue (when it still is) and closes
