@@ -75,14 +75,25 @@ func (t *Transport) pop(ctx context.Context, queue string, timeout time.Duration
 	if err != nil {
 		return nil, err
 	}
+	if timeout <= 0 || timeout > t.cfg.maxWait {
+		timeout = t.cfg.maxWait
+	}
 	if fresh {
-		if err := t.checkConnection(ctx); err != nil {
+		// The check of the connection settings counts within timeout.
+		start := time.Now()
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		err := t.checkConnection(cctx)
+		cancel()
+		if err != nil {
 			_ = t.dropReader(queue, r)
 			return nil, wrapf(err, "fetch from %q", queue)
 		}
-	}
-	if timeout <= 0 || timeout > t.cfg.maxWait {
-		timeout = t.cfg.maxWait
+		if timeout -= time.Since(start); timeout <= 0 {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, nil
+		}
 	}
 	var f fetched
 	if p, ok := r.(*prefetchReader); ok {
