@@ -53,7 +53,6 @@ type commitBatcher struct {
 	timer   *time.Timer       // the delayed hand-over; armed while pending is not empty
 	armed   bool
 	closed  bool
-	spare   []kafkago.Message // the previous batch, reused for the next one
 }
 
 func newCommitBatcher(r Reader, log *slog.Logger) *commitBatcher {
@@ -109,7 +108,7 @@ func (b *commitBatcher) flush(ctx context.Context) error {
 	defer b.flushMu.Unlock()
 	b.mu.Lock()
 	batch := b.pending
-	b.pending, b.spare = b.spare[:0], nil
+	b.pending = nil
 	b.acks = 0
 	if b.armed {
 		b.armed = false
@@ -117,24 +116,12 @@ func (b *commitBatcher) flush(ctx context.Context) error {
 	}
 	b.mu.Unlock()
 	if len(batch) == 0 {
-		b.keep(batch)
 		return nil
 	}
-	err := b.r.CommitMessages(ctx, batch...)
-	b.keep(batch)
-	if err != nil {
+	if err := b.r.CommitMessages(ctx, batch...); err != nil {
 		return wrapf(err, "commit %d partition offsets of %s", len(batch), batch[0].Topic)
 	}
 	return nil
-}
-
-// keep offers a handed-over batch for reuse.
-func (b *commitBatcher) keep(batch []kafkago.Message) {
-	b.mu.Lock()
-	if b.spare == nil {
-		b.spare = batch[:0]
-	}
-	b.mu.Unlock()
 }
 
 // delayedFlush is the delayed hand-over. Its error cannot reach the Ack

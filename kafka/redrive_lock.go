@@ -58,9 +58,8 @@ type redriveLock struct {
 	generation int
 	lostCancel context.CancelCauseFunc
 
-	stopOnce sync.Once
-	stop     chan struct{}
-	done     chan struct{}
+	stop context.CancelFunc // ends the heartbeats
+	done chan struct{}      // closed when the heartbeat goroutine returned
 
 	mu   sync.Mutex
 	lost error
@@ -89,7 +88,7 @@ func acquireRedriveLock(ctx context.Context, client *kafkago.Client, cursor stri
 	l := &redriveLock{
 		client: client, group: group, lostCancel: cancel,
 		coord: kafkago.TCP(net.JoinHostPort(fc.Coordinator.Host, strconv.Itoa(fc.Coordinator.Port))),
-		stop:  make(chan struct{}), done: make(chan struct{}),
+		done:  make(chan struct{}),
 	}
 	// A run in progress is seen without joining (and so without making it
 	// rejoin).
@@ -99,11 +98,10 @@ func acquireRedriveLock(ctx context.Context, client *kafkago.Client, cursor stri
 		return nil, busy(fmt.Sprintf("has %d member(s) (state %s)", len(members), state))
 	}
 	if err := l.join(ctx); err != nil {
+		l.leave()
 		if errors.Is(err, kafkago.RebalanceInProgress) || errors.Is(err, kafkago.IllegalGeneration) || errors.Is(err, kafkago.UnknownMemberId) {
-			l.leave()
 			return nil, busy("is rebalancing: another run joined at the same time")
 		}
-		l.leave()
 		return nil, err
 	}
 	// Two clients joining at the same time may both be members now: each
@@ -117,7 +115,9 @@ func acquireRedriveLock(ctx context.Context, client *kafkago.Client, cursor stri
 		l.leave()
 		return nil, busy(fmt.Sprintf("has %d member(s) (state %s) besides or instead of this run", len(members), state))
 	}
-	go l.heartbeat()
+	hctx, stop := context.WithCancel(context.Background())
+	l.stop = stop
+	go l.heartbeat(hctx)
 	return l, nil
 }
 
@@ -193,7 +193,7 @@ func (l *redriveLock) join(ctx context.Context) error {
 	}
 }
 
-// heartbeat keeps the membership alive until release. Every second it
+// heartbeat keeps the membership alive until release ends ctx. Every second it
 // sends a Heartbeat and reads the group with DescribeGroups: kafka-go
 // v0.4.51 decodes the Heartbeat answer's fields in the wrong order (the
 // error code is read from the throttle time), so a rebalance is seen in
@@ -202,23 +202,14 @@ func (l *redriveLock) join(ctx context.Context) error {
 // the newcomer, whose check then finds two members. A membership that is
 // gone, or that could not be confirmed for almost a session timeout,
 // cancels the run.
-func (l *redriveLock) heartbeat() {
+func (l *redriveLock) heartbeat(ctx context.Context) {
 	defer close(l.done)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-l.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	t := time.NewTicker(redriveLockHeartbeat)
 	defer t.Stop()
 	lastOK := time.Now()
 	for {
 		select {
-		case <-l.stop:
+		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
@@ -289,7 +280,7 @@ func (l *redriveLock) lostErr() error {
 
 // stopHeartbeats stops the heartbeat goroutine and waits for it.
 func (l *redriveLock) stopHeartbeats() {
-	l.stopOnce.Do(func() { close(l.stop) })
+	l.stop()
 	<-l.done
 }
 

@@ -81,10 +81,11 @@ var _ babelqueue.Redriver = (*Transport)(nil)
 // topic (the broker's default) between an interruption and the next run;
 // a run that ends cleanly moves it to its closing record, so the journal
 // keeps one record. The run needs to produce to and consume from the
-// journal topic and to subscribe to the targets, which may be partitioned. A Pulsar
-// subscription is its own view of a topic: runs with another cursor, and
-// any other subscription on the DLQ, still see the dead letters this
-// cursor moved, so keep to one cursor per dead-letter queue.
+// journal topic and to subscribe to the targets, which may be
+// partitioned. A Pulsar subscription is its own view of a topic: runs
+// with another cursor, and any other subscription on the DLQ, still see
+// the dead letters this cursor moved, so keep to one cursor per
+// dead-letter queue.
 //
 // Pulsar transactions would make a batch atomic without the journal, but
 // pulsar-client-go v0.19.0 does not mark transactional messages in their

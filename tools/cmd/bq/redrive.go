@@ -351,7 +351,8 @@ func runRedrive(ctx context.Context, args []string, out, errOut io.Writer) error
 		return err
 	}
 	if errors.Is(runErr, bqkafka.ErrRedriveBusy) || errors.Is(runErr, bqpulsar.ErrRedriveBusy) {
-		return fmt.Errorf("bq redrive: another redrive is running on cursor %q (one run at a time; a killed Kafka run holds it for 6 s after its last heartbeat), nothing was redriven: %w", cursor, runErr)
+		// The wrapped error says how long a killed run keeps the cursor.
+		return fmt.Errorf("bq redrive: another redrive is running on cursor %q (one run at a time), nothing was redriven: %w", cursor, runErr)
 	}
 	if runErr != nil {
 		return runErr
