@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 )
@@ -13,10 +14,10 @@ import (
 // URN and settling it by the contract's retry, dead-letter and version
 // rules. An App is safe for concurrent use.
 type App struct {
-	t      Transport
-	popper DeferredHeaderPopper // t, when it offers deferred headers
-	cfg    config
-	cfgErr error
+	t        Transport
+	features Features // t.Features(), read once
+	cfg      config
+	cfgErr   error
 
 	mu       sync.RWMutex
 	handlers map[string]Handler
@@ -43,7 +44,9 @@ func NewApp(t Transport, opts ...Option) *App {
 		}
 	}
 	a.cfgErr = errors.Join(errs...)
-	a.popper, _ = t.(DeferredHeaderPopper)
+	if t != nil {
+		a.features = t.Features()
+	}
 	return a
 }
 
@@ -56,7 +59,7 @@ type PublishOption func(*publishConfig)
 type publishConfig struct {
 	queue    string
 	delay    time.Duration
-	delayed  bool
+	key      []byte
 	envelope []MakeOption
 }
 
@@ -66,15 +69,27 @@ func ToQueue(queue string) PublishOption {
 	return func(p *publishConfig) { p.queue = queue }
 }
 
-// WithDelay asks for the message to be delivered no sooner than d from now,
-// through the transport's DelayedPublisher. A transport without one, or one
-// that cannot honour d, makes the publish fail with an error matching
-// ErrDelayUnsupported, having written nothing. Out-of-band headers
-// (PublishWithHeaders) combine with a delay through the transport's
-// DelayedHeaderPublisher; a transport without one makes that combination
-// fail with ErrDelayUnsupported too, rather than drop the headers.
+// WithDelay asks for the message to be delivered no sooner than d from
+// now. A transport without the Delay feature, or one that cannot honour d,
+// makes the publish fail with an error matching ErrDelayUnsupported,
+// having written nothing. d <= 0 means no delay.
 func WithDelay(d time.Duration) PublishOption {
-	return func(p *publishConfig) { p.delay, p.delayed = d, true }
+	return func(p *publishConfig) { p.delay = d }
+}
+
+// WithKey sets the message key (the Kafka record key, the Pulsar key and
+// ordering key), written byte for byte and kept on every retry, dead
+// letter and redrive. A nil key means none; an empty one is kept apart
+// from none. A transport without the Keys feature makes the publish fail
+// with an error matching errors.ErrUnsupported, having written nothing.
+func WithKey(key []byte) PublishOption {
+	return func(p *publishConfig) {
+		if key == nil {
+			p.key = nil
+			return
+		}
+		p.key = append([]byte{}, key...)
+	}
 }
 
 // WithEnvelopeOptions passes codec options to Make (a trace id, an id, a
@@ -91,11 +106,11 @@ func (a *App) Publish(ctx context.Context, urn string, data any, opts ...Publish
 }
 
 // PublishWithHeaders is Publish with out-of-band headers written beside the
-// contract projection, through the transport's HeaderPublisher (a contract
-// bq- header wins a key collision; blank keys and values are skipped). An
-// empty headers map behaves exactly like Publish. A transport without
-// HeaderPublisher makes a call with headers fail with an error matching
-// errors.ErrUnsupported, having written nothing.
+// contract projection (a contract bq- header wins a key collision; blank
+// keys and values are skipped). An empty headers map behaves exactly like
+// Publish. A transport without the Headers feature makes a call with
+// headers fail with an error matching errors.ErrUnsupported, having
+// written nothing.
 func (a *App) PublishWithHeaders(ctx context.Context, urn string, data any, headers map[string]string, opts ...PublishOption) (string, error) {
 	if a.cfgErr != nil {
 		return "", a.cfgErr
@@ -113,6 +128,14 @@ func (a *App) PublishWithHeaders(ctx context.Context, urn string, data any, head
 	if IsBlank(queue) {
 		return "", invalid("publish queue is blank")
 	}
+	switch {
+	case p.delay > 0 && !a.features.Delay:
+		return "", fmt.Errorf("babelqueue: publish %s to %s: transport %T has no delayed publish: %w", urn, queue, a.t, ErrDelayUnsupported)
+	case len(headers) > 0 && !a.features.Headers:
+		return "", fmt.Errorf("babelqueue: publish %s to %s: transport %T writes no headers: %w", urn, queue, a.t, errors.ErrUnsupported)
+	case p.key != nil && !a.features.Keys:
+		return "", fmt.Errorf("babelqueue: publish %s to %s: transport %T writes no keys: %w", urn, queue, a.t, errors.ErrUnsupported)
+	}
 	env, err := Make(urn, data, append(p.envelope, WithQueue(queue))...)
 	if err != nil {
 		return "", fmt.Errorf("babelqueue: publish %s: %w", urn, err)
@@ -121,33 +144,26 @@ func (a *App) PublishWithHeaders(ctx context.Context, urn string, data any, head
 	if err != nil {
 		return "", fmt.Errorf("babelqueue: publish %s: %w", urn, err)
 	}
-	body := string(raw)
-	switch {
-	case p.delayed && len(headers) > 0:
-		dh, ok := a.t.(DelayedHeaderPublisher)
-		if !ok {
-			return "", fmt.Errorf("babelqueue: publish %s to %s: transport %T has no delayed publish with headers: %w", urn, queue, a.t, ErrDelayUnsupported)
-		}
-		err = dh.PublishDelayedWithHeaders(ctx, queue, body, p.delay, headers)
-	case p.delayed:
-		dp, ok := a.t.(DelayedPublisher)
-		if !ok {
-			return "", fmt.Errorf("babelqueue: publish %s to %s: transport %T has no delayed publish: %w", urn, queue, a.t, ErrDelayUnsupported)
-		}
-		err = dp.PublishDelayed(ctx, queue, body, p.delay)
-	case len(headers) > 0:
-		hp, ok := a.t.(HeaderPublisher)
-		if !ok {
-			return "", fmt.Errorf("babelqueue: publish %s to %s: transport %T has no header publish: %w", urn, queue, a.t, errors.ErrUnsupported)
-		}
-		err = hp.PublishWithHeaders(ctx, queue, body, headers)
-	default:
-		err = a.t.Publish(ctx, queue, body)
+	out := &Outgoing{Intent: IntentPublish, Queue: queue, Body: string(raw), Key: p.key, Headers: headers, Delay: p.delay}
+	if len(a.cfg.hooks.publish) > 0 {
+		// The hooks may add headers; the caller's map stays untouched.
+		out.Headers = maps.Clone(headers)
 	}
-	if err != nil {
+	if _, err := a.send(ctx, out); err != nil {
 		return "", fmt.Errorf("babelqueue: publish %s to %s: %w", urn, queue, err)
 	}
 	return env.Meta.ID, nil
+}
+
+// send makes one write through the transport, between the publish hooks.
+func (a *App) send(ctx context.Context, out *Outgoing) (Receipt, error) {
+	if len(a.cfg.hooks.publish) == 0 && len(a.cfg.hooks.published) == 0 {
+		return a.t.Send(ctx, out)
+	}
+	ctx = a.cfg.hooks.onPublish(ctx, out)
+	r, err := a.t.Send(ctx, out)
+	a.cfg.hooks.onPublished(ctx, out, r, err)
+	return r, err
 }
 
 // deadLetterQueue returns the dead-letter queue of queue.
@@ -156,4 +172,20 @@ func (a *App) deadLetterQueue(queue string) string {
 		return a.cfg.deadLetterQueue
 	}
 	return queue + a.cfg.deadLetterSuffix
+}
+
+// Redrive runs Redrive on the App's transport, reporting every examined
+// message to the App's RedriveHooks as well as to opts.
+func (a *App) Redrive(ctx context.Context, dlq string, opts ...RedriveOption) (*RedriveResult, error) {
+	if a.cfgErr != nil {
+		return &RedriveResult{}, a.cfgErr
+	}
+	if len(a.cfg.hooks.redrive) > 0 {
+		hooks := make([]Hook, len(a.cfg.hooks.redrive))
+		for i, h := range a.cfg.hooks.redrive {
+			hooks[i] = h
+		}
+		opts = append(opts[:len(opts):len(opts)], WithRedriveHooks(hooks...))
+	}
+	return Redrive(ctx, a.t, dlq, opts...)
 }

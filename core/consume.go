@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 )
 
 // Consume reads queues (the default queue when none is given) until ctx is
@@ -134,13 +135,10 @@ func (a *App) consumeQueue(ctx context.Context, queue string) error {
 	}
 }
 
-// pop reserves the next message of queue, its headers deferred when the
-// transport can (see DeferredHeaderPopper).
+// pop reserves the next message of queue (Transport.Receive), its headers
+// possibly deferred.
 func (a *App) pop(ctx context.Context, queue string) (*ReceivedMessage, error) {
-	if a.popper != nil {
-		return a.popper.PopDeferredHeaders(ctx, queue, a.cfg.pollTimeout)
-	}
-	return a.t.Pop(ctx, queue, a.cfg.pollTimeout)
+	return a.t.Receive(ctx, queue, a.cfg.pollTimeout)
 }
 
 // backoff waits the failure backoff on the App's clock, or until ctx ends.
@@ -235,18 +233,41 @@ type outcome struct {
 	// released message (its body, which a release does not change).
 	released bool
 	key      string
+	// st is what the SettleHooks are told.
+	st Settlement
 }
 
-// deliver handles one reserved message from start to settlement.
+// deliver handles one reserved message from start to settlement, between
+// the delivery hooks when the App has any.
 func (a *App) deliver(ctx context.Context, msg *ReceivedMessage) outcome {
+	if !a.cfg.hooks.observed() {
+		return a.settle(ctx, msg, nil)
+	}
+	d := &Delivery{Message: msg, Queue: msg.Queue}
+	ctx = a.cfg.hooks.onDelivery(ctx, d)
+	out := a.settle(ctx, msg, d)
+	if len(a.cfg.hooks.settle) > 0 {
+		st := out.st
+		if st.Outcome == 0 {
+			st.Outcome = OutcomeHandedBack
+		}
+		a.cfg.hooks.onSettle(ctx, d, &st)
+	}
+	return out
+}
+
+// settle runs the version gate, decodes, routes, runs the handler and
+// settles; d, when not nil, learns the envelope and the route, and out.st
+// the handler's run and the attempt number.
+func (a *App) settle(ctx context.Context, msg *ReceivedMessage, d *Delivery) (out outcome) {
 	// Version gate, before the body is decoded.
 	version, present := msg.Header(HeaderSchemaVersion)
 	if err := CheckSchemaVersionHeader(version, present); err != nil {
 		return a.settleVersionGated(ctx, msg, version, err)
 	}
 
-	d, err := decodeDelivery(msg)
-	env := &d.env
+	dl, err := decodeDelivery(msg)
+	env := &dl.env
 	if err != nil {
 		if errors.Is(err, ErrUnsupportedSchemaVersion) {
 			rejected := ProjectBody([]byte(msg.Body)).SchemaVersion
@@ -256,7 +277,12 @@ func (a *App) deliver(ctx context.Context, msg *ReceivedMessage) outcome {
 			}
 			return a.settleVersionGated(ctx, msg, rejected, err)
 		}
-		return a.settlePoison(ctx, msg, err)
+		out = a.settlePoison(ctx, msg, err)
+		if d != nil {
+			d.URN, _ = msg.Header(HeaderJob)
+			out.st.Attempts = poisonAttempts(msg) + 1
+		}
+		return out
 	}
 
 	route := env.URN()
@@ -267,14 +293,27 @@ func (a *App) deliver(ctx context.Context, msg *ReceivedMessage) outcome {
 			safely(func() { fn(h, env.URN(), env) })
 		}
 	}
+	if d != nil {
+		d.Envelope, d.URN = env, route
+		defer func() { out.st.Attempts = env.Attempts + 1 }()
+	}
 
 	h := a.handler(route)
 	if h == nil {
 		return a.settleUnknownURN(ctx, msg, env, route)
 	}
 
-	d.ctx = deliveredContext{Context: ctx, headers: viewOf(msg)}
-	herr := runHandler(&d.ctx, h, env)
+	dl.ctx = deliveredContext{Context: ctx, headers: viewOf(msg)}
+	var began time.Time
+	if d != nil {
+		began = a.cfg.clock.Now()
+	}
+	herr := runHandler(&dl.ctx, h, env)
+	var took time.Duration
+	if d != nil {
+		took = a.cfg.clock.Now().Sub(began)
+		defer func() { out.st.HandlerRan, out.st.HandlerDuration = true, took }()
+	}
 	if herr == nil {
 		return a.ack(ctx, msg, env, route)
 	}
@@ -284,7 +323,7 @@ func (a *App) deliver(ctx context.Context, msg *ReceivedMessage) outcome {
 		a.logger().LogAttrs(ctx, slog.LevelInfo, "babelqueue: handler stopped with the consumer; message left for redelivery",
 			a.attrs(msg, env, route, slog.String("error", herr.Error()))...)
 		a.unsettle(ctx, msg, "consume stopped")
-		return outcome{}
+		return outcome{st: Settlement{Outcome: OutcomeHandedBack}}
 	}
 	a.reportError(ctx, "babelqueue: handler failed", &DeliveryError{Queue: msg.Queue, URN: route, MessageID: env.Meta.ID, Err: herr},
 		a.attrs(msg, env, route)...)

@@ -1,10 +1,6 @@
 package babelqueue
 
-import (
-	"context"
-	"maps"
-	"time"
-)
+import "maps"
 
 // HeaderSource gives the headers of a received message on demand. A
 // binding whose messages carry their headers in a form of their own (the
@@ -24,7 +20,7 @@ type HeaderSource interface {
 // map, which it sets to nil: while Headers stays nil, Header reads through
 // src, and FillHeaders copies every header into Headers once a caller needs
 // the map. A binding calls it before handing the message out, and only for
-// a caller that asked for deferred headers (DeferredHeaderPopper).
+// the App's Receive; a binding's own Pop fills them first.
 func (m *ReceivedMessage) DeferHeaders(src HeaderSource) {
 	m.Headers, m.headers = nil, src
 }
@@ -40,22 +36,6 @@ func (m *ReceivedMessage) FillHeaders() {
 		}
 		m.headers = nil
 	}
-}
-
-// DeferredHeaderPopper is an optional Transport capability for a binding
-// that can hand a message out without building its Headers map.
-// PopDeferredHeaders behaves as Pop, except that the message's headers may
-// be deferred (ReceivedMessage.DeferHeaders): Header works as always, and
-// Headers is nil until FillHeaders.
-//
-// The App pops through it when its transport offers it. A delivery that
-// its handler settles at once never builds the map; the App fills the
-// headers before a message goes down any other path (a retry, a dead
-// letter, a hand-back, a hook), and the handler's context reads them
-// through the source (HeadersFromContext, IsReplay). A decorator that does
-// not offer it makes the App use Pop, whose messages carry the full map.
-type DeferredHeaderPopper interface {
-	PopDeferredHeaders(ctx context.Context, queue string, timeout time.Duration) (*ReceivedMessage, error)
 }
 
 // headerView is the headers of the message being handled, as a handler's

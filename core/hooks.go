@@ -2,97 +2,245 @@ package babelqueue
 
 import (
 	"context"
-	"fmt"
-	"log/slog"
+	"time"
 )
 
-// DeliveryError is an error about one delivered message, as reported to
-// the OnError and OnWarning hooks.
-type DeliveryError struct {
-	// Queue is the queue the message was read from.
+// Hook is a value that implements one or more of the hook interfaces
+// below: PublishHook, PublishedHook, DeliveryHook, SettleHook, RedriveHook
+// and ReinjectHook. The App (WithHooks), Redrive (WithRedriveHooks) and a
+// binding's re-injector report their own decisions to the hooks they hold,
+// so that telemetry never has to guess them from the traffic.
+//
+// Hooks are called synchronously, in the order they were registered, from
+// the goroutine doing the work; a hook must be quick and safe for
+// concurrent use, and must not keep the values it is handed past the call
+// unless it copies them. A panic in a hook is recovered and ignored. An App
+// without hooks pays nothing for them.
+type Hook any
+
+// PublishHook is called before every write the App makes: a new message
+// and every settle write (a retry copy, a dead letter, a release, a
+// forward), out.Intent says which. It may add headers to out.Headers,
+// which is never nil here (a traceparent, say), and returns the context
+// the write, and the PublishedHook after it, run with.
+type PublishHook interface {
+	OnPublish(ctx context.Context, out *Outgoing) context.Context
+}
+
+// PublishedHook is called after every write the App made, with what the
+// binding reported of it and its error (nil once the broker acknowledged
+// it).
+type PublishedHook interface {
+	OnPublished(ctx context.Context, out *Outgoing, r Receipt, err error)
+}
+
+// DeliveryHook is called when the App starts on a delivery, before the
+// version gate, the handler or any settlement. The context it returns is
+// the one the handler and the SettleHook see.
+type DeliveryHook interface {
+	OnDelivery(ctx context.Context, d *Delivery) context.Context
+}
+
+// SettleHook is called once per delivery, when the App has settled it (or
+// left it for redelivery), with what it decided.
+type SettleHook interface {
+	OnSettle(ctx context.Context, d *Delivery, s *Settlement)
+}
+
+// RedriveHook is called once per dead letter a Redrive run examined, after
+// it was settled.
+type RedriveHook interface {
+	OnRedrive(ctx context.Context, dlq string, item RedriveItem)
+}
+
+// ReinjectHook is called by a binding's re-injector for every retry record
+// it carried back to its work queue, or failed to.
+type ReinjectHook interface {
+	OnReinject(ctx context.Context, r *Reinjection)
+}
+
+// Delivery describes one delivery to the hooks. Its fields fill in as the
+// App learns them: at OnDelivery only Message and Queue are set; at
+// OnSettle, Envelope and URN are set when the body decoded.
+type Delivery struct {
+	// Message is the reserved message. Hooks read it (Header) and must not
+	// change it.
+	Message *ReceivedMessage
+	// Queue is the queue it was read from.
 	Queue string
-	// URN is the message's route, empty when the body could not be read.
+	// Envelope is the decoded body; nil for a poison or version-gated one.
+	Envelope *Envelope
+	// URN is the route (the bq-job header, else the body's URN); empty
+	// when neither could be read.
 	URN string
-	// MessageID is meta.id, empty when the body could not be read.
-	MessageID string
-	// Err is what happened.
+}
+
+// Outcome is how the App settled a delivery.
+type Outcome uint8
+
+const (
+	// OutcomeHandled: the handler succeeded and the message was
+	// acknowledged.
+	OutcomeHandled Outcome = iota + 1
+	// OutcomeRetried: a copy for the next attempt was written (or the
+	// binding's redelivery will make it) and the original settled.
+	OutcomeRetried
+	// OutcomeDeadLettered: written to the dead-letter queue, then
+	// acknowledged.
+	OutcomeDeadLettered
+	// OutcomeDropped: acknowledged without a copy because dead-lettering
+	// is off (attempts exhausted, a version-gated or unknown-URN message).
+	OutcomeDropped
+	// OutcomeReleased: handed to its queue unchanged for another consumer
+	// (StrategyRelease).
+	OutcomeReleased
+	// OutcomeDeleted: acknowledged without a copy by StrategyDelete.
+	OutcomeDeleted
+	// OutcomeHandedBack: left unsettled for redelivery, because a settle
+	// write or acknowledge failed (Err wraps ErrSettle) or the consumer was
+	// stopping (Err is nil).
+	OutcomeHandedBack
+)
+
+var outcomeNames = [...]string{"", "handled", "retried", "dead_lettered", "dropped", "released", "deleted", "handed_back"}
+
+// String names the outcome: handled, retried, dead_lettered, dropped,
+// released, deleted, handed_back.
+func (o Outcome) String() string {
+	if o != 0 && int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return "outcome(" + itoa(int(o)) + ")"
+}
+
+// ReasonVersionGated is the Settlement.Reason of a message the version
+// gate rejected. It is not a dead_letter.reason: such a message goes to its
+// dead-letter queue unchanged.
+const ReasonVersionGated = "version_gated"
+
+// Settlement is what the App decided for one delivery.
+type Settlement struct {
+	Outcome Outcome
+	// Reason is why a message was retried, dead-lettered or dropped:
+	// ReasonFailed, ReasonUnknownURN, ReasonPoison or ReasonVersionGated;
+	// empty for the other outcomes.
+	Reason string
+	// Target is the queue the settle write went to (the retry tier topic
+	// the binding chose, the dead-letter queue, the released queue); empty
+	// when nothing was written.
+	Target string
+	// Delay is the delay of a retry, when the binding reported one.
+	Delay time.Duration
+	// Attempts is the delivery's attempt number, counted by the contract's
+	// rule (the first delivery is 1).
+	Attempts int
+	// Err is the handler's error, the reason of a rejection, or a settle
+	// failure wrapping ErrSettle.
+	Err error
+	// HandlerDuration is how long the handler ran, on the App's clock;
+	// zero when no handler ran (HandlerRan is false).
+	HandlerDuration time.Duration
+	HandlerRan      bool
+}
+
+// Reinjection is one retry record a re-injector carried back, or failed
+// to, as reported to ReinjectHook.
+type Reinjection struct {
+	// Tier is the retry tier topic the record was read from, and TierIndex
+	// its 1-based position among the configured tiers.
+	Tier      string
+	TierIndex int
+	// Queue is the work queue it was written back to.
+	Queue string
+	// Delay is the record's delay (its bq-delay, else the tier's).
+	Delay time.Duration
+	// Lag is how late the write back was acknowledged past the record's due
+	// time; negative when it went early (it never should).
+	Lag time.Duration
+	// Err is why the write back failed; nil when it succeeded.
 	Err error
 }
 
-// Error describes the message and the error.
-func (e *DeliveryError) Error() string {
-	s := "babelqueue: queue " + e.Queue
-	if e.MessageID != "" {
-		s += ", message " + e.MessageID
-	}
-	if e.URN != "" {
-		s += " (" + e.URN + ")"
-	}
-	return s + ": " + e.Err.Error()
+// hookSet holds an App's hooks by kind, so that an App without a kind of
+// hook tests one slice length.
+type hookSet struct {
+	publish   []PublishHook
+	published []PublishedHook
+	delivery  []DeliveryHook
+	settle    []SettleHook
+	redrive   []RedriveHook
 }
 
-// Unwrap returns Err.
-func (e *DeliveryError) Unwrap() error { return e.Err }
-
-func (a *App) logger() *slog.Logger {
-	if a.cfg.logger != nil {
-		return a.cfg.logger
+// add files h under every hook interface it implements, and reports
+// whether it implements at least one.
+func (s *hookSet) add(h Hook) bool {
+	n := 0
+	if x, ok := h.(PublishHook); ok {
+		s.publish, n = append(s.publish, x), n+1
 	}
-	return slog.Default()
-}
-
-// reportError logs err under the constant message what and hands it to
-// the OnError hook.
-func (a *App) reportError(ctx context.Context, what string, err error, attrs ...slog.Attr) {
-	a.logger().LogAttrs(ctx, slog.LevelError, what, append(attrs, slog.String("error", detail(err)))...)
-	if fn := a.cfg.onError; fn != nil {
-		safely(func() { fn(err) })
+	if x, ok := h.(PublishedHook); ok {
+		s.published, n = append(s.published, x), n+1
 	}
-}
-
-// reportWarning logs err as a warning under the constant message what and
-// hands it to the OnWarning hook.
-func (a *App) reportWarning(ctx context.Context, what string, err error, attrs ...slog.Attr) {
-	a.logger().LogAttrs(ctx, slog.LevelWarn, what, append(attrs, slog.String("error", detail(err)))...)
-	if fn := a.cfg.onWarning; fn != nil {
-		safely(func() { fn(err) })
+	if x, ok := h.(DeliveryHook); ok {
+		s.delivery, n = append(s.delivery, x), n+1
 	}
-}
-
-// detail returns the text of err without the DeliveryError prefix, whose
-// fields are logged as attributes already.
-func detail(err error) string {
-	if d, ok := err.(*DeliveryError); ok {
-		return d.Err.Error()
+	if x, ok := h.(SettleHook); ok {
+		s.settle, n = append(s.settle, x), n+1
 	}
-	return err.Error()
+	if x, ok := h.(RedriveHook); ok {
+		s.redrive, n = append(s.redrive, x), n+1
+	}
+	if _, ok := h.(ReinjectHook); ok {
+		n++ // reported by bindings' re-injectors, not by the App
+	}
+	return n > 0
 }
 
-// safely runs fn, recovering and discarding a panic.
-func safely(fn func()) {
-	defer func() { _ = recover() }()
-	fn()
-}
-
-// exceptionName returns the Go type name recorded as dead_letter.exception:
-// the %T of err once every fmt.Errorf %w layer (and the App's own
-// DeliveryError) has been unwrapped, so that
-// fmt.Errorf("charge: %w", &PaymentError{}) records "*shop.PaymentError".
-// An error made by errors.New records "*errors.errorString"; a layer that
-// wraps several errors (errors.Join, several %w) is not unwrapped.
-func exceptionName(err error) string {
-	for {
-		switch err.(type) {
-		case *DeliveryError:
-		default:
-			if name := fmt.Sprintf("%T", err); name != "*fmt.wrapError" {
-				return name
+func (s *hookSet) onPublish(ctx context.Context, out *Outgoing) context.Context {
+	if len(s.publish) == 0 {
+		return ctx
+	}
+	if out.Headers == nil {
+		out.Headers = make(map[string]string)
+	}
+	for _, h := range s.publish {
+		safely(func() {
+			if c := h.OnPublish(ctx, out); c != nil {
+				ctx = c
 			}
-		}
-		inner, ok := err.(interface{ Unwrap() error })
-		if !ok || inner.Unwrap() == nil {
-			return fmt.Sprintf("%T", err)
-		}
-		err = inner.Unwrap()
+		})
+	}
+	return ctx
+}
+
+func (s *hookSet) onPublished(ctx context.Context, out *Outgoing, r Receipt, err error) {
+	for _, h := range s.published {
+		safely(func() { h.OnPublished(ctx, out, r, err) })
 	}
 }
+
+func (s *hookSet) onDelivery(ctx context.Context, d *Delivery) context.Context {
+	for _, h := range s.delivery {
+		safely(func() {
+			if c := h.OnDelivery(ctx, d); c != nil {
+				ctx = c
+			}
+		})
+	}
+	return ctx
+}
+
+func (s *hookSet) onSettle(ctx context.Context, d *Delivery, st *Settlement) {
+	for _, h := range s.settle {
+		safely(func() { h.OnSettle(ctx, d, st) })
+	}
+}
+
+func (s *hookSet) onRedrive(ctx context.Context, dlq string, it RedriveItem) {
+	for _, h := range s.redrive {
+		safely(func() { h.OnRedrive(ctx, dlq, it) })
+	}
+}
+
+// observed reports whether any hook looks at deliveries.
+func (s *hookSet) observed() bool { return len(s.delivery) > 0 || len(s.settle) > 0 }

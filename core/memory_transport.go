@@ -12,31 +12,32 @@ import (
 )
 
 // InMemoryTransport is a Transport held in process memory, for tests and
-// broker-free runs. It implements every optional capability of the
-// Transport contract and behaves like a broker that:
+// broker-free runs. It behaves like a broker that:
 //
-//   - projects the contract headers from the body on every publish (as a
-//     binding does), merging out-of-band headers by the MergeHeaders rules;
-//   - keeps a message key (PublishKeyed) on every keyed republish and on
-//     Forward, which writes headers exactly as given;
-//   - makes a delayed message (PublishDelayed, PublishDelayedWithHeaders,
-//     PublishRetryForAttempt)
-//     visible when its Clock reaches the due time;
-//   - reserves a popped message until it is acknowledged (Ack, Retry),
-//     rewound (Rewind: back to the head, unchanged) or negatively
-//     acknowledged (Nack: back to the head, its redelivery count plus one);
-//   - reconciles attempts on Pop like the Pulsar binding: the valid
+//   - projects the contract headers from the body on every Send but
+//     IntentForward and IntentRestore (which write headers as given),
+//     merging out-of-band headers by the MergeHeaders rules;
+//   - keeps a message key (Outgoing.Key, else the key of Outgoing.From);
+//   - makes a delayed message (Outgoing.Delay, a retry with tiers) visible
+//     when its Clock reaches the due time;
+//   - reserves a received message until it is acknowledged or handed back
+//     (HandBack: back to the head, unchanged, or with its redelivery count
+//     plus one under HandBackNack);
+//   - reconciles attempts on Receive like the Pulsar binding: the valid
 //     bq-attempts header, else the body's attempts, then at least the
 //     redelivery count; the body is rewritten only when its integer
 //     attempts changes.
 //
-// Pop waits for a message without polling: it sleeps until a write, the
-// due time of a delayed message (on the Clock), the timeout (wall time,
-// whatever the Clock) or the end of ctx. The zero value is not usable; use
-// NewInMemoryTransport. Every method is safe for concurrent use.
+// WithMemoryFeatures narrows what it does, to stand for a binding with
+// fewer features. Receive waits for a message without polling: it sleeps
+// until a write, the due time of a delayed message (on the Clock), the
+// timeout (wall time, whatever the Clock) or the end of ctx. The zero value
+// is not usable; use NewInMemoryTransport. Every method is safe for
+// concurrent use.
 type InMemoryTransport struct {
-	clock Clock
-	tiers []time.Duration
+	clock    Clock
+	tiers    []time.Duration
+	features Features
 
 	mu      sync.Mutex
 	queues  map[string]*memQueue
@@ -58,11 +59,10 @@ func WithMemoryClock(c Clock) MemoryOption {
 	}
 }
 
-// WithMemoryRetryTiers configures the delays of PublishRetryForAttempt
-// (sorted ascending). Without tiers it returns ErrDelayUnsupported, so the
-// App falls through to Retry. A retry for attemptsBefore attempts waits
-// tier min(attemptsBefore, N-1)+1 (1-based) and is then delivered to the
-// queue it came from.
+// WithMemoryRetryTiers configures the delays of IntentRetry (sorted
+// ascending): a retry of a message with Attempt attempts waits tier
+// min(Attempt, N-1)+1 (1-based) and is then delivered to its queue.
+// Without tiers a retry goes to the tail of its queue at once.
 func WithMemoryRetryTiers(tiers ...time.Duration) MemoryOption {
 	return func(t *InMemoryTransport) {
 		t.tiers = slices.Clone(tiers)
@@ -70,12 +70,21 @@ func WithMemoryRetryTiers(tiers ...time.Duration) MemoryOption {
 	}
 }
 
+// WithMemoryFeatures sets what the transport reports and does (default:
+// Keys, Headers and Delay on, HandBackRewind, SettlesRetry off). A feature
+// turned off is dropped from every write (keys, headers) or refused (a
+// delay, ErrDelayUnsupported).
+func WithMemoryFeatures(f Features) MemoryOption {
+	return func(t *InMemoryTransport) { t.features = f }
+}
+
 // NewInMemoryTransport returns an empty InMemoryTransport.
 func NewInMemoryTransport(opts ...MemoryOption) *InMemoryTransport {
 	t := &InMemoryTransport{
-		clock:   SystemClock{},
-		queues:  make(map[string]*memQueue),
-		changed: make(chan struct{}),
+		clock:    SystemClock{},
+		queues:   make(map[string]*memQueue),
+		changed:  make(chan struct{}),
+		features: Features{Keys: true, Headers: true, Delay: true, HandBack: HandBackRewind},
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -123,12 +132,10 @@ type memHandle struct {
 	m     *memMessage
 }
 
-// SetFault installs fn, called before every operation with the method name
-// ("Publish", "PublishWithHeaders", "PublishFrom", "PublishFromWithHeaders",
-// "Forward", "PublishDelayed", "PublishDelayedWithHeaders",
-// "PublishRetryForAttempt", "Retry", "Pop",
-// "Ack", "Nack", "Rewind") and the queue it concerns (for a write, the
-// queue written to). A non-nil error fails the operation, which then
+// SetFault installs fn, called before every operation with its name (the
+// Intent of a Send, such as "publish", "retry" or "dead_letter", or
+// "Receive", "Ack", "HandBack") and the queue it concerns (for a write,
+// the queue written to). A non-nil error fails the operation, which then
 // changes nothing. nil removes the fault. It lets a test simulate a broker
 // that refuses a write.
 func (t *InMemoryTransport) SetFault(fn func(op, queue string) error) {
@@ -245,102 +252,100 @@ func (t *InMemoryTransport) keyOf(from *ReceivedMessage) []byte {
 	return nil
 }
 
-// Publish stores body on queue with the contract headers projected from it.
-func (t *InMemoryTransport) Publish(ctx context.Context, queue, body string) error {
-	return t.write("Publish", queue, body, projectHeaders(body, nil), nil, time.Time{})
-}
+// Features reports what the transport does (every feature, and rewinds on
+// HandBack, unless WithMemoryFeatures narrowed them).
+func (t *InMemoryTransport) Features() Features { return t.features }
 
-// PublishWithHeaders is Publish with out-of-band headers (HeaderPublisher).
-func (t *InMemoryTransport) PublishWithHeaders(ctx context.Context, queue, body string, headers map[string]string) error {
-	return t.write("PublishWithHeaders", queue, body, projectHeaders(body, headers), nil, time.Time{})
-}
-
-// PublishKeyed is PublishWithHeaders with a message key, which keyed
-// republishes and Forward keep. It stands for a producer in another
-// service that sets keys.
-func (t *InMemoryTransport) PublishKeyed(ctx context.Context, queue string, key []byte, body string, headers map[string]string) error {
-	return t.write("Publish", queue, body, projectHeaders(body, headers), key, time.Time{})
-}
-
-// PublishFrom writes body to queue with the projected headers and the key
-// of from (KeyedRepublisher).
-func (t *InMemoryTransport) PublishFrom(ctx context.Context, queue, body string, from *ReceivedMessage) error {
-	return t.write("PublishFrom", queue, body, projectHeaders(body, nil), t.keyOf(from), time.Time{})
-}
-
-// PublishFromWithHeaders is PublishFrom with out-of-band headers
-// (HeaderRepublisher).
-func (t *InMemoryTransport) PublishFromWithHeaders(ctx context.Context, queue, body string, from *ReceivedMessage, headers map[string]string) error {
-	return t.write("PublishFromWithHeaders", queue, body, projectHeaders(body, headers), t.keyOf(from), time.Time{})
-}
-
-// Forward writes body to queue with exactly headers and the key of from
-// (Forwarder).
-func (t *InMemoryTransport) Forward(ctx context.Context, queue, body string, from *ReceivedMessage, headers map[string]string) error {
-	return t.write("Forward", queue, body, maps.Clone(headers), t.keyOf(from), time.Time{})
-}
-
-// PublishDelayed stores body on queue, visible once the Clock has moved
-// delay past now (DelayedPublisher). It never refuses a delay.
-func (t *InMemoryTransport) PublishDelayed(ctx context.Context, queue, body string, delay time.Duration) error {
-	return t.write("PublishDelayed", queue, body, projectHeaders(body, nil), nil, t.clock.Now().Add(delay))
-}
-
-// PublishDelayedWithHeaders is PublishDelayed with out-of-band headers
-// (DelayedHeaderPublisher), delivered with the message once it is due.
-func (t *InMemoryTransport) PublishDelayedWithHeaders(ctx context.Context, queue, body string, delay time.Duration, headers map[string]string) error {
-	return t.write("PublishDelayedWithHeaders", queue, body, projectHeaders(body, headers), nil, t.clock.Now().Add(delay))
-}
-
-// PublishRetryForAttempt (TieredRetrier) delivers a copy of from, with
-// attempts = attemptsBefore+1 in body and header and the key and headers of
-// from, to the queue it came from after the delay of its tier. Without
-// tiers it returns ErrDelayUnsupported and writes nothing. The caller
-// acknowledges from.
-func (t *InMemoryTransport) PublishRetryForAttempt(ctx context.Context, from *ReceivedMessage, attemptsBefore int) error {
-	if len(t.tiers) == 0 {
-		return fmt.Errorf("babelqueue: in-memory retry: no retry tiers: %w", ErrDelayUnsupported)
+// Send stores out as a broker would (see InMemoryTransport). IntentRetry
+// waits the delay of its tier when tiers are configured, else goes to the
+// tail of its queue; with SettlesRetry (WithMemoryFeatures) the original
+// is acknowledged in the same step. A write the features rule out loses
+// what they rule out (keys, headers) or, for a delay, fails with
+// ErrDelayUnsupported.
+func (t *InMemoryTransport) Send(ctx context.Context, out *Outgoing) (Receipt, error) {
+	if out == nil {
+		return Receipt{}, fmt.Errorf("babelqueue: in-memory send: nil message")
 	}
-	if from == nil {
-		return fmt.Errorf("babelqueue: in-memory retry: nil message")
+	if err := t.check(out.Intent.String(), out.Queue); err != nil {
+		return Receipt{}, err
 	}
-	tier := t.tiers[min(max(attemptsBefore, 0), len(t.tiers)-1)]
-	body, headers := withAttempts(from.Body, from.Headers, attemptsBefore+1)
-	return t.write("PublishRetryForAttempt", from.Queue, body, headers, t.keyOf(from), t.clock.Now().Add(tier))
-}
-
-// withAttempts returns body with attempts = n (unchanged when it has no
-// integer attempts) and a copy of headers with bq-attempts = n.
-func withAttempts(body string, headers map[string]string, n int) (string, map[string]string) {
-	if b, err := SetAttempts([]byte(body), n); err == nil {
-		body = string(b)
+	f := t.features
+	key := out.Key
+	if key == nil {
+		key = t.keyOf(out.From)
 	}
-	h := maps.Clone(headers)
-	if h == nil {
-		h = make(map[string]string)
+	if !f.Keys {
+		key = nil
 	}
-	h[HeaderAttempts] = strconv.Itoa(n)
-	return body, h
-}
-
-// Retry (Retrier) settles msg and stores, in the same step, a copy of it
-// with attempts = counted in body and header, its headers and its key, at
-// the tail of its queue.
-func (t *InMemoryTransport) Retry(ctx context.Context, msg *ReceivedMessage, counted int) error {
-	if err := t.check("Retry", queueOf(msg)); err != nil {
-		return err
+	extra := out.Headers
+	if !f.Headers {
+		extra = nil
 	}
+	o := *out
+	o.Headers = extra
+	headers := headerMap(OutgoingHeaders(&o))
+	var due time.Time
+	var r Receipt
+	switch out.Intent {
+	case IntentPublish:
+		if out.Delay > 0 {
+			if !f.Delay {
+				return Receipt{}, fmt.Errorf("babelqueue: in-memory publish to %s: %w", out.Queue, ErrDelayUnsupported)
+			}
+			due, r.Delay = t.clock.Now().Add(out.Delay), out.Delay
+		}
+	case IntentRetry:
+		if len(t.tiers) > 0 {
+			r.Delay = t.tiers[min(max(out.Attempt, 0), len(t.tiers)-1)]
+			due = t.clock.Now().Add(r.Delay)
+		}
+		if f.SettlesRetry {
+			return r, t.retrySettling(out, headers, key, due)
+		}
+	}
+	m := newMemMessage(out.Body, headers, key)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	h, q, err := t.reservedLocked("Retry", msg)
+	t.enqueueLocked(out.Queue, m, due)
+	return r, nil
+}
+
+// Publish stores body on queue with the contract headers projected from
+// it: Send of IntentPublish.
+func (t *InMemoryTransport) Publish(ctx context.Context, queue, body string) error {
+	_, err := t.Send(ctx, &Outgoing{Intent: IntentPublish, Queue: queue, Body: body})
+	return err
+}
+
+// PublishKeyed writes a new message with a key and out-of-band headers. It
+// stands for a producer in another service that sets keys.
+func (t *InMemoryTransport) PublishKeyed(ctx context.Context, queue string, key []byte, body string, headers map[string]string) error {
+	if key == nil {
+		key = []byte{}
+	}
+	_, err := t.Send(ctx, &Outgoing{Intent: IntentPublish, Queue: queue, Body: body, Key: key, Headers: headers})
+	return err
+}
+
+// retrySettling acknowledges the reserved From and stores its retry copy
+// in one step.
+func (t *InMemoryTransport) retrySettling(out *Outgoing, headers map[string]string, key []byte, due time.Time) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	h, q, err := t.reservedLocked("retry", out.From)
 	if err != nil {
 		return err
 	}
-	body, headers := withAttempts(msg.Body, msg.Headers, counted)
 	delete(q.reserved, h.m.id)
 	q.acked++
-	t.enqueueLocked(h.queue, newMemMessage(body, headers, h.m.key), time.Time{})
+	t.enqueueLocked(out.Queue, newMemMessage(out.Body, headers, key), due)
 	return nil
+}
+
+// Receive reserves the next visible message of queue (the Transport
+// contract's receive); see Pop.
+func (t *InMemoryTransport) Receive(ctx context.Context, queue string, timeout time.Duration) (*ReceivedMessage, error) {
+	return t.Pop(ctx, queue, timeout)
 }
 
 // Pop reserves the next visible message of queue, waiting at most timeout
@@ -357,7 +362,7 @@ func (t *InMemoryTransport) Pop(ctx context.Context, queue string, timeout time.
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if err := t.check("Pop", queue); err != nil {
+		if err := t.check("Receive", queue); err != nil {
 			return nil, err
 		}
 		t.mu.Lock()
@@ -456,7 +461,7 @@ func (t *InMemoryTransport) reservedLocked(op string, msg *ReceivedMessage) (*me
 }
 
 // Ack settles a reserved message. Settling a message twice, or one handed
-// back by Rewind or Nack, is an error.
+// back, is an error.
 func (t *InMemoryTransport) Ack(ctx context.Context, msg *ReceivedMessage) error {
 	if err := t.check("Ack", queueOf(msg)); err != nil {
 		return err
@@ -473,16 +478,19 @@ func (t *InMemoryTransport) Ack(ctx context.Context, msg *ReceivedMessage) error
 	return nil
 }
 
-// Rewind (Rewinder) puts a reserved message back at the head of its queue,
-// unchanged.
-func (t *InMemoryTransport) Rewind(ctx context.Context, msg *ReceivedMessage) error {
-	return t.handBack("Rewind", msg, 0)
-}
-
-// Nack (NegativeAcknowledger) puts a reserved message back at the head of
-// its queue with its redelivery count increased by one.
-func (t *InMemoryTransport) Nack(ctx context.Context, msg *ReceivedMessage) error {
-	return t.handBack("Nack", msg, 1)
+// HandBack puts a reserved message back at the head of its queue:
+// unchanged under HandBackRewind (the default), with its redelivery count
+// increased by one under HandBackNack, and not at all under HandBackNone
+// (it then stays reserved, as on a broker that redelivers it later).
+func (t *InMemoryTransport) HandBack(ctx context.Context, msg *ReceivedMessage) error {
+	switch t.features.HandBack {
+	case HandBackNone:
+		return t.check("HandBack", queueOf(msg))
+	case HandBackNack:
+		return t.handBack("HandBack", msg, 1)
+	default:
+		return t.handBack("HandBack", msg, 0)
+	}
 }
 
 func (t *InMemoryTransport) handBack(op string, msg *ReceivedMessage, redelivered int) error {
@@ -526,7 +534,8 @@ func (t *InMemoryTransport) InFlight(queue string) int {
 	return len(q.reserved)
 }
 
-// Acked returns how many messages of queue were settled by Ack or Retry.
+// Acked returns how many messages of queue were acknowledged (by Ack, or
+// by a Send of IntentRetry that settles retries).
 func (t *InMemoryTransport) Acked(queue string) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()

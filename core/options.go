@@ -24,6 +24,7 @@ import (
 //	WithOnRoutingMismatch          none
 //	WithSettleTimeout              DefaultSettleTimeout (10s)
 //	WithFailureBackoff             DefaultFailureBackoff (1s)
+//	WithHooks                      none
 const (
 	DefaultQueue            = "default"
 	DefaultDeadLetterSuffix = ".dlq"
@@ -89,6 +90,7 @@ type config struct {
 	onMismatch       func(headerURN, bodyURN string, env *Envelope)
 	settleTimeout    time.Duration
 	failureBackoff   time.Duration
+	hooks            hookSet
 }
 
 func defaultConfig() config {
@@ -289,6 +291,24 @@ func WithFailureBackoff(d time.Duration) Option {
 			return invalid("failure backoff %v is negative", d)
 		}
 		c.failureBackoff = d
+		return nil
+	}
+}
+
+// WithHooks registers hooks that the App reports its decisions to (see
+// Hook): every write, the start and the settlement of every delivery, and
+// the runs of App.Redrive. A value that implements none of the hook
+// interfaces, or a nil one, is rejected. Several WithHooks add up.
+func WithHooks(hooks ...Hook) Option {
+	return func(c *config) error {
+		for i, h := range hooks {
+			if h == nil {
+				return invalid("hook %d is nil", i)
+			}
+			if !c.hooks.add(h) {
+				return invalid("hook %d (%T) implements no hook interface", i, h)
+			}
+		}
 		return nil
 	}
 }

@@ -122,8 +122,8 @@ func (r *RedriveResult) add(it RedriveItem) {
 // Redrive moves the dead letters of dlq back to work. Each message goes to
 // WithRedriveTarget, else its dead_letter.original_queue, else its
 // meta.queue, as ClearDeadLetter makes it: the dead_letter block removed
-// and attempts 0, every other byte unchanged. The key is kept
-// (KeyedRepublisher, or HeaderRepublisher with the replay bypass).
+// and attempts 0, every other byte unchanged, written as IntentRedrive
+// with the key kept.
 //
 // Nothing in the DLQ is lost or duplicated by a run:
 //   - a message is acknowledged in the DLQ only after its republish was
@@ -131,20 +131,19 @@ func (r *RedriveResult) add(it RedriveItem) {
 //   - a message that stays (unselected, undecodable, version-gated, with no
 //     target) must be handed back without blocking the ones behind it and
 //     without letting a later acknowledge pass it (a Kafka commit is
-//     cumulative). It is therefore written back to the tail of the DLQ —
-//     by Forward (body, headers and key exactly), else PublishFrom (which
-//     a binding treats as a verbatim restore), else a header republish —
-//     and only then acknowledged. The trade-off: kept messages change
+//     cumulative). It is therefore written back to the tail of the DLQ
+//     (IntentRestore: body, headers and key exactly) and only then
+//     acknowledged. The trade-off: kept messages change
 //     place (they move behind the others) and get a new broker position.
 //     The run stops when it reads again a message it wrote back, so every
 //     message is examined once;
 //   - a dry run writes nothing: it holds every message it reads and, at
-//     the end, hands them back in reverse order by Rewind, else Nack (else,
-//     on a transport with neither, it writes them back as above). It holds
-//     at most MaxRedriveHeld messages.
+//     the end, hands them back in reverse order (HandBack; a transport
+//     whose HandBack does nothing has them written back as above). It
+//     holds at most MaxRedriveHeld messages.
 //
-// A failed write stops the run: the message concerned is handed back
-// (Rewind, else Nack) and the error returned wraps ErrSettle. The result,
+// A failed write stops the run: the message concerned is handed back and
+// the error returned wraps ErrSettle. The result,
 // never nil, lists what happened to each message read. The run ends when
 // the DLQ is empty (a Pop waited the poll timeout for nothing), when
 // WithRedriveMax is reached, or when ctx ends (its error is returned).
@@ -158,7 +157,7 @@ func Redrive(ctx context.Context, t Transport, dlq string, opts ...RedriveOption
 		return res, invalid("redrive: dead-letter queue is blank")
 	}
 	if rd, ok := t.(Redriver); ok {
-		out, err := rd.Redrive(ctx, dlq, plan)
+		out, err := rd.Redrive(ctx, dlq, plan.reporting(ctx, dlq))
 		if out == nil {
 			out = res
 		}
@@ -183,15 +182,14 @@ func RunRedrive(ctx context.Context, t Transport, dlq string, plan RedrivePlan) 
 	if plan.PollTimeout <= 0 {
 		plan.PollTimeout = DefaultRedrivePollTimeout
 	}
-	_, hr := t.(HeaderRepublisher)
-	_, hp := t.(HeaderPublisher)
-	if plan.ReplayBypass && !hr && !hp {
+	if plan.ReplayBypass && !t.Features().Headers {
 		return res, invalid("redrive: replay bypass needs a transport that publishes headers, %T does not", t)
 	}
+	plan = plan.reporting(ctx, dlq)
 	if plan.OnTotal != nil {
 		plan.OnTotal(-1)
 	}
-	r := &redriver{t: t, dlq: dlq, plan: plan, res: res, written: make(map[string]bool)}
+	r := &redriver{t: t, mode: t.Features().HandBack, dlq: dlq, plan: plan, res: res, written: make(map[string]bool)}
 	err := r.run(ctx)
 	if plan.DryRun {
 		// Handing back must finish even when ctx ended the run.
@@ -202,6 +200,7 @@ func RunRedrive(ctx context.Context, t Transport, dlq string, plan RedrivePlan) 
 
 type redriver struct {
 	t       Transport
+	mode    HandBackMode
 	dlq     string
 	plan    RedrivePlan
 	res     *RedriveResult
@@ -221,7 +220,7 @@ func (r *redriver) run(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		msg, err := r.t.Pop(ctx, r.dlq, r.plan.PollTimeout)
+		msg, err := r.t.Receive(ctx, r.dlq, r.plan.PollTimeout)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -299,20 +298,12 @@ func (r *redriver) move(ctx context.Context, msg *ReceivedMessage, env *Envelope
 	return DispositionRemoved, nil
 }
 
-// republish writes the moved copy: with the key and the plan's headers
-// when the transport can, else with what it can carry (the replay bypass,
-// when set, needs headers and was checked by Redrive).
+// republish writes the moved copy with the key and the plan's headers
+// (the replay bypass, when set, needs headers and was checked by Redrive).
 func (r *redriver) republish(ctx context.Context, target, body string, from *ReceivedMessage) error {
-	if t, ok := r.t.(HeaderRepublisher); ok {
-		return t.PublishFromWithHeaders(ctx, target, body, from, r.plan.MovedHeaders(from))
-	}
-	if t, ok := r.t.(KeyedRepublisher); ok && !r.plan.ReplayBypass {
-		return t.PublishFrom(ctx, target, body, from)
-	}
-	if t, ok := r.t.(HeaderPublisher); ok {
-		return t.PublishWithHeaders(ctx, target, body, r.plan.MovedHeaders(from))
-	}
-	return r.t.Publish(ctx, target, body)
+	from.FillHeaders()
+	_, err := r.t.Send(ctx, &Outgoing{Intent: IntentRedrive, Queue: target, Body: body, From: from, Headers: r.plan.MovedHeaders(from)})
+	return err
 }
 
 // keep writes msg back to the tail of the DLQ, then acknowledges it.
@@ -331,42 +322,22 @@ func (r *redriver) keep(ctx context.Context, msg *ReceivedMessage) (RedriveDispo
 
 // restore writes msg, unchanged, to the tail of the DLQ.
 func (r *redriver) restore(ctx context.Context, msg *ReceivedMessage) error {
-	if t, ok := r.t.(Forwarder); ok {
-		return t.Forward(ctx, r.dlq, msg.Body, msg, maps.Clone(msg.Headers))
-	}
-	if t, ok := r.t.(KeyedRepublisher); ok {
-		return t.PublishFrom(ctx, r.dlq, msg.Body, msg)
-	}
-	extra := make(map[string]string)
-	for k, v := range msg.Headers {
-		if !IsContractHeader(k) {
-			extra[k] = v
-		}
-	}
-	if t, ok := r.t.(HeaderRepublisher); ok {
-		return t.PublishFromWithHeaders(ctx, r.dlq, msg.Body, msg, extra)
-	}
-	if t, ok := r.t.(HeaderPublisher); ok && len(extra) > 0 {
-		return t.PublishWithHeaders(ctx, r.dlq, msg.Body, extra)
-	}
-	return r.t.Publish(ctx, r.dlq, msg.Body)
+	msg.FillHeaders()
+	_, err := r.t.Send(ctx, &Outgoing{Intent: IntentRestore, Queue: r.dlq, Body: msg.Body, From: msg, Headers: maps.Clone(msg.Headers)})
+	return err
 }
 
-// unsettle hands msg back without writing: Rewind, else Nack, else it is
-// left reserved.
+// unsettle hands msg back without writing (Transport.HandBack); it is left
+// reserved when the transport's HandBack does nothing.
 func (r *redriver) unsettle(ctx context.Context, msg *ReceivedMessage) RedriveDisposition {
 	ctx = context.WithoutCancel(ctx)
-	switch t := r.t.(type) {
-	case Rewinder:
-		if t.Rewind(ctx, msg) == nil {
-			return DispositionRewound
-		}
-	case NegativeAcknowledger:
-		if t.Nack(ctx, msg) == nil {
-			return DispositionNacked
-		}
+	if r.mode == HandBackNone || r.t.HandBack(ctx, msg) != nil {
+		return DispositionReserved
 	}
-	return DispositionReserved
+	if r.mode == HandBackNack {
+		return DispositionNacked
+	}
+	return DispositionRewound
 }
 
 // handBack returns msg to the DLQ untouched when the transport can, else

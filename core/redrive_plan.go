@@ -33,16 +33,6 @@ const HeaderRedriveCount = "bq-redrive-count"
 // it to recognise a copy it already wrote.
 const HeaderRedriveSource = "bq-redrive-source"
 
-// Redriver is implemented by a transport that runs a redrive itself, with
-// its broker's own guarantees (a durable cursor, a transaction per move).
-// Redrive hands such a transport the whole run, with the plan its options
-// make. An implementation must keep the promises of Redrive: nothing in the
-// dead-letter queue lost or duplicated by a run, whatever point it is
-// interrupted at.
-type Redriver interface {
-	Redrive(ctx context.Context, dlq string, plan RedrivePlan) (*RedriveResult, error)
-}
-
 // RedriveOption configures Redrive.
 type RedriveOption func(*RedrivePlan)
 
@@ -76,6 +66,8 @@ type RedrivePlan struct {
 	// number of messages the run will examine, when the binding knows it
 	// (WithRedriveProgress).
 	OnTotal func(n int)
+
+	hooks []RedriveHook
 
 	selectors []func(*ReceivedMessage, *Envelope) bool
 }
@@ -280,6 +272,37 @@ func (p *RedrivePlan) MovedHeaders(from *ReceivedMessage) map[string]string {
 		h[HeaderReplayBypass] = "true"
 	}
 	return h
+}
+
+// WithRedriveHooks registers hooks the run reports each examined message
+// to (RedriveHook); values that implement no RedriveHook are ignored.
+func WithRedriveHooks(hooks ...Hook) RedriveOption {
+	return func(p *RedrivePlan) {
+		for _, h := range hooks {
+			if x, ok := h.(RedriveHook); ok {
+				p.hooks = append(p.hooks, x)
+			}
+		}
+	}
+}
+
+// reporting returns p with its redrive hooks folded into Progress, so that
+// a binding that runs the redrive itself reports to them too.
+func (p RedrivePlan) reporting(ctx context.Context, dlq string) RedrivePlan {
+	if len(p.hooks) == 0 {
+		return p
+	}
+	hooks, progress := p.hooks, p.Progress
+	p.hooks = nil
+	p.Progress = func(it RedriveItem) {
+		if progress != nil {
+			progress(it)
+		}
+		for _, h := range hooks {
+			safely(func() { h.OnRedrive(ctx, dlq, it) })
+		}
+	}
+	return p
 }
 
 // Report adds it to res and calls the plan's progress hook: the one way a

@@ -2,7 +2,6 @@ package babelqueue
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -11,14 +10,13 @@ import (
 
 // This file holds every way the App settles a delivery. Every path but the
 // plain acknowledgement of a handled message starts by filling the
-// message's deferred headers (DeferredHeaderPopper), so that what it writes
-// or hands on sees them all. The rule of them all (SPEC 4.4): the original is acknowledged only after the write that
-// replaces it (a retry copy, a dead letter) was acknowledged by the broker.
-// A failed write leaves the original unsettled — rewound when the
-// transport is a Rewinder, else negatively acknowledged when it is a
-// NegativeAcknowledger, else left reserved for the transport to redeliver —
-// is reported with an error wrapping ErrSettle, and is not counted as an
-// attempt.
+// message's deferred headers, so that what it writes or hands on sees them
+// all. The rule of them all (SPEC 4.4): the original is acknowledged only
+// after the write that replaces it (a retry copy, a dead letter) was
+// acknowledged by the broker. A failed write leaves the original
+// unsettled (handed back through Transport.HandBack), is reported with an
+// error wrapping ErrSettle, and is not counted as an attempt. Every path
+// returns an outcome whose Settlement the SettleHooks receive.
 
 // settleCtx returns the context of settle calls: not cancelled with the
 // consume context, bounded by the settle timeout.
@@ -31,15 +29,24 @@ func (a *App) ack(ctx context.Context, msg *ReceivedMessage, env *Envelope, rout
 	if err := a.ackWithin(ctx, msg); err != nil {
 		return a.ackFailed(ctx, msg, env, route, err)
 	}
-	return outcome{}
+	return outcome{st: Settlement{Outcome: OutcomeHandled}}
+}
+
+// settled returns out with its Settlement set to st, unless the
+// acknowledgement behind out failed (the message was then handed back).
+func settled(out outcome, st Settlement) outcome {
+	if out.err == nil {
+		out.st = st
+	}
+	return out
 }
 
 // ackAfterWrite acknowledges the original once its replacement is written.
-func (a *App) ackAfterWrite(ctx context.Context, msg *ReceivedMessage, env *Envelope, route, what string) outcome {
+func (a *App) ackAfterWrite(ctx context.Context, msg *ReceivedMessage, env *Envelope, route, what string, st Settlement) outcome {
 	if err := a.ackWithin(ctx, msg); err != nil {
 		return a.ackFailed(ctx, msg, env, route, fmt.Errorf("%s written, but: %w", what, err))
 	}
-	return outcome{}
+	return outcome{st: st}
 }
 
 // ackWithin calls the transport's Ack with a settle context (the values of
@@ -63,35 +70,33 @@ func (a *App) ackFailed(ctx context.Context, msg *ReceivedMessage, env *Envelope
 	a.unsettle(ctx, msg, "acknowledge failed")
 	derr := a.deliveryErr(msg, env, route, fmt.Errorf("%w: acknowledge: %w", ErrSettle, err))
 	a.reportError(ctx, "babelqueue: acknowledge failed; message left for redelivery", derr, a.attrs(msg, env, route)...)
-	return outcome{err: derr, settleFailed: true}
+	return outcome{err: derr, settleFailed: true, st: Settlement{Outcome: OutcomeHandedBack, Err: derr}}
 }
 
 // writeFailed handles a failed retry, release or dead-letter write.
 func (a *App) writeFailed(ctx context.Context, msg *ReceivedMessage, env *Envelope, route, what string, err error) outcome {
 	a.unsettle(ctx, msg, what+" failed")
-	derr := a.deliveryErr(msg, env, route, fmt.Errorf("%w: %s: %w", ErrSettle, what, err))
-	a.reportError(ctx, "babelqueue: settle write failed; message left for redelivery", derr, a.attrs(msg, env, route)...)
-	return outcome{err: derr, settleFailed: true}
+	return a.leftFailed(ctx, msg, env, route, what, err)
 }
 
-// unsettle hands a message back without settling it: Rewind, else Nack,
-// else nothing (the transport redelivers what was never acknowledged).
+// leftFailed reports a failed write whose original was already handed
+// back.
+func (a *App) leftFailed(ctx context.Context, msg *ReceivedMessage, env *Envelope, route, what string, err error) outcome {
+	derr := a.deliveryErr(msg, env, route, fmt.Errorf("%w: %s: %w", ErrSettle, what, err))
+	a.reportError(ctx, "babelqueue: settle write failed; message left for redelivery", derr, a.attrs(msg, env, route)...)
+	return outcome{err: derr, settleFailed: true, st: Settlement{Outcome: OutcomeHandedBack, Err: derr}}
+}
+
+// unsettle hands a message back without settling it (Transport.HandBack).
 func (a *App) unsettle(ctx context.Context, msg *ReceivedMessage, why string) {
 	msg.FillHeaders()
-	sctx, cancel := a.settleCtx(ctx)
-	defer cancel()
-	var err error
-	switch t := a.t.(type) {
-	case Rewinder:
-		err = t.Rewind(sctx, msg)
-	case NegativeAcknowledger:
-		err = t.Nack(sctx, msg)
-	default:
+	if a.features.HandBack == HandBackNone {
 		a.logger().LogAttrs(ctx, slog.LevelDebug, "babelqueue: message left reserved for redelivery",
 			slog.String("queue", msg.Queue), slog.String("why", why))
-		return
 	}
-	if err != nil {
+	sctx, cancel := a.settleCtx(ctx)
+	defer cancel()
+	if err := a.t.HandBack(sctx, msg); err != nil {
 		a.reportError(ctx, "babelqueue: handing a message back failed", &DeliveryError{Queue: msg.Queue, Err: fmt.Errorf("%w: handing the message back after %s: %w", ErrSettle, why, err)},
 			slog.String("queue", msg.Queue))
 	}
@@ -138,75 +143,51 @@ func deadLetterHeaders(msg *ReceivedMessage) map[string]string {
 	return h
 }
 
-// writeKeyed writes body to queue keeping the key of from, by the best
-// capability the transport has: HeaderRepublisher, KeyedRepublisher (the
-// headers are then not written), HeaderPublisher (the key is then lost),
-// Publish.
-//
-// One case comes first: when headers carry a bq-job route that differs
-// from the body's URN (a routing mismatch), a header republish would lose
-// it (the contract projection wins a collision) and the copy would reach
-// another handler. A Forwarder then writes the projected headers with the
-// delivered route in place of the body's.
-func (a *App) writeKeyed(ctx context.Context, queue, body string, from *ReceivedMessage, headers map[string]string) error {
-	if job, ok := headers[HeaderJob]; ok {
-		if fw, isFw := a.t.(Forwarder); isFw {
-			if p := ProjectBody([]byte(body)); p.Job != "" && p.Job != job {
-				h := make(map[string]string, len(headers)+6)
-				for _, x := range MergeHeaders(p.Headers(), headers) {
-					h[x.Key] = x.Value
-				}
-				h[HeaderJob] = job
-				return fw.Forward(ctx, queue, body, from, h)
-			}
-		}
+// writeFrom writes a settle copy of from (intent says which) and returns
+// the binding's receipt. Its context is a settle context.
+func (a *App) writeFrom(ctx context.Context, intent Intent, queue, body string, from *ReceivedMessage, headers map[string]string, attempt int) (Receipt, error) {
+	return a.send(ctx, &Outgoing{Intent: intent, Queue: queue, Body: body, From: from, Headers: headers, Attempt: attempt})
+}
+
+// target is where a write went: the binding's choice, else the queue asked.
+func target(r Receipt, queue string) string {
+	if r.Queue != "" {
+		return r.Queue
 	}
-	if t, ok := a.t.(HeaderRepublisher); ok {
-		return t.PublishFromWithHeaders(ctx, queue, body, from, headers)
-	}
-	if t, ok := a.t.(KeyedRepublisher); ok {
-		return t.PublishFrom(ctx, queue, body, from)
-	}
-	if t, ok := a.t.(HeaderPublisher); ok && len(headers) > 0 {
-		return t.PublishWithHeaders(ctx, queue, body, headers)
-	}
-	return a.t.Publish(ctx, queue, body)
+	return queue
 }
 
 // settleVersionGated settles a message rejected by the version gate (its
 // bq-schema-version header, or meta.schema_version of its body, is not 1).
 // It is never retried: with dead-lettering on its body and headers go to
-// the DLQ exactly as received, else it is acknowledged with a warning.
-// Handlers, the unknown-URN strategy and the routing-mismatch hook are not
-// involved.
+// the DLQ exactly as received (IntentForward), else it is acknowledged with
+// a warning. Handlers, the unknown-URN strategy and the routing-mismatch
+// hook are not involved.
 func (a *App) settleVersionGated(ctx context.Context, msg *ReceivedMessage, version string, cause error) outcome {
 	msg.FillHeaders()
 	if fn := a.cfg.onVersion; fn != nil {
 		safely(func() { fn(version, msg.Queue) })
 	}
 	attrs := []slog.Attr{slog.String("queue", msg.Queue), slog.String("schema_version", version)}
-	a.reportError(ctx, "babelqueue: schema version rejected", &DeliveryError{Queue: msg.Queue, Err: fmt.Errorf("schema version %q rejected: %w", version, cause)}, attrs...)
+	rejected := fmt.Errorf("schema version %q rejected: %w", version, cause)
+	a.reportError(ctx, "babelqueue: schema version rejected", &DeliveryError{Queue: msg.Queue, Err: rejected}, attrs...)
 	if !a.cfg.deadLetter {
 		out := a.ack(ctx, msg, nil, "")
 		if out.err == nil {
 			a.reportWarning(ctx, "babelqueue: version-gated message dropped", &DeliveryError{Queue: msg.Queue,
 				Err: fmt.Errorf("schema version %q rejected and dropped (dead-lettering off): %w", version, cause)}, attrs...)
 		}
-		return out
+		return settled(out, Settlement{Outcome: OutcomeDropped, Reason: ReasonVersionGated, Err: rejected})
 	}
 	dlq := a.deadLetterQueue(msg.Queue)
 	sctx, cancel := a.settleCtx(ctx)
 	defer cancel()
-	var err error
-	if fw, ok := a.t.(Forwarder); ok {
-		err = fw.Forward(sctx, dlq, msg.Body, msg, maps.Clone(msg.Headers))
-	} else {
-		err = a.writeKeyed(sctx, dlq, msg.Body, msg, maps.Clone(msg.Headers))
-	}
+	r, err := a.writeFrom(sctx, IntentForward, dlq, msg.Body, msg, maps.Clone(msg.Headers), 0)
 	if err != nil {
 		return a.writeFailed(ctx, msg, nil, "", "dead-letter write to "+dlq, err)
 	}
-	return a.ackAfterWrite(ctx, msg, nil, "", "dead letter")
+	return a.ackAfterWrite(ctx, msg, nil, "", "dead letter",
+		Settlement{Outcome: OutcomeDeadLettered, Reason: ReasonVersionGated, Target: target(r, dlq), Err: rejected})
 }
 
 // poisonAttempts returns the reconciled attempts of a body that did not
@@ -233,7 +214,7 @@ func (a *App) settlePoison(ctx context.Context, msg *ReceivedMessage, cause erro
 	}
 	counted := poisonAttempts(msg) + 1
 	body := PoisonBody([]byte(msg.Body), a.deadLetterBlock(msg, ReasonPoison, cause, counted))
-	return a.writeDeadLetter(ctx, msg, nil, route, string(body))
+	return a.writeDeadLetter(ctx, msg, nil, route, string(body), ReasonPoison, cause)
 }
 
 // settleUnknownURN applies the unknown-URN strategy.
@@ -247,18 +228,18 @@ func (a *App) settleUnknownURN(ctx context.Context, msg *ReceivedMessage, env *E
 		if out.err == nil {
 			a.reportWarning(ctx, "babelqueue: message without handler deleted", a.deliveryErr(msg, env, route, fmt.Errorf("deleted: %w", cause)), attrs...)
 		}
-		return out
+		return settled(out, Settlement{Outcome: OutcomeDeleted, Reason: ReasonUnknownURN, Err: cause})
 	case StrategyRelease:
 		return a.release(ctx, msg, env, route, cause)
 	case StrategyDeadLetter:
-		counted := Decide(env.Attempts, 1, true).Counted
 		if !a.cfg.deadLetter {
 			out := a.ack(ctx, msg, env, route)
 			if out.err == nil {
 				a.reportWarning(ctx, "babelqueue: message without handler dropped", a.deliveryErr(msg, env, route, fmt.Errorf("dropped (dead-lettering off): %w", cause)), attrs...)
 			}
-			return out
+			return settled(out, Settlement{Outcome: OutcomeDropped, Reason: ReasonUnknownURN, Err: cause})
 		}
+		counted := Decide(env.Attempts, 1, true).Counted
 		a.reportError(ctx, "babelqueue: no handler", a.deliveryErr(msg, env, route, cause), attrs...)
 		return a.deadLetter(ctx, msg, env, route, ReasonUnknownURN, cause, counted)
 	default: // StrategyFail
@@ -272,12 +253,14 @@ func (a *App) settleUnknownURN(ctx context.Context, msg *ReceivedMessage, env *E
 func (a *App) release(ctx context.Context, msg *ReceivedMessage, env *Envelope, route string, cause error) outcome {
 	sctx, cancel := a.settleCtx(ctx)
 	defer cancel()
-	if err := a.writeKeyed(sctx, msg.Queue, msg.Body, msg, retryHeaders(msg)); err != nil {
+	r, err := a.writeFrom(sctx, IntentRelease, msg.Queue, msg.Body, msg, retryHeaders(msg), 0)
+	if err != nil {
 		out := a.writeFailed(ctx, msg, env, route, "release to "+msg.Queue, err)
 		out.released, out.key = true, msg.Body
 		return out
 	}
-	out := a.ackAfterWrite(ctx, msg, env, route, "released copy")
+	out := a.ackAfterWrite(ctx, msg, env, route, "released copy",
+		Settlement{Outcome: OutcomeReleased, Reason: ReasonUnknownURN, Target: target(r, msg.Queue), Err: cause})
 	if out.err == nil {
 		a.reportWarning(ctx, "babelqueue: message without handler released", a.deliveryErr(msg, env, route, fmt.Errorf("released to %s: %w", msg.Queue, cause)),
 			a.attrs(msg, env, route)...)
@@ -299,7 +282,7 @@ func (a *App) settleRetryable(ctx context.Context, msg *ReceivedMessage, env *En
 	d := Decide(reconciled, a.cfg.maxAttempts, a.cfg.deadLetter)
 	switch d.Action {
 	case ActionRetry:
-		return a.retry(ctx, msg, env, route, reconciled, d.Counted)
+		return a.retry(ctx, msg, env, route, reconciled, d.Counted, reason, cause)
 	case ActionDeadLetter:
 		return a.deadLetter(ctx, msg, env, route, reason, cause, d.Counted)
 	default:
@@ -309,43 +292,39 @@ func (a *App) settleRetryable(ctx context.Context, msg *ReceivedMessage, env *En
 				fmt.Errorf("dropped after %d of %d attempts (dead-lettering off): %w", d.Counted, a.cfg.maxAttempts, cause)),
 				a.attrs(msg, env, route)...)
 		}
-		return out
+		return settled(out, Settlement{Outcome: OutcomeDropped, Reason: reason, Err: cause})
 	}
 }
 
-// retry delivers the message again with attempts = counted, by the first
-// of: the transport's TieredRetrier (unless it has no tiers), its Retrier
-// (which settles the original itself), or a republish of the body with
-// attempts = counted onto the queue it came from, keeping the key.
-func (a *App) retry(ctx context.Context, msg *ReceivedMessage, env *Envelope, route string, reconciled, counted int) outcome {
+// retry asks the binding for the message's next attempt (IntentRetry): the
+// body with attempts = counted (a body that is not an envelope unchanged),
+// the retry headers with bq-attempts = counted, the key kept. A binding
+// with retry tiers delays it by the tier of its attempts. Unless the
+// binding settles retries itself, the original is acknowledged after the
+// write.
+func (a *App) retry(ctx context.Context, msg *ReceivedMessage, env *Envelope, route string, reconciled, counted int, reason string, cause error) outcome {
 	sctx, cancel := a.settleCtx(ctx)
 	defer cancel()
 	a.logger().LogAttrs(ctx, slog.LevelDebug, "babelqueue: retrying message", a.attrs(msg, env, route, slog.Int("counted", counted))...)
-	if t, ok := a.t.(TieredRetrier); ok {
-		err := t.PublishRetryForAttempt(sctx, msg, reconciled)
-		if err == nil {
-			return a.ackAfterWrite(ctx, msg, env, route, "retry copy")
-		}
-		if !errors.Is(err, ErrDelayUnsupported) {
-			return a.writeFailed(ctx, msg, env, route, "tiered retry", err)
-		}
-	}
-	if t, ok := a.t.(Retrier); ok {
-		if err := t.Retry(sctx, msg, counted); err != nil {
-			return a.writeFailed(ctx, msg, env, route, "retry", err)
-		}
-		return outcome{}
-	}
 	body := msg.Body
 	if b, err := SetAttempts([]byte(msg.Body), counted); err == nil {
 		body = string(b)
 	}
 	headers := retryHeaders(msg)
 	headers[HeaderAttempts] = strconv.Itoa(counted)
-	if err := a.writeKeyed(sctx, msg.Queue, body, msg, headers); err != nil {
+	r, err := a.writeFrom(sctx, IntentRetry, msg.Queue, body, msg, headers, reconciled)
+	if err != nil {
+		if a.features.SettlesRetry {
+			// The binding handed the original back itself.
+			return a.leftFailed(ctx, msg, env, route, "retry", err)
+		}
 		return a.writeFailed(ctx, msg, env, route, "retry write to "+msg.Queue, err)
 	}
-	return a.ackAfterWrite(ctx, msg, env, route, "retry copy")
+	st := Settlement{Outcome: OutcomeRetried, Reason: reason, Target: target(r, msg.Queue), Delay: r.Delay, Err: cause}
+	if a.features.SettlesRetry {
+		return outcome{st: st}
+	}
+	return a.ackAfterWrite(ctx, msg, env, route, "retry copy", st)
 }
 
 // deadLetterBlock returns the dead_letter block of a message failed for
@@ -372,16 +351,18 @@ func (a *App) deadLetter(ctx context.Context, msg *ReceivedMessage, env *Envelop
 		// The body decoded, so this should not happen; never lose it.
 		body = PoisonBody([]byte(msg.Body), dl)
 	}
-	return a.writeDeadLetter(ctx, msg, env, route, string(body))
+	return a.writeDeadLetter(ctx, msg, env, route, string(body), reason, cause)
 }
 
-func (a *App) writeDeadLetter(ctx context.Context, msg *ReceivedMessage, env *Envelope, route, body string) outcome {
+func (a *App) writeDeadLetter(ctx context.Context, msg *ReceivedMessage, env *Envelope, route, body, reason string, cause error) outcome {
 	dlq := a.deadLetterQueue(msg.Queue)
 	sctx, cancel := a.settleCtx(ctx)
 	defer cancel()
-	if err := a.writeKeyed(sctx, dlq, body, msg, deadLetterHeaders(msg)); err != nil {
+	r, err := a.writeFrom(sctx, IntentDeadLetter, dlq, body, msg, deadLetterHeaders(msg), 0)
+	if err != nil {
 		return a.writeFailed(ctx, msg, env, route, "dead-letter write to "+dlq, err)
 	}
 	a.logger().LogAttrs(ctx, slog.LevelInfo, "babelqueue: message dead-lettered", a.attrs(msg, env, route, slog.String("dead_letter_queue", dlq))...)
-	return a.ackAfterWrite(ctx, msg, env, route, "dead letter")
+	return a.ackAfterWrite(ctx, msg, env, route, "dead letter",
+		Settlement{Outcome: OutcomeDeadLettered, Reason: reason, Target: target(r, dlq), Err: cause})
 }

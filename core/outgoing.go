@@ -1,0 +1,58 @@
+package babelqueue
+
+import "strconv"
+
+// Verbatim reports whether the intent writes Outgoing.Headers exactly as
+// given, with nothing projected from the body (IntentForward and
+// IntentRestore).
+func (i Intent) Verbatim() bool { return i == IntentForward || i == IntentRestore }
+
+// KeepsRoute reports whether a bq-job in Outgoing.Headers wins over the
+// URN of the body (IntentRetry, IntentRelease, IntentDeadLetter): the copy
+// of a delivered message keeps the route it was delivered on, so that it
+// reaches the same handler even when its header and body disagree.
+func (i Intent) KeepsRoute() bool {
+	return i == IntentRetry || i == IntentRelease || i == IntentDeadLetter
+}
+
+// OutgoingHeaders returns the headers a binding writes for out, in order.
+// A verbatim intent gives the non-blank entries of out.Headers in key
+// order; every other intent gives the contract projection of out.Body
+// followed by out.Headers by the MergeHeaders rules, the projected bq-job
+// replaced by the one in out.Headers when the intent keeps the route.
+// Bindings with a faster path of their own must give the same result.
+func OutgoingHeaders(out *Outgoing) []Header {
+	if out.Intent.Verbatim() {
+		return MergeHeaders(nil, out.Headers)
+	}
+	hs := MergeHeaders(ProjectBody([]byte(out.Body)).Headers(), out.Headers)
+	if out.Intent.KeepsRoute() {
+		if job, ok := out.Headers[HeaderJob]; ok && !IsBlank(job) {
+			hs = withHeader(hs, HeaderJob, job)
+		}
+	}
+	return hs
+}
+
+// withHeader sets key to value in hs, in place when present, else at the
+// end.
+func withHeader(hs []Header, key, value string) []Header {
+	for i := range hs {
+		if hs[i].Key == key {
+			hs[i].Value = value
+			return hs
+		}
+	}
+	return append(hs, Header{Key: key, Value: value})
+}
+
+// headerMap returns hs as a map.
+func headerMap(hs []Header) map[string]string {
+	m := make(map[string]string, len(hs))
+	for _, h := range hs {
+		m[h.Key] = h.Value
+	}
+	return m
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
