@@ -98,10 +98,6 @@ func anyIs(errs []error, target error) bool {
 	return false
 }
 
-// Capability-limited views of an InMemoryTransport.
-type plainTransport struct{ Transport }
-
-func only(mem *InMemoryTransport) Transport { return plainTransport{mem} }
 
 // ---- App.Publish ----
 
@@ -205,24 +201,9 @@ func TestPublishDelayed(t *testing.T) {
 			t.Errorf("%s: err = %v, want ErrDelayUnsupported", name, err)
 		}
 	}
-	_, err := testApp(delayOnly{only(mem), mem}).PublishWithHeaders(ctx, "urn:x", nil, map[string]string{"a": "b"}, WithDelay(time.Second))
-	if !errors.Is(err, ErrDelayUnsupported) {
-		t.Errorf("headers with a delay, no DelayedHeaderPublisher: err = %v, want ErrDelayUnsupported", err)
-	}
 	if n := mem.Len(DefaultQueue); n != 0 {
 		t.Errorf("a refused delayed publish left %d messages", n)
 	}
-}
-
-// delayOnly is a transport with DelayedPublisher but no
-// DelayedHeaderPublisher.
-type delayOnly struct {
-	Transport
-	d DelayedPublisher
-}
-
-func (d delayOnly) PublishDelayed(ctx context.Context, queue, body string, delay time.Duration) error {
-	return d.d.PublishDelayed(ctx, queue, body, delay)
 }
 
 func TestPublishDelayedWithHeaders(t *testing.T) {
@@ -236,8 +217,8 @@ func TestPublishDelayedWithHeaders(t *testing.T) {
 	if _, err := a.PublishWithHeaders(ctx, "urn:x", nil, headers, WithDelay(time.Minute)); err != nil {
 		t.Fatalf("PublishWithHeaders with a delay: %v", err)
 	}
-	if len(ops) != 1 || ops[0] != "PublishDelayedWithHeaders" {
-		t.Errorf("transport calls = %v, want [PublishDelayedWithHeaders]", ops)
+	if len(ops) != 1 || ops[0] != "publish" {
+		t.Errorf("transport calls = %v, want [publish]", ops)
 	}
 	clock.Advance(59 * time.Second)
 	if m, _ := mem.Pop(ctx, DefaultQueue, 0); m != nil {
@@ -259,14 +240,6 @@ func TestPublishDelayedWithHeaders(t *testing.T) {
 	}
 	if _, ok := m.Headers["empty"]; ok {
 		t.Error("a blank header value was written")
-	}
-	// Without headers the plain delayed publish is used.
-	ops = nil
-	if _, err := a.PublishWithHeaders(ctx, "urn:x", nil, nil, WithDelay(time.Second)); err != nil {
-		t.Fatalf("PublishWithHeaders(nil) with a delay: %v", err)
-	}
-	if len(ops) != 1 || ops[0] != "PublishDelayed" {
-		t.Errorf("transport calls = %v, want [PublishDelayed]", ops)
 	}
 }
 

@@ -89,7 +89,7 @@ func TestConsumeBadMessagesDoNotStopTheLoop(t *testing.T) {
 	go func() { errc <- a.Consume(ctx, "orders") }()
 	bg := context.Background()
 	mem.Publish(bg, "orders", "{not json")
-	mem.Forward(bg, "orders", envBody(t, "urn:ok", 0), nil, map[string]string{HeaderSchemaVersion: "9"})
+	mem.Send(bg, &Outgoing{Intent: IntentForward, Queue: "orders", Body: envBody(t, "urn:ok", 0), From: nil, Headers: map[string]string{HeaderSchemaVersion: "9"}})
 	a.Publish(bg, "urn:fail", nil, ToQueue("orders"))
 	a.Publish(bg, "urn:panic", nil, ToQueue("orders"))
 	a.Publish(bg, "urn:nobody", nil, ToQueue("orders"))
@@ -117,7 +117,7 @@ type popFails struct {
 	err   error
 }
 
-func (p popFails) Pop(ctx context.Context, queue string, timeout time.Duration) (*ReceivedMessage, error) {
+func (p popFails) Receive(ctx context.Context, queue string, timeout time.Duration) (*ReceivedMessage, error) {
 	if queue == p.queue {
 		return nil, p.err
 	}
@@ -288,7 +288,7 @@ func TestConsumeDoesNotSpinOnAReleasedMessage(t *testing.T) {
 	mem.Publish(context.Background(), "orders", envBody(t, "urn:nobody", 0))
 	var releases atomic.Int32
 	mem.SetFault(func(op, q string) error {
-		if op == "PublishFromWithHeaders" {
+		if op == "release" {
 			releases.Add(1)
 		}
 		return nil

@@ -28,7 +28,7 @@ func TestHeadersAndReplayInTheHandlerContext(t *testing.T) {
 				got, replay = HeadersFromContext(ctx), IsReplay(ctx)
 				return BypassExternalEffects(ctx, func() error { effects++; return nil })
 			})
-			mem.Forward(context.Background(), "orders", envBody(t, "urn:x", 0), nil, tc.headers)
+			mem.Send(context.Background(), &Outgoing{Intent: IntentForward, Queue: "orders", Body: envBody(t, "urn:x", 0), From: nil, Headers: tc.headers})
 			drain(t, a, "orders")
 			for k, v := range tc.headers {
 				if got[k] != v {

@@ -26,14 +26,14 @@ func (s countingSource) HeaderMap() map[string]string {
 	return maps.Clone(s.m)
 }
 
-// deferringTransport is the in-memory transport offering
-// DeferredHeaderPopper: its messages come with their headers deferred.
+// deferringTransport is the in-memory transport whose Receive hands its
+// messages out with their headers deferred, as the Kafka binding does.
 type deferringTransport struct {
 	*InMemoryTransport
 	built atomic.Int64 // header maps built from the sources
 }
 
-func (t *deferringTransport) PopDeferredHeaders(ctx context.Context, queue string, timeout time.Duration) (*ReceivedMessage, error) {
+func (t *deferringTransport) Receive(ctx context.Context, queue string, timeout time.Duration) (*ReceivedMessage, error) {
 	m, err := t.Pop(ctx, queue, timeout)
 	if m != nil && m.Headers != nil {
 		m.DeferHeaders(countingSource{m: m.Headers, built: &t.built})
@@ -93,9 +93,8 @@ func TestAppHandlesWithDeferredHeadersWithoutBuildingTheMap(t *testing.T) {
 		tenant = HeadersFromContext(ctx)["x-tenant"]
 		return nil
 	})
-	ctx := context.Background()
 	headers := map[string]string{"x-tenant": "acme", HeaderReplayBypass: "1"}
-	if err := tr.PublishWithHeaders(ctx, "orders", envBody(t, "urn:x", 0), headers); err != nil {
+	if err := publishH(tr.InMemoryTransport, "orders", envBody(t, "urn:x", 0), headers); err != nil {
 		t.Fatal(err)
 	}
 	drain(t, a, "orders")
@@ -105,7 +104,7 @@ func TestAppHandlesWithDeferredHeadersWithoutBuildingTheMap(t *testing.T) {
 	if n := tr.built.Load(); n != 0 {
 		t.Fatalf("%d header maps built for a message handled at once, want 0", n)
 	}
-	if err := tr.PublishWithHeaders(ctx, "orders", envBody(t, "urn:y", 0), headers); err != nil {
+	if err := publishH(tr.InMemoryTransport, "orders", envBody(t, "urn:y", 0), headers); err != nil {
 		t.Fatal(err)
 	}
 	drain(t, a, "orders")
@@ -142,7 +141,7 @@ func TestAppFillsDeferredHeadersOnEveryOtherPath(t *testing.T) {
 			a.Handle("urn:fail", func(context.Context, *Envelope) error { return errors.New("declined") })
 			ctx := context.Background()
 			headers := map[string]string{"x-tenant": "acme"}
-			if err := tr.PublishWithHeaders(ctx, "orders", tc.body(t), headers); err != nil {
+			if err := publishH(tr.InMemoryTransport, "orders", tc.body(t), headers); err != nil {
 				t.Fatal(err)
 			}
 			for i := 0; i < tc.drain; i++ {

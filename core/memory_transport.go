@@ -263,13 +263,17 @@ func (t *InMemoryTransport) Features() Features { return t.features }
 // what they rule out (keys, headers) or, for a delay, fails with
 // ErrDelayUnsupported.
 func (t *InMemoryTransport) Send(ctx context.Context, out *Outgoing) (Receipt, error) {
+	return t.send(out, t.features)
+}
+
+// send is Send under the features f.
+func (t *InMemoryTransport) send(out *Outgoing, f Features) (Receipt, error) {
 	if out == nil {
 		return Receipt{}, fmt.Errorf("babelqueue: in-memory send: nil message")
 	}
 	if err := t.check(out.Intent.String(), out.Queue); err != nil {
 		return Receipt{}, err
 	}
-	f := t.features
 	key := out.Key
 	if key == nil {
 		key = t.keyOf(out.From)
@@ -483,7 +487,12 @@ func (t *InMemoryTransport) Ack(ctx context.Context, msg *ReceivedMessage) error
 // increased by one under HandBackNack, and not at all under HandBackNone
 // (it then stays reserved, as on a broker that redelivers it later).
 func (t *InMemoryTransport) HandBack(ctx context.Context, msg *ReceivedMessage) error {
-	switch t.features.HandBack {
+	return t.handBackAs(msg, t.features.HandBack)
+}
+
+// handBackAs is HandBack under mode.
+func (t *InMemoryTransport) handBackAs(msg *ReceivedMessage, mode HandBackMode) error {
+	switch mode {
 	case HandBackNone:
 		return t.check("HandBack", queueOf(msg))
 	case HandBackNack:

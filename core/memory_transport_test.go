@@ -39,7 +39,7 @@ func TestMemoryPopWakesWhenTheClockMakesAMessageDue(t *testing.T) {
 	clock := NewFakeClock(epoch)
 	mem := NewInMemoryTransport(WithMemoryClock(clock))
 	ctx := context.Background()
-	mem.PublishDelayed(ctx, "q", envBody(t, "urn:x", 0), 10*time.Second)
+	mem.Send(ctx, &Outgoing{Intent: IntentPublish, Queue: "q", Body: envBody(t, "urn:x", 0), Delay: 10 * time.Second})
 	got := make(chan *ReceivedMessage, 1)
 	go func() {
 		m, _ := mem.Pop(ctx, "q", time.Minute)
@@ -67,7 +67,8 @@ func TestMemoryNackRewindAndReconcile(t *testing.T) {
 	mem.Publish(ctx, "q", envBody(t, "urn:a", 0))
 	mem.Publish(ctx, "q", envBody(t, "urn:b", 0))
 	a, _ := mem.Pop(ctx, "q", 0)
-	if err := mem.Nack(ctx, a); err != nil {
+	nacking := with(mem, func(f *Features) { f.HandBack = HandBackNack })
+	if err := nacking.HandBack(ctx, a); err != nil {
 		t.Fatal(err)
 	}
 	a2, _ := mem.Pop(ctx, "q", 0)
@@ -77,7 +78,7 @@ func TestMemoryNackRewindAndReconcile(t *testing.T) {
 	if env := mustDecode(t, a2.Body); env.Attempts != 1 || a2.Headers[HeaderAttempts] != "1" {
 		t.Errorf("after one nack attempts = %d, header %q; want 1 (redelivery count floor)", env.Attempts, a2.Headers[HeaderAttempts])
 	}
-	if err := mem.Rewind(ctx, a2); err != nil {
+	if err := mem.HandBack(ctx, a2); err != nil {
 		t.Fatal(err)
 	}
 	a3, _ := mem.Pop(ctx, "q", 0)
@@ -90,7 +91,7 @@ func TestMemoryNackRewindAndReconcile(t *testing.T) {
 	if err := mem.Ack(ctx, a3); err == nil {
 		t.Error("a second Ack succeeded")
 	}
-	if err := mem.Rewind(ctx, a2); err == nil {
+	if err := mem.HandBack(ctx, a2); err == nil {
 		t.Error("rewinding a settled message succeeded")
 	}
 	if err := mem.Ack(ctx, &ReceivedMessage{Queue: "q"}); err == nil {
@@ -104,8 +105,8 @@ func TestMemoryNackRewindAndReconcile(t *testing.T) {
 func TestMemoryHeaderAttemptsAreAuthoritative(t *testing.T) {
 	mem := NewInMemoryTransport()
 	ctx := context.Background()
-	mem.Forward(ctx, "q", envBody(t, "urn:x", 5), nil, map[string]string{HeaderAttempts: "2"})
-	mem.Forward(ctx, "q", envBody(t, "urn:x", 5), nil, map[string]string{HeaderAttempts: "+2"})
+	mem.Send(ctx, &Outgoing{Intent: IntentForward, Queue: "q", Body: envBody(t, "urn:x", 5), From: nil, Headers: map[string]string{HeaderAttempts: "2"}})
+	mem.Send(ctx, &Outgoing{Intent: IntentForward, Queue: "q", Body: envBody(t, "urn:x", 5), From: nil, Headers: map[string]string{HeaderAttempts: "+2"}})
 	for _, want := range []int{2, 5} {
 		m, _ := mem.Pop(ctx, "q", 0)
 		if got := mustDecode(t, m.Body).Attempts; got != want {
@@ -119,8 +120,8 @@ func TestMemoryKeysAndForward(t *testing.T) {
 	ctx := context.Background()
 	mem.PublishKeyed(ctx, "q", []byte("k"), envBody(t, "urn:x", 0), map[string]string{"h": "v"})
 	m, _ := mem.Pop(ctx, "q", 0)
-	mem.PublishFrom(ctx, "r", m.Body, m)
-	mem.Forward(ctx, "f", "raw", m, map[string]string{"only": "this"})
+	mem.Send(ctx, &Outgoing{Intent: IntentRedrive, Queue: "r", Body: m.Body, From: m})
+	mem.Send(ctx, &Outgoing{Intent: IntentForward, Queue: "f", Body: "raw", From: m, Headers: map[string]string{"only": "this"}})
 	mem.Publish(ctx, "p", m.Body)
 	if got := mem.Messages("r")[0]; string(got.Key) != "k" || got.Headers["h"] != "" {
 		t.Errorf("PublishFrom = %+v: key kept, headers projected only", got)
@@ -138,7 +139,7 @@ func TestMemoryFaultAndClose(t *testing.T) {
 	ctx := context.Background()
 	refused := errors.New("refused")
 	mem.SetFault(func(op, q string) error {
-		if op == "Publish" {
+		if op == "publish" {
 			return refused
 		}
 		return nil
@@ -167,25 +168,50 @@ func TestMemoryFaultAndClose(t *testing.T) {
 	}
 }
 
-func TestMemoryImplementsEveryCapability(t *testing.T) {
-	var tr Transport = NewInMemoryTransport()
-	checks := map[string]bool{}
-	_, checks["HeaderPublisher"] = tr.(HeaderPublisher)
-	_, checks["KeyedRepublisher"] = tr.(KeyedRepublisher)
-	_, checks["HeaderRepublisher"] = tr.(HeaderRepublisher)
-	_, checks["Forwarder"] = tr.(Forwarder)
-	_, checks["Rewinder"] = tr.(Rewinder)
-	_, checks["NegativeAcknowledger"] = tr.(NegativeAcknowledger)
-	_, checks["DelayedPublisher"] = tr.(DelayedPublisher)
-	_, checks["TieredRetrier"] = tr.(TieredRetrier)
-	_, checks["Retrier"] = tr.(Retrier)
-	for name, ok := range checks {
-		if !ok {
-			t.Errorf("InMemoryTransport is not a %s", name)
+func TestMemoryFeaturesNarrowWhatItDoes(t *testing.T) {
+	ctx := context.Background()
+	full := NewInMemoryTransport()
+	if f := full.Features(); !f.Keys || !f.Headers || !f.Delay || f.SettlesRetry || f.HandBack != HandBackRewind {
+		t.Errorf("default features = %+v", f)
+	}
+	bare := NewInMemoryTransport(WithMemoryFeatures(Features{}))
+	body := envBody(t, "urn:x", 0)
+	if _, err := bare.Send(ctx, &Outgoing{Intent: IntentPublish, Queue: "q", Body: body, Delay: time.Second}); !errors.Is(err, ErrDelayUnsupported) {
+		t.Errorf("delay without the feature = %v, want ErrDelayUnsupported", err)
+	}
+	if _, err := bare.Send(ctx, &Outgoing{Intent: IntentPublish, Queue: "q", Body: body, Key: []byte("k"), Headers: map[string]string{"x": "y"}}); err != nil {
+		t.Fatal(err)
+	}
+	got := bare.Messages("q")
+	if len(got) != 1 || got[0].Key != nil || got[0].Headers["x"] != "" {
+		t.Errorf("a bare transport kept what its features rule out: %+v", got)
+	}
+	// HandBackNone leaves the message reserved.
+	m, _ := bare.Pop(ctx, "q", 0)
+	if err := bare.HandBack(ctx, m); err != nil || bare.InFlight("q") != 1 {
+		t.Errorf("HandBackNone: err %v, in flight %d, want it still reserved", err, bare.InFlight("q"))
+	}
+	// SettlesRetry acknowledges the original with the copy.
+	settling := NewInMemoryTransport(WithMemoryFeatures(Features{SettlesRetry: true}), WithMemoryRetryTiers(time.Minute))
+	settling.Publish(ctx, "q", body)
+	m, _ = settling.Pop(ctx, "q", 0)
+	r, err := settling.Send(ctx, &Outgoing{Intent: IntentRetry, Queue: "q", Body: body, From: m, Attempt: 0})
+	if err != nil || settling.Acked("q") != 1 || settling.InFlight("q") != 0 || r.Delay != time.Minute {
+		t.Errorf("settling retry: err %v acked %d in flight %d delay %v", err, settling.Acked("q"), settling.InFlight("q"), r.Delay)
+	}
+}
+
+func TestIntentNames(t *testing.T) {
+	want := map[Intent]string{IntentPublish: "publish", IntentRetry: "retry", IntentRelease: "release", IntentDeadLetter: "dead_letter",
+		IntentForward: "forward", IntentRedrive: "redrive", IntentRestore: "restore", 0: "intent(0)"}
+	for i, w := range want {
+		if i.String() != w {
+			t.Errorf("Intent(%d) = %q, want %q", i, i.String(), w)
 		}
 	}
-	err := tr.(TieredRetrier).PublishRetryForAttempt(context.Background(), &ReceivedMessage{}, 0)
-	if !errors.Is(err, ErrDelayUnsupported) {
-		t.Errorf("without tiers PublishRetryForAttempt = %v, want ErrDelayUnsupported", err)
+	for i := IntentPublish; i <= IntentRestore; i++ {
+		if i.Verbatim() != (i == IntentForward || i == IntentRestore) {
+			t.Errorf("%v.Verbatim() = %v", i, i.Verbatim())
+		}
 	}
 }

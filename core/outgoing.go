@@ -1,6 +1,10 @@
 package babelqueue
 
-import "strconv"
+import (
+	"maps"
+	"slices"
+	"strconv"
+)
 
 // Verbatim reports whether the intent writes Outgoing.Headers exactly as
 // given, with nothing projected from the body (IntentForward and
@@ -16,14 +20,18 @@ func (i Intent) KeepsRoute() bool {
 }
 
 // OutgoingHeaders returns the headers a binding writes for out, in order.
-// A verbatim intent gives the non-blank entries of out.Headers in key
-// order; every other intent gives the contract projection of out.Body
+// A verbatim intent gives every entry of out.Headers, blank ones included,
+// in key order; every other intent gives the contract projection of out.Body
 // followed by out.Headers by the MergeHeaders rules, the projected bq-job
 // replaced by the one in out.Headers when the intent keeps the route.
 // Bindings with a faster path of their own must give the same result.
 func OutgoingHeaders(out *Outgoing) []Header {
 	if out.Intent.Verbatim() {
-		return MergeHeaders(nil, out.Headers)
+		hs := make([]Header, 0, len(out.Headers))
+		for _, k := range slices.Sorted(maps.Keys(out.Headers)) {
+			hs = append(hs, Header{Key: k, Value: out.Headers[k]})
+		}
+		return hs
 	}
 	hs := MergeHeaders(ProjectBody([]byte(out.Body)).Headers(), out.Headers)
 	if out.Intent.KeepsRoute() {

@@ -16,7 +16,7 @@ type predecodingTransport struct {
 	pre    []*Envelope // the envelope each Predecode made
 }
 
-func (t *predecodingTransport) Pop(ctx context.Context, queue string, timeout time.Duration) (*ReceivedMessage, error) {
+func (t *predecodingTransport) Receive(ctx context.Context, queue string, timeout time.Duration) (*ReceivedMessage, error) {
 	m, err := t.InMemoryTransport.Pop(ctx, queue, timeout)
 	if m == nil || err != nil {
 		return m, err

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 )
@@ -234,7 +233,7 @@ func TestRedriveFailedWriteKeepsTheMessage(t *testing.T) {
 	deadLetters(t, mem, "urn:a", "urn:b")
 	writes := 0
 	mem.SetFault(func(op, q string) error {
-		if q == "orders" && op != "Pop" {
+		if q == "orders" && op != "Receive" {
 			writes++
 			if writes == 2 {
 				return errors.New("target refused")
@@ -259,13 +258,6 @@ func TestRedriveFailedWriteKeepsTheMessage(t *testing.T) {
 	}
 }
 
-// keyedOnly has neither Forwarder nor Rewinder nor Nack: kept messages and
-// dry runs must write back.
-type keyedOnly struct {
-	Transport
-	KeyedRepublisher
-}
-
 func TestRedriveOnAMinimalTransportLosesAndDuplicatesNothing(t *testing.T) {
 	for _, dry := range []bool{false, true} {
 		mem := NewInMemoryTransport()
@@ -275,7 +267,7 @@ func TestRedriveOnAMinimalTransportLosesAndDuplicatesNothing(t *testing.T) {
 		if dry {
 			opts = append(opts, WithRedriveDryRun())
 		}
-		res, err := redrive(t, keyedOnly{mem, mem}, opts...)
+		res, err := redrive(t, with(mem, func(f *Features) { f.Headers, f.HandBack = false, HandBackNone }), opts...)
 		if err != nil || res.Examined != 3 {
 			t.Fatalf("dry=%v: %v %v", dry, err, outcomes(res))
 		}
@@ -324,7 +316,7 @@ func TestRedriveDryRunHandsBackWhenCancelled(t *testing.T) {
 		}
 		return true
 	}
-	res, err := Redrive(ctx, keyedOnly{mem, mem}, "orders.dlq", WithRedriveDryRun(), WithRedriveSelector(sel),
+	res, err := Redrive(ctx, with(mem, func(f *Features) { f.Headers, f.HandBack = false, HandBackNone }), "orders.dlq", WithRedriveDryRun(), WithRedriveSelector(sel),
 		WithRedrivePollTimeout(5*time.Millisecond))
 	if !errors.Is(err, context.Canceled) || res.Examined != 2 {
 		t.Fatalf("err %v examined %d", err, res.Examined)
@@ -334,31 +326,18 @@ func TestRedriveDryRunHandsBackWhenCancelled(t *testing.T) {
 	}
 }
 
-func TestRedriveWriteCapabilities(t *testing.T) {
-	type hr = HeaderRepublisher
+func TestRedriveWritesByFeatures(t *testing.T) {
 	cases := []struct {
 		name        string
-		wrap        func(*InMemoryTransport) Transport
-		wantKeepOp  string // how an unselected message is written back
-		wantMoveOp  string
+		f           func(*Features)
+		sentinel    string // how the run hands back the copy it wrote back
 		keyKept     bool
-		replayValid bool
+		headersKept bool
 	}{
-		{"forwarder", func(m *InMemoryTransport) Transport { return m }, "Forward", "PublishFromWithHeaders", true, true},
-		{"keyed", func(m *InMemoryTransport) Transport { return keyedOnly{m, m} }, "PublishFrom", "PublishFrom", true, false},
-		{"header republish", func(m *InMemoryTransport) Transport {
-			return struct {
-				Transport
-				hr
-			}{m, m}
-		}, "PublishFromWithHeaders", "PublishFromWithHeaders", true, true},
-		{"header publish", func(m *InMemoryTransport) Transport {
-			return struct {
-				Transport
-				HeaderPublisher
-			}{m, m}
-		}, "PublishWithHeaders", "PublishWithHeaders", false, true},
-		{"plain", func(m *InMemoryTransport) Transport { return only(m) }, "Publish", "Publish", false, false},
+		{"every feature", func(*Features) {}, ", HandBack orders.dlq", true, true},
+		{"keys, no headers, no hand-back", func(f *Features) { f.Headers, f.HandBack = false, HandBackNone }, ", restore orders.dlq, Ack orders.dlq", true, false},
+		{"headers, no keys", func(f *Features) { f.Keys = false }, ", HandBack orders.dlq", false, true},
+		{"nothing", func(f *Features) { *f = Features{} }, ", restore orders.dlq, Ack orders.dlq", false, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -366,28 +345,24 @@ func TestRedriveWriteCapabilities(t *testing.T) {
 			deadLetters(t, mem, "urn:a", "urn:b")
 			var log opLog
 			log.install(mem)
-			res, err := redrive(t, tc.wrap(mem), WithRedriveSelector(SelectURN("urn:a")))
+			res, err := redrive(t, with(mem, tc.f), WithRedriveSelector(SelectURN("urn:a")))
 			if err != nil || res.Moved != 1 || res.Kept != 1 {
 				t.Fatalf("%v %v", err, outcomes(res))
 			}
 			// The run stops at the copy it wrote back, handing it back once
-			// more: by Rewind when it can, else by another write-back.
-			sentinel := ", Rewind orders.dlq"
-			if tc.name != "forwarder" {
-				sentinel = ", " + tc.wantKeepOp + " orders.dlq, Ack orders.dlq"
-			}
-			want := tc.wantMoveOp + " orders, Ack orders.dlq, " + tc.wantKeepOp + " orders.dlq, Ack orders.dlq" + sentinel
+			// more: by HandBack when it can, else by another write-back.
+			want := "redrive orders, Ack orders.dlq, restore orders.dlq, Ack orders.dlq" + tc.sentinel
 			if log.String() != want {
 				t.Errorf("operations = %q, want %q", log.String(), want)
 			}
 			moved, kept := mem.Messages("orders")[0], mem.Messages("orders.dlq")[0]
-			if headerOps := strings.Contains(tc.wantMoveOp, "WithHeaders"); headerOps != (moved.Headers[HeaderRedriveCount] == "1") || headerOps != (moved.Headers["traceparent"] == "tp") {
-				t.Errorf("moved copy headers %v: want bq-redrive-count=1 and traceparent exactly when the move carries headers", moved.Headers)
+			if tc.headersKept != (moved.Headers[HeaderRedriveCount] == "1") || tc.headersKept != (moved.Headers["traceparent"] == "tp") {
+				t.Errorf("moved copy headers %v: want bq-redrive-count=1 and traceparent exactly when headers are written", moved.Headers)
 			}
 			if (string(moved.Key) == "key-0") != tc.keyKept || (string(kept.Key) == "key-1") != tc.keyKept {
 				t.Errorf("keys moved %q kept %q, kept=%v", moved.Key, kept.Key, tc.keyKept)
 			}
-			if kept.Headers["traceparent"] != "tp" && tc.wantKeepOp != "PublishFrom" && tc.wantKeepOp != "Publish" {
+			if tc.headersKept && kept.Headers["traceparent"] != "tp" {
 				t.Errorf("kept message lost its out-of-band headers: %v", kept.Headers)
 			}
 			if mustDecode(t, kept.Body).URN() != "urn:b" || dlqEntry(t, kept.Body).Reason != ReasonFailed {
@@ -396,11 +371,11 @@ func TestRedriveWriteCapabilities(t *testing.T) {
 
 			mem2 := NewInMemoryTransport()
 			deadLetters(t, mem2, "urn:a")
-			_, err = redrive(t, tc.wrap(mem2), WithRedriveReplayBypass())
-			if tc.replayValid != (err == nil) {
-				t.Errorf("replay bypass: err = %v, want valid=%v", err, tc.replayValid)
+			_, err = redrive(t, with(mem2, tc.f), WithRedriveReplayBypass())
+			if tc.headersKept != (err == nil) {
+				t.Errorf("replay bypass: err = %v, want valid=%v", err, tc.headersKept)
 			}
-			if tc.replayValid && mem2.Messages("orders")[0].Headers[HeaderReplayBypass] == "" {
+			if tc.headersKept && mem2.Messages("orders")[0].Headers[HeaderReplayBypass] == "" {
 				t.Error("replay header missing")
 			}
 		})

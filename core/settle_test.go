@@ -73,8 +73,9 @@ func TestMaxAttemptsRetryThenDeadLetterOrDrop(t *testing.T) {
 				if len(dlq) != 0 {
 					t.Fatalf("dead-lettering off but the DLQ holds %d", len(dlq))
 				}
-				if !anyIs(rec.warns(), &payError{}) && len(rec.warns()) != 1 {
-					t.Errorf("warnings = %v, want one drop warning", rec.warns())
+				var pe *payError
+				if w := rec.warns(); len(w) != 1 || !errors.As(w[0], &pe) || pe.code != 51 {
+					t.Errorf("warnings = %v, want one drop warning wrapping the handler's *payError", w)
 				}
 				return
 			}
@@ -112,16 +113,9 @@ func TestMaxAttemptsRetryThenDeadLetterOrDrop(t *testing.T) {
 	}
 }
 
-// genericRetry exposes no Retrier/TieredRetrier, so the App republishes.
-type genericRetry struct {
-	Transport
-	HeaderRepublisher
-	Rewinder
-}
-
 func TestGenericRetryRepublishesWithCountedAttemptsKeyAndHeaders(t *testing.T) {
 	mem := NewInMemoryTransport()
-	a := testApp(genericRetry{mem, mem, mem}, WithMaxAttempts(5))
+	a := testApp(mem, WithMaxAttempts(5))
 	fail := true
 	a.Handle("urn:x", func(ctx context.Context, env *Envelope) error {
 		if fail {
@@ -214,7 +208,7 @@ func TestVersionGate(t *testing.T) {
 				a.Handle("urn:x", func(context.Context, *Envelope) error { t.Error("handler called"); return nil })
 				body := envBody(t, "urn:x", 1)
 				headers := map[string]string{HeaderSchemaVersion: version, HeaderJob: "urn:other", HeaderAttempts: "1", "traceparent": "tp"}
-				mem.Forward(context.Background(), "orders", body, nil, headers)
+				mem.Send(context.Background(), &Outgoing{Intent: IntentForward, Queue: "orders", Body: body, From: nil, Headers: headers})
 				mem.SetFault(nil)
 				if n := drain(t, a, "orders"); n != 1 {
 					t.Fatalf("handled %d", n)
@@ -248,7 +242,7 @@ func TestVersionGateDeadLetterOffAcksAndWarns(t *testing.T) {
 	var rec recorder
 	a := testApp(mem, append(rec.options(), WithDeadLetter(false))...)
 	a.Handle("urn:x", func(context.Context, *Envelope) error { t.Error("handler called"); return nil })
-	mem.PublishWithHeaders(context.Background(), "orders", "not even json", map[string]string{HeaderSchemaVersion: "3"})
+	publishH(mem, "orders", "not even json", map[string]string{HeaderSchemaVersion: "3"})
 	// The projection of a non-JSON body has no bq-schema-version, so ours stays.
 	drain(t, a, "orders")
 	if mem.Acked("orders") != 1 || len(mem.Queues()) != 1 {
@@ -264,7 +258,7 @@ func TestBodySchemaVersionIsGatedToo(t *testing.T) {
 	var got string
 	a := testApp(mem, WithOnSchemaVersionRejected(func(v, q string) { got = v }))
 	body := strings.Replace(envBody(t, "urn:x", 0), `"schema_version":1`, `"schema_version":2`, 1)
-	mem.Forward(context.Background(), "orders", body, nil, nil)
+	mem.Send(context.Background(), &Outgoing{Intent: IntentForward, Queue: "orders", Body: body, From: nil, Headers: nil})
 	drain(t, a, "orders")
 	if dlq := mem.Messages("orders.dlq"); len(dlq) != 1 || dlq[0].Body != body {
 		t.Fatalf("DLQ = %+v, want the body unchanged", dlq)
@@ -278,7 +272,7 @@ func TestVersionGateFailedWriteIsNotCounted(t *testing.T) {
 	mem := NewInMemoryTransport()
 	var rec recorder
 	a := testApp(mem, rec.options()...)
-	mem.Forward(context.Background(), "orders", envBody(t, "urn:x", 0), nil, map[string]string{HeaderSchemaVersion: "2"})
+	mem.Send(context.Background(), &Outgoing{Intent: IntentForward, Queue: "orders", Body: envBody(t, "urn:x", 0), From: nil, Headers: map[string]string{HeaderSchemaVersion: "2"}})
 	mem.SetFault(func(op, q string) error {
 		if q == "orders.dlq" {
 			return errors.New("broker down")
@@ -362,11 +356,11 @@ func TestPoisonDeadLetteredAtOnce(t *testing.T) {
 func TestPoisonWithoutDeadLetterIsRetriedThenDropped(t *testing.T) {
 	mem := NewInMemoryTransport()
 	var rec recorder
-	a := testApp(genericRetry{mem, mem, mem}, append(rec.options(), WithDeadLetter(false), WithMaxAttempts(3))...)
-	mem.PublishWithHeaders(context.Background(), "orders", "%%garbage", map[string]string{HeaderJob: "urn:x", "traceparent": "tp"})
+	a := testApp(mem, append(rec.options(), WithDeadLetter(false), WithMaxAttempts(3))...)
+	publishH(mem, "orders", "%%garbage", map[string]string{HeaderJob: "urn:x", "traceparent": "tp"})
 	var seen []string
 	mem.SetFault(func(op, q string) error {
-		if op == "PublishFromWithHeaders" {
+		if op == "retry" {
 			seen = append(seen, op)
 		}
 		return nil
@@ -427,7 +421,7 @@ func TestRoutingFollowsTheHeader(t *testing.T) {
 			if tc.header != "" {
 				headers[HeaderJob] = tc.header
 			}
-			mem.Forward(context.Background(), "orders", envBody(t, "urn:a", 0), nil, headers)
+			mem.Send(context.Background(), &Outgoing{Intent: IntentForward, Queue: "orders", Body: envBody(t, "urn:a", 0), From: nil, Headers: headers})
 			drain(t, a, "orders")
 			if routed != tc.wantRoute || bodyURN != "urn:a" {
 				t.Errorf("routed to %q with body URN %q, want %q and urn:a", routed, bodyURN, tc.wantRoute)
@@ -525,23 +519,10 @@ func TestUnknownURNStrategies(t *testing.T) {
 	})
 }
 
-// nackOnly has no Rewinder, so a failed write is negatively acknowledged.
-type nackOnly struct {
-	Transport
-	HeaderRepublisher
-	NegativeAcknowledger
-}
-
-// neither can neither rewind nor nack.
-type neither struct {
-	Transport
-	HeaderRepublisher
-}
-
 func TestFailedWritesNeverLoseTheMessage(t *testing.T) {
 	failOn := func(queue string) func(op, q string) error {
 		return func(op, q string) error {
-			if q == queue && op != "Pop" && op != "Ack" && op != "Rewind" && op != "Nack" {
+			if q == queue && op != "Receive" && op != "Ack" && op != "HandBack" {
 				return errors.New("write refused")
 			}
 			return nil
@@ -557,9 +538,9 @@ func TestFailedWritesNeverLoseTheMessage(t *testing.T) {
 		wantRedel  int
 	}{
 		{name: "dlq write, rewind", wrap: func(m *InMemoryTransport) Transport { return m }, attempts: 2, failQueue: "orders.dlq", wantLen: 1},
-		{name: "dlq write, nack", wrap: func(m *InMemoryTransport) Transport { return nackOnly{m, m, m} }, attempts: 2, failQueue: "orders.dlq", wantLen: 1, wantRedel: 1},
-		{name: "dlq write, neither", wrap: func(m *InMemoryTransport) Transport { return neither{m, m} }, attempts: 2, failQueue: "orders.dlq", wantFlight: 1},
-		{name: "retry write, rewind", wrap: func(m *InMemoryTransport) Transport { return genericRetry{m, m, m} }, attempts: 0, failQueue: "orders", wantLen: 1},
+		{name: "dlq write, nack", wrap: func(m *InMemoryTransport) Transport { return with(m, func(f *Features) { f.HandBack = HandBackNack }) }, attempts: 2, failQueue: "orders.dlq", wantLen: 1, wantRedel: 1},
+		{name: "dlq write, neither", wrap: func(m *InMemoryTransport) Transport { return with(m, func(f *Features) { f.HandBack = HandBackNone }) }, attempts: 2, failQueue: "orders.dlq", wantFlight: 1},
+		{name: "retry write, rewind", wrap: func(m *InMemoryTransport) Transport { return m }, attempts: 0, failQueue: "orders", wantLen: 1},
 		{name: "retrier fails, rewind", wrap: func(m *InMemoryTransport) Transport { return m }, attempts: 0, failQueue: "orders", wantLen: 1},
 	}
 	for _, tc := range cases {
@@ -721,7 +702,7 @@ type opLog struct {
 
 func (l *opLog) install(mem *InMemoryTransport) {
 	mem.SetFault(func(op, q string) error {
-		if op != "Pop" {
+		if op != "Receive" {
 			l.mu.Lock()
 			l.ops = append(l.ops, op+" "+q)
 			l.mu.Unlock()
@@ -736,38 +717,17 @@ func (l *opLog) String() string {
 	return strings.Join(l.ops, ", ")
 }
 
-func TestDeadLetterWriteUsesTheBestCapabilityThenAcks(t *testing.T) {
-	type hr = HeaderRepublisher
+func TestDeadLetterWriteKeepsRouteKeyAndHeadersThenAcks(t *testing.T) {
 	cases := []struct {
-		name       string
-		wrap       func(*InMemoryTransport) Transport
-		wantOps    string
-		wantKey    string
-		wantTrace  string
-		wantJobHdr string
+		name      string
+		f         func(*Features)
+		wantKey   string
+		wantTrace string
 	}{
-		{"forward keeps a mismatched route", func(m *InMemoryTransport) Transport {
-			return struct {
-				Transport
-				hr
-				Forwarder
-			}{m, m, m}
-		}, "Forward orders.dlq, Ack orders", "k", "tp", "urn:routed"},
-		{"header republish", func(m *InMemoryTransport) Transport { return neither{m, m} },
-			"PublishFromWithHeaders orders.dlq, Ack orders", "k", "tp", "urn:x"},
-		{"keyed republish", func(m *InMemoryTransport) Transport {
-			return struct {
-				Transport
-				KeyedRepublisher
-			}{m, m}
-		}, "PublishFrom orders.dlq, Ack orders", "k", "", "urn:x"},
-		{"header publish", func(m *InMemoryTransport) Transport {
-			return struct {
-				Transport
-				HeaderPublisher
-			}{m, m}
-		}, "PublishWithHeaders orders.dlq, Ack orders", "", "tp", "urn:x"},
-		{"plain publish", func(m *InMemoryTransport) Transport { return only(m) }, "Publish orders.dlq, Ack orders", "", "", "urn:x"},
+		{"every feature", func(*Features) {}, "k", "tp"},
+		{"no keys", func(f *Features) { f.Keys = false }, "", "tp"},
+		{"no headers", func(f *Features) { f.Headers = false }, "k", ""},
+		{"nothing", func(f *Features) { *f = Features{} }, "", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -779,9 +739,9 @@ func TestDeadLetterWriteUsesTheBestCapabilityThenAcks(t *testing.T) {
 			seed, _ := mem.Pop(ctx, "setup", 0)
 			h := maps.Clone(seed.Headers)
 			h[HeaderJob], h["traceparent"] = "urn:routed", "tp"
-			mem.Forward(ctx, "orders", seed.Body, seed, h)
+			mem.Send(ctx, &Outgoing{Intent: IntentForward, Queue: "orders", Body: seed.Body, From: seed, Headers: h})
 
-			a := testApp(tc.wrap(mem), WithMaxAttempts(1))
+			a := testApp(with(mem, tc.f), WithMaxAttempts(1))
 			a.Handle("urn:routed", func(context.Context, *Envelope) error { return errors.New("boom") })
 			msg, _ := mem.Pop(ctx, "orders", 0)
 			var log opLog
@@ -789,14 +749,18 @@ func TestDeadLetterWriteUsesTheBestCapabilityThenAcks(t *testing.T) {
 			if out := a.deliver(ctx, msg); out.err != nil {
 				t.Fatal(out.err)
 			}
-			if log.String() != tc.wantOps {
-				t.Errorf("operations = %q, want %q", log.String(), tc.wantOps)
+			if want := "dead_letter orders.dlq, Ack orders"; log.String() != want {
+				t.Errorf("operations = %q, want %q", log.String(), want)
 			}
 			d := mem.Messages("orders.dlq")[0]
-			if string(d.Key) != tc.wantKey || d.Headers["traceparent"] != tc.wantTrace || d.Headers[HeaderJob] != tc.wantJobHdr {
+			wantJob := "urn:routed" // the route the original was delivered on
+			if tc.wantTrace == "" {
+				wantJob = "urn:x" // without headers only the projection is written
+			}
+			if string(d.Key) != tc.wantKey || d.Headers["traceparent"] != tc.wantTrace || d.Headers[HeaderJob] != wantJob {
 				t.Errorf("dead letter key %q headers %v", d.Key, d.Headers)
 			}
-			if d.Headers[HeaderAttempts] != "" && d.Headers[HeaderAttempts] != "1" {
+			if d.Headers[HeaderAttempts] != "1" {
 				t.Errorf("dead letter bq-attempts = %q, want the counted 1", d.Headers[HeaderAttempts])
 			}
 		})
