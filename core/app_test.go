@@ -98,7 +98,6 @@ func anyIs(errs []error, target error) bool {
 	return false
 }
 
-
 // ---- App.Publish ----
 
 func TestPublishReturnsMetaIDAndWritesToDefaultQueue(t *testing.T) {
