@@ -24,17 +24,18 @@ const settlePollTimeout = 20 * time.Millisecond
 // negatively acknowledging the message that many times first.
 func (Binding) SettleVersionGated(ctx context.Context, in conformance.GatedDelivery) (conformance.GatedOutcome, error) {
 	var out conformance.GatedOutcome
-	t := babelqueue.NewInMemoryTransport()
+	t := babelqueue.NewInMemoryTransport(babelqueue.WithMemoryFeatures(babelqueue.Features{
+		Keys: true, Headers: true, Delay: true, HandBack: babelqueue.HandBackNack}))
 	defer t.Close()
 
 	headers := make(map[string]string, len(in.Headers))
 	for _, h := range in.Headers {
 		headers[h.Key] = h.Value
 	}
-	// Forward writes the headers exactly as given, as a foreign producer's
-	// record carries them (a publish would project bq-schema-version from
-	// the body and win the collision).
-	if err := t.Forward(ctx, in.Queue, string(in.Body), nil, headers); err != nil {
+	// A forward writes the headers exactly as given, as a foreign
+	// producer's record carries them (a publish would project
+	// bq-schema-version from the body and win the collision).
+	if _, err := t.Send(ctx, &babelqueue.Outgoing{Intent: babelqueue.IntentForward, Queue: in.Queue, Body: string(in.Body), Headers: headers}); err != nil {
 		return out, fmt.Errorf("corebinding: publish: %w", err)
 	}
 	for range in.RedeliveryCount {
@@ -42,7 +43,7 @@ func (Binding) SettleVersionGated(ctx context.Context, in conformance.GatedDeliv
 		if err != nil || msg == nil {
 			return out, fmt.Errorf("corebinding: pop for redelivery: %v", err)
 		}
-		if err := t.Nack(ctx, msg); err != nil {
+		if err := t.HandBack(ctx, msg); err != nil {
 			return out, fmt.Errorf("corebinding: nack: %w", err)
 		}
 	}
