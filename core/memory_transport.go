@@ -237,7 +237,7 @@ func (t *InMemoryTransport) write(op, queue, body string, headers map[string]str
 // newMemMessage stores body, reading its attempts once for the
 // reconciliation of every later delivery.
 func newMemMessage(body string, headers map[string]string, key []byte) *memMessage {
-	n, ok := ParseAttemptsHeader(ProjectBody([]byte(body)).Attempts)
+	n, ok := BodyAttempts([]byte(body))
 	return &memMessage{body: body, bodyAttempts: n, hasAttempts: ok, headers: headers, key: slices.Clone(key)}
 }
 

@@ -195,7 +195,7 @@ func (a *App) settleVersionGated(ctx context.Context, msg *ReceivedMessage, vers
 // be read, else 0.
 func poisonAttempts(msg *ReceivedMessage) int {
 	body := 0
-	if n, ok := ParseAttemptsHeader(ProjectBody([]byte(msg.Body)).Attempts); ok {
+	if n, ok := BodyAttempts([]byte(msg.Body)); ok {
 		body = n
 	}
 	h, present := msg.Header(HeaderAttempts)
