@@ -22,4 +22,8 @@ var (
 	ErrClosed = errors.New("babelqueue: closed")
 	// ErrInvalidOption marks a rejected configuration value.
 	ErrInvalidOption = errors.New("babelqueue: invalid option")
+	// ErrRedriveBusy is returned by a redrive that found another run
+	// holding the dead-letter queue's cursor; it read, wrote and settled
+	// nothing. The bindings' own ErrRedriveBusy values match it.
+	ErrRedriveBusy = errors.New("babelqueue: another redrive holds the cursor")
 )
