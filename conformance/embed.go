@@ -19,4 +19,11 @@ func DefaultSuiteFS() fs.FS {
 }
 
 // DefaultSuite loads this module's own suite.
-func DefaultSuite() (*Suite, error) { return Load(DefaultSuiteFS()) }
+func DefaultSuite() (*Suite, error) {
+	s, err := Load(DefaultSuiteFS())
+	if err != nil {
+		return nil, err
+	}
+	s.Name = "embedded"
+	return s, nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,6 +27,17 @@ var (
 )
 
 func (conformanceBinding) Name() string { return "pulsar" }
+
+var _ conformance.Explainer = conformanceBinding{}
+
+// NotImplemented says why the pulsar column skips a block: a Kafka block,
+// or a rule the transport takes from core unchanged (the core column).
+func (conformanceBinding) NotImplemented(block string) string {
+	if strings.HasPrefix(block, "kafka.") || strings.HasPrefix(block, "babelqueue_go.kafka_") {
+		return "Kafka block"
+	}
+	return "core rule: see core"
+}
 
 // PulsarProperties publishes body and returns the properties written.
 func (b conformanceBinding) PulsarProperties(body []byte) (map[string]string, error) {
