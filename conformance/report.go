@@ -169,29 +169,12 @@ func (r *Report) OK() bool {
 	return failed == 0
 }
 
-// Write prints one line per block and binding, the failures under their
-// line, and a closing "N passed, M failed, K skipped" line counting cases.
+// Write prints r as a matrix (see Matrix.Write): one row per block, one
+// column per binding of the report, then "N passed, M failed, K skipped".
 func (r *Report) Write(w io.Writer) error {
-	width, bwidth := 0, 0
-	for _, res := range r.Results {
-		width = max(width, len(res.Block))
-		bwidth = max(bwidth, len(res.Binding))
+	m, err := NewMatrix(r)
+	if err != nil {
+		return err
 	}
-	for _, res := range r.Results {
-		line := fmt.Sprintf("%s  %-*s  %-*s  %d passed, %d failed, %d skipped", res.Status(), width, res.Block, bwidth, res.Binding, res.Passed, res.Failed, res.Skipped)
-		if res.Reason != "" {
-			line += " (" + res.Reason + ")"
-		}
-		if _, err := fmt.Fprintln(w, line); err != nil {
-			return err
-		}
-		for _, f := range res.Failures {
-			if _, err := fmt.Fprintf(w, "      %s: %s\n", f.Case, f.Message); err != nil {
-				return err
-			}
-		}
-	}
-	p, f, s := r.Totals()
-	_, err := fmt.Fprintf(w, "%d passed, %d failed, %d skipped\n", p, f, s)
-	return err
+	return m.Write(w)
 }

@@ -173,10 +173,10 @@ func Validate(sch *jsonschema.Schema, doc []byte) error {
 	return sch.Validate(v)
 }
 
-// Result checks every producer fixture of s and reports it as the block
+// Result checks the fixtures of s (Fixtures) and reports them as the block
 // "schema/message-envelope.schema.json" of the binding "jsonschema": a
-// fixture passes when its validity matches Fixture.Valid. A suite without a
-// schema is reported skipped.
+// fixture passes when its validity matches Fixture.Valid, and an Unchecked
+// fixture is a skipped case. A suite without a schema is reported skipped.
 func Result(s *conformance.Suite) conformance.Result {
 	res := conformance.Result{Block: SchemaFile, Binding: "jsonschema"}
 	sch, err := Compile(s)
