@@ -41,17 +41,21 @@ test: build vet ## Build, vet and run every module's unit tests with the race de
 # failing test prints its output and still leaves the matrix printed; the
 # target then fails.
 CONFORMANCE_TESTS := conformance:./corebinding:TestSuite:core kafka:.:TestConformanceKafkaBlocks:kafka pulsar:.:TestConformance:pulsar
+# SUITE=DIR runs another suite directory (such as the canonical one) through
+# the same tests instead of the embedded one.
+SUITE ?=
 
 .PHONY: conformance
 conformance: ## Run the conformance suite against core, kafka and pulsar; print the matrix (a column per binding).
-	@d=$$(mktemp -d); trap 'rm -rf "$$d"' EXIT; rc=0; reports=(); \
+	@d=$$(mktemp -d); trap 'rm -rf "$$d"' EXIT; rc=0; reports=(); suite=(); \
+	if [ -n "$(SUITE)" ]; then export BQ_CONFORMANCE_SUITE="$(abspath $(SUITE))"; suite=(-suite "$$BQ_CONFORMANCE_SUITE"); fi; \
 	for t in $(CONFORMANCE_TESTS); do \
 	  IFS=: read -r mod pkg test name <<< "$$t"; reports+=("$$d/$$name.json"); \
 	  if ! (cd "$$mod" && BQ_CONFORMANCE_REPORT="$$d/$$name.json" $(GO) test -count=1 -run "^$$test\$$" "$$pkg" > "$$d/$$name.log" 2>&1); then \
 	    echo "== the $$name conformance test failed:"; cat "$$d/$$name.log"; rc=1; \
 	  fi; \
 	done; \
-	$(GO) run ./conformance/cmd/bqconform -matrix "$${reports[@]}" || rc=1; \
+	$(GO) run ./conformance/cmd/bqconform "$${suite[@]}" -matrix "$${reports[@]}" || rc=1; \
 	exit $$rc
 
 .PHONY: brokers-up

@@ -13,8 +13,13 @@ import (
 // `bqconform -matrix`.
 const ReportEnv = "BQ_CONFORMANCE_REPORT"
 
-// Run loads the suite in suiteDir (the embedded DefaultSuite when suiteDir
-// is "") and runs it against b as subtests named block/case: a failed case
+// SuiteEnv names the environment variable that points Run at another suite
+// directory when its suiteDir is "" (`make conformance SUITE=DIR`). The
+// directory must be absolute: a test runs in its package's directory.
+const SuiteEnv = "BQ_CONFORMANCE_SUITE"
+
+// Run loads the suite in suiteDir (when suiteDir is "", the directory in
+// SuiteEnv, else the embedded DefaultSuite) and runs it against b as subtests named block/case: a failed case
 // fails the test, a skipped block or case is reported with t.Skip. It
 // returns the report so a binding test can assert more, for example that a
 // block it claims to implement was not skipped. With ReportEnv set, the
@@ -25,6 +30,9 @@ func Run(t *testing.T, suiteDir string, b Binding) *Report {
 		s   *Suite
 		err error
 	)
+	if suiteDir == "" {
+		suiteDir = os.Getenv(SuiteEnv)
+	}
 	if suiteDir == "" {
 		s, err = DefaultSuite()
 	} else {
