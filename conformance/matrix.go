@@ -25,6 +25,7 @@ type Matrix struct {
 	cells   map[cellKey]Result
 	missing map[string]string // binding -> why it has no report
 	digest  string
+	suite   string
 }
 
 type cellKey struct{ block, binding string }
@@ -47,7 +48,7 @@ func NewMatrix(reports ...*Report) (*Matrix, error) {
 // Add merges one more report into m.
 func (m *Matrix) Add(rep *Report) error {
 	if m.digest == "" {
-		m.digest = rep.SuiteDigest
+		m.digest, m.suite = rep.SuiteDigest, rep.Suite
 	} else if rep.SuiteDigest != m.digest {
 		return fmt.Errorf("%w: suite %q (manifest %.12s) differs from manifest %.12s", ErrMatrix, rep.Suite, rep.SuiteDigest, m.digest)
 	}
@@ -129,11 +130,15 @@ func (r Result) short() string {
 	}
 }
 
-// Write prints the table (block | binding...), then the suite checks, the
+// Write prints the suite's name and manifest digest, the table
+// (block | binding...), then the suite checks, the
 // failed cases, the cases skipped inside blocks that ran, and a closing
 // "N passed, M failed, K skipped" line counting cases.
 func (m *Matrix) Write(w io.Writer) error {
 	var b strings.Builder
+	if m.digest != "" {
+		fmt.Fprintf(&b, "suite %s (manifest sha256 %.12s)\n", m.suite, m.digest)
+	}
 	widths := make([]int, len(m.Bindings)+1)
 	widths[0] = len("block")
 	for _, blk := range m.Blocks {

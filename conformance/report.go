@@ -90,7 +90,7 @@ func (r Result) Status() Status {
 
 // Report collects the results of a run.
 type Report struct {
-	// Suite says which suite ran: "embedded" or the directory given.
+	// Suite says which suite ran: EmbeddedSuite or the directory given.
 	Suite string `json:"suite"`
 	// SuiteDigest is the SHA-256 of the suite's manifest.json (hex), so
 	// reports of different suites are never merged into one matrix.

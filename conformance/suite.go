@@ -21,7 +21,7 @@ var ErrSuite = errors.New("conformance: bad suite")
 
 // Suite is a loaded suite directory. Fixture files are read lazily from FS.
 type Suite struct {
-	// Name says where the suite came from: "embedded" for DefaultSuite,
+	// Name says where the suite came from: EmbeddedSuite for DefaultSuite,
 	// the directory for LoadDir, "" for Load.
 	Name string
 	// Digest is the SHA-256 (hex) of manifest.json.

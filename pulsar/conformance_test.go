@@ -212,7 +212,7 @@ func TestConformance(t *testing.T) {
 		}
 	}
 	for block := range want {
-		if rep.Suite == "embedded" { // another suite (conformance.SuiteEnv) may lack this project's blocks
+		if rep.Suite == conformance.EmbeddedSuite { // another suite (conformance.SuiteEnv) may lack this project's blocks
 			t.Errorf("block %s is not in the suite", block)
 		}
 	}

@@ -24,7 +24,7 @@ var bindingBlocks = []string{
 // the suite in BQ_CONFORMANCE_SUITE, for make conformance SUITE=DIR).
 func TestSuite(t *testing.T) {
 	rep := conformance.Run(t, "", corebinding.New())
-	if rep.Suite != "embedded" {
+	if rep.Suite != conformance.EmbeddedSuite {
 		return // another suite (conformance.SuiteEnv): Run has checked every case; the counts below are the embedded suite's
 	}
 	var skipped []string
