@@ -14,6 +14,15 @@ type Binding interface {
 	Name() string
 }
 
+// Explainer is implemented by a binding that says why it does not take part
+// in a block, for the skip reason of the report (for example "Pulsar block"
+// or "core rule: see core"). An empty answer falls back to the default
+// reason, which names the capability the binding lacks. Explaining never
+// turns a skip into a pass.
+type Explainer interface {
+	NotImplemented(block string) string
+}
+
 // Header is one out-of-band header (Kafka) or property (Pulsar).
 type Header struct {
 	Key   string

@@ -10,13 +10,13 @@ import (
 )
 
 func init() {
-	register("babelqueue_go.kafka_retry_tier", runKafkaRetryTier)
-	register("babelqueue_go.kafka_delayed_publish", runKafkaDelayedPublish)
-	register("babelqueue_go.kafka_reinject_headers", runKafkaReinjectHeaders)
-	register("babelqueue_go.kafka_reinject_wait", runKafkaReinjectWait)
-	register("babelqueue_go.kafka_publish_from", runKafkaPublishFrom)
-	register("babelqueue_go.pulsar_routing", runPulsarRouting)
-	register("babelqueue_go.version_gate_settlement", runVersionGateSettlement)
+	register("babelqueue_go.kafka_retry_tier", "KafkaTierSelector", runKafkaRetryTier)
+	register("babelqueue_go.kafka_delayed_publish", "KafkaDelaySelector", runKafkaDelayedPublish)
+	register("babelqueue_go.kafka_reinject_headers", "KafkaReinjectRewriter", runKafkaReinjectHeaders)
+	register("babelqueue_go.kafka_reinject_wait", "KafkaReinjectWaiter", runKafkaReinjectWait)
+	register("babelqueue_go.kafka_publish_from", "KafkaRepublisher", runKafkaPublishFrom)
+	register("babelqueue_go.pulsar_routing", "PulsarRouter", runPulsarRouting)
+	register("babelqueue_go.version_gate_settlement", "VersionGateSettler", runVersionGateSettlement)
 }
 
 func millis(ms []int64) []time.Duration {

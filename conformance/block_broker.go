@@ -9,18 +9,18 @@ import (
 )
 
 func init() {
-	register("kafka.property_projection", runKafkaProjection)
-	register("kafka.attempts_reconciliation", runKafkaReconciliation)
-	register("kafka.schema_version_gate", runVersionGate(func(b Binding) (gateFunc, bool) {
+	register("kafka.property_projection", "KafkaProjector", runKafkaProjection)
+	register("kafka.attempts_reconciliation", "KafkaReconciler", runKafkaReconciliation)
+	register("kafka.schema_version_gate", "KafkaVersionGate", runVersionGate(func(b Binding) (gateFunc, bool) {
 		g, ok := b.(KafkaVersionGate)
 		if !ok {
 			return nil, false
 		}
 		return g.AdmitKafka, true
 	}))
-	register("pulsar.property_projection", runPulsarProjection)
-	register("pulsar.attempts_reconciliation", runPulsarReconciliation)
-	register("pulsar.schema_version_gate", runVersionGate(func(b Binding) (gateFunc, bool) {
+	register("pulsar.property_projection", "PulsarProjector", runPulsarProjection)
+	register("pulsar.attempts_reconciliation", "PulsarReconciler", runPulsarReconciliation)
+	register("pulsar.schema_version_gate", "PulsarVersionGate", runVersionGate(func(b Binding) (gateFunc, bool) {
 		g, ok := b.(PulsarVersionGate)
 		if !ok {
 			return nil, false

@@ -8,12 +8,12 @@ import (
 )
 
 func init() {
-	register("babelqueue_go.classification", runClassification)
-	register("babelqueue_go.set_attempts", runSetAttempts)
-	register("babelqueue_go.dead_letter_shape", runDeadLetterShape)
-	register("babelqueue_go.poison_shape", runPoisonShape)
-	register("babelqueue_go.redrive_body", runRedriveBody)
-	register("babelqueue_go.kafka_header_projection", runKafkaHeaderProjection)
+	register("babelqueue_go.classification", "Classifier", runClassification)
+	register("babelqueue_go.set_attempts", "AttemptsRewriter", runSetAttempts)
+	register("babelqueue_go.dead_letter_shape", "DeadLetterShaper", runDeadLetterShape)
+	register("babelqueue_go.poison_shape", "PoisonShaper", runPoisonShape)
+	register("babelqueue_go.redrive_body", "DeadLetterClearer", runRedriveBody)
+	register("babelqueue_go.kafka_header_projection", "KafkaProjector", runKafkaHeaderProjection)
 }
 
 type classificationCase struct {

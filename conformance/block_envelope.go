@@ -8,9 +8,34 @@ import (
 )
 
 func init() {
-	register("cases", runEnvelopeCases)
-	register("data_shape", runDataShape)
-	register("roundtrip", runRoundTrip)
+	register("cases", "EnvelopeDecoder", runEnvelopeCases)
+	register("data_shape", "EnvelopeProducer or EnvelopeDecoder", runDataShape)
+	register("roundtrip", "RoundTripper", runRoundTrip)
+	register(ToleranceBlock, "EnvelopeDecoder", runConsumerTolerance)
+}
+
+// ToleranceBlock is the block of this project's suite that lists fixtures a
+// consumer accepts although they are not producer output: the binding's
+// decoder must accept each file, and the producer schema check
+// (package schemacheck) requires each to fail the schema.
+const ToleranceBlock = "babelqueue_go.consumer_tolerance"
+
+type toleranceCase struct {
+	Name string `json:"name"`
+	File string `json:"file"`
+}
+
+func runConsumerTolerance(_ context.Context, s *Suite, raw json.RawMessage, b Binding) ([]namedCase, bool, error) {
+	return eachCase(raw, b, func(c toleranceCase) string { return c.Name }, func(dec EnvelopeDecoder, c toleranceCase) error {
+		body, err := s.ReadFile(c.File)
+		if err != nil {
+			return err
+		}
+		if _, err := dec.DecodeEnvelope(body); err != nil {
+			return fmt.Errorf("%s rejected: %v", c.File, err)
+		}
+		return nil
+	})
 }
 
 // envelopeCase is one entry of the top-level "cases" array.

@@ -8,12 +8,12 @@ import (
 )
 
 func init() {
-	register("babelqueue_go.blank", runBlank)
-	register("babelqueue_go.attempts_header", runAttemptsHeader)
-	register("babelqueue_go.kafka_attempts_raw", runKafkaReconciliation)
-	register("babelqueue_go.pulsar_attempts_raw", runPulsarReconciliation)
-	register("babelqueue_go.max_attempts", runMaxAttempts)
-	register("babelqueue_go.header_merge", runHeaderMerge)
+	register("babelqueue_go.blank", "BlankRule", runBlank)
+	register("babelqueue_go.attempts_header", "AttemptsHeaderParser", runAttemptsHeader)
+	register("babelqueue_go.kafka_attempts_raw", "KafkaReconciler", runKafkaReconciliation)
+	register("babelqueue_go.pulsar_attempts_raw", "PulsarReconciler", runPulsarReconciliation)
+	register("babelqueue_go.max_attempts", "AttemptsDecider", runMaxAttempts)
+	register("babelqueue_go.header_merge", "HeaderMerger", runHeaderMerge)
 }
 
 // casesOf decodes a block of the form {"cases": [...]}.

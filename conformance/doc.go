@@ -19,6 +19,9 @@
 // implementing that block's capability interface (EnvelopeDecoder,
 // KafkaProjector, Classifier, ...). A block the binding does not implement,
 // and a block this runner does not know, are reported as skipped — never as
-// passed. Binding tests call Run; the bqconform command runs every linked
-// binding and prints the matrix.
+// passed; a binding that implements Explainer says why it skips a block.
+// Binding tests call Run, which also writes the report as JSON when
+// BQ_CONFORMANCE_REPORT names a file; the bqconform command merges those
+// reports (or runs the core binding itself) and prints the matrix, one
+// column per binding.
 package conformance

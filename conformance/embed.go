@@ -18,5 +18,15 @@ func DefaultSuiteFS() fs.FS {
 	return sub
 }
 
+// EmbeddedSuite is the Suite.Name (and Report.Suite) of DefaultSuite.
+const EmbeddedSuite = "embedded"
+
 // DefaultSuite loads this module's own suite.
-func DefaultSuite() (*Suite, error) { return Load(DefaultSuiteFS()) }
+func DefaultSuite() (*Suite, error) {
+	s, err := Load(DefaultSuiteFS())
+	if err != nil {
+		return nil, err
+	}
+	s.Name = EmbeddedSuite
+	return s, nil
+}

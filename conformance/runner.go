@@ -33,10 +33,22 @@ func (e skipCase) Error() string { return e.reason }
 // skipped, never as passed. Wrapping the error keeps its meaning.
 func Skip(reason string) error { return skipCase{reason} }
 
-// knownBlocks maps block ids to their runners.
-var knownBlocks = map[string]blockRunner{}
+// knownBlock is a block this runner can run: its runner and the name of
+// the capability interface a binding implements to take part in it.
+type knownBlock struct {
+	capability string
+	run        blockRunner
+}
 
-func register(id string, r blockRunner) { knownBlocks[id] = r }
+// knownBlocks maps block ids to their runners.
+var knownBlocks = map[string]knownBlock{}
+
+func register(id, capability string, r blockRunner) {
+	knownBlocks[id] = knownBlock{capability: capability, run: r}
+}
+
+// ReasonUnknownBlock is the skip reason of a block this runner does not know.
+const ReasonUnknownBlock = "unknown block"
 
 // KnownBlocks returns the ids of every block this runner can run.
 func KnownBlocks() []string {
@@ -50,7 +62,7 @@ func KnownBlocks() []string {
 // RunSuite runs every block of s against every binding, in manifest order
 // and then binding order, and returns the report.
 func RunSuite(ctx context.Context, s *Suite, bindings ...Binding) *Report {
-	rep := &Report{}
+	rep := &Report{Suite: s.Name, SuiteDigest: s.Digest}
 	for _, blk := range s.Blocks {
 		for _, b := range bindings {
 			rep.Results = append(rep.Results, runBlock(ctx, s, blk, b))
@@ -61,13 +73,13 @@ func RunSuite(ctx context.Context, s *Suite, bindings ...Binding) *Report {
 
 func runBlock(ctx context.Context, s *Suite, blk Block, b Binding) (res Result) {
 	res = Result{Block: blk.ID, Binding: b.Name()}
-	run, known := knownBlocks[blk.ID]
+	kb, known := knownBlocks[blk.ID]
 	if !known {
 		res.Skipped = blk.CaseCount()
-		res.Reason = "block unknown to this runner"
+		res.Reason = ReasonUnknownBlock
 		return res
 	}
-	cases, ok, err := run(ctx, s, blk.Raw, b)
+	cases, ok, err := kb.run(ctx, s, blk.Raw, b)
 	if err != nil {
 		res.Failed = 1
 		res.Failures = []Failure{{Case: "(block)", Message: err.Error()}}
@@ -76,7 +88,8 @@ func runBlock(ctx context.Context, s *Suite, blk Block, b Binding) (res Result) 
 	}
 	if !ok {
 		res.Skipped = blk.CaseCount()
-		res.Reason = "not implemented by binding"
+		res.Capability = kb.capability
+		res.Reason = notImplemented(b, blk.ID, kb.capability)
 		return res
 	}
 	if len(cases) == 0 {
@@ -105,6 +118,17 @@ func runBlock(ctx context.Context, s *Suite, blk Block, b Binding) (res Result) 
 		res.Cases = append(res.Cases, cr)
 	}
 	return res
+}
+
+// notImplemented says why b does not run block: the binding's own
+// explanation when it gives one, else the capability it lacks.
+func notImplemented(b Binding, block, capability string) string {
+	if e, ok := b.(Explainer); ok {
+		if why := e.NotImplemented(block); why != "" {
+			return why
+		}
+	}
+	return "no " + capability
 }
 
 // protect runs fn, turning a panic in a binding into a case failure.

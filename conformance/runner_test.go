@@ -75,7 +75,7 @@ func TestUnknownBlocksAreSkippedNeverPassed(t *testing.T) {
 		if r.Block == "babelqueue_go.blank" {
 			continue
 		}
-		if r.Status() != StatusSkipped || r.Passed != 0 || r.Reason != "block unknown to this runner" {
+		if r.Status() != StatusSkipped || r.Passed != 0 || r.Reason != ReasonUnknownBlock {
 			t.Errorf("%s: status %s passed %d reason %q, want skipped as unknown", r.Block, r.Status(), r.Passed, r.Reason)
 		}
 	}
@@ -120,12 +120,51 @@ func (nameOnly) Name() string { return "bare" }
 func TestUnimplementedCapabilityIsSkipped(t *testing.T) {
 	rep := RunSuite(context.Background(), suiteOf(t, blankManifest, nil), nameOnly{})
 	for _, r := range rep.Results {
-		if r.Block == "babelqueue_go.blank" && (r.Status() != StatusSkipped || r.Skipped != 2 || r.Reason != "not implemented by binding") {
+		if r.Block == "babelqueue_go.blank" && (r.Status() != StatusSkipped || r.Skipped != 2 || r.Reason != "no BlankRule" || r.Capability != "BlankRule") {
 			t.Fatalf("blank for a binding without BlankRule = %+v", r)
 		}
 	}
 	if !rep.OK() {
 		t.Fatal("skips must not fail the report")
+	}
+}
+
+// explaining gives its own skip reason for one block only.
+type explaining struct{ nameOnly }
+
+func (explaining) NotImplemented(block string) string {
+	if block == "babelqueue_go.blank" {
+		return "blank is core's"
+	}
+	return ""
+}
+
+// blankExplaining implements BlankRule and still explains: the
+// explanation must not stop the block from running.
+type blankExplaining struct {
+	blankOnly
+	explaining
+}
+
+func (b blankExplaining) Name() string { return b.blankOnly.Name() }
+
+func TestExplainerGivesTheSkipReasonButNeverAPass(t *testing.T) {
+	rep := RunSuite(context.Background(), suiteOf(t, blankManifest, nil), explaining{})
+	for _, r := range rep.Results {
+		switch {
+		case r.Block == "babelqueue_go.blank":
+			if r.Status() != StatusSkipped || r.Reason != "blank is core's" || r.Capability != "BlankRule" {
+				t.Errorf("blank = %+v, want skipped with the binding's reason", r)
+			}
+		case r.Reason != ReasonUnknownBlock:
+			t.Errorf("%s: reason %q, want %q (an explainer does not explain unknown blocks)", r.Block, r.Reason, ReasonUnknownBlock)
+		}
+	}
+	rep = RunSuite(context.Background(), suiteOf(t, blankManifest, nil), blankExplaining{blankOnly{unicodeBlank}, explaining{}})
+	for _, r := range rep.Results {
+		if r.Block == "babelqueue_go.blank" && (r.Status() != StatusFailed || r.Failed != 1) {
+			t.Errorf("blank of an explaining binding that implements it = %+v, want it run (and its nbsp case failed)", r)
+		}
 	}
 }
 
@@ -202,24 +241,24 @@ func TestJSONEqualIsExactOnNumbers(t *testing.T) {
 func TestReportWrite(t *testing.T) {
 	rep := &Report{Results: []Result{
 		{Block: "cases", Binding: "core", Passed: 2},
-		{Block: "kafka.x", Binding: "core", Skipped: 3, Reason: "block unknown to this runner"},
+		{Block: "kafka.x", Binding: "core", Skipped: 3, Reason: ReasonUnknownBlock},
 		{Block: "babelqueue_go.blank", Binding: "core", Passed: 1, Failed: 1, Failures: []Failure{{Case: "nbsp", Message: "wrong"}}},
 	}}
 	var buf bytes.Buffer
 	if err := rep.Write(&buf); err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
-	if len(lines) != 5 {
-		t.Fatalf("output:\n%s", buf.String())
-	}
-	for i, prefix := range []string{"PASS  cases", "SKIP  kafka.x", "FAIL  babelqueue_go.blank", "      nbsp: wrong"} {
-		if !strings.HasPrefix(lines[i], prefix) {
-			t.Errorf("line %d = %q, want prefix %q", i, lines[i], prefix)
-		}
-	}
-	if lines[4] != "3 passed, 1 failed, 3 skipped" {
-		t.Errorf("last line = %q", lines[4])
+	want := `block               | core
+--------------------+-------------------
+cases               | PASS 2/2
+kafka.x             | SKIP unknown block
+babelqueue_go.blank | FAIL 1/2
+failed cases:
+  core  babelqueue_go.blank/nbsp: wrong
+3 passed, 1 failed, 3 skipped
+`
+	if diff := cmp.Diff(want, buf.String()); diff != "" {
+		t.Fatalf("output (-want +got):\n%s", diff)
 	}
 }
 

@@ -2,6 +2,8 @@ package conformance
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +21,11 @@ var ErrSuite = errors.New("conformance: bad suite")
 
 // Suite is a loaded suite directory. Fixture files are read lazily from FS.
 type Suite struct {
+	// Name says where the suite came from: EmbeddedSuite for DefaultSuite,
+	// the directory for LoadDir, "" for Load.
+	Name string
+	// Digest is the SHA-256 (hex) of manifest.json.
+	Digest string
 	// FS holds manifest.json and every file the manifest names.
 	FS fs.FS
 	// Blocks lists the manifest's blocks in manifest order.
@@ -41,7 +48,12 @@ var metadataKeys = map[string]bool{"schema_version": true, "description": true, 
 
 // LoadDir loads the suite in directory dir.
 func LoadDir(dir string) (*Suite, error) {
-	return Load(os.DirFS(dir))
+	s, err := Load(os.DirFS(dir))
+	if err != nil {
+		return nil, err
+	}
+	s.Name = dir
+	return s, nil
 }
 
 // Load loads the suite whose manifest.json is at the root of fsys.
@@ -54,7 +66,8 @@ func Load(fsys fs.FS) (*Suite, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrSuite, ManifestFile, err)
 	}
-	s := &Suite{FS: fsys, Manifest: top}
+	sum := sha256.Sum256(raw)
+	s := &Suite{FS: fsys, Manifest: top, Digest: hex.EncodeToString(sum[:])}
 	for _, k := range keys {
 		if metadataKeys[k] {
 			continue

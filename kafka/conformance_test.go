@@ -35,6 +35,17 @@ var (
 
 func (conformanceBinding) Name() string { return "kafka" }
 
+var _ conformance.Explainer = conformanceBinding{}
+
+// NotImplemented says why the kafka column skips a block: a Pulsar block,
+// or a rule the transport takes from core unchanged (the core column).
+func (conformanceBinding) NotImplemented(block string) string {
+	if strings.HasPrefix(block, "pulsar.") || strings.HasPrefix(block, "babelqueue_go.pulsar_") {
+		return "Pulsar block"
+	}
+	return "core rule: see core"
+}
+
 type memTransport struct {
 	tr  *Transport
 	log *fakeLog
@@ -217,7 +228,9 @@ func TestConformanceKafkaBlocks(t *testing.T) {
 		delete(want, res.Block)
 	}
 	for b := range want {
-		t.Errorf("block %s is not in the suite", b)
+		if rep.Suite == conformance.EmbeddedSuite { // another suite (conformance.SuiteEnv) may lack this project's blocks
+			t.Errorf("block %s is not in the suite", b)
+		}
 	}
 }
 

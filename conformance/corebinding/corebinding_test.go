@@ -20,9 +20,13 @@ var bindingBlocks = []string{
 	"babelqueue_go.pulsar_routing",
 }
 
-// TestSuite runs the whole embedded suite against package babelqueue.
+// TestSuite runs the whole embedded suite against package babelqueue (or
+// the suite in BQ_CONFORMANCE_SUITE, for make conformance SUITE=DIR).
 func TestSuite(t *testing.T) {
 	rep := conformance.Run(t, "", corebinding.New())
+	if rep.Suite != conformance.EmbeddedSuite {
+		return // another suite (conformance.SuiteEnv): Run has checked every case; the counts below are the embedded suite's
+	}
 	var skipped []string
 	for _, r := range rep.Results {
 		if r.Status() == conformance.StatusSkipped {

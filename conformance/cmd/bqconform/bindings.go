@@ -5,9 +5,9 @@ import (
 	"github.com/babelqueue/babelqueue-go/conformance/corebinding"
 )
 
-// bindings lists every binding the command runs, in report order. A broker
-// module adds its binding here (and a require of its module in
-// conformance/go.mod).
+// bindings lists the bindings the command runs itself, in column order.
+// The kafka and pulsar bindings cannot be here (their modules require this
+// one); their columns come from their tests' reports (-matrix).
 func bindings() []conformance.Binding {
 	return []conformance.Binding{
 		corebinding.New(),
