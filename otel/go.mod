@@ -3,10 +3,7 @@ module github.com/babelqueue/babelqueue-go/otel
 go 1.26.0
 
 require (
-	github.com/apache/pulsar-client-go v0.19.0
 	github.com/babelqueue/babelqueue-go/core v0.1.0
-	github.com/babelqueue/babelqueue-go/tools v0.1.0
-	github.com/segmentio/kafka-go v0.4.51
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/metric v1.47.0
 	go.opentelemetry.io/otel/sdk v1.47.0
@@ -67,8 +64,6 @@ require (
 )
 
 require (
-	github.com/babelqueue/babelqueue-go/kafka v0.1.0
-	github.com/babelqueue/babelqueue-go/pulsar v0.1.0
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
@@ -80,10 +75,6 @@ require (
 
 replace github.com/babelqueue/babelqueue-go/core => ../core
 
-replace github.com/babelqueue/babelqueue-go/kafka => ../kafka
 
-replace github.com/babelqueue/babelqueue-go/pulsar => ../pulsar
 
-replace github.com/babelqueue/babelqueue-go/tools => ../tools
 
-replace github.com/babelqueue/babelqueue-go/conformance => ../conformance
