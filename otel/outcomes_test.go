@@ -64,7 +64,7 @@ func outcomeCases() []outcomeCase {
 			want:     []settled{{outcome: "retried", reason: "failed", target: "orders", delayMS: "60000", handler: "error"}},
 			counters: []string{"handled outcome=retried reason=failed", "retried reason=failed target=orders"}},
 		{name: "retried/failed/binding-settles", fail: true,
-			mem: []babelqueue.MemoryOption{tiers, babelqueue.WithMemoryFeatures(babelqueue.Features{Keys: true, Headers: true, Delay: true, SettlesRetry: true, HandBack: babelqueue.HandBackNack})},
+			mem:      []babelqueue.MemoryOption{tiers, babelqueue.WithMemoryFeatures(babelqueue.Features{Keys: true, Headers: true, Delay: true, SettlesRetry: true, HandBack: babelqueue.HandBackNack})},
 			want:     []settled{{outcome: "retried", reason: "failed", target: "orders", delayMS: "60000", handler: "error"}},
 			counters: []string{"handled outcome=retried reason=failed", "retried reason=failed target=orders"}},
 		{name: "retried/unknown_urn", mem: []babelqueue.MemoryOption{tiers}, noRoute: true, opts: []babelqueue.Option{strategy(babelqueue.StrategyFail)},

@@ -400,4 +400,6 @@ func TestDeferredHeadersAreReadWithoutBeingBuilt(t *testing.T) {
 // settleSpy is a SettleHook calling fn.
 type settleSpy func(*babelqueue.Delivery)
 
-func (f settleSpy) OnSettle(_ context.Context, d *babelqueue.Delivery, _ *babelqueue.Settlement) { f(d) }
+func (f settleSpy) OnSettle(_ context.Context, d *babelqueue.Delivery, _ *babelqueue.Settlement) {
+	f(d)
+}
