@@ -51,7 +51,7 @@ func Example() {
 			case bqotel.AttrOutcome:
 				outcome = kv.Value.AsString()
 			case bqotel.AttrAttempt:
-				attempt = kv.Value.Emit()
+				attempt = kv.Value.String()
 			}
 		}
 		fmt.Printf("%s attempt=%s outcome=%s child-of-send=%v links=%d status=%s\n",

@@ -274,7 +274,7 @@ func (h *harness) counters(t testing.TB) map[string]int64 {
 				}
 				kv := map[string]string{}
 				for _, a := range dp.Attributes.ToSlice() {
-					kv[string(a.Key)] = a.Value.Emit()
+					kv[string(a.Key)] = a.Value.String()
 				}
 				out[pointKey(m.Name, kv)] += dp.Value
 			}

@@ -111,7 +111,7 @@ func (h *harness) waitSpans(t *testing.T, name string, n int, within time.Durati
 func attrs(s tracetest.SpanStub) map[string]string {
 	m := make(map[string]string, len(s.Attributes))
 	for _, kv := range s.Attributes {
-		m[string(kv.Key)] = kv.Value.Emit()
+		m[string(kv.Key)] = kv.Value.String()
 	}
 	return m
 }
@@ -154,7 +154,7 @@ func (h *harness) collect(t *testing.T) metricdata.ResourceMetrics {
 func matches(set attribute.Set, want map[string]string) bool {
 	for k, v := range want {
 		got, ok := set.Value(attribute.Key(k))
-		if !ok || got.Emit() != v {
+		if !ok || got.String() != v {
 			return false
 		}
 	}
