@@ -128,7 +128,7 @@ func (h *Hooks) OnPublished(ctx context.Context, out *babelqueue.Outgoing, r bab
 		} else {
 			// Counted before the span ends, so that an exported span
 			// implies a counted message.
-			t.m.published.Add(ctx, 1, at(t.cfg.system, queue))
+			t.m.published.Add(ctx, 1, t.attrs.at(queue))
 		}
 		if span != nil {
 			span.End()
@@ -183,27 +183,27 @@ func previousAttempt(sc trace.SpanContext) trace.Link {
 // only for a dead-lettered delivery.
 func (h *Hooks) OnSettle(ctx context.Context, dl *babelqueue.Delivery, s *babelqueue.Settlement) {
 	t := h.t
-	sys, queue := t.cfg.system, dl.Queue
+	queue := dl.Queue
 	outcome := AttrOutcome.String(s.Outcome.String())
 	reason := AttrReason.String(s.Reason)
 	target := AttrTarget.String(s.Target)
 
 	if s.Reason != "" {
-		t.m.handled.Add(ctx, 1, at(sys, queue, outcome, reason))
+		t.m.handled.Add(ctx, 1, t.attrs.at(queue, outcome, reason))
 	} else {
-		t.m.handled.Add(ctx, 1, at(sys, queue, outcome))
+		t.m.handled.Add(ctx, 1, t.attrs.at(queue, outcome))
 	}
 	switch s.Outcome {
 	case babelqueue.OutcomeRetried:
-		t.m.retried.Add(ctx, 1, at(sys, queue, reason, target))
+		t.m.retried.Add(ctx, 1, t.attrs.at(queue, reason, target))
 	case babelqueue.OutcomeDeadLettered:
-		t.m.deadLettered.Add(ctx, 1, at(sys, queue, reason, target))
+		t.m.deadLettered.Add(ctx, 1, t.attrs.at(queue, reason, target))
 	}
 	switch s.Reason {
 	case babelqueue.ReasonPoison:
-		t.m.poison.Add(ctx, 1, at(sys, queue))
+		t.m.poison.Add(ctx, 1, t.attrs.at(queue))
 	case babelqueue.ReasonVersionGated:
-		t.m.versionGated.Add(ctx, 1, at(sys, queue))
+		t.m.versionGated.Add(ctx, 1, t.attrs.at(queue))
 	}
 	d := deliveryOf(ctx)
 	failed := handlerFailed(d, s)
@@ -212,7 +212,7 @@ func (h *Hooks) OnSettle(ctx context.Context, dl *babelqueue.Delivery, s *babelq
 		if failed {
 			result = "error"
 		}
-		seconds(ctx, t.m.handlerDuration, s.HandlerDuration, at(sys, queue, AttrURN.String(dl.URN), AttrHandlerOutcome.String(result)))
+		seconds(ctx, t.m.handlerDuration, s.HandlerDuration, t.attrs.at(queue, AttrURN.String(dl.URN), AttrHandlerOutcome.String(result)))
 	}
 	if d == nil {
 		return
@@ -299,7 +299,7 @@ func handlerFailed(d *delivery, s *babelqueue.Settlement) bool {
 // run's span when the run was started with StartRedrive.
 func (h *Hooks) OnRedrive(ctx context.Context, dlq string, it babelqueue.RedriveItem) {
 	if it.Outcome == babelqueue.RedriveMoved {
-		h.t.m.redriven.Add(ctx, 1, at(h.t.cfg.system, it.Target))
+		h.t.m.redriven.Add(ctx, 1, h.t.attrs.at(it.Target))
 	}
 	if it.Outcome == babelqueue.RedriveFailed {
 		if span, ok := ctx.Value(redriveKey).(trace.Span); ok {
@@ -316,6 +316,6 @@ func (h *Hooks) OnRedrive(ctx context.Context, dlq string, it babelqueue.Redrive
 // carried back to its work queue; a failed carry is not measured.
 func (h *Hooks) OnReinject(ctx context.Context, r *babelqueue.Reinjection) {
 	if r.Err == nil {
-		seconds(ctx, h.t.m.reinjectLag, r.Lag, at(h.t.cfg.system, r.Queue))
+		seconds(ctx, h.t.m.reinjectLag, r.Lag, h.t.attrs.at(r.Queue))
 	}
 }

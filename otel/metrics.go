@@ -3,6 +3,7 @@ package otel
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -96,11 +97,56 @@ func newInstruments(mp metric.MeterProvider) (*instruments, error) {
 	return &out, nil
 }
 
-// at returns the measurement attributes system and queue, then extra.
-func at(system, queue string, extra ...attribute.KeyValue) metric.MeasurementOption {
+// maxCachedAttrs bounds the attribute combinations an attrCache keeps.
+const maxCachedAttrs = 1024
+
+// attrCache memoizes the measurement option of each recurring attribute
+// combination (a queue with an outcome and a reason, say), so that a
+// measurement does not build and sort its attribute set every time. Past
+// maxCachedAttrs combinations (URNs are the caller's), options are built
+// uncached.
+type attrCache struct {
+	system string
+	mu     sync.RWMutex
+	opts   map[attrKey]metric.MeasurementOption
+}
+
+// attrKey is a queue and up to two more string attributes.
+type attrKey struct {
+	queue  string
+	k1, k2 attribute.Key
+	v1, v2 string
+}
+
+func newAttrCache(system string) *attrCache {
+	return &attrCache{system: system, opts: make(map[attrKey]metric.MeasurementOption)}
+}
+
+// at returns the measurement option of messaging.system, queue as
+// messaging.destination.name, and the non-empty keys of extra.
+func (c *attrCache) at(queue string, extra ...attribute.KeyValue) metric.MeasurementOption {
+	k := attrKey{queue: queue}
+	if len(extra) > 0 {
+		k.k1, k.v1 = extra[0].Key, extra[0].Value.AsString()
+	}
+	if len(extra) > 1 {
+		k.k2, k.v2 = extra[1].Key, extra[1].Value.AsString()
+	}
+	c.mu.RLock()
+	opt, ok := c.opts[k]
+	c.mu.RUnlock()
+	if ok {
+		return opt
+	}
 	attrs := make([]attribute.KeyValue, 0, 2+len(extra))
-	attrs = append(attrs, semconv.MessagingSystemKey.String(system), semconv.MessagingDestinationName(queue))
-	return metric.WithAttributes(append(attrs, extra...)...)
+	attrs = append(attrs, semconv.MessagingSystemKey.String(c.system), semconv.MessagingDestinationName(queue))
+	opt = metric.WithAttributeSet(attribute.NewSet(append(attrs, extra...)...))
+	c.mu.Lock()
+	if len(c.opts) < maxCachedAttrs {
+		c.opts[k] = opt
+	}
+	c.mu.Unlock()
+	return opt
 }
 
 // seconds records d on h.

@@ -3,6 +3,7 @@ package otel
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -152,5 +153,27 @@ func TestLinkMemoryIsBounded(t *testing.T) {
 	}
 	if got, ok := l.take("c"); !ok || got.SpanID() != sc(3).SpanID() {
 		t.Errorf("link c lost to the bookkeeping: %v, %v", got, ok)
+	}
+}
+
+func TestAttrCacheIsBoundedAndExact(t *testing.T) {
+	h := newHarness(t)
+	c := h.tel.attrs
+	for i := range maxCachedAttrs + 500 {
+		c.at("q", AttrURN.String(fmt.Sprintf("urn:babel:u%d", i)))
+	}
+	if len(c.opts) != maxCachedAttrs {
+		t.Errorf("%d cached combinations, want the bound %d", len(c.opts), maxCachedAttrs)
+	}
+	// Past the bound, and for a cached combination, the attributes are
+	// still those asked for.
+	for _, urn := range []string{"urn:babel:u3", "urn:babel:u1400"} {
+		h.tel.m.poison.Add(context.Background(), 1, c.at("q", AttrURN.String(urn)))
+		if n := h.count(t, MetricPoison, map[string]string{"babelqueue.urn": urn, "messaging.destination.name": "q", "messaging.system": DefaultSystem}); n != 1 {
+			t.Errorf("%s counted %d, want 1", urn, n)
+		}
+	}
+	if c.at("q", AttrOutcome.String("a"), AttrReason.String("b")) == c.at("q", AttrOutcome.String("a")) {
+		t.Error("a combination with a reason shares the option of one without")
 	}
 }

@@ -67,7 +67,7 @@ func (t *Telemetry) Middleware(h babelqueue.Handler) babelqueue.Handler {
 				if failed {
 					result = "error"
 				}
-				seconds(ctx, t.m.handlerDuration, t.cfg.now().Sub(start), at(t.cfg.system, env.Meta.Queue,
+				seconds(ctx, t.m.handlerDuration, t.cfg.now().Sub(start), t.attrs.at(env.Meta.Queue,
 					AttrURN.String(env.URN()), AttrHandlerOutcome.String(result)))
 				span.End()
 			}

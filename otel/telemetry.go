@@ -15,6 +15,7 @@ type Telemetry struct {
 	cfg    config
 	tracer trace.Tracer
 	m      *instruments
+	attrs  *attrCache
 	prop   propagation.TextMapPropagator
 	links  *linkMemory
 	hooks  Hooks
@@ -46,6 +47,7 @@ func New(opts ...Option) (*Telemetry, error) {
 		cfg:    cfg,
 		tracer: tp.Tracer(scopeName, trace.WithInstrumentationVersion(Version), trace.WithSchemaURL(semconv.SchemaURL)),
 		m:      m,
+		attrs:  newAttrCache(cfg.system),
 		prop:   cfg.propagator,
 		links:  newLinkMemory(cfg.linkMemory),
 	}
