@@ -46,7 +46,7 @@ func testPulsarRetryToDeadLetter(t *testing.T, viaHeader bool, opts ...pulsar.Op
 	consume(t, app, queue)
 	process := checkRetryToDeadLetter(t, h, rec, root.SpanContext(), queue, "pulsar", queue, viaHeader)
 
-	reader := babelqueue.NewApp(pulsarTransport(t, pulsar.WithSubscription(topic(t, "dlq-reader"))), babelqueue.WithHooks(h.tel.Hooks()),
+	reader := babelqueue.NewApp(pulsarTransport(t, pulsar.WithSubscription(topic(t, "dlq-reader")), pulsar.WithSubscriptionType(apachepulsar.Shared)), babelqueue.WithHooks(h.tel.Hooks()),
 		babelqueue.WithPollTimeout(200*time.Millisecond), babelqueue.WithLogger(slog.New(slog.DiscardHandler)))
 	reader.Handle(testURN, func(context.Context, *babelqueue.Envelope) error { return nil })
 	consume(t, reader, queue+".dlq")
