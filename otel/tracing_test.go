@@ -403,3 +403,33 @@ type settleSpy func(*babelqueue.Delivery)
 func (f settleSpy) OnSettle(_ context.Context, d *babelqueue.Delivery, _ *babelqueue.Settlement) {
 	f(d)
 }
+
+// TestTransportWithoutHeadersStillWorks: over a binding without the
+// Headers feature the hooks' headers are dropped by the binding; publish
+// and consume work, and each delivery is a root span.
+func TestTransportWithoutHeadersStillWorks(t *testing.T) {
+	h := newHarness(t)
+	mem := babelqueue.NewInMemoryTransport(babelqueue.WithMemoryFeatures(babelqueue.Features{Keys: true, HandBack: babelqueue.HandBackRewind}))
+	app := newApp(h, mem)
+	var calls atomic.Int32
+	app.Handle(testURN, failOnce(&calls))
+	if _, err := app.Publish(context.Background(), testURN, nil); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, app)
+	process := h.ended("process orders")
+	if len(process) != 2 || calls.Load() != 2 {
+		t.Fatalf("%d process spans, %d handler calls; want 2 and 2", len(process), calls.Load())
+	}
+	for _, p := range process {
+		if p.Parent.IsValid() {
+			t.Errorf("a delivery without headers has parent %v, want a root span", p.Parent.SpanID())
+		}
+	}
+	// Without headers the retry cannot carry the link: it comes from the
+	// link memory.
+	if !linkedTo(process[1], process[0].SpanContext) {
+		t.Errorf("the retry does not link to the failed attempt")
+	}
+	wantAttrs(t, process[1], map[string]string{"babelqueue.outcome": "handled", "babelqueue.attempt": "1"})
+}
