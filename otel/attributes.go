@@ -7,52 +7,33 @@ import "go.opentelemetry.io/otel/attribute"
 const (
 	// AttrURN is the message route: the bq-job header, else the body's job.
 	AttrURN = attribute.Key("babelqueue.urn")
-	// AttrAttempt is the attempts count of a delivery (0 on the first).
+	// AttrAttempt is the attempts count of a delivery before it (0 on the
+	// first delivery).
 	AttrAttempt = attribute.Key("babelqueue.attempt")
 	// AttrTraceID is the envelope's trace_id, the correlation id every
 	// BabelQueue SDK carries unchanged.
 	AttrTraceID = attribute.Key("babelqueue.trace_id")
-	// AttrOutcome is how a delivery was settled: one of the Outcome values.
+	// AttrOutcome is how the App settled a delivery:
+	// babelqueue.Outcome.String() (handled, retried, dead_lettered,
+	// dropped, released, deleted, handed_back).
 	AttrOutcome = attribute.Key("babelqueue.outcome")
-	// AttrReason is why a message was retried or dead-lettered: a
-	// dead_letter.reason (failed, unknown_urn, poison) or ReasonVersionGated.
+	// AttrReason is why a delivery was retried, dead-lettered, dropped,
+	// released or deleted: babelqueue.Settlement.Reason (failed,
+	// unknown_urn, poison, version_gated).
 	AttrReason = attribute.Key("babelqueue.reason")
+	// AttrTarget is the queue a settle write went to (the retry tier topic
+	// the binding chose, the dead-letter queue, the released queue).
+	AttrTarget = attribute.Key("babelqueue.target")
+	// AttrDelayMS is the delay of a delayed publish or of a retry, in
+	// milliseconds.
+	AttrDelayMS = attribute.Key("babelqueue.delay_ms")
 	// AttrHandlerOutcome is the result of one handler call: "success" or
 	// "error".
 	AttrHandlerOutcome = attribute.Key("babelqueue.handler.outcome")
 )
 
-// Outcomes of a delivery (AttrOutcome).
-const (
-	// OutcomeSuccess: the handler succeeded and the message was acknowledged.
-	OutcomeSuccess = "success"
-	// OutcomeRetried: a copy with one more attempt was written (retry
-	// topic, republish, Retrier) and the original settled.
-	OutcomeRetried = "retried"
-	// OutcomeDeadLettered: the message was written to its dead-letter queue.
-	OutcomeDeadLettered = "dead_lettered"
-	// OutcomeDropped: acknowledged without success nor replacement (unknown
-	// URN deleted, attempts exhausted or version-gated with dead-lettering
-	// off).
-	OutcomeDropped = "dropped"
-	// OutcomeReleased: handed back to its queue unchanged (StrategyRelease).
-	OutcomeReleased = "released"
-	// OutcomeRedriven: a dead letter moved back to work by Redrive.
-	OutcomeRedriven = "redriven"
-	// OutcomeRequeued: handed back unsettled (Rewind or Nack), for instance
-	// after a failed settle write or at shutdown; it will be delivered again.
-	OutcomeRequeued = "requeued"
-	// OutcomeUnsettled: the delivery was never settled through this
-	// decorator before the next read of its queue; the broker redelivers it.
-	OutcomeUnsettled = "unsettled"
-)
-
-// ReasonVersionGated is the AttrReason of a message the version gate sent
-// to the dead-letter queue as received (it has no dead_letter block).
-const ReasonVersionGated = "version_gated"
-
-// HeaderRetryLink is the out-of-band header a retry copy carries, when the
-// retry path lets the decorator add one, with the span context of the
-// failed attempt in W3C traceparent form. The next attempt's process span
-// links to it. It is not a contract header, so the App copies it on.
+// HeaderRetryLink is the out-of-band header a retry, release or dead-letter
+// copy carries, with the span context of the attempt that wrote it in W3C
+// traceparent form. The process span of the next delivery links to it. It
+// is not a contract header, so the App copies it on like any other.
 const HeaderRetryLink = "babelqueue-retry-link"

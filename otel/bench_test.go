@@ -2,6 +2,7 @@ package otel
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -11,37 +12,37 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
-// benchBody is a small conformant envelope.
-const benchBody = `{"job":"urn:babel:orders:created","trace_id":"0b7c1c8e-4c1e-4b7a-9f39-7f1d1e1f0a11","data":{"order_id":1042},"meta":{"id":"9e2d6a3c-1f7b-4c55-8a0e-2b1f3c4d5e6f","queue":"orders","lang":"go","schema_version":1,"created_at":1749132727000},"attempts":0}`
-
-// runPublishPopAck publishes, pops and acknowledges one message per
-// iteration through tr.
-func runPublishPopAck(b *testing.B, tr babelqueue.Transport) {
+// runPublishDrain publishes b.N messages through an App over the
+// in-memory transport, then drains them: the cost per message of a
+// publish, a delivery, its handler and its acknowledgement.
+func runPublishDrain(b *testing.B, hooks ...babelqueue.Hook) {
+	opts := []babelqueue.Option{babelqueue.WithDefaultQueue("orders"), babelqueue.WithPollTimeout(time.Microsecond),
+		babelqueue.WithLogger(slog.New(slog.DiscardHandler))}
+	if len(hooks) > 0 {
+		opts = append(opts, babelqueue.WithHooks(hooks...))
+	}
+	app := babelqueue.NewApp(babelqueue.NewInMemoryTransport(), opts...)
+	app.Handle(testURN, ok)
 	ctx := context.Background()
+	data := map[string]any{"order_id": 1042}
 	b.ReportAllocs()
 	b.ResetTimer()
-	for b.Loop() {
-		if err := tr.Publish(ctx, "orders", benchBody); err != nil {
-			b.Fatal(err)
-		}
-		msg, err := tr.Pop(ctx, "orders", time.Second)
-		if err != nil || msg == nil {
-			b.Fatalf("Pop: %v %v", msg, err)
-		}
-		if err := tr.Ack(ctx, msg); err != nil {
+	for range b.N {
+		if _, err := app.Publish(ctx, testURN, data); err != nil {
 			b.Fatal(err)
 		}
 	}
+	if n, err := app.Drain(ctx); err != nil || n != b.N {
+		b.Fatalf("Drain: %d of %d, %v", n, b.N, err)
+	}
 }
 
-// BenchmarkPublishPopAck compares the in-memory transport bare and
-// decorated with a recording, always-sampling SDK (spans go to a no-op
+// BenchmarkAppHooks compares an App without hooks and one with the
+// Telemetry hooks on a recording, always-sampling SDK (spans to a no-op
 // exporter, metrics to a manual reader).
-func BenchmarkPublishPopAck(b *testing.B) {
-	b.Run("raw", func(b *testing.B) {
-		runPublishPopAck(b, babelqueue.NewInMemoryTransport())
-	})
-	b.Run("decorated", func(b *testing.B) {
+func BenchmarkAppHooks(b *testing.B) {
+	b.Run("no-hooks", func(b *testing.B) { runPublishDrain(b) })
+	b.Run("telemetry", func(b *testing.B) {
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(tracetest.NewNoopExporter()))
 		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 		defer func() { _ = tp.Shutdown(context.Background()); _ = mp.Shutdown(context.Background()) }()
@@ -49,6 +50,6 @@ func BenchmarkPublishPopAck(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		runPublishPopAck(b, tel.Transport(babelqueue.NewInMemoryTransport()))
+		runPublishDrain(b, tel.Hooks())
 	})
 }

@@ -2,16 +2,15 @@ package otel
 
 import (
 	"context"
-	"maps"
 
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
 
-// headerCarrier adapts out-of-band headers to propagation.TextMapCarrier.
+// headerCarrier adapts an out-of-band header map to
+// propagation.TextMapCarrier.
 type headerCarrier map[string]string
-
-var _ propagation.TextMapCarrier = headerCarrier(nil)
 
 func (c headerCarrier) Get(key string) string { return c[key] }
 func (c headerCarrier) Set(key, value string) { c[key] = value }
@@ -23,21 +22,25 @@ func (c headerCarrier) Keys() []string {
 	return keys
 }
 
-// extract returns ctx carrying the remote span context of headers.
-func (t *Telemetry) extract(ctx context.Context, headers map[string]string) context.Context {
-	if len(headers) == 0 {
-		return ctx
+// messageCarrier reads the headers of a delivery through
+// ReceivedMessage.Header, so that headers a binding defers are read
+// without being built into a map. It is read-only.
+type messageCarrier struct{ m *babelqueue.ReceivedMessage }
+
+func (c messageCarrier) Get(key string) string { v, _ := c.m.Header(key); return v }
+func (c messageCarrier) Set(string, string)    {}
+func (c messageCarrier) Keys() []string {
+	keys := make([]string, 0, len(c.m.Headers))
+	for k := range c.m.Headers {
+		keys = append(keys, k)
 	}
-	return t.prop.Extract(ctx, headerCarrier(headers))
+	return keys
 }
 
-// inject returns a copy of headers with the trace context of ctx added.
-func (t *Telemetry) inject(ctx context.Context, headers map[string]string) map[string]string {
-	out := make(map[string]string, len(headers)+2)
-	maps.Copy(out, headers)
-	t.prop.Inject(ctx, headerCarrier(out))
-	return out
-}
+var (
+	_ propagation.TextMapCarrier = headerCarrier(nil)
+	_ propagation.TextMapCarrier = messageCarrier{}
+)
 
 // formatLink writes sc in W3C traceparent form (HeaderRetryLink).
 func formatLink(sc trace.SpanContext) string {

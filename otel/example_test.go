@@ -8,7 +8,6 @@ import (
 	"time"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
-	"github.com/babelqueue/babelqueue-go/kafka"
 	bqotel "github.com/babelqueue/babelqueue-go/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -26,16 +25,16 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	app := babelqueue.NewApp(tel.Transport(babelqueue.NewInMemoryTransport()),
+	app := babelqueue.NewApp(babelqueue.NewInMemoryTransport(), babelqueue.WithHooks(tel.Hooks()),
 		babelqueue.WithDefaultQueue("orders"), babelqueue.WithPollTimeout(10*time.Millisecond),
 		babelqueue.WithLogger(slog.New(slog.DiscardHandler)))
 	calls := 0
-	app.Handle("urn:babel:orders:created", tel.Middleware(func(ctx context.Context, env *babelqueue.Envelope) error {
+	app.Handle("urn:babel:orders:created", func(ctx context.Context, env *babelqueue.Envelope) error {
 		if calls++; calls == 1 {
 			return errors.New("store unavailable")
 		}
 		return nil
-	}))
+	})
 	if _, err := app.Publish(context.Background(), "urn:babel:orders:created", map[string]any{"order_id": 1042}); err != nil {
 		panic(err)
 	}
@@ -60,25 +59,5 @@ func Example() {
 	}
 	// Output:
 	// process orders attempt=0 outcome=retried child-of-send=true links=0 status=Unset
-	// process orders attempt=1 outcome=success child-of-send=true links=1 status=Unset
-}
-
-// The re-injector of a Kafka deployment with retry tiers records how late
-// each retry record was carried back to its work topic.
-func ExampleTelemetry_ReinjectObserver() {
-	tel, err := bqotel.New() // the global providers
-	if err != nil {
-		panic(err)
-	}
-	tr, err := kafka.New(kafka.WithBrokers("127.0.0.1:9092"), kafka.WithGroupID("orders-reinjector"),
-		kafka.WithRetryTiers(kafka.DefaultRetryTiers...), kafka.WithReinjectObserver(tel.ReinjectObserver()))
-	if err != nil {
-		panic(err)
-	}
-	defer tr.Close()
-	reinjector, err := tr.NewReinjector("orders")
-	if err != nil {
-		panic(err)
-	}
-	_ = reinjector // run it with reinjector.Run(ctx) until shutdown
+	// process orders attempt=1 outcome=handled child-of-send=true links=1 status=Unset
 }

@@ -3,95 +3,91 @@ package otel
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 )
 
 // Metric names. Every instrument carries messaging.system and
-// messaging.destination.name; the extra attributes are listed per name.
+// messaging.destination.name; README.md lists the extra attributes of each
+// and which outcome moves which counter.
 const (
-	// MetricPublished counts messages published (acknowledged by the
-	// broker), {message}.
+	// MetricPublished counts new messages the broker acknowledged, {message}.
 	MetricPublished = "babelqueue.messages.published"
-	// MetricHandled counts settled deliveries by AttrOutcome, {message}.
-	MetricHandled = "babelqueue.messages.handled"
-	// MetricRetried counts retry copies written, by AttrReason, {message}.
-	MetricRetried = "babelqueue.messages.retried"
-	// MetricDeadLettered counts dead-letter writes, by AttrReason, {message}.
-	MetricDeadLettered = "babelqueue.messages.dead_lettered"
-	// MetricPoison counts deliveries whose body is not an envelope, {message}.
-	MetricPoison = "babelqueue.messages.poison"
-	// MetricVersionGated counts deliveries the version gate rejected,
+	// MetricHandled counts settled deliveries by AttrOutcome and AttrReason,
 	// {message}.
+	MetricHandled = "babelqueue.messages.handled"
+	// MetricRetried counts retried deliveries by AttrReason and AttrTarget,
+	// {message}.
+	MetricRetried = "babelqueue.messages.retried"
+	// MetricDeadLettered counts dead-lettered deliveries by AttrReason and
+	// AttrTarget, {message}.
+	MetricDeadLettered = "babelqueue.messages.dead_lettered"
+	// MetricPoison counts settled deliveries whose body is not an
+	// envelope, {message}.
+	MetricPoison = "babelqueue.messages.poison"
+	// MetricVersionGated counts settled deliveries the version gate
+	// rejected, {message}.
 	MetricVersionGated = "babelqueue.messages.version_gated"
-	// MetricRedriven counts dead letters moved back to work; the
+	// MetricRedriven counts dead letters a redrive moved back to work; the
 	// destination is the target queue, {message}.
 	MetricRedriven = "babelqueue.messages.redriven"
 	// MetricHandlerDuration is the duration of handler calls in seconds, by
 	// AttrURN and AttrHandlerOutcome (histogram).
 	MetricHandlerDuration = "babelqueue.handler.duration"
 	// MetricReinjectLag is how late a re-injected retry record was written
-	// back to its work topic: actual time minus due time, in seconds
-	// (histogram; negative when early).
+	// back to its work queue, in seconds: the broker's acknowledgement
+	// minus the record's due time (histogram; negative when early).
 	MetricReinjectLag = "babelqueue.reinject.lag"
 )
 
-// meterName is the instrumentation scope of the meter and the tracer.
-const meterName = "github.com/babelqueue/babelqueue-go/otel"
+// scopeName is the instrumentation scope of the meter and the tracer.
+const scopeName = "github.com/babelqueue/babelqueue-go/otel"
 
 // durationBuckets are the histogram boundaries, in seconds, of
 // MetricHandlerDuration and MetricReinjectLag: 1 ms to 5 min.
 var durationBuckets = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}
 
-// Metrics holds the BabelQueue instruments of one meter. Its methods are
-// what the decorator records and what bindings and tools call for the
-// events the decorator cannot see (a re-injection, a redrive run on a bare
-// transport). The methods are safe for concurrent use; a nil *Metrics
-// records nothing.
-type Metrics struct {
+// instruments are the BabelQueue instruments of one meter.
+type instruments struct {
 	published, handled, retried, deadLettered metric.Int64Counter
 	poison, versionGated, redriven            metric.Int64Counter
 	handlerDuration, reinjectLag              metric.Float64Histogram
 }
 
-// NewMetrics creates the instruments on a meter of mp. A nil mp is the
-// global MeterProvider.
-func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
+// newInstruments creates the instruments on a meter of mp (nil: the global
+// MeterProvider).
+func newInstruments(mp metric.MeterProvider) (*instruments, error) {
 	if mp == nil {
 		mp = globalMeterProvider()
 	}
-	m := mp.Meter(meterName, metric.WithInstrumentationVersion(Version), metric.WithSchemaURL(semconv.SchemaURL))
-	var out Metrics
+	m := mp.Meter(scopeName, metric.WithInstrumentationVersion(Version), metric.WithSchemaURL(semconv.SchemaURL))
+	var out instruments
 	var err error
 	counter := func(dst *metric.Int64Counter, name, desc string) {
-		if err != nil {
-			return
-		}
-		*dst, err = m.Int64Counter(name, metric.WithUnit("{message}"), metric.WithDescription(desc))
-		if err != nil {
-			err = fmt.Errorf("otel: instrument %s: %w", name, err)
+		if err == nil {
+			if *dst, err = m.Int64Counter(name, metric.WithUnit("{message}"), metric.WithDescription(desc)); err != nil {
+				err = fmt.Errorf("otel: instrument %s: %w", name, err)
+			}
 		}
 	}
 	histogram := func(dst *metric.Float64Histogram, name, desc string) {
-		if err != nil {
-			return
-		}
-		*dst, err = m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc),
-			metric.WithExplicitBucketBoundaries(durationBuckets...))
-		if err != nil {
-			err = fmt.Errorf("otel: instrument %s: %w", name, err)
+		if err == nil {
+			if *dst, err = m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc),
+				metric.WithExplicitBucketBoundaries(durationBuckets...)); err != nil {
+				err = fmt.Errorf("otel: instrument %s: %w", name, err)
+			}
 		}
 	}
 	counter(&out.published, MetricPublished, "Messages published and acknowledged by the broker.")
 	counter(&out.handled, MetricHandled, "Deliveries settled, by how they were settled.")
-	counter(&out.retried, MetricRetried, "Retry copies written for messages that failed, by the reason they failed.")
-	counter(&out.deadLettered, MetricDeadLettered, "Messages written to a dead-letter queue, by the reason they were given up on.")
-	counter(&out.poison, MetricPoison, "Deliveries whose body is not a BabelQueue envelope.")
-	counter(&out.versionGated, MetricVersionGated, "Deliveries rejected by the schema version gate.")
+	counter(&out.retried, MetricRetried, "Deliveries retried, by the reason they failed.")
+	counter(&out.deadLettered, MetricDeadLettered, "Deliveries written to a dead-letter queue, by the reason they were given up on.")
+	counter(&out.poison, MetricPoison, "Settled deliveries whose body is not a BabelQueue envelope.")
+	counter(&out.versionGated, MetricVersionGated, "Settled deliveries rejected by the schema version gate.")
 	counter(&out.redriven, MetricRedriven, "Dead letters moved back to a work queue by a redrive.")
 	histogram(&out.handlerDuration, MetricHandlerDuration, "Duration of handler calls.")
 	histogram(&out.reinjectLag, MetricReinjectLag, "Time a re-injected retry record was written back after its due time.")
@@ -101,100 +97,59 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	return &out, nil
 }
 
-func destination(system, queue string, extra ...attribute.KeyValue) metric.MeasurementOption {
+// maxCachedAttrs bounds the attribute combinations an attrCache keeps.
+const maxCachedAttrs = 1024
+
+// attrCache memoizes the measurement option of each recurring attribute
+// combination (a queue with an outcome and a reason, say), so that a
+// measurement does not build and sort its attribute set every time. Past
+// maxCachedAttrs combinations (URNs are the caller's), options are built
+// uncached.
+type attrCache struct {
+	system string
+	mu     sync.RWMutex
+	opts   map[attrKey]metric.MeasurementOption
+}
+
+// attrKey is a queue and up to two more string attributes.
+type attrKey struct {
+	queue  string
+	k1, k2 attribute.Key
+	v1, v2 string
+}
+
+func newAttrCache(system string) *attrCache {
+	return &attrCache{system: system, opts: make(map[attrKey]metric.MeasurementOption)}
+}
+
+// at returns the measurement option of messaging.system, queue as
+// messaging.destination.name, and the non-empty keys of extra.
+func (c *attrCache) at(queue string, extra ...attribute.KeyValue) metric.MeasurementOption {
+	k := attrKey{queue: queue}
+	if len(extra) > 0 {
+		k.k1, k.v1 = extra[0].Key, extra[0].Value.AsString()
+	}
+	if len(extra) > 1 {
+		k.k2, k.v2 = extra[1].Key, extra[1].Value.AsString()
+	}
+	c.mu.RLock()
+	opt, ok := c.opts[k]
+	c.mu.RUnlock()
+	if ok {
+		return opt
+	}
 	attrs := make([]attribute.KeyValue, 0, 2+len(extra))
-	attrs = append(attrs, semconv.MessagingSystemKey.String(system), semconv.MessagingDestinationName(queue))
-	return metric.WithAttributes(append(attrs, extra...)...)
+	attrs = append(attrs, semconv.MessagingSystemKey.String(c.system), semconv.MessagingDestinationName(queue))
+	opt = metric.WithAttributeSet(attribute.NewSet(append(attrs, extra...)...))
+	c.mu.Lock()
+	if len(c.opts) < maxCachedAttrs {
+		c.opts[k] = opt
+	}
+	c.mu.Unlock()
+	return opt
 }
 
-// Published records one message published to queue.
-func (m *Metrics) Published(ctx context.Context, system, queue string) {
-	if m != nil {
-		m.published.Add(ctx, 1, destination(system, queue))
-	}
-}
-
-// Handled records one delivery of queue settled with outcome (Outcome*).
-func (m *Metrics) Handled(ctx context.Context, system, queue, outcome string) {
-	if m != nil {
-		m.handled.Add(ctx, 1, destination(system, queue, AttrOutcome.String(outcome)))
-	}
-}
-
-// Retried records one retry copy of a message of queue that failed for
-// reason (babelqueue.ReasonFailed, ReasonUnknownURN, ReasonPoison).
-func (m *Metrics) Retried(ctx context.Context, system, queue, reason string) {
-	if m != nil {
-		m.retried.Add(ctx, 1, destination(system, queue, AttrReason.String(reason)))
-	}
-}
-
-// DeadLettered records one message of queue written to its dead-letter
-// queue for reason (a dead_letter.reason, or ReasonVersionGated).
-func (m *Metrics) DeadLettered(ctx context.Context, system, queue, reason string) {
-	if m != nil {
-		m.deadLettered.Add(ctx, 1, destination(system, queue, AttrReason.String(reason)))
-	}
-}
-
-// Poison records one delivery of queue whose body is not an envelope.
-func (m *Metrics) Poison(ctx context.Context, system, queue string) {
-	if m != nil {
-		m.poison.Add(ctx, 1, destination(system, queue))
-	}
-}
-
-// VersionGated records one delivery of queue rejected by the version gate.
-func (m *Metrics) VersionGated(ctx context.Context, system, queue string) {
-	if m != nil {
-		m.versionGated.Add(ctx, 1, destination(system, queue))
-	}
-}
-
-// Redriven records n dead letters moved back to the queue target.
-func (m *Metrics) Redriven(ctx context.Context, system, target string, n int) {
-	if m != nil && n > 0 {
-		m.redriven.Add(ctx, int64(n), destination(system, target))
-	}
-}
-
-// RedriveResult records the messages a babelqueue.Redrive run moved, per
-// target queue, for a redrive run on a transport that is not decorated (a
-// decorated one records them itself). A dry run records nothing.
-func (m *Metrics) RedriveResult(ctx context.Context, system string, res *babelqueue.RedriveResult) {
-	if m == nil || res == nil || res.DryRun {
-		return
-	}
-	counted, last := 0, ""
-	for _, it := range res.Items {
-		if it.Outcome == babelqueue.RedriveMoved {
-			m.Redriven(ctx, system, it.Target, 1)
-			counted, last = counted+1, it.Target
-		}
-	}
-	// Items stops at babelqueue.MaxRedriveItems while Moved stays exact:
-	// the messages past it are counted under the last target seen.
-	m.Redriven(ctx, system, last, res.Moved-counted)
-}
-
-// HandlerDuration records one handler call for urn on queue that took d;
-// failed reports whether it returned an error (or panicked).
-func (m *Metrics) HandlerDuration(ctx context.Context, system, queue, urn string, d time.Duration, failed bool) {
-	if m == nil {
-		return
-	}
-	result := "success"
-	if failed {
-		result = "error"
-	}
-	m.handlerDuration.Record(ctx, d.Seconds(), destination(system, queue, AttrURN.String(urn), AttrHandlerOutcome.String(result)))
-}
-
-// ReinjectLag records how late a retry record was written back to its work
-// topic queue: the time it was written minus the time it was due (record
-// time + tier delay). A re-injector calls it after each write.
-func (m *Metrics) ReinjectLag(ctx context.Context, system, queue string, lag time.Duration) {
-	if m != nil {
-		m.reinjectLag.Record(ctx, lag.Seconds(), destination(system, queue))
-	}
+// seconds records d on h.
+func seconds(ctx context.Context, h metric.Float64Histogram, d time.Duration, opt metric.MeasurementOption) {
+	h.Record(ctx, d.Seconds(), opt)
 }

@@ -3,26 +3,37 @@ package otel
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 	"time"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"go.opentelemetry.io/otel/trace"
 )
 
+// TestInstrumentsHaveUnitsAndDescriptions feeds every hook directly (as
+// the App, Redrive and a re-injector call them) and checks every
+// instrument was recorded with its unit and a description.
 func TestInstrumentsHaveUnitsAndDescriptions(t *testing.T) {
-	h := newHarness(t)
+	h := newHarness(t, WithSystem("kafka"))
+	hooks := h.tel.Hooks()
 	ctx := context.Background()
-	m := h.tel.Metrics()
-	m.Published(ctx, "kafka", "q")
-	m.Handled(ctx, "kafka", "q", OutcomeSuccess)
-	m.Retried(ctx, "kafka", "q", babelqueue.ReasonFailed)
-	m.DeadLettered(ctx, "kafka", "q", babelqueue.ReasonPoison)
-	m.Poison(ctx, "kafka", "q")
-	m.VersionGated(ctx, "kafka", "q")
-	m.Redriven(ctx, "kafka", "q", 3)
-	m.HandlerDuration(ctx, "kafka", "q", testURN, 20*time.Millisecond, false)
-	m.ReinjectLag(ctx, "kafka", "q", 1500*time.Millisecond)
+	out := &babelqueue.Outgoing{Intent: babelqueue.IntentPublish, Queue: "q", Body: "{}", Headers: map[string]string{}}
+	hooks.OnPublished(hooks.OnPublish(ctx, out), out, babelqueue.Receipt{}, nil)
+	msg := &babelqueue.ReceivedMessage{Queue: "q", Body: "x"}
+	for _, s := range []babelqueue.Settlement{
+		{Outcome: babelqueue.OutcomeRetried, Reason: babelqueue.ReasonFailed, Target: "q.retry.1", HandlerRan: true, HandlerDuration: 20 * time.Millisecond},
+		{Outcome: babelqueue.OutcomeDeadLettered, Reason: babelqueue.ReasonPoison, Target: "q.dlq"},
+		{Outcome: babelqueue.OutcomeDropped, Reason: babelqueue.ReasonVersionGated},
+	} {
+		d := &babelqueue.Delivery{Message: msg, Queue: "q", URN: testURN}
+		hooks.OnSettle(hooks.OnDelivery(ctx, d), d, &s)
+	}
+	for range 3 {
+		hooks.OnRedrive(ctx, "q.dlq", babelqueue.RedriveItem{Target: "q", Outcome: babelqueue.RedriveMoved})
+	}
+	hooks.OnReinject(ctx, &babelqueue.Reinjection{Tier: "q.retry.1", TierIndex: 1, Queue: "q", Delay: time.Second, Lag: 1500 * time.Millisecond})
 
 	want := map[string]string{
 		MetricPublished: "{message}", MetricHandled: "{message}", MetricRetried: "{message}",
@@ -43,48 +54,58 @@ func TestInstrumentsHaveUnitsAndDescriptions(t *testing.T) {
 	if n := h.count(t, MetricRedriven, map[string]string{"messaging.system": "kafka", "messaging.destination.name": "q"}); n != 3 {
 		t.Errorf("redriven = %d, want 3", n)
 	}
-	if n, sum := h.observations(t, MetricReinjectLag, map[string]string{"messaging.destination.name": "q"}); n != 1 || math.Abs(sum-1.5) > 1e-9 {
-		t.Errorf("reinject lag: %d observations summing to %v, want 1 of 1.5s", n, sum)
-	}
-	if n, sum := h.observations(t, MetricHandlerDuration, map[string]string{"babelqueue.urn": testURN}); n != 1 || math.Abs(sum-0.02) > 1e-9 {
+	if n, sum := h.observations(t, MetricHandlerDuration, map[string]string{"babelqueue.urn": testURN, "babelqueue.handler.outcome": "error"}); n != 1 || math.Abs(sum-0.02) > 1e-9 {
 		t.Errorf("handler duration: %d observations summing to %v, want 1 of 0.02s", n, sum)
 	}
 }
 
-func TestRedriveResultRecordsMovedPerTarget(t *testing.T) {
+// TestSettleWithoutDeliveryStillCounts: a SettleHook call whose context
+// did not come from OnDelivery (another hook dropped it, say) is still
+// counted exactly; it just has no span to end.
+func TestSettleWithoutDeliveryStillCounts(t *testing.T) {
 	h := newHarness(t)
-	ctx := context.Background()
-	res := &babelqueue.RedriveResult{Moved: 3, Items: []babelqueue.RedriveItem{
-		{Target: "a", Outcome: babelqueue.RedriveMoved},
-		{Target: "b", Outcome: babelqueue.RedriveMoved},
-		{Target: "a", Outcome: babelqueue.RedriveUnselected},
-		{Target: "a", Outcome: babelqueue.RedriveMoved},
-	}}
-	h.tel.Metrics().RedriveResult(ctx, "pulsar", res)
-	h.tel.Metrics().RedriveResult(ctx, "pulsar", &babelqueue.RedriveResult{DryRun: true, Moved: 5,
-		Items: []babelqueue.RedriveItem{{Target: "a", Outcome: babelqueue.RedriveWouldMove}}})
-	if n := h.count(t, MetricRedriven, map[string]string{"messaging.destination.name": "a"}); n != 2 {
-		t.Errorf("redriven{a} = %d, want 2", n)
+	d := &babelqueue.Delivery{Message: &babelqueue.ReceivedMessage{Queue: "orders"}, Queue: "orders", URN: testURN}
+	h.tel.Hooks().OnSettle(context.Background(), d, &babelqueue.Settlement{Outcome: babelqueue.OutcomeDeadLettered,
+		Reason: babelqueue.ReasonFailed, Target: "orders.dlq", HandlerRan: true, HandlerDuration: time.Second})
+	want := expandCounters([]string{"handled outcome=dead_lettered reason=failed", "dead_lettered reason=failed target=orders.dlq"})
+	got := h.counters(t)
+	if len(got) != len(want) {
+		t.Fatalf("counters %v, want %v", sortedKeys(got), sortedKeys(want))
 	}
-	if n := h.count(t, MetricRedriven, map[string]string{"messaging.destination.name": "b"}); n != 1 {
-		t.Errorf("redriven{b} = %d, want 1", n)
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %d, want %d", k, got[k], v)
+		}
 	}
-	// Items cut at MaxRedriveItems: the rest is counted under the last target.
-	h.tel.Metrics().RedriveResult(ctx, "pulsar", &babelqueue.RedriveResult{Moved: 4,
-		Items: []babelqueue.RedriveItem{{Target: "c", Outcome: babelqueue.RedriveMoved}}})
-	if n := h.count(t, MetricRedriven, map[string]string{"messaging.destination.name": "c"}); n != 4 {
-		t.Errorf("redriven{c} = %d, want 4", n)
+	if n, sum := h.observations(t, MetricHandlerDuration, map[string]string{"babelqueue.handler.outcome": "error"}); n != 1 || sum != 1 {
+		t.Errorf("handler duration: %d observations summing %v, want 1 of 1s", n, sum)
+	}
+	if spans := h.spans.GetSpans(); len(spans) != 0 {
+		t.Errorf("%d spans ended without a delivery", len(spans))
 	}
 }
 
-func TestNilMetricsRecordsNothing(t *testing.T) {
-	var m *Metrics
-	ctx := context.Background()
-	m.Published(ctx, "s", "q")
-	m.Handled(ctx, "s", "q", OutcomeSuccess)
-	m.HandlerDuration(ctx, "s", "q", "u", time.Second, true)
-	m.ReinjectLag(ctx, "s", "q", time.Second)
-	m.RedriveResult(ctx, "s", &babelqueue.RedriveResult{Moved: 1})
+func TestReinjectLagPerWorkQueue(t *testing.T) {
+	h := newHarness(t, WithSystem("kafka"))
+	hooks := h.tel.Hooks()
+	for _, r := range []babelqueue.Reinjection{
+		{Tier: "orders.retry.1", TierIndex: 1, Queue: "orders", Delay: 5 * time.Second, Lag: 1500 * time.Millisecond},
+		{Tier: "orders.retry.2", TierIndex: 2, Queue: "orders", Delay: 30 * time.Second, Lag: 250 * time.Millisecond},
+		{Tier: "payments.retry.1", TierIndex: 1, Queue: "payments", Delay: 5 * time.Second, Lag: 3 * time.Second},
+		{Tier: "payments.retry.1", TierIndex: 1, Queue: "payments", Lag: time.Hour, Err: errors.New("write refused")},
+	} {
+		hooks.OnReinject(context.Background(), &r)
+	}
+	for _, c := range []struct {
+		queue string
+		n     uint64
+		sum   float64
+	}{{"orders", 2, 1.75}, {"payments", 1, 3}} {
+		n, sum := h.observations(t, MetricReinjectLag, map[string]string{"messaging.system": "kafka", "messaging.destination.name": c.queue})
+		if n != c.n || math.Abs(sum-c.sum) > 1e-9 {
+			t.Errorf("%s: %d observations summing %vs, want %d summing %vs", c.queue, n, sum, c.n, c.sum)
+		}
+	}
 }
 
 func TestOptionsRejectBadValues(t *testing.T) {
@@ -94,31 +115,65 @@ func TestOptionsRejectBadValues(t *testing.T) {
 		"nil propagator":      WithPropagator(nil),
 		"blank system":        WithSystem(" "),
 		"negative memory":     WithLinkMemory(-1),
-		"zero open":           WithMaxOpenDeliveries(0),
 	} {
 		if _, err := New(opt); !errors.Is(err, babelqueue.ErrInvalidOption) {
 			t.Errorf("%s: New returned %v, want ErrInvalidOption", name, err)
 		}
 	}
-	if tel, err := New(nil, WithLinkMemory(0)); err != nil || tel == nil {
-		t.Errorf("defaults: %v", err)
+	tel, err := New(nil, WithLinkMemory(0))
+	if err != nil || tel.cfg.system != DefaultSystem || tel.links.cap != 0 {
+		t.Errorf("defaults: %v, system %q", err, tel.cfg.system)
 	}
 }
 
 func TestLinkMemoryIsBounded(t *testing.T) {
-	r := newRegistry(1, 2)
+	l := newLinkMemory(2)
+	sc := func(b byte) trace.SpanContext {
+		return trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{b}, SpanID: trace.SpanID{b}})
+	}
+	for i, id := range []string{"a", "b", "c"} {
+		l.put(id, sc(byte(i+1)))
+	}
+	if _, ok := l.take("a"); ok {
+		t.Error("the oldest link was kept past the bound")
+	}
+	if got, ok := l.take("b"); !ok || got.SpanID() != sc(2).SpanID() {
+		t.Errorf("link b = %v, %v", got, ok)
+	}
+	if _, ok := l.take("b"); ok {
+		t.Error("a taken link was given twice")
+	}
+	// Re-putting and taking many times keeps the bookkeeping bounded.
+	for range 1000 {
+		l.put("d", sc(4))
+		l.take("d")
+	}
+	if len(l.order) > 2*l.cap+16 || len(l.spans) > l.cap {
+		t.Errorf("bookkeeping grew: order %d, spans %d", len(l.order), len(l.spans))
+	}
+	if got, ok := l.take("c"); !ok || got.SpanID() != sc(3).SpanID() {
+		t.Errorf("link c lost to the bookkeeping: %v, %v", got, ok)
+	}
+}
+
+func TestAttrCacheIsBoundedAndExact(t *testing.T) {
 	h := newHarness(t)
-	_, s := h.tel.tracer.Start(context.Background(), "x")
-	defer s.End()
-	for _, id := range []string{"a", "b", "c"} {
-		r.remember(id, s.SpanContext())
+	c := h.tel.attrs
+	for i := range maxCachedAttrs + 500 {
+		c.at("q", AttrURN.String(fmt.Sprintf("urn:babel:u%d", i)))
 	}
-	if _, ok := r.recalled("a"); ok {
-		t.Error("oldest link kept past the bound")
+	if len(c.opts) != maxCachedAttrs {
+		t.Errorf("%d cached combinations, want the bound %d", len(c.opts), maxCachedAttrs)
 	}
-	for _, id := range []string{"b", "c"} {
-		if _, ok := r.recalled(id); !ok {
-			t.Errorf("link %s forgotten", id)
+	// Past the bound, and for a cached combination, the attributes are
+	// still those asked for.
+	for _, urn := range []string{"urn:babel:u3", "urn:babel:u1400"} {
+		h.tel.m.poison.Add(context.Background(), 1, c.at("q", AttrURN.String(urn)))
+		if n := h.count(t, MetricPoison, map[string]string{"babelqueue.urn": urn, "messaging.destination.name": "q", "messaging.system": DefaultSystem}); n != 1 {
+			t.Errorf("%s counted %d, want 1", urn, n)
 		}
+	}
+	if c.at("q", AttrOutcome.String("a"), AttrReason.String("b")) == c.at("q", AttrOutcome.String("a")) {
+		t.Error("a combination with a reason shares the option of one without")
 	}
 }

@@ -9,46 +9,37 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Middleware wraps h so that it runs inside the process span of its
-// delivery and its duration is measured (MetricHandlerDuration).
+// Middleware wraps h so that its error or panic is recorded on the process
+// span as an exception event (a panic is re-raised for the App to
+// recover). It is optional: the hooks count every outcome and measure
+// every handler exactly without it.
 //
-// Over a transport decorated by the same Telemetry the span is the one the
-// decorator started when the message was read (found by meta.id), so that
-// it also covers the settlement and carries its outcome. Otherwise
-// Middleware starts a Consumer span of its own, a child of the trace
-// context in the delivered headers (babelqueue.HeadersFromContext), and
-// ends it when h returns; such a span never has an error status, since
-// only the App knows whether the failure is retried or dead-lettered.
-//
-// A handler error or panic is recorded on the span as an exception event;
-// a panic is re-raised for the App to recover.
+// In an App with this Telemetry's hooks, the handler already runs inside
+// the delivery's process span; Middleware adds only the exact handler
+// result (success or error) to MetricHandlerDuration, which the hooks
+// otherwise infer from the settlement (see Hooks.OnSettle). Without the
+// hooks, Middleware starts a Consumer span of its own, a child of the
+// trace context in the delivered headers, ends it when h returns and
+// records the handler's duration itself; such a span never has an error
+// status, since only the App knows whether the failure is retried or
+// dead-lettered.
 func (t *Telemetry) Middleware(h babelqueue.Handler) babelqueue.Handler {
 	if h == nil {
 		return nil
 	}
-	t.middlewareUsed.Store(true)
 	return func(ctx context.Context, env *babelqueue.Envelope) (err error) {
-		var (
-			d      *delivery
-			span   trace.Span
-			system = t.cfg.system
-			queue  = env.Meta.Queue
-			own    bool
-		)
-		if d = t.reg.lookupID(env.Meta.ID); d != nil {
-			span, system, queue = d.span, d.system, d.queue
-			t.reg.with(func() { d.handlerRan = true })
+		d := deliveryOf(ctx)
+		var span trace.Span
+		if d != nil {
+			d.wrapped.Store(true)
+			span = d.span
 		} else {
-			if system == "" {
-				system = DefaultSystem
-			}
-			own = true
-			parent := t.extract(ctx, babelqueue.HeadersFromContext(ctx))
-			_, span = t.tracer.Start(parent, "process "+queue,
+			parent := t.prop.Extract(trace.ContextWithSpanContext(ctx, trace.SpanContext{}), headerCarrier(babelqueue.HeadersFromContext(ctx)))
+			ctx, span = t.tracer.Start(parent, "process "+env.Meta.Queue,
 				trace.WithSpanKind(trace.SpanKindConsumer),
 				trace.WithAttributes(
-					semconv.MessagingSystemKey.String(system),
-					semconv.MessagingDestinationName(queue),
+					semconv.MessagingSystemKey.String(t.cfg.system),
+					semconv.MessagingDestinationName(env.Meta.Queue),
 					semconv.MessagingOperationTypeProcess,
 					semconv.MessagingOperationName("process"),
 					semconv.MessagingMessageID(env.Meta.ID),
@@ -57,15 +48,10 @@ func (t *Telemetry) Middleware(h babelqueue.Handler) babelqueue.Handler {
 					AttrTraceID.String(env.TraceID),
 				))
 		}
-		urn := env.URN()
 		start := t.cfg.now()
 		defer func() {
 			p := recover()
 			failed := err != nil || p != nil
-			t.metrics.HandlerDuration(ctx, system, queue, urn, t.cfg.now().Sub(start), failed)
-			if d != nil {
-				t.reg.with(func() { d.handlerFailed = failed })
-			}
 			switch {
 			case p != nil:
 				span.AddEvent("exception", trace.WithAttributes(
@@ -74,14 +60,22 @@ func (t *Telemetry) Middleware(h babelqueue.Handler) babelqueue.Handler {
 			case err != nil:
 				span.RecordError(err)
 			}
-			if own {
+			if d != nil {
+				d.failed.Store(failed)
+			} else {
+				result := "success"
+				if failed {
+					result = "error"
+				}
+				seconds(ctx, t.m.handlerDuration, t.cfg.now().Sub(start), t.attrs.at(env.Meta.Queue,
+					AttrURN.String(env.URN()), AttrHandlerOutcome.String(result)))
 				span.End()
 			}
 			if p != nil {
 				panic(p)
 			}
 		}()
-		return h(trace.ContextWithSpan(ctx, span), env)
+		return h(ctx, env)
 	}
 }
 

@@ -21,14 +21,11 @@ const Version = "0.1.0"
 //	WithTracerProvider     the global TracerProvider (otel.GetTracerProvider)
 //	WithMeterProvider      the global MeterProvider (otel.GetMeterProvider)
 //	WithPropagator         W3C trace context (propagation.TraceContext)
-//	WithSystem             inferred from the wrapped transport's package: "kafka"
-//	                       for .../kafka, "pulsar" for .../pulsar, else DefaultSystem
+//	WithSystem             DefaultSystem
 //	WithLinkMemory         DefaultLinkMemory attempts remembered for retry links
-//	WithMaxOpenDeliveries  DefaultMaxOpenDeliveries deliveries tracked at once
 const (
-	DefaultSystem            = "babelqueue"
-	DefaultLinkMemory        = 10000
-	DefaultMaxOpenDeliveries = 10000
+	DefaultSystem     = "babelqueue"
+	DefaultLinkMemory = 10000
 )
 
 // Option configures New.
@@ -40,15 +37,14 @@ type config struct {
 	propagator propagation.TextMapPropagator
 	system     string
 	linkMemory int
-	maxOpen    int
 	now        func() time.Time
 }
 
 func defaultConfig() config {
 	return config{
 		propagator: propagation.TraceContext{},
+		system:     DefaultSystem,
 		linkMemory: DefaultLinkMemory,
-		maxOpen:    DefaultMaxOpenDeliveries,
 		now:        time.Now,
 	}
 }
@@ -93,8 +89,10 @@ func WithPropagator(p propagation.TextMapPropagator) Option {
 	}
 }
 
-// WithSystem sets messaging.system ("kafka", "pulsar", ...) instead of
-// inferring it from the wrapped transport. A blank value is rejected.
+// WithSystem sets messaging.system ("kafka", "pulsar", ...) of every span
+// and measurement; the hooks cannot see which binding an App runs on. Use
+// one Telemetry per binding when a process runs several. A blank value is
+// rejected.
 func WithSystem(system string) Option {
 	return func(c *config) error {
 		if babelqueue.IsBlank(system) {
@@ -105,9 +103,10 @@ func WithSystem(system string) Option {
 	}
 }
 
-// WithLinkMemory sets how many failed attempts the decorator remembers, so
-// that the next attempt's span links to the failed one when the retry path
-// could not carry HeaderRetryLink. Zero turns the memory off; a negative
+// WithLinkMemory sets how many failed attempts the hooks remember by
+// meta.id, so that the next attempt's span links to the failed one when the
+// retry did not carry HeaderRetryLink (a broker redelivery, such as a
+// Pulsar negative acknowledgement). Zero turns the memory off; a negative
 // value is rejected.
 func WithLinkMemory(n int) Option {
 	return func(c *config) error {
@@ -115,19 +114,6 @@ func WithLinkMemory(n int) Option {
 			return invalid("negative link memory %d", n)
 		}
 		c.linkMemory = n
-		return nil
-	}
-}
-
-// WithMaxOpenDeliveries bounds how many deliveries (popped, not yet
-// settled) the decorator tracks at once; past it, the oldest one's span is
-// ended with OutcomeUnsettled. It must be at least 1.
-func WithMaxOpenDeliveries(n int) Option {
-	return func(c *config) error {
-		if n < 1 {
-			return invalid("max open deliveries %d is below 1", n)
-		}
-		c.maxOpen = n
 		return nil
 	}
 }

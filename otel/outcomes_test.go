@@ -3,386 +3,291 @@ package otel
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"sort"
+	"strings"
 	"testing"
 	"time"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
 
-func TestDeadLetterIsTheOnlyErrorStatus(t *testing.T) {
-	h := newHarness(t)
-	mem := babelqueue.NewInMemoryTransport()
-	app := newApp(h, mem, babelqueue.WithMaxAttempts(2))
-	app.Handle(testURN, h.tel.Middleware(func(context.Context, *babelqueue.Envelope) error { return errors.New("invalid transition") }))
-	if _, err := app.Publish(context.Background(), testURN, nil); err != nil {
-		t.Fatal(err)
-	}
-	drain(t, app)
+// handlerTime is how long every handler of these tests runs, on the fake
+// clock of the App.
+const handlerTime = 250 * time.Millisecond
 
-	spans := h.ended("process orders")
-	if len(spans) != 2 {
-		t.Fatalf("%d process spans, want 2", len(spans))
-	}
-	if spans[0].Status.Code != codes.Unset {
-		t.Errorf("retried attempt status %v, want unset", spans[0].Status)
-	}
-	last := spans[1]
-	if last.Status.Code != codes.Error {
-		t.Errorf("dead-lettered attempt status %v, want error", last.Status)
-	}
-	wantAttrs(t, last, map[string]string{"babelqueue.outcome": OutcomeDeadLettered, "babelqueue.reason": "failed", "babelqueue.attempt": "1"})
-	if !linkedTo(last, spans[0].SpanContext) || !hasEvent(last, "babelqueue.dead_lettered") {
-		t.Errorf("dead-lettered attempt: links %v events %v", last.Links, last.Events)
-	}
-	if n := h.count(t, MetricDeadLettered, map[string]string{"babelqueue.reason": "failed", "messaging.destination.name": "orders"}); n != 1 {
-		t.Errorf("dead_lettered{failed} = %d, want 1", n)
-	}
-	if n := h.count(t, MetricHandled, map[string]string{"babelqueue.outcome": OutcomeDeadLettered}); n != 1 {
-		t.Errorf("handled{dead_lettered} = %d, want 1", n)
-	}
-	// The dead letter keeps the original trace.
-	dl := mem.Messages("orders.dlq")
-	if len(dl) != 1 || dl[0].Headers["traceparent"] != formatLink(h.only(t, "send orders").SpanContext) {
-		t.Errorf("dead letter headers %v: want the original traceparent", dl)
+// gatedBody is an envelope of schema version 2, which the version gate
+// rejects.
+const gatedBody = `{"job":"` + testURN + `","trace_id":"t1","data":{},"meta":{"id":"m1","queue":"orders","lang":"php","schema_version":2,"created_at":1},"attempts":0}`
+
+// settled is what one delivery of an outcome case must end with.
+type settled struct {
+	outcome, reason, target string
+	delayMS                 string // babelqueue.delay_ms on the span; "" for none
+	handler                 string // the handler result measured: "success", "error", or "" when no handler ran
+}
+
+type outcomeCase struct {
+	name    string
+	opts    []babelqueue.Option
+	mem     []babelqueue.MemoryOption
+	fail    bool   // the handler of testURN returns an error
+	noRoute bool   // no handler for testURN
+	body    string // a raw body published instead of an App envelope
+	fault   string // the transport operation that fails
+	stop    bool   // the handler cancels the Drain and fails
+	wantErr bool   // Drain returns an error (a settle failure)
+	want    []settled
+	// counters lists the expected data points of every counter but
+	// MetricPublished, one entry per unit counted: "<metric> k=v ...",
+	// metric and keys by their last name segment (outcome, reason, target,
+	// destination), messaging.system and messaging.destination.name=orders
+	// implied.
+	counters []string
+}
+
+// outcomeCases holds one case per outcome and reason the App reports.
+func outcomeCases() []outcomeCase {
+	tiers := babelqueue.WithMemoryRetryTiers(time.Minute) // a retry stays delayed on the fake clock
+	noDLQ := babelqueue.WithDeadLetter(false)
+	one := babelqueue.WithMaxAttempts(1)
+	strategy := babelqueue.WithUnknownURNStrategy
+	return []outcomeCase{
+		{name: "handled", want: []settled{{outcome: "handled", handler: "success"}},
+			counters: []string{"handled outcome=handled"}},
+		{name: "retried/failed", mem: []babelqueue.MemoryOption{tiers}, fail: true,
+			want:     []settled{{outcome: "retried", reason: "failed", target: "orders", delayMS: "60000", handler: "error"}},
+			counters: []string{"handled outcome=retried reason=failed", "retried reason=failed target=orders"}},
+		{name: "retried/failed/binding-settles", fail: true,
+			mem:      []babelqueue.MemoryOption{tiers, babelqueue.WithMemoryFeatures(babelqueue.Features{Keys: true, Headers: true, Delay: true, SettlesRetry: true, HandBack: babelqueue.HandBackNack})},
+			want:     []settled{{outcome: "retried", reason: "failed", target: "orders", delayMS: "60000", handler: "error"}},
+			counters: []string{"handled outcome=retried reason=failed", "retried reason=failed target=orders"}},
+		{name: "retried/unknown_urn", mem: []babelqueue.MemoryOption{tiers}, noRoute: true, opts: []babelqueue.Option{strategy(babelqueue.StrategyFail)},
+			want:     []settled{{outcome: "retried", reason: "unknown_urn", target: "orders", delayMS: "60000"}},
+			counters: []string{"handled outcome=retried reason=unknown_urn", "retried reason=unknown_urn target=orders"}},
+		{name: "retried/poison", mem: []babelqueue.MemoryOption{tiers}, body: "not json", opts: []babelqueue.Option{noDLQ},
+			want:     []settled{{outcome: "retried", reason: "poison", target: "orders", delayMS: "60000"}},
+			counters: []string{"handled outcome=retried reason=poison", "retried reason=poison target=orders", "poison"}},
+		{name: "dead_lettered/failed", fail: true, opts: []babelqueue.Option{one},
+			want:     []settled{{outcome: "dead_lettered", reason: "failed", target: "orders.dlq", handler: "error"}},
+			counters: []string{"handled outcome=dead_lettered reason=failed", "dead_lettered reason=failed target=orders.dlq"}},
+		{name: "dead_lettered/unknown_urn", noRoute: true, opts: []babelqueue.Option{strategy(babelqueue.StrategyDeadLetter)},
+			want:     []settled{{outcome: "dead_lettered", reason: "unknown_urn", target: "orders.dlq"}},
+			counters: []string{"handled outcome=dead_lettered reason=unknown_urn", "dead_lettered reason=unknown_urn target=orders.dlq"}},
+		{name: "dead_lettered/poison", body: "not json",
+			want:     []settled{{outcome: "dead_lettered", reason: "poison", target: "orders.dlq"}},
+			counters: []string{"handled outcome=dead_lettered reason=poison", "dead_lettered reason=poison target=orders.dlq", "poison"}},
+		{name: "dead_lettered/version_gated", body: gatedBody,
+			want:     []settled{{outcome: "dead_lettered", reason: "version_gated", target: "orders.dlq"}},
+			counters: []string{"handled outcome=dead_lettered reason=version_gated", "dead_lettered reason=version_gated target=orders.dlq", "version_gated"}},
+		{name: "dropped/failed", fail: true, opts: []babelqueue.Option{one, noDLQ},
+			want:     []settled{{outcome: "dropped", reason: "failed", handler: "error"}},
+			counters: []string{"handled outcome=dropped reason=failed"}},
+		{name: "dropped/unknown_urn", noRoute: true, opts: []babelqueue.Option{strategy(babelqueue.StrategyDeadLetter), noDLQ},
+			want:     []settled{{outcome: "dropped", reason: "unknown_urn"}},
+			counters: []string{"handled outcome=dropped reason=unknown_urn"}},
+		{name: "dropped/poison", body: "not json", opts: []babelqueue.Option{one, noDLQ},
+			want:     []settled{{outcome: "dropped", reason: "poison"}},
+			counters: []string{"handled outcome=dropped reason=poison", "poison"}},
+		{name: "dropped/version_gated", body: gatedBody, opts: []babelqueue.Option{noDLQ},
+			want:     []settled{{outcome: "dropped", reason: "version_gated"}},
+			counters: []string{"handled outcome=dropped reason=version_gated", "version_gated"}},
+		{name: "released", noRoute: true, opts: []babelqueue.Option{strategy(babelqueue.StrategyRelease)},
+			// Drain reads its own release back once, releases it again and
+			// stops reading the queue.
+			want:     []settled{{outcome: "released", reason: "unknown_urn", target: "orders"}, {outcome: "released", reason: "unknown_urn", target: "orders"}},
+			counters: []string{"handled outcome=released reason=unknown_urn", "handled outcome=released reason=unknown_urn"}},
+		{name: "deleted", noRoute: true, opts: []babelqueue.Option{strategy(babelqueue.StrategyDelete)},
+			want:     []settled{{outcome: "deleted", reason: "unknown_urn"}},
+			counters: []string{"handled outcome=deleted reason=unknown_urn"}},
+		{name: "handed_back/ack-failed", fault: "Ack", wantErr: true,
+			want:     []settled{{outcome: "handed_back", handler: "success"}},
+			counters: []string{"handled outcome=handed_back"}},
+		{name: "handed_back/retry-write-failed", fault: "retry", fail: true, wantErr: true,
+			want:     []settled{{outcome: "handed_back", handler: "error"}},
+			counters: []string{"handled outcome=handed_back"}},
+		{name: "handed_back/dead-letter-write-failed", fault: "dead_letter", fail: true, wantErr: true, opts: []babelqueue.Option{one},
+			want:     []settled{{outcome: "handed_back", handler: "error"}},
+			counters: []string{"handled outcome=handed_back"}},
+		{name: "handed_back/consumer-stopping", stop: true, wantErr: true,
+			want:     []settled{{outcome: "handed_back", handler: "error"}},
+			counters: []string{"handled outcome=handed_back"}},
 	}
 }
 
-func TestPoisonDeadLettered(t *testing.T) {
-	h := newHarness(t)
-	mem := babelqueue.NewInMemoryTransport()
-	app := newApp(h, mem)
-	app.Handle(testURN, h.tel.Middleware(func(context.Context, *babelqueue.Envelope) error { return nil }))
-	if err := mem.Publish(context.Background(), "orders", "not json"); err != nil {
-		t.Fatal(err)
-	}
-	drain(t, app)
-	p := h.only(t, "process orders")
-	if p.Status.Code != codes.Error {
-		t.Errorf("poison status %v, want error", p.Status)
-	}
-	wantAttrs(t, p, map[string]string{"babelqueue.outcome": OutcomeDeadLettered, "babelqueue.reason": "poison"})
-	if n := h.count(t, MetricPoison, map[string]string{"messaging.destination.name": "orders"}); n != 1 {
-		t.Errorf("poison = %d, want 1", n)
-	}
-	if n := h.count(t, MetricDeadLettered, map[string]string{"babelqueue.reason": "poison"}); n != 1 {
-		t.Errorf("dead_lettered{poison} = %d, want 1", n)
-	}
-}
-
-func TestPoisonRetriedWithDeadLetteringOff(t *testing.T) {
-	h := newHarness(t)
-	mem := babelqueue.NewInMemoryTransport()
-	app := newApp(h, mem, babelqueue.WithDeadLetter(false), babelqueue.WithMaxAttempts(2))
-	if err := mem.Publish(context.Background(), "orders", "[1]"); err != nil {
-		t.Fatal(err)
-	}
-	drain(t, app)
-	if n := h.count(t, MetricRetried, map[string]string{"babelqueue.reason": "poison"}); n != 1 {
-		t.Errorf("retried{poison} = %d, want 1", n)
-	}
-	if n := h.count(t, MetricHandled, map[string]string{"babelqueue.outcome": OutcomeDropped}); n != 1 {
-		t.Errorf("handled{dropped} = %d, want 1", n)
-	}
-	for _, s := range h.ended("process orders") {
-		if s.Status.Code == codes.Error {
-			t.Errorf("a dropped (not dead-lettered) message has an error span")
+// TestEveryOutcomeIsCountedExactly runs one delivery (two for a release)
+// per outcome and reason through an App with the hooks, with and without
+// Middleware on the handler, and checks every counter data point, the
+// handler duration and the process spans.
+func TestEveryOutcomeIsCountedExactly(t *testing.T) {
+	for _, tc := range outcomeCases() {
+		for _, wrapped := range []bool{false, true} {
+			name := tc.name + "/hooks-only"
+			if wrapped {
+				name = tc.name + "/with-middleware"
+			}
+			t.Run(name, func(t *testing.T) { runOutcome(t, tc, wrapped) })
 		}
 	}
-	if n := h.count(t, MetricPoison, nil); n != 2 {
-		t.Errorf("poison = %d, want 2 (one per delivery)", n)
-	}
 }
 
-func TestVersionGatedDeadLettered(t *testing.T) {
+func runOutcome(t *testing.T, tc outcomeCase, wrapped bool) {
 	h := newHarness(t)
-	mem := babelqueue.NewInMemoryTransport()
-	app := newApp(h, mem)
-	app.Handle(testURN, h.tel.Middleware(func(context.Context, *babelqueue.Envelope) error { return nil }))
-	body := `{"job":"` + testURN + `","trace_id":"t1","data":{},"meta":{"id":"m1","queue":"orders","lang":"php","schema_version":2,"created_at":1},"attempts":0}`
-	if err := mem.Publish(context.Background(), "orders", body); err != nil {
+	clock := babelqueue.NewFakeClock(epoch)
+	mem := babelqueue.NewInMemoryTransport(append([]babelqueue.MemoryOption{babelqueue.WithMemoryClock(clock)}, tc.mem...)...)
+	app := newApp(h, mem, append([]babelqueue.Option{babelqueue.WithClock(clock)}, tc.opts...)...)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	handler := func(context.Context, *babelqueue.Envelope) error {
+		clock.Advance(handlerTime)
+		if tc.stop {
+			cancel()
+			return context.Canceled
+		}
+		if tc.fail {
+			return errors.New("projection store unavailable")
+		}
+		return nil
+	}
+	if wrapped {
+		handler = h.tel.Middleware(handler)
+	}
+	route := testURN
+	if tc.noRoute {
+		route = "urn:babel:other"
+	}
+	app.Handle(route, handler)
+
+	if tc.body != "" {
+		if err := mem.Publish(ctx, "orders", tc.body); err != nil {
+			t.Fatal(err)
+		}
+	} else if _, err := app.Publish(ctx, testURN, map[string]any{"order_id": 1}); err != nil {
 		t.Fatal(err)
 	}
-	drain(t, app)
-	p := h.only(t, "process orders")
-	wantAttrs(t, p, map[string]string{"babelqueue.outcome": OutcomeDeadLettered, "babelqueue.reason": ReasonVersionGated})
-	if p.Status.Code != codes.Error {
-		t.Errorf("status %v, want error", p.Status)
-	}
-	if n := h.count(t, MetricVersionGated, nil); n != 1 {
-		t.Errorf("version_gated = %d, want 1", n)
-	}
-	if n := h.count(t, MetricDeadLettered, map[string]string{"babelqueue.reason": ReasonVersionGated}); n != 1 {
-		t.Errorf("dead_lettered{version_gated} = %d, want 1", n)
-	}
-	if mem.Len("orders.dlq") != 1 {
-		t.Errorf("dlq holds %d, want 1", mem.Len("orders.dlq"))
-	}
-}
-
-func TestUnknownURNReasons(t *testing.T) {
-	h := newHarness(t)
-	mem := babelqueue.NewInMemoryTransport()
-	app := newApp(h, mem, babelqueue.WithMaxAttempts(2))
-	app.Handle("urn:babel:other", h.tel.Middleware(func(context.Context, *babelqueue.Envelope) error { return nil }))
-	if _, err := app.Publish(context.Background(), testURN, nil); err != nil {
-		t.Fatal(err)
-	}
-	drain(t, app)
-	if n := h.count(t, MetricRetried, map[string]string{"babelqueue.reason": "unknown_urn"}); n != 1 {
-		t.Errorf("retried{unknown_urn} = %d, want 1", n)
-	}
-	if n := h.count(t, MetricDeadLettered, map[string]string{"babelqueue.reason": "unknown_urn"}); n != 1 {
-		t.Errorf("dead_lettered{unknown_urn} = %d, want 1", n)
-	}
-}
-
-func TestUnknownURNDeleteAndRelease(t *testing.T) {
-	for _, tc := range []struct {
-		strategy babelqueue.UnknownURNStrategy
-		outcome  string
-	}{{babelqueue.StrategyDelete, OutcomeDropped}, {babelqueue.StrategyRelease, OutcomeReleased}} {
-		t.Run(string(tc.strategy), func(t *testing.T) {
-			h := newHarness(t)
-			mem := babelqueue.NewInMemoryTransport()
-			app := newApp(h, mem, babelqueue.WithUnknownURNStrategy(tc.strategy))
-			app.Handle("urn:babel:other", h.tel.Middleware(func(context.Context, *babelqueue.Envelope) error { return nil }))
-			if _, err := app.Publish(context.Background(), testURN, nil); err != nil {
-				t.Fatal(err)
+	if tc.fault != "" {
+		mem.SetFault(func(op, _ string) error {
+			if op == tc.fault {
+				return errors.New("broker refused " + op)
 			}
-			drain(t, app)
-			if n := h.count(t, MetricHandled, map[string]string{"babelqueue.outcome": tc.outcome}); n < 1 {
-				t.Errorf("handled{%s} = %d, want at least 1", tc.outcome, n)
-			}
-			for _, s := range h.ended("process orders") {
-				if s.Status.Code == codes.Error {
-					t.Errorf("%s: error status on a message that was not dead-lettered", tc.strategy)
-				}
-			}
+			return nil
 		})
 	}
-}
+	_, err := app.Drain(ctx)
+	if (err != nil) != tc.wantErr {
+		t.Fatalf("Drain: %v, want an error: %v", err, tc.wantErr)
+	}
 
-func TestRedriveThroughDecorator(t *testing.T) {
-	h := newHarness(t)
-	mem := babelqueue.NewInMemoryTransport()
-	app := newApp(h, mem, babelqueue.WithMaxAttempts(1))
-	app.Handle(testURN, h.tel.Middleware(func(context.Context, *babelqueue.Envelope) error { return errors.New("no") }))
-	for range 2 {
-		if _, err := app.Publish(context.Background(), testURN, nil); err != nil {
-			t.Fatal(err)
+	// Every counter data point, exactly.
+	want := expandCounters(tc.counters)
+	if got := h.counters(t); !maps.Equal(got, want) {
+		t.Errorf("counters\n got  %v\n want %v", sortedKeys(got), sortedKeys(want))
+	}
+
+	// The handler duration, once per handler call, on the App's clock.
+	byResult := map[string]int{}
+	for _, s := range tc.want {
+		if s.handler != "" {
+			byResult[s.handler]++
 		}
 	}
-	drain(t, app)
-	res, err := babelqueue.Redrive(context.Background(), h.tel.Transport(mem), "orders.dlq", babelqueue.WithRedrivePollTimeout(20*time.Millisecond))
-	if err != nil || res.Moved != 2 {
-		t.Fatalf("Redrive: %+v %v", res, err)
-	}
-	if n := h.count(t, MetricRedriven, map[string]string{"messaging.destination.name": "orders"}); n != 2 {
-		t.Errorf("redriven{orders} = %d, want 2", n)
-	}
-	if n := h.count(t, MetricHandled, map[string]string{"babelqueue.outcome": OutcomeRedriven, "messaging.destination.name": "orders.dlq"}); n != 2 {
-		t.Errorf("handled{redriven} on the dlq = %d, want 2", n)
-	}
-	for _, s := range h.ended("process orders.dlq") {
-		if s.Status.Code == codes.Error {
-			t.Errorf("redriven dead letter has an error status")
+	for _, result := range []string{"success", "error"} {
+		n, sum := h.observations(t, MetricHandlerDuration, map[string]string{"babelqueue.urn": testURN, "babelqueue.handler.outcome": result})
+		wantSum := float64(byResult[result]) * handlerTime.Seconds()
+		if int(n) != byResult[result] || math.Abs(sum-wantSum) > 1e-9 {
+			t.Errorf("handler duration{%s}: %d observations summing %vs, want %d summing %vs", result, n, sum, byResult[result], wantSum)
 		}
 	}
-}
 
-func TestMiddlewareAloneStartsChildOfHeaders(t *testing.T) {
-	h := newHarness(t, WithSystem("pulsar"))
-	_, producer := h.tp.Tracer("test").Start(context.Background(), "producer")
-	producer.End()
-	headers := h.tel.inject(trace.ContextWithSpan(context.Background(), producer), nil)
-	ctx := babelqueue.ContextWithHeaders(context.Background(), headers)
-	env, err := babelqueue.Make(testURN, nil, babelqueue.WithQueue("orders"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var inHandler trace.SpanContext
-	handler := h.tel.Middleware(func(ctx context.Context, _ *babelqueue.Envelope) error {
-		inHandler = trace.SpanContextFromContext(ctx)
-		return errors.New("boom")
-	})
-	if err := handler(ctx, env); err == nil || err.Error() != "boom" {
-		t.Fatalf("handler error %v, want boom unchanged", err)
-	}
-	p := h.only(t, "process orders")
-	if p.Parent.SpanID() != producer.SpanContext().SpanID() || p.SpanContext.TraceID() != producer.SpanContext().TraceID() {
-		t.Errorf("middleware span is not a child of the header's span")
-	}
-	if inHandler.SpanID() != p.SpanContext.SpanID() {
-		t.Errorf("the handler's context does not carry the process span")
-	}
-	if p.Status.Code != codes.Unset || !hasEvent(p, "exception") {
-		t.Errorf("status %v events %v: want an exception event and no error status", p.Status, p.Events)
-	}
-	wantAttrs(t, p, map[string]string{"messaging.system": "pulsar", "messaging.message.id": env.Meta.ID, "babelqueue.attempt": "0"})
-	if n, _ := h.observations(t, MetricHandlerDuration, map[string]string{"babelqueue.handler.outcome": "error", "messaging.system": "pulsar"}); n != 1 {
-		t.Errorf("handler duration errors = %d, want 1", n)
-	}
-}
-
-func TestMiddlewareRecordsPanicAndRepanics(t *testing.T) {
-	h := newHarness(t)
-	mem := babelqueue.NewInMemoryTransport()
-	app := newApp(h, mem, babelqueue.WithMaxAttempts(1))
-	app.Handle(testURN, h.tel.Middleware(func(context.Context, *babelqueue.Envelope) error { panic("kaboom") }))
-	if _, err := app.Publish(context.Background(), testURN, nil); err != nil {
-		t.Fatal(err)
-	}
-	drain(t, app)
-	p := h.only(t, "process orders")
-	if !hasEvent(p, "exception") {
-		t.Errorf("no exception event for a panic")
-	}
-	// The App recovered the re-raised panic as a failure: dead-lettered.
-	wantAttrs(t, p, map[string]string{"babelqueue.outcome": OutcomeDeadLettered, "babelqueue.reason": "failed"})
-	if mem.Len("orders.dlq") != 1 {
-		t.Errorf("dlq holds %d, want 1", mem.Len("orders.dlq"))
-	}
-}
-
-func TestPublishDelayedSpan(t *testing.T) {
-	h := newHarness(t)
-	mem := babelqueue.NewInMemoryTransport()
-	app := newApp(h, mem)
-	if _, err := app.Publish(context.Background(), testURN, nil, babelqueue.WithDelay(time.Hour)); err != nil {
-		t.Fatal(err)
-	}
-	s := h.only(t, "send orders")
-	wantAttrs(t, s, map[string]string{"babelqueue.delay_ms": "3600000", "messaging.operation.type": "send"})
-	if n := h.count(t, MetricPublished, nil); n != 1 {
-		t.Errorf("published = %d, want 1", n)
-	}
-}
-
-func TestSettleWriteFailureRequeues(t *testing.T) {
-	h := newHarness(t)
-	mem := babelqueue.NewInMemoryTransport()
-	fail := true
-	mem.SetFault(func(op, _ string) error {
-		if op == "Retry" && fail {
-			fail = false
-			return errors.New("retry refused")
-		}
-		return nil
-	})
-	app := newApp(h, mem)
-	var calls int
-	app.Handle(testURN, h.tel.Middleware(func(context.Context, *babelqueue.Envelope) error {
-		calls++
-		if calls == 1 {
-			return errors.New("fail")
-		}
-		return nil
-	}))
-	if _, err := app.Publish(context.Background(), testURN, nil); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if _, err := app.Drain(ctx); !errors.Is(err, babelqueue.ErrSettle) {
-		t.Fatalf("Drain: %v, want ErrSettle", err)
-	}
-	drain(t, app)
+	// One ended process span per delivery, carrying its outcome; Error
+	// only when dead-lettered.
 	spans := h.ended("process orders")
-	if len(spans) != 2 {
-		t.Fatalf("%d spans, want 2", len(spans))
+	if len(spans) != len(tc.want) {
+		t.Fatalf("%d process spans, want %d (all: %v)", len(spans), len(tc.want), spanNames(h.spans.GetSpans()))
 	}
-	wantAttrs(t, spans[0], map[string]string{"babelqueue.outcome": OutcomeRequeued})
-	if !hasEvent(spans[0], "babelqueue.settle_write_failed") {
-		t.Errorf("events %v: want babelqueue.settle_write_failed", spans[0].Events)
-	}
-	if !linkedTo(spans[1], spans[0].SpanContext) {
-		t.Errorf("redelivery after a failed attempt does not link to it")
-	}
-	if n := h.count(t, MetricRetried, nil); n != 0 {
-		t.Errorf("retried = %d after a refused retry write, want 0", n)
-	}
-}
-
-func TestOpenDeliveriesAreBounded(t *testing.T) {
-	h := newHarness(t, WithMaxOpenDeliveries(1))
-	mem := babelqueue.NewInMemoryTransport()
-	tr := h.tel.Transport(mem)
-	ctx := context.Background()
-	for range 2 {
-		if err := mem.Publish(ctx, "q", `{"job":"urn:x","trace_id":"t","data":{},"meta":{"id":"`+babelqueue.NewID()+`","queue":"q","lang":"go","schema_version":1,"created_at":1},"attempts":0}`); err != nil {
-			t.Fatal(err)
+	for i, s := range tc.want {
+		got := attrs(spans[i])
+		for k, v := range map[string]string{"babelqueue.outcome": s.outcome, "babelqueue.reason": s.reason, "babelqueue.target": s.target, "babelqueue.delay_ms": s.delayMS} {
+			if got[k] != v {
+				t.Errorf("span %d: %s = %q, want %q (all: %v)", i, k, got[k], v, got)
+			}
+		}
+		wantCode := codes.Unset
+		if s.outcome == "dead_lettered" {
+			wantCode = codes.Error
+		}
+		if spans[i].Status.Code != wantCode {
+			t.Errorf("span %d (%s): status %v, want %v", i, s.outcome, spans[i].Status, wantCode)
 		}
 	}
-	a, _ := tr.Pop(ctx, "q", time.Second)
-	b, _ := tr.Pop(ctx, "q", time.Second)
-	if a == nil || b == nil {
-		t.Fatal("Pop returned nothing")
-	}
-	first := h.only(t, "process q")
-	wantAttrs(t, first, map[string]string{"babelqueue.outcome": OutcomeUnsettled})
-	if err := tr.Ack(ctx, b); err != nil {
-		t.Fatal(err)
-	}
-	if len(h.ended("process q")) != 2 {
-		t.Errorf("second delivery not ended by its Ack")
-	}
-	// Acknowledging the evicted one settles it without a second span end.
-	if err := tr.Ack(ctx, a); err != nil {
-		t.Fatal(err)
-	}
-	if len(h.ended("process q")) != 2 {
-		t.Errorf("an evicted delivery was ended twice")
-	}
 }
 
-// plain exposes only the three methods of the Transport contract.
-type plain struct{ m *babelqueue.InMemoryTransport }
-
-func (p plain) Publish(ctx context.Context, q, b string) error { return p.m.Publish(ctx, q, b) }
-func (p plain) Pop(ctx context.Context, q string, d time.Duration) (*babelqueue.ReceivedMessage, error) {
-	return p.m.Pop(ctx, q, d)
-}
-func (p plain) Ack(ctx context.Context, m *babelqueue.ReceivedMessage) error { return p.m.Ack(ctx, m) }
-
-func TestPlainTransportRetryIsASettleWriteNotAPublish(t *testing.T) {
-	// Without any capability the App retries by Publish: the decorator must
-	// recognise the retry copy (same meta.id as the open delivery, same
-	// queue) and not count or trace it as a new message.
-	h := newHarness(t)
-	mem := babelqueue.NewInMemoryTransport()
-	app := newApp(h, plain{mem})
-	calls := 0
-	app.Handle(testURN, h.tel.Middleware(func(context.Context, *babelqueue.Envelope) error {
-		if calls++; calls == 1 {
-			return errors.New("fail")
+// expandCounters turns the compact counter list of an outcome case into
+// the data point keys counters returns, each with its count.
+func expandCounters(list []string) map[string]int64 {
+	full := map[string]string{
+		"outcome": string(AttrOutcome), "reason": string(AttrReason), "target": string(AttrTarget),
+		"destination": "messaging.destination.name",
+	}
+	out := map[string]int64{}
+	for _, e := range list {
+		fields := strings.Fields(e)
+		kv := map[string]string{"messaging.system": DefaultSystem, "messaging.destination.name": "orders"}
+		for _, f := range fields[1:] {
+			k, v, _ := strings.Cut(f, "=")
+			kv[full[k]] = v
 		}
-		return nil
-	}))
-	if _, err := app.Publish(context.Background(), testURN, nil); err != nil {
-		t.Fatal(err)
+		out[pointKey("babelqueue.messages."+fields[0], kv)]++
 	}
-	drain(t, app)
-	if n := len(h.ended("send orders")); n != 1 {
-		t.Errorf("%d send spans, want 1 (the retry copy is no new publish)", n)
+	return out
+}
+
+func pointKey(metric string, kv map[string]string) string {
+	keys := slices.Sorted(maps.Keys(kv))
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + kv[k]
 	}
-	if n := h.count(t, MetricPublished, nil); n != 1 {
-		t.Errorf("published = %d, want 1", n)
+	return metric + "{" + strings.Join(parts, ",") + "}"
+}
+
+// counters returns every data point of every counter but MetricPublished,
+// keyed by metric name and attributes.
+func (h *harness) counters(t testing.TB) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	for _, sm := range h.collect(t).ScopeMetrics {
+		for _, m := range sm.Metrics {
+			sum, ok := m.Data.(metricdata.Sum[int64])
+			if !ok || m.Name == MetricPublished {
+				continue
+			}
+			for _, dp := range sum.DataPoints {
+				if dp.Value == 0 {
+					continue
+				}
+				kv := map[string]string{}
+				for _, a := range dp.Attributes.ToSlice() {
+					kv[string(a.Key)] = a.Value.String()
+				}
+				out[pointKey(m.Name, kv)] += dp.Value
+			}
+		}
 	}
-	if n := h.count(t, MetricRetried, map[string]string{"babelqueue.reason": "failed"}); n != 1 {
-		t.Errorf("retried = %d, want 1", n)
+	return out
+}
+
+func sortedKeys(m map[string]int64) []string {
+	out := make([]string, 0, len(m))
+	for k, v := range m {
+		out = append(out, fmt.Sprintf("%s=%d", k, v))
 	}
-	spans := h.ended("process orders")
-	if len(spans) != 2 {
-		t.Fatalf("%d process spans, want 2", len(spans))
-	}
-	// Plain Publish carries no headers: the trace context is lost on the
-	// wire, and the link comes from the decorator's memory.
-	if spans[0].Parent.IsValid() {
-		t.Errorf("first delivery has a parent although Publish cannot carry headers")
-	}
-	if !linkedTo(spans[1], spans[0].SpanContext) {
-		t.Errorf("retry does not link to the failed attempt")
-	}
+	sort.Strings(out)
+	return out
 }

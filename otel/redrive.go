@@ -10,42 +10,36 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Redrive makes every decorator a babelqueue.Redriver, so that
-// babelqueue.Redrive over a decorated transport keeps the guarantees of the
-// wrapped one: a transport with its own redrive (Kafka's durable cursor,
-// Pulsar's transactions) runs it, and any other gets the generic run
-// through the decorator. The run is traced as one span "redrive <dlq>"
-// with its counts, and each moved message is counted in
-// babelqueue.messages.redriven once (a dry run counts nothing).
-func (t *transport) Redrive(ctx context.Context, dlq string, plan babelqueue.RedrivePlan) (*babelqueue.RedriveResult, error) {
-	ctx, span := t.tel.tracer.Start(ctx, "redrive "+dlq, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(
-		semconv.MessagingSystemKey.String(t.system),
+// StartRedrive starts the span "redrive <dlq>" of one redrive run, a child
+// of the span in ctx, and returns the context to run it with and the
+// function that ends the span with the run's result:
+//
+//	ctx, end := tel.StartRedrive(ctx, "orders.dlq")
+//	res, err := app.Redrive(ctx, "orders.dlq") // an App with WithHooks(tel.Hooks())
+//	end(res, err)
+//
+// The hooks count the moved messages (OnRedrive); the span carries the
+// run's counts (babelqueue.redrive.examined, moved, kept, recovered,
+// dry_run) and has status Error when err is not nil.
+func (t *Telemetry) StartRedrive(ctx context.Context, dlq string) (context.Context, func(*babelqueue.RedriveResult, error)) {
+	ctx, span := t.tracer.Start(ctx, "redrive "+dlq, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(
+		semconv.MessagingSystemKey.String(t.cfg.system),
 		semconv.MessagingDestinationName(dlq),
-		attribute.Bool("babelqueue.redrive.dry_run", plan.DryRun),
 	))
-	defer span.End()
-	var res *babelqueue.RedriveResult
-	var err error
-	if rd, ok := t.inner.(babelqueue.Redriver); ok {
-		// The wrapped redrive writes past the decorator: count its moves here.
-		res, err = rd.Redrive(ctx, dlq, plan)
-		t.tel.metrics.RedriveResult(ctx, t.system, res)
-	} else {
-		// The generic run writes through the decorator, whose settle writes
-		// count each move.
-		res, err = babelqueue.RunRedrive(ctx, t.outer, dlq, plan)
+	return context.WithValue(ctx, redriveKey, span), func(res *babelqueue.RedriveResult, err error) {
+		if res != nil {
+			span.SetAttributes(
+				attribute.Int("babelqueue.redrive.examined", res.Examined),
+				attribute.Int("babelqueue.redrive.moved", res.Moved),
+				attribute.Int("babelqueue.redrive.kept", res.Kept),
+				attribute.Int("babelqueue.redrive.recovered", res.Recovered),
+				attribute.Bool("babelqueue.redrive.dry_run", res.DryRun),
+			)
+		}
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, "redrive failed")
+		}
+		span.End()
 	}
-	if res != nil {
-		span.SetAttributes(
-			attribute.Int("babelqueue.redrive.examined", res.Examined),
-			attribute.Int("babelqueue.redrive.moved", res.Moved),
-			attribute.Int("babelqueue.redrive.kept", res.Kept),
-			attribute.Int("babelqueue.redrive.recovered", res.Recovered),
-		)
-	}
-	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, "redrive failed")
-	}
-	return res, err
 }

@@ -4,74 +4,96 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"go.opentelemetry.io/otel/codes"
 )
 
-func TestEveryDecoratorIsARedriver(t *testing.T) {
-	tr := &transport{inner: minimal{}}
-	for mask := range len(combinations) {
-		if _, ok := combinations[mask](tr).(babelqueue.Redriver); !ok {
-			t.Fatalf("mask %010b: the decorator is not a babelqueue.Redriver", mask)
-		}
-	}
-}
-
-func TestRedriveThroughTheDecoratorCountsEachMoveOnce(t *testing.T) {
-	h := newHarness(t)
-	mem := babelqueue.NewInMemoryTransport()
+// deadLetters leaves n dead letters in orders.dlq.
+func deadLetters(t *testing.T, h *harness, mem *babelqueue.InMemoryTransport, n int) *babelqueue.App {
+	t.Helper()
 	app := newApp(h, mem, babelqueue.WithMaxAttempts(1))
 	app.Handle(testURN, func(context.Context, *babelqueue.Envelope) error { return errors.New("down") })
-	for range 2 {
+	for range n {
 		if _, err := app.Publish(context.Background(), testURN, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	drain(t, app)
-	if mem.Len("orders.dlq") != 2 {
-		t.Fatalf("set-up: DLQ holds %d, want 2", mem.Len("orders.dlq"))
+	if mem.Len("orders.dlq") != n {
+		t.Fatalf("set-up: the DLQ holds %d, want %d", mem.Len("orders.dlq"), n)
 	}
-	res, err := babelqueue.Redrive(context.Background(), h.tel.Transport(mem), "orders.dlq", babelqueue.WithRedrivePollTimeout(10e6))
-	if err != nil || res.Moved != 2 || mem.Len("orders") != 2 || mem.Len("orders.dlq") != 0 {
-		t.Fatalf("Redrive: %v, result %+v, orders %d, dlq %d", err, res, mem.Len("orders"), mem.Len("orders.dlq"))
-	}
-	if n := h.count(t, MetricRedriven, map[string]string{"messaging.destination.name": "orders"}); n != 2 {
-		t.Errorf("redriven{orders} = %d, want 2", n)
-	}
-	span := h.only(t, "redrive orders.dlq")
-	wantAttrs(t, span, map[string]string{"babelqueue.redrive.moved": "2", "babelqueue.redrive.examined": "2"})
+	return app
 }
 
-// ownRedrive is a transport with a redrive of its own.
+func TestAppRedriveCountsEachMoveUnderItsTarget(t *testing.T) {
+	h := newHarness(t)
+	mem := babelqueue.NewInMemoryTransport()
+	app := deadLetters(t, h, mem, 3)
+	poll := babelqueue.WithRedrivePollTimeout(10 * time.Millisecond)
+
+	// A dry run moves nothing and counts nothing.
+	ctx, end := h.tel.StartRedrive(context.Background(), "orders.dlq")
+	res, err := app.Redrive(ctx, "orders.dlq", poll, babelqueue.WithRedriveDryRun())
+	end(res, err)
+	if err != nil || res.Moved != 3 || mem.Len("orders.dlq") != 3 {
+		t.Fatalf("dry run: %v, %+v", err, res)
+	}
+	if n := h.count(t, MetricRedriven, nil); n != 0 {
+		t.Errorf("a dry run counted %d redriven", n)
+	}
+
+	ctx, end = h.tel.StartRedrive(context.Background(), "orders.dlq")
+	res, err = app.Redrive(ctx, "orders.dlq", poll, babelqueue.WithRedriveMax(2))
+	end(res, err)
+	if err != nil || res.Moved != 2 || mem.Len("orders") != 2 {
+		t.Fatalf("Redrive: %v, %+v, orders %d", err, res, mem.Len("orders"))
+	}
+	res, err = app.Redrive(context.Background(), "orders.dlq", poll, babelqueue.WithRedriveTarget("audit"))
+	if err != nil || res.Moved != 1 {
+		t.Fatalf("Redrive to audit: %v, %+v", err, res)
+	}
+	for target, want := range map[string]int64{"orders": 2, "audit": 1} {
+		if n := h.count(t, MetricRedriven, map[string]string{"messaging.destination.name": target}); n != want {
+			t.Errorf("redriven{%s} = %d, want %d", target, n, want)
+		}
+	}
+	runs := h.ended("redrive orders.dlq")
+	if len(runs) != 2 {
+		t.Fatalf("%d redrive spans, want 2", len(runs))
+	}
+	wantAttrs(t, runs[0], map[string]string{"babelqueue.redrive.dry_run": "true", "babelqueue.redrive.moved": "3"})
+	wantAttrs(t, runs[1], map[string]string{"babelqueue.redrive.dry_run": "false", "babelqueue.redrive.moved": "2", "babelqueue.redrive.examined": "2"})
+}
+
+// ownRedrive is a transport running redrives itself, as the Kafka and
+// Pulsar bindings do.
 type ownRedrive struct {
 	*babelqueue.InMemoryTransport
-	plan babelqueue.RedrivePlan
-	err  error
 }
 
-func (o *ownRedrive) Redrive(_ context.Context, _ string, plan babelqueue.RedrivePlan) (*babelqueue.RedriveResult, error) {
-	o.plan = plan
+func (o ownRedrive) Redrive(_ context.Context, _ string, plan babelqueue.RedrivePlan) (*babelqueue.RedriveResult, error) {
 	res := &babelqueue.RedriveResult{}
 	plan.Report(res, babelqueue.RedriveItem{Target: "orders", Outcome: babelqueue.RedriveMoved})
-	plan.Report(res, babelqueue.RedriveItem{Outcome: babelqueue.RedriveUnselected})
-	return res, o.err
+	plan.Report(res, babelqueue.RedriveItem{Outcome: babelqueue.RedriveAlreadyMoved, Target: "orders"})
+	plan.Report(res, babelqueue.RedriveItem{Outcome: babelqueue.RedriveFailed, Position: "0/7", Err: errors.New("write refused")})
+	return res, errors.New("partial")
 }
 
-func TestRedriveReachesTheWrappedRedriver(t *testing.T) {
+func TestRedriveHooksReachABindingsOwnRedrive(t *testing.T) {
 	h := newHarness(t)
-	inner := &ownRedrive{InMemoryTransport: babelqueue.NewInMemoryTransport(), err: errors.New("partial")}
-	res, err := babelqueue.Redrive(context.Background(), h.tel.Transport(inner), "orders.dlq", babelqueue.WithRedriveCursor("c"), babelqueue.WithRedriveMaxRedrives(2))
-	if err == nil || err.Error() != "partial" || res.Moved != 1 || res.Kept != 1 {
+	ctx, end := h.tel.StartRedrive(context.Background(), "orders.dlq")
+	res, err := babelqueue.Redrive(ctx, ownRedrive{babelqueue.NewInMemoryTransport()}, "orders.dlq", babelqueue.WithRedriveHooks(h.tel.Hooks()))
+	end(res, err)
+	if err == nil || res.Moved != 1 {
 		t.Fatalf("Redrive: %v, %+v", err, res)
 	}
-	if inner.plan.Cursor != "c" || inner.plan.MaxRedrives != 2 {
-		t.Fatalf("the wrapped redrive got plan %+v", inner.plan)
-	}
 	if n := h.count(t, MetricRedriven, map[string]string{"messaging.destination.name": "orders"}); n != 1 {
-		t.Errorf("redriven{orders} = %d, want 1", n)
+		t.Errorf("redriven{orders} = %d, want 1 (the already moved one is not counted again)", n)
 	}
 	span := h.only(t, "redrive orders.dlq")
-	if span.Status.Description != "redrive failed" {
-		t.Errorf("span status %+v, want an error", span.Status)
+	if span.Status.Code != codes.Error || !hasEvent(span, "babelqueue.redrive_failed") {
+		t.Errorf("redrive span status %v events %v, want an error and the failed item", span.Status, span.Events)
 	}
 }

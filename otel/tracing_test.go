@@ -4,24 +4,30 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
 
 const testURN = "urn:babel:orders:created"
 
-// newApp returns an App over the decorated in-memory transport mem.
+var epoch = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+
+// newApp returns an App over mem reporting to the harness's hooks.
 func newApp(h *harness, mem babelqueue.Transport, opts ...babelqueue.Option) *babelqueue.App {
+	return newAppOf(h.tel, mem, opts...)
+}
+
+func newAppOf(tel *Telemetry, mem babelqueue.Transport, opts ...babelqueue.Option) *babelqueue.App {
 	base := []babelqueue.Option{babelqueue.WithDefaultQueue("orders"), babelqueue.WithPollTimeout(20 * time.Millisecond),
-		babelqueue.WithFailureBackoff(0), babelqueue.WithLogger(slog.New(slog.DiscardHandler))}
-	return babelqueue.NewApp(h.tel.Transport(mem), append(base, opts...)...)
+		babelqueue.WithFailureBackoff(0), babelqueue.WithLogger(slog.New(slog.DiscardHandler)), babelqueue.WithHooks(tel.Hooks())}
+	return babelqueue.NewApp(mem, append(base, opts...)...)
 }
 
 func drain(t *testing.T, app *babelqueue.App, queues ...string) {
@@ -30,6 +36,18 @@ func drain(t *testing.T, app *babelqueue.App, queues ...string) {
 	defer cancel()
 	if _, err := app.Drain(ctx, queues...); err != nil {
 		t.Fatalf("Drain: %v", err)
+	}
+}
+
+func ok(context.Context, *babelqueue.Envelope) error { return nil }
+
+// failOnce returns a handler that fails its first call.
+func failOnce(calls *atomic.Int32) babelqueue.Handler {
+	return func(ctx context.Context, env *babelqueue.Envelope) error {
+		if calls.Add(1) == 1 {
+			return errors.New("projection store unavailable")
+		}
+		return nil
 	}
 }
 
@@ -44,13 +62,9 @@ func TestPublishStartsProducerSpanAndInjectsTraceparent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-
 	send := h.only(t, "send orders")
-	if send.SpanKind != trace.SpanKindProducer {
-		t.Errorf("kind %v, want producer", send.SpanKind)
-	}
-	if send.Parent.SpanID() != parent.SpanContext().SpanID() {
-		t.Errorf("send span is not a child of the caller's span")
+	if send.SpanKind != trace.SpanKindProducer || send.Parent.SpanID() != parent.SpanContext().SpanID() {
+		t.Errorf("send span kind %v parent %v, want a producer child of the caller's span", send.SpanKind, send.Parent.SpanID())
 	}
 	wantAttrs(t, send, map[string]string{
 		"messaging.system":           "kafka",
@@ -63,13 +77,11 @@ func TestPublishStartsProducerSpanAndInjectsTraceparent(t *testing.T) {
 	if attrs(send)["babelqueue.trace_id"] == "" {
 		t.Error("no babelqueue.trace_id attribute")
 	}
-
 	msgs := mem.Messages("orders")
 	if len(msgs) != 1 {
 		t.Fatalf("%d messages, want 1", len(msgs))
 	}
-	got := propagation.TraceContext{}.Extract(context.Background(), headerCarrier(msgs[0].Headers))
-	sc := trace.SpanContextFromContext(got)
+	sc := trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), headerCarrier(msgs[0].Headers)))
 	if sc.SpanID() != send.SpanContext.SpanID() || sc.TraceID() != send.SpanContext.TraceID() {
 		t.Errorf("traceparent %q does not name the send span", msgs[0].Headers["traceparent"])
 	}
@@ -78,28 +90,31 @@ func TestPublishStartsProducerSpanAndInjectsTraceparent(t *testing.T) {
 	}
 }
 
-func TestPublishWithHeadersKeepsCallersTraceparent(t *testing.T) {
+func TestPublishKeepsCallersTraceparentAndHeaders(t *testing.T) {
 	h := newHarness(t)
 	mem := babelqueue.NewInMemoryTransport()
 	app := newApp(h, mem)
 	const tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
-	if _, err := app.PublishWithHeaders(context.Background(), testURN, nil, map[string]string{"traceparent": tp, "x-user": "v"}); err != nil {
+	headers := map[string]string{"traceparent": tp, "x-user": "v"}
+	if _, err := app.PublishWithHeaders(context.Background(), testURN, nil, headers); err != nil {
 		t.Fatal(err)
 	}
 	msg := mem.Messages("orders")[0]
 	if msg.Headers["traceparent"] != tp || msg.Headers["x-user"] != "v" {
 		t.Errorf("headers %v: the caller's traceparent and headers must be kept", msg.Headers)
 	}
-	send := h.only(t, "send orders")
-	wantAttrs(t, send, map[string]string{"messaging.system": DefaultSystem})
+	if len(headers) != 2 {
+		t.Errorf("the caller's header map was changed: %v", headers)
+	}
+	wantAttrs(t, h.only(t, "send orders"), map[string]string{"messaging.system": DefaultSystem})
 }
 
-func TestPublishFailureMarksSendSpan(t *testing.T) {
+func TestPublishFailureMarksSendSpanAndIsNotCounted(t *testing.T) {
 	h := newHarness(t)
 	mem := babelqueue.NewInMemoryTransport()
 	boom := errors.New("broker down")
 	mem.SetFault(func(op, _ string) error {
-		if op == "PublishWithHeaders" {
+		if op == "publish" {
 			return boom
 		}
 		return nil
@@ -117,22 +132,51 @@ func TestPublishFailureMarksSendSpan(t *testing.T) {
 	}
 }
 
-func TestConsumerSpanIsChildOfProducerSpan(t *testing.T) {
+func TestDelayedPublishCarriesTraceAndDelay(t *testing.T) {
+	h := newHarness(t)
+	clock := babelqueue.NewFakeClock(epoch)
+	mem := babelqueue.NewInMemoryTransport(babelqueue.WithMemoryClock(clock))
+	app := newApp(h, mem, babelqueue.WithClock(clock))
+	app.Handle(testURN, ok)
+	if _, err := app.Publish(context.Background(), testURN, nil, babelqueue.WithDelay(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	send := h.only(t, "send orders")
+	wantAttrs(t, send, map[string]string{"babelqueue.delay_ms": "60000"})
+	if msgs := mem.Messages("orders"); len(msgs) != 1 || msgs[0].Headers["traceparent"] != formatLink(send.SpanContext) {
+		t.Fatalf("the delayed message does not carry the send span's traceparent: %+v", msgs)
+	}
+	drain(t, app)
+	if n := len(h.ended("process orders")); n != 0 {
+		t.Fatalf("%d process spans before the delay passed", n)
+	}
+	clock.Advance(time.Minute)
+	drain(t, app)
+	p := h.only(t, "process orders")
+	if p.Parent.SpanID() != send.SpanContext.SpanID() || p.SpanContext.TraceID() != send.SpanContext.TraceID() {
+		t.Errorf("process span parent %v, want the producer span %v", p.Parent.SpanID(), send.SpanContext.SpanID())
+	}
+}
+
+func TestProcessSpanIsChildOfProducerAndParentOfHandlerSpans(t *testing.T) {
 	h := newHarness(t)
 	mem := babelqueue.NewInMemoryTransport()
 	app := newApp(h, mem)
-	var handlerSpan trace.SpanContext
-	app.Handle(testURN, h.tel.Middleware(func(ctx context.Context, env *babelqueue.Envelope) error {
+	app.Handle(testURN, func(ctx context.Context, env *babelqueue.Envelope) error {
 		_, s := h.tp.Tracer("test").Start(ctx, "work")
-		handlerSpan = s.SpanContext()
 		s.End()
 		return nil
-	}))
+	})
 	id, err := app.Publish(context.Background(), testURN, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	drain(t, app)
+	// The consumer's own span is not the parent of its deliveries.
+	ctx, consumer := h.tp.Tracer("test").Start(context.Background(), "consumer")
+	if _, err := app.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	consumer.End()
 
 	send, process, work := h.only(t, "send orders"), h.only(t, "process orders"), h.only(t, "work")
 	if process.SpanKind != trace.SpanKindConsumer {
@@ -141,7 +185,7 @@ func TestConsumerSpanIsChildOfProducerSpan(t *testing.T) {
 	if process.Parent.SpanID() != send.SpanContext.SpanID() || process.SpanContext.TraceID() != send.SpanContext.TraceID() {
 		t.Errorf("process span is not a child of the send span")
 	}
-	if work.Parent.SpanID() != process.SpanContext.SpanID() || handlerSpan.TraceID() != send.SpanContext.TraceID() {
+	if work.Parent.SpanID() != process.SpanContext.SpanID() {
 		t.Errorf("the handler's span is not a child of the process span")
 	}
 	if len(process.Links) != 0 {
@@ -151,177 +195,241 @@ func TestConsumerSpanIsChildOfProducerSpan(t *testing.T) {
 		"messaging.system":           DefaultSystem,
 		"messaging.destination.name": "orders",
 		"messaging.operation.type":   "process",
+		"messaging.operation.name":   "process",
 		"messaging.message.id":       id,
 		"babelqueue.urn":             testURN,
 		"babelqueue.attempt":         "0",
-		"babelqueue.outcome":         OutcomeSuccess,
+		"babelqueue.outcome":         "handled",
 	})
-	if process.Status.Code != codes.Unset {
-		t.Errorf("status %v, want unset", process.Status)
-	}
-	if n := h.count(t, MetricHandled, map[string]string{"babelqueue.outcome": OutcomeSuccess}); n != 1 {
-		t.Errorf("handled{success} = %d, want 1", n)
-	}
-	if n, _ := h.observations(t, MetricHandlerDuration, map[string]string{"babelqueue.urn": testURN, "babelqueue.handler.outcome": "success"}); n != 1 {
-		t.Errorf("handler duration observations = %d, want 1", n)
-	}
 }
 
-// failOnce returns a handler that fails its first call.
-func failOnce(calls *atomic.Int32) babelqueue.Handler {
-	return func(ctx context.Context, env *babelqueue.Envelope) error {
-		if calls.Add(1) == 1 {
-			return errors.New("projection store unavailable")
-		}
-		return nil
-	}
-}
-
-// checkRetryTrace checks the spans of a message that failed once and then
-// succeeded.
-func checkRetryTrace(t *testing.T, h *harness) {
-	t.Helper()
-	send := h.only(t, "send orders")
-	process := h.ended("process orders")
-	if len(process) != 2 {
-		t.Fatalf("%d process spans, want 2 (all: %v)", len(process), spanNames(h.spans.GetSpans()))
-	}
-	first, second := process[0], process[1]
-	for _, p := range process {
-		if p.SpanContext.TraceID() != send.SpanContext.TraceID() || p.Parent.SpanID() != send.SpanContext.SpanID() {
-			t.Errorf("attempt %s is not a child of the send span", attrs(p)["babelqueue.attempt"])
-		}
-		if p.Status.Code != codes.Unset {
-			t.Errorf("attempt %s status %v, want unset (not dead-lettered)", attrs(p)["babelqueue.attempt"], p.Status)
-		}
-	}
-	wantAttrs(t, first, map[string]string{"babelqueue.attempt": "0", "babelqueue.outcome": OutcomeRetried, "babelqueue.reason": "failed"})
-	if !hasEvent(first, "exception") || !hasEvent(first, "babelqueue.retried") {
-		t.Errorf("failed attempt events %v, want exception and babelqueue.retried", first.Events)
-	}
-	wantAttrs(t, second, map[string]string{"babelqueue.attempt": "1", "babelqueue.outcome": OutcomeSuccess})
-	if !linkedTo(second, first.SpanContext) {
-		t.Errorf("retry span links %v, want a link to the failed attempt %v", second.Links, first.SpanContext.SpanID())
-	}
-	if n := h.count(t, MetricRetried, map[string]string{"babelqueue.reason": "failed", "messaging.destination.name": "orders"}); n != 1 {
-		t.Errorf("retried{failed} = %d, want 1", n)
-	}
-	for outcome, want := range map[string]int64{OutcomeRetried: 1, OutcomeSuccess: 1, OutcomeDeadLettered: 0} {
-		if n := h.count(t, MetricHandled, map[string]string{"babelqueue.outcome": outcome}); n != want {
-			t.Errorf("handled{%s} = %d, want %d", outcome, n, want)
-		}
-	}
-	if n, _ := h.observations(t, MetricHandlerDuration, map[string]string{"babelqueue.handler.outcome": "error"}); n != 1 {
-		t.Errorf("handler duration errors = %d, want 1", n)
-	}
-}
-
-func TestRetryThroughRetrierLinksFailedAttempt(t *testing.T) {
+func TestMessageWithoutTraceContextStartsATraceItsRetryContinues(t *testing.T) {
 	h := newHarness(t)
-	mem := babelqueue.NewInMemoryTransport() // no tiers: the App uses Retry
+	mem := babelqueue.NewInMemoryTransport()
 	app := newApp(h, mem)
 	var calls atomic.Int32
-	app.Handle(testURN, h.tel.Middleware(failOnce(&calls)))
-	if _, err := app.Publish(context.Background(), testURN, nil); err != nil {
-		t.Fatal(err)
-	}
-	drain(t, app)
-	checkRetryTrace(t, h)
-}
-
-func TestRetryThroughTierLinksFailedAttempt(t *testing.T) {
-	h := newHarness(t)
-	mem := babelqueue.NewInMemoryTransport(babelqueue.WithMemoryRetryTiers(time.Millisecond))
-	app := newApp(h, mem)
-	var calls atomic.Int32
-	app.Handle(testURN, h.tel.Middleware(failOnce(&calls)))
-	if _, err := app.Publish(context.Background(), testURN, nil); err != nil {
-		t.Fatal(err)
-	}
-	drain(t, app)
-	checkRetryTrace(t, h)
-	if mem.Acked("orders") != 2 {
-		t.Errorf("acked %d, want 2", mem.Acked("orders"))
-	}
-}
-
-// republisher exposes only the capabilities of a binding without
-// Retrier or TieredRetrier, so that the App retries by republishing with
-// headers.
-type republisher struct{ m *babelqueue.InMemoryTransport }
-
-func (r republisher) Publish(ctx context.Context, q, b string) error { return r.m.Publish(ctx, q, b) }
-func (r republisher) Pop(ctx context.Context, q string, d time.Duration) (*babelqueue.ReceivedMessage, error) {
-	return r.m.Pop(ctx, q, d)
-}
-func (r republisher) Ack(ctx context.Context, m *babelqueue.ReceivedMessage) error {
-	return r.m.Ack(ctx, m)
-}
-func (r republisher) PublishWithHeaders(ctx context.Context, q, b string, h map[string]string) error {
-	return r.m.PublishWithHeaders(ctx, q, b, h)
-}
-func (r republisher) PublishFromWithHeaders(ctx context.Context, q, b string, from *babelqueue.ReceivedMessage, h map[string]string) error {
-	return r.m.PublishFromWithHeaders(ctx, q, b, from, h)
-}
-func (r republisher) Rewind(ctx context.Context, m *babelqueue.ReceivedMessage) error {
-	return r.m.Rewind(ctx, m)
-}
-
-func TestRetryLinkCrossesProcessesInHeader(t *testing.T) {
-	// Two Telemetry values stand for two processes sharing one exporter:
-	// the first fails the message, the second handles the retry and knows
-	// the failed attempt only from the retry copy's headers.
-	h := newHarness(t)
-	second, err := New(WithTracerProvider(h.tp), WithMeterProvider(noop.NewMeterProvider()))
+	app.Handle(testURN, failOnce(&calls))
+	env, err := babelqueue.Make(testURN, nil, babelqueue.WithQueue("orders"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	raw, _ := env.Encode()
+	if err := mem.Publish(context.Background(), "orders", string(raw)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, consumer := h.tp.Tracer("test").Start(context.Background(), "consumer")
+	if _, err := app.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	consumer.End()
+	process := h.ended("process orders")
+	if len(process) != 2 {
+		t.Fatalf("%d process spans, want 2", len(process))
+	}
+	if process[0].Parent.IsValid() {
+		t.Errorf("a delivery without traceparent has parent %v, want a root span", process[0].Parent.SpanID())
+	}
+	if process[1].Parent.SpanID() != process[0].SpanContext.SpanID() || !linkedTo(process[1], process[0].SpanContext) {
+		t.Errorf("the retry is not a linked child of the attempt that failed")
+	}
+}
+
+// TestRetryThenDeadLetterKeepsOneTrace follows a message through a failed
+// attempt, its retry and its dead letter: one trace, every attempt a child
+// of the producer span, each linked to the one before, the copies keeping
+// the original traceparent, and only the dead-lettered attempt an error.
+func TestRetryThenDeadLetterKeepsOneTrace(t *testing.T) {
+	h := newHarness(t)
 	mem := babelqueue.NewInMemoryTransport()
-	errStop := errors.New("first process stops")
-	var stop atomic.Bool
-	mem.SetFault(func(op, _ string) error {
-		if op == "Pop" && stop.Load() {
-			return errStop
-		}
-		return nil
+	app := newApp(h, mem, babelqueue.WithMaxAttempts(2))
+	var seen []map[string]string
+	app.Handle(testURN, func(ctx context.Context, _ *babelqueue.Envelope) error {
+		seen = append(seen, maps.Clone(babelqueue.HeadersFromContext(ctx)))
+		return errors.New("invalid transition")
 	})
-	appA := newApp(h, republisher{mem})
-	appA.Handle(testURN, h.tel.Middleware(func(context.Context, *babelqueue.Envelope) error {
-		stop.Store(true) // the loop stops at its next read, after settling
-		return errors.New("fail")
-	}))
+	if _, err := app.PublishWithHeaders(context.Background(), testURN, nil, map[string]string{"baggage": "tenant=7"}); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, app)
+
+	send := h.only(t, "send orders")
+	process := h.ended("process orders")
+	if len(process) != 2 || len(seen) != 2 {
+		t.Fatalf("%d process spans and %d handler calls, want 2", len(process), len(seen))
+	}
+	for i, p := range process {
+		if p.SpanContext.TraceID() != send.SpanContext.TraceID() || p.Parent.SpanID() != send.SpanContext.SpanID() {
+			t.Errorf("attempt %d is not a child of the send span", i)
+		}
+		if !hasEvent(p, "exception") {
+			t.Errorf("attempt %d: the handler's error is not an exception event: %v", i, p.Events)
+		}
+	}
+	wantAttrs(t, process[0], map[string]string{"babelqueue.attempt": "0", "babelqueue.outcome": "retried", "babelqueue.reason": "failed"})
+	wantAttrs(t, process[1], map[string]string{"babelqueue.attempt": "1", "babelqueue.outcome": "dead_lettered", "babelqueue.reason": "failed", "babelqueue.target": "orders.dlq"})
+	if process[0].Status.Code != codes.Unset || process[1].Status.Code != codes.Error {
+		t.Errorf("statuses %v, %v: want unset, then error", process[0].Status, process[1].Status)
+	}
+	if !hasEvent(process[0], "babelqueue.retry") || !hasEvent(process[1], "babelqueue.dead_letter") {
+		t.Errorf("settle writes are not events of their attempts: %v / %v", process[0].Events, process[1].Events)
+	}
+	if !linkedTo(process[1], process[0].SpanContext) {
+		t.Errorf("the retry does not link to the failed attempt")
+	}
+	original := formatLink(send.SpanContext)
+	if seen[1]["traceparent"] != original || seen[1][HeaderRetryLink] != formatLink(process[0].SpanContext) || seen[1]["baggage"] != "tenant=7" {
+		t.Errorf("retry copy headers %v: want the original traceparent, the baggage and a link to attempt 0", seen[1])
+	}
+	dl := mem.Messages("orders.dlq")
+	if len(dl) != 1 || dl[0].Headers["traceparent"] != original || dl[0].Headers[HeaderRetryLink] != formatLink(process[1].SpanContext) {
+		t.Errorf("dead letter headers %v: want the original traceparent and a link to the last attempt", dl)
+	}
+
+	// Reading the dead-letter queue continues the message's trace.
+	app.Handle(testURN, ok)
+	drain(t, app, "orders.dlq")
+	dlq := h.only(t, "process orders.dlq")
+	if dlq.Parent.SpanID() != send.SpanContext.SpanID() || !linkedTo(dlq, process[1].SpanContext) {
+		t.Errorf("the dead letter's delivery is not a child of the send span linked to the last attempt")
+	}
+}
+
+// TestRetryLinkCrossesProcessesInHeader: two Telemetry values stand for
+// two processes sharing one exporter. The second knows the failed attempt
+// only from the retry copy's HeaderRetryLink.
+func TestRetryLinkCrossesProcessesInHeader(t *testing.T) {
+	h := newHarness(t)
+	second := newHarness(t)
+	clock := babelqueue.NewFakeClock(epoch)
+	mem := babelqueue.NewInMemoryTransport(babelqueue.WithMemoryClock(clock), babelqueue.WithMemoryRetryTiers(time.Minute))
+	appA := newApp(h, mem, babelqueue.WithClock(clock))
+	appA.Handle(testURN, func(context.Context, *babelqueue.Envelope) error { return errors.New("fail") })
 	if _, err := appA.Publish(context.Background(), testURN, nil); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := appA.Consume(ctx); !errors.Is(err, errStop) {
-		t.Fatalf("first process: Consume returned %v", err)
-	}
-	mem.SetFault(nil)
+	drain(t, appA)
+	failed := h.only(t, "process orders")
 
-	send, failed := h.only(t, "send orders"), h.only(t, "process orders")
-	retryCopy := mem.Messages("orders")
-	if len(retryCopy) != 1 || retryCopy[0].Headers[HeaderRetryLink] != formatLink(failed.SpanContext) {
-		t.Fatalf("retry copy %v: want a %s header naming the failed attempt", retryCopy, HeaderRetryLink)
-	}
-	if got := retryCopy[0].Headers["traceparent"]; got != formatLink(send.SpanContext) {
-		t.Errorf("retry copy traceparent %q, want the original %q", got, formatLink(send.SpanContext))
-	}
-
-	appB := babelqueue.NewApp(second.Transport(republisher{mem}), babelqueue.WithDefaultQueue("orders"),
-		babelqueue.WithPollTimeout(20*time.Millisecond), babelqueue.WithLogger(slog.New(slog.DiscardHandler)))
-	appB.Handle(testURN, second.Middleware(func(context.Context, *babelqueue.Envelope) error { return nil }))
+	clock.Advance(time.Minute)
+	appB := newAppOf(second.tel, mem, babelqueue.WithClock(clock))
+	appB.Handle(testURN, ok)
 	drain(t, appB)
-	spans := h.ended("process orders")
-	if len(spans) != 2 {
-		t.Fatalf("%d process spans, want 2", len(spans))
+	retried := second.only(t, "process orders")
+	if !linkedTo(retried, failed.SpanContext) || retried.SpanContext.TraceID() != failed.SpanContext.TraceID() {
+		t.Errorf("the retry in another process is not linked to the failed attempt in its trace: links %v", retried.Links)
 	}
-	if !linkedTo(spans[1], failed.SpanContext) {
-		t.Errorf("retry in another process does not link to the failed attempt: links %v", spans[1].Links)
+	wantAttrs(t, retried, map[string]string{"babelqueue.attempt": "1", "babelqueue.outcome": "handled"})
+}
+
+// TestRedeliveryLinksFromMemory: a message handed back after a failed
+// retry write comes back as it was, without HeaderRetryLink; its next
+// delivery links to the failed attempt from the link memory, unless the
+// memory is off.
+func TestRedeliveryLinksFromMemory(t *testing.T) {
+	for _, memory := range []int{DefaultLinkMemory, 0} {
+		h := newHarness(t, WithLinkMemory(memory))
+		mem := babelqueue.NewInMemoryTransport()
+		app := newApp(h, mem)
+		var calls atomic.Int32
+		app.Handle(testURN, failOnce(&calls))
+		if _, err := app.Publish(context.Background(), testURN, nil); err != nil {
+			t.Fatal(err)
+		}
+		mem.SetFault(func(op, _ string) error {
+			if op == "retry" {
+				return errors.New("refused")
+			}
+			return nil
+		})
+		if _, err := app.Drain(context.Background()); !errors.Is(err, babelqueue.ErrSettle) {
+			t.Fatalf("Drain: %v, want ErrSettle", err)
+		}
+		mem.SetFault(nil)
+		drain(t, app)
+		process := h.ended("process orders")
+		if len(process) != 2 {
+			t.Fatalf("%d process spans, want 2", len(process))
+		}
+		wantAttrs(t, process[0], map[string]string{"babelqueue.outcome": "handed_back"})
+		if linked := linkedTo(process[1], process[0].SpanContext); linked != (memory > 0) {
+			t.Errorf("link memory %d: redelivery linked %v", memory, linked)
+		}
 	}
-	if spans[1].Parent.SpanID() != send.SpanContext.SpanID() {
-		t.Errorf("retry span parent %v, want the producer span %v", spans[1].Parent.SpanID(), send.SpanContext.SpanID())
+}
+
+// deferring hands out every message with its headers deferred, as the
+// Kafka binding's Receive does.
+type deferring struct{ *babelqueue.InMemoryTransport }
+
+type mapSource map[string]string
+
+func (s mapSource) LookupHeader(key string) (string, bool) { v, ok := s[key]; return v, ok }
+func (s mapSource) HeaderMap() map[string]string           { return maps.Clone(s) }
+
+func (d deferring) Receive(ctx context.Context, queue string, timeout time.Duration) (*babelqueue.ReceivedMessage, error) {
+	msg, err := d.InMemoryTransport.Receive(ctx, queue, timeout)
+	if msg != nil {
+		headers := msg.Headers
+		msg.Headers = nil
+		msg.DeferHeaders(mapSource(headers))
 	}
-	wantAttrs(t, spans[1], map[string]string{"babelqueue.attempt": "1", "babelqueue.outcome": OutcomeSuccess})
+	return msg, err
+}
+
+func TestDeferredHeadersAreReadWithoutBeingBuilt(t *testing.T) {
+	h := newHarness(t)
+	mem := babelqueue.NewInMemoryTransport()
+	app := newApp(h, deferring{mem})
+	var filled bool
+	app.Handle(testURN, func(ctx context.Context, env *babelqueue.Envelope) error { return nil })
+	if _, err := app.Publish(context.Background(), testURN, nil); err != nil {
+		t.Fatal(err)
+	}
+	app2 := newApp(h, deferring{mem}, babelqueue.WithHooks(settleSpy(func(d *babelqueue.Delivery) { filled = d.Message.Headers != nil })))
+	app2.Handle(testURN, ok)
+	drain(t, app2)
+	if filled {
+		t.Error("the hooks built the deferred headers of a handled message")
+	}
+	p, send := h.only(t, "process orders"), h.only(t, "send orders")
+	if p.Parent.SpanID() != send.SpanContext.SpanID() {
+		t.Errorf("the process span's parent was not read from the deferred headers")
+	}
+}
+
+// settleSpy is a SettleHook calling fn.
+type settleSpy func(*babelqueue.Delivery)
+
+func (f settleSpy) OnSettle(_ context.Context, d *babelqueue.Delivery, _ *babelqueue.Settlement) {
+	f(d)
+}
+
+// TestTransportWithoutHeadersStillWorks: over a binding without the
+// Headers feature the hooks' headers are dropped by the binding; publish
+// and consume work, and each delivery is a root span.
+func TestTransportWithoutHeadersStillWorks(t *testing.T) {
+	h := newHarness(t)
+	mem := babelqueue.NewInMemoryTransport(babelqueue.WithMemoryFeatures(babelqueue.Features{Keys: true, HandBack: babelqueue.HandBackRewind}))
+	app := newApp(h, mem)
+	var calls atomic.Int32
+	app.Handle(testURN, failOnce(&calls))
+	if _, err := app.Publish(context.Background(), testURN, nil); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, app)
+	process := h.ended("process orders")
+	if len(process) != 2 || calls.Load() != 2 {
+		t.Fatalf("%d process spans, %d handler calls; want 2 and 2", len(process), calls.Load())
+	}
+	for _, p := range process {
+		if p.Parent.IsValid() {
+			t.Errorf("a delivery without headers has parent %v, want a root span", p.Parent.SpanID())
+		}
+	}
+	// Without headers the retry cannot carry the link: it comes from the
+	// link memory.
+	if !linkedTo(process[1], process[0].SpanContext) {
+		t.Errorf("the retry does not link to the failed attempt")
+	}
+	wantAttrs(t, process[1], map[string]string{"babelqueue.outcome": "handled", "babelqueue.attempt": "1"})
 }

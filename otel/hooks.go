@@ -1,0 +1,321 @@
+package otel
+
+import (
+	"context"
+	"sync/atomic"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Hooks is the babelqueue hook value of a Telemetry (Telemetry.Hooks). It
+// implements PublishHook, PublishedHook, DeliveryHook, SettleHook,
+// RedriveHook and ReinjectHook. Each method only starts, annotates or ends
+// a span and records measurements: it never fails, never blocks on I/O and
+// keeps nothing it is handed past the call but span contexts.
+type Hooks struct{ t *Telemetry }
+
+var (
+	_ babelqueue.PublishHook   = (*Hooks)(nil)
+	_ babelqueue.PublishedHook = (*Hooks)(nil)
+	_ babelqueue.DeliveryHook  = (*Hooks)(nil)
+	_ babelqueue.SettleHook    = (*Hooks)(nil)
+	_ babelqueue.RedriveHook   = (*Hooks)(nil)
+	_ babelqueue.ReinjectHook  = (*Hooks)(nil)
+)
+
+type ctxKey uint8
+
+const (
+	deliveryKey ctxKey = iota + 1 // *delivery, from OnDelivery to OnSettle
+	sendKey                       // the producer span, from OnPublish to OnPublished
+	redriveKey                    // the span of a StartRedrive run
+)
+
+// delivery is what the hooks know of one delivery between OnDelivery and
+// OnSettle.
+type delivery struct {
+	span trace.Span
+	// linked: the span links to the previous attempt (HeaderRetryLink).
+	linked bool
+	// copied: a retry or dead-letter copy was asked for, so the handler,
+	// when it ran, failed.
+	copied atomic.Bool
+	// wrapped: Middleware ran the handler and set failed.
+	wrapped atomic.Bool
+	failed  atomic.Bool
+}
+
+func deliveryOf(ctx context.Context) *delivery {
+	d, _ := ctx.Value(deliveryKey).(*delivery)
+	return d
+}
+
+// OnPublish starts the producer span "send <queue>" of a new message and
+// writes its trace context into out.Headers, unless they already hold a
+// traceparent (the caller's own). A settle write keeps the traceparent of
+// the delivery it copies (the App copied it into out.Headers), so that
+// every attempt stays in the message's trace; a retry, release or dead
+// letter also gets HeaderRetryLink naming the attempt that wrote it.
+// IntentForward is written exactly as received: nothing is added.
+func (h *Hooks) OnPublish(ctx context.Context, out *babelqueue.Outgoing) context.Context {
+	t := h.t
+	switch out.Intent {
+	case babelqueue.IntentPublish:
+		p := babelqueue.ProjectBody([]byte(out.Body))
+		attrs := make([]attribute.KeyValue, 0, 8)
+		attrs = append(attrs,
+			semconv.MessagingSystemKey.String(t.cfg.system),
+			semconv.MessagingDestinationName(out.Queue),
+			semconv.MessagingOperationTypeSend,
+			semconv.MessagingOperationName("send"))
+		if p.MessageID != "" {
+			attrs = append(attrs, semconv.MessagingMessageID(p.MessageID))
+		}
+		if p.Job != "" {
+			attrs = append(attrs, AttrURN.String(p.Job))
+		}
+		if p.TraceID != "" {
+			attrs = append(attrs, AttrTraceID.String(p.TraceID))
+		}
+		if out.Delay > 0 {
+			attrs = append(attrs, AttrDelayMS.Int64(out.Delay.Milliseconds()))
+		}
+		ctx, span := t.tracer.Start(ctx, "send "+out.Queue, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(attrs...))
+		if _, ok := out.Headers[babelqueue.HeaderTraceparent]; !ok {
+			t.prop.Inject(ctx, headerCarrier(out.Headers))
+		}
+		return context.WithValue(ctx, sendKey, span)
+	case babelqueue.IntentRetry, babelqueue.IntentRelease, babelqueue.IntentDeadLetter:
+		d := deliveryOf(ctx)
+		if d == nil {
+			return ctx
+		}
+		if out.Intent != babelqueue.IntentRelease {
+			d.copied.Store(true)
+		}
+		if sc := d.span.SpanContext(); sc.IsValid() {
+			if _, ok := out.Headers[babelqueue.HeaderTraceparent]; !ok {
+				// A message that came without trace context continues
+				// the trace of this attempt.
+				t.prop.Inject(ctx, headerCarrier(out.Headers))
+			}
+			out.Headers[HeaderRetryLink] = formatLink(sc)
+		}
+	}
+	return ctx
+}
+
+// OnPublished ends the producer span of a new message, counting it in
+// MetricPublished once the broker acknowledged it; a settle write becomes
+// an event on the process span of its delivery.
+func (h *Hooks) OnPublished(ctx context.Context, out *babelqueue.Outgoing, r babelqueue.Receipt, err error) {
+	t := h.t
+	queue := out.Queue
+	if r.Queue != "" {
+		queue = r.Queue
+	}
+	if out.Intent == babelqueue.IntentPublish {
+		span, _ := ctx.Value(sendKey).(trace.Span)
+		if err != nil {
+			if span != nil {
+				span.RecordError(err)
+				span.SetStatus(codes.Error, "publish failed")
+			}
+		} else {
+			// Counted before the span ends, so that an exported span
+			// implies a counted message.
+			t.m.published.Add(ctx, 1, t.attrs.at(queue))
+		}
+		if span != nil {
+			span.End()
+		}
+		return
+	}
+	d := deliveryOf(ctx)
+	if d == nil {
+		return
+	}
+	attrs := []attribute.KeyValue{attribute.String("babelqueue.intent", out.Intent.String()), semconv.MessagingDestinationName(queue)}
+	if err != nil {
+		d.span.AddEvent("babelqueue.settle_write_failed", trace.WithAttributes(append(attrs, attribute.String("error", err.Error()))...))
+		return
+	}
+	d.span.AddEvent("babelqueue."+out.Intent.String(), trace.WithAttributes(attrs...))
+}
+
+// OnDelivery starts the process span "process <queue>" of a delivery, a
+// child of the span its traceparent names (a root when it has none),
+// linked to the failed attempt its HeaderRetryLink names. The span is in
+// the context the handler and OnSettle receive.
+func (h *Hooks) OnDelivery(ctx context.Context, d *babelqueue.Delivery) context.Context {
+	t := h.t
+	// The consumer's own span is not the parent of a delivery: hide it,
+	// then take the remote parent from the headers.
+	ctx = t.prop.Extract(trace.ContextWithSpanContext(ctx, trace.SpanContext{}), messageCarrier{d.Message})
+	st := &delivery{}
+	opts := make([]trace.SpanStartOption, 0, 3)
+	opts = append(opts, trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
+		semconv.MessagingSystemKey.String(t.cfg.system),
+		semconv.MessagingDestinationName(d.Queue),
+		semconv.MessagingOperationTypeProcess,
+		semconv.MessagingOperationName("process")))
+	if v, ok := d.Message.Header(HeaderRetryLink); ok {
+		if sc, ok := parseLink(v); ok {
+			st.linked = true
+			opts = append(opts, trace.WithLinks(previousAttempt(sc)))
+		}
+	}
+	ctx, st.span = t.tracer.Start(ctx, "process "+d.Queue, opts...)
+	return context.WithValue(ctx, deliveryKey, st)
+}
+
+func previousAttempt(sc trace.SpanContext) trace.Link {
+	return trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{attribute.String("babelqueue.link", "previous_attempt")}}
+}
+
+// OnSettle counts the settlement exactly as the App reports it (see the
+// outcome table in README.md), records the handler's duration when it ran,
+// and ends the process span with the outcome. The span's status is Error
+// only for a dead-lettered delivery.
+func (h *Hooks) OnSettle(ctx context.Context, dl *babelqueue.Delivery, s *babelqueue.Settlement) {
+	t := h.t
+	queue := dl.Queue
+	outcome := AttrOutcome.String(s.Outcome.String())
+	reason := AttrReason.String(s.Reason)
+	target := AttrTarget.String(s.Target)
+
+	if s.Reason != "" {
+		t.m.handled.Add(ctx, 1, t.attrs.at(queue, outcome, reason))
+	} else {
+		t.m.handled.Add(ctx, 1, t.attrs.at(queue, outcome))
+	}
+	switch s.Outcome {
+	case babelqueue.OutcomeRetried:
+		t.m.retried.Add(ctx, 1, t.attrs.at(queue, reason, target))
+	case babelqueue.OutcomeDeadLettered:
+		t.m.deadLettered.Add(ctx, 1, t.attrs.at(queue, reason, target))
+	}
+	switch s.Reason {
+	case babelqueue.ReasonPoison:
+		t.m.poison.Add(ctx, 1, t.attrs.at(queue))
+	case babelqueue.ReasonVersionGated:
+		t.m.versionGated.Add(ctx, 1, t.attrs.at(queue))
+	}
+	d := deliveryOf(ctx)
+	failed := handlerFailed(d, s)
+	if s.HandlerRan {
+		result := "success"
+		if failed {
+			result = "error"
+		}
+		seconds(ctx, t.m.handlerDuration, s.HandlerDuration, t.attrs.at(queue, AttrURN.String(dl.URN), AttrHandlerOutcome.String(result)))
+	}
+	if d == nil {
+		return
+	}
+
+	span := d.span
+	attrs := make([]attribute.KeyValue, 0, 9)
+	attrs = append(attrs, outcome)
+	if s.Reason != "" {
+		attrs = append(attrs, reason)
+	}
+	if s.Target != "" {
+		attrs = append(attrs, target)
+	}
+	if s.Delay > 0 {
+		attrs = append(attrs, AttrDelayMS.Int64(s.Delay.Milliseconds()))
+	}
+	if s.Attempts > 0 {
+		attrs = append(attrs, AttrAttempt.Int(s.Attempts-1))
+	}
+	if dl.URN != "" {
+		attrs = append(attrs, AttrURN.String(dl.URN))
+	}
+	var id string
+	if env := dl.Envelope; env != nil {
+		id = env.Meta.ID
+		attrs = append(attrs, semconv.MessagingMessageID(id))
+		if env.TraceID != "" {
+			attrs = append(attrs, AttrTraceID.String(env.TraceID))
+		}
+	}
+	span.SetAttributes(attrs...)
+	if sc, ok := t.links.take(id); ok && !d.linked {
+		span.AddLink(previousAttempt(sc))
+	}
+	switch {
+	case s.Outcome == babelqueue.OutcomeHandedBack && s.Err != nil:
+		span.AddEvent("babelqueue.settle_failed", trace.WithAttributes(attribute.String("error", s.Err.Error())))
+	case s.Err != nil && !(d.wrapped.Load() && s.Reason == babelqueue.ReasonFailed):
+		// Middleware already recorded the handler's own error.
+		span.RecordError(s.Err)
+	}
+	if s.Outcome == babelqueue.OutcomeDeadLettered {
+		span.SetStatus(codes.Error, "dead-lettered: "+s.Reason)
+	}
+	switch s.Outcome {
+	case babelqueue.OutcomeRetried, babelqueue.OutcomeReleased:
+		t.links.put(id, span.SpanContext())
+	case babelqueue.OutcomeHandedBack:
+		if failed {
+			t.links.put(id, span.SpanContext())
+		}
+	}
+	span.End()
+}
+
+// handlerFailed reports whether the handler of a settled delivery failed:
+// what Middleware saw when it ran the handler, else what the App's
+// decision implies. Without Middleware one case reads as a success: a
+// failed handler whose message was dropped (dead-lettering off, attempts
+// exhausted) and whose acknowledgement then failed.
+func handlerFailed(d *delivery, s *babelqueue.Settlement) bool {
+	if !s.HandlerRan {
+		return false
+	}
+	if d != nil && d.wrapped.Load() {
+		return d.failed.Load()
+	}
+	switch s.Outcome {
+	case babelqueue.OutcomeHandled:
+		return false
+	case babelqueue.OutcomeHandedBack:
+		// Handed back with no error: the handler failed as the consumer
+		// stopped. With an error and no copy asked for: the
+		// acknowledgement of a handled message failed.
+		return s.Err == nil || (d != nil && d.copied.Load())
+	}
+	return true
+}
+
+// OnRedrive counts a dead letter a Redrive run moved in MetricRedriven,
+// under its target queue; the items it kept, would move (a dry run) or
+// found already moved are not counted. A failed item is an event on the
+// run's span when the run was started with StartRedrive.
+func (h *Hooks) OnRedrive(ctx context.Context, dlq string, it babelqueue.RedriveItem) {
+	if it.Outcome == babelqueue.RedriveMoved {
+		h.t.m.redriven.Add(ctx, 1, h.t.attrs.at(it.Target))
+	}
+	if it.Outcome == babelqueue.RedriveFailed {
+		if span, ok := ctx.Value(redriveKey).(trace.Span); ok {
+			attrs := []attribute.KeyValue{semconv.MessagingDestinationName(dlq), attribute.String("babelqueue.redrive.position", it.Position)}
+			if it.Err != nil {
+				attrs = append(attrs, attribute.String("error", it.Err.Error()))
+			}
+			span.AddEvent("babelqueue.redrive_failed", trace.WithAttributes(attrs...))
+		}
+	}
+}
+
+// OnReinject records MetricReinjectLag for a retry record a re-injector
+// carried back to its work queue; a failed carry is not measured.
+func (h *Hooks) OnReinject(ctx context.Context, r *babelqueue.Reinjection) {
+	if r.Err == nil {
+		seconds(ctx, h.t.m.reinjectLag, r.Lag, h.t.attrs.at(r.Queue))
+	}
+}

@@ -1,0 +1,340 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	bqotel "github.com/babelqueue/babelqueue-go/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+)
+
+const testURN = "urn:babel:orders:created"
+
+// env returns the variable name, failing the test when it is not set: a
+// broker test never passes by skipping.
+func env(t *testing.T, name string) string {
+	t.Helper()
+	v := strings.TrimSpace(os.Getenv(name))
+	if v == "" {
+		t.Fatalf("%s is not set: start the brokers (make brokers-up) and export what tools/brokers/env.sh --export prints", name)
+	}
+	return v
+}
+
+// topic returns a topic name unique to this call.
+func topic(t *testing.T, prefix string) string {
+	t.Helper()
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	return prefix + "-" + hex.EncodeToString(b[:])
+}
+
+// harness is a Telemetry recording into in-memory exporters.
+type harness struct {
+	tel    *bqotel.Telemetry
+	spans  *tracetest.InMemoryExporter
+	tp     *sdktrace.TracerProvider
+	reader *sdkmetric.ManualReader
+}
+
+func newHarness(t *testing.T, system string) *harness {
+	t.Helper()
+	h := &harness{spans: tracetest.NewInMemoryExporter(), reader: sdkmetric.NewManualReader()}
+	h.tp = sdktrace.NewTracerProvider(sdktrace.WithSyncer(h.spans))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(h.reader))
+	t.Cleanup(func() {
+		_ = h.tp.Shutdown(context.Background())
+		_ = mp.Shutdown(context.Background())
+	})
+	tel, err := bqotel.New(bqotel.WithTracerProvider(h.tp), bqotel.WithMeterProvider(mp), bqotel.WithSystem(system))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.tel = tel
+	return h
+}
+
+func (h *harness) ended(name string) []tracetest.SpanStub {
+	var out []tracetest.SpanStub
+	for _, s := range h.spans.GetSpans() {
+		if s.Name == name {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (h *harness) only(t *testing.T, name string) tracetest.SpanStub {
+	t.Helper()
+	got := h.ended(name)
+	if len(got) != 1 {
+		t.Fatalf("%d ended spans named %q, want 1", len(got), name)
+	}
+	return got[0]
+}
+
+// waitSpans waits until n spans named name have ended.
+func (h *harness) waitSpans(t *testing.T, name string, n int, within time.Duration) []tracetest.SpanStub {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		got := h.ended(name)
+		if len(got) >= n {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d %q spans ended within %v, want %d", len(got), name, within, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func attrs(s tracetest.SpanStub) map[string]string {
+	m := make(map[string]string, len(s.Attributes))
+	for _, kv := range s.Attributes {
+		m[string(kv.Key)] = kv.Value.String()
+	}
+	return m
+}
+
+func wantAttrs(t *testing.T, s tracetest.SpanStub, want map[string]string) {
+	t.Helper()
+	got := attrs(s)
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("span %q: %s = %q, want %q (all: %v)", s.Name, k, got[k], v, got)
+		}
+	}
+}
+
+func linkedTo(s tracetest.SpanStub, other trace.SpanContext) bool {
+	for _, l := range s.Links {
+		if l.SpanContext.SpanID() == other.SpanID() && l.SpanContext.TraceID() == other.TraceID() {
+			return true
+		}
+	}
+	return false
+}
+
+// traceparent writes sc in W3C form.
+func traceparent(sc trace.SpanContext) string {
+	h := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(trace.ContextWithSpanContext(context.Background(), sc), h)
+	return h["traceparent"]
+}
+
+func (h *harness) collect(t *testing.T) metricdata.ResourceMetrics {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := h.reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	return rm
+}
+
+func matches(set attribute.Set, want map[string]string) bool {
+	for k, v := range want {
+		got, ok := set.Value(attribute.Key(k))
+		if !ok || got.String() != v {
+			return false
+		}
+	}
+	return true
+}
+
+// count sums the counter name over the data points having want.
+func (h *harness) count(t *testing.T, name string, want map[string]string) int64 {
+	t.Helper()
+	var n int64
+	for _, sm := range h.collect(t).ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if sum, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == name {
+				for _, dp := range sum.DataPoints {
+					if matches(dp.Attributes, want) {
+						n += dp.Value
+					}
+				}
+			}
+		}
+	}
+	return n
+}
+
+// observations returns the count and sum of the histogram name over the
+// data points having want.
+func (h *harness) observations(t *testing.T, name string, want map[string]string) (uint64, float64) {
+	t.Helper()
+	var n uint64
+	var sum float64
+	for _, sm := range h.collect(t).ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if hist, ok := m.Data.(metricdata.Histogram[float64]); ok && m.Name == name {
+				for _, dp := range hist.DataPoints {
+					if matches(dp.Attributes, want) {
+						n += dp.Count
+						sum += dp.Sum
+					}
+				}
+			}
+		}
+	}
+	return n, sum
+}
+
+// consume runs app.Consume(queue) until the end of the test.
+func consume(t *testing.T, app *babelqueue.App, queue string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- app.Consume(ctx, queue) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("Consume: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Error("Consume did not stop")
+		}
+	})
+}
+
+// closeWithin closes at cleanup and fails the test when close does not
+// return within d (a hung broker client).
+func closeWithin(t *testing.T, close func() error, d time.Duration) {
+	t.Helper()
+	t.Cleanup(func() {
+		done := make(chan error, 1)
+		go func() { done <- close() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Logf("close: %v", err)
+			}
+		case <-time.After(d):
+			t.Errorf("transport Close did not return within %v", d)
+		}
+	})
+}
+
+// recorder is a handler that always fails, keeping the headers of every
+// delivery it saw.
+type recorder struct {
+	mu      sync.Mutex
+	headers []map[string]string
+}
+
+func (r *recorder) fail(ctx context.Context, _ *babelqueue.Envelope) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h := map[string]string{}
+	for k, v := range babelqueue.HeadersFromContext(ctx) {
+		h[k] = v
+	}
+	r.headers = append(r.headers, h)
+	return errors.New("invalid transition")
+}
+
+func (r *recorder) seen() []map[string]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]map[string]string(nil), r.headers...)
+}
+
+// checkRetryToDeadLetter checks the spans and counters of a message
+// published under root that failed twice on queue: retried, then
+// dead-lettered, in one trace, each attempt a child of the producer span,
+// the second linked to the first, only the last an error, the dead letter
+// keeping the original traceparent. It returns the two attempts' spans.
+func checkRetryToDeadLetter(t *testing.T, h *harness, rec *recorder, root trace.SpanContext, queue, system, retryTarget string, viaHeader bool) []tracetest.SpanStub {
+	t.Helper()
+	process := h.waitSpans(t, "process "+queue, 2, 60*time.Second)
+	send := h.only(t, "send "+queue)
+	if send.Parent.SpanID() != root.SpanID() || send.SpanContext.TraceID() != root.TraceID() {
+		t.Errorf("send span is not a child of the root span")
+	}
+	for i, p := range process {
+		if p.SpanContext.TraceID() != root.TraceID() || p.Parent.SpanID() != send.SpanContext.SpanID() {
+			t.Errorf("process span %d is not a child of the send span in the root's trace", i)
+		}
+		wantAttrs(t, p, map[string]string{"messaging.system": system, "messaging.destination.name": queue,
+			"messaging.operation.type": "process", "messaging.message.id": attrs(send)["messaging.message.id"]})
+	}
+	wantAttrs(t, process[0], map[string]string{"babelqueue.attempt": "0", "babelqueue.outcome": "retried", "babelqueue.reason": "failed"})
+	wantAttrs(t, process[1], map[string]string{"babelqueue.attempt": "1", "babelqueue.outcome": "dead_lettered", "babelqueue.reason": "failed",
+		"babelqueue.target": queue + ".dlq"})
+	if process[0].Status.Code != codes.Unset || process[1].Status.Code != codes.Error {
+		t.Errorf("statuses %v, %v: want unset, then error", process[0].Status, process[1].Status)
+	}
+	if !linkedTo(process[1], process[0].SpanContext) {
+		t.Errorf("the retry does not link to the failed attempt: %v", process[1].Links)
+	}
+	seen := rec.seen()
+	if len(seen) != 2 || seen[0]["traceparent"] != traceparent(send.SpanContext) || seen[1]["traceparent"] != seen[0]["traceparent"] {
+		t.Errorf("traceparent not kept from attempt to attempt: %v", seen)
+	}
+	if viaHeader && (len(seen) < 2 || seen[1][bqotel.HeaderRetryLink] != traceparent(process[0].SpanContext)) {
+		t.Errorf("the retry copy does not carry %s naming the failed attempt: %v", bqotel.HeaderRetryLink, seen)
+	}
+	sys := map[string]string{"messaging.system": system, "messaging.destination.name": queue}
+	for _, c := range []struct {
+		metric string
+		with   map[string]string
+	}{
+		{bqotel.MetricPublished, nil},
+		{bqotel.MetricHandled, map[string]string{"babelqueue.outcome": "retried", "babelqueue.reason": "failed"}},
+		{bqotel.MetricHandled, map[string]string{"babelqueue.outcome": "dead_lettered", "babelqueue.reason": "failed"}},
+		{bqotel.MetricRetried, map[string]string{"babelqueue.reason": "failed", "babelqueue.target": retryTarget}},
+		{bqotel.MetricDeadLettered, map[string]string{"babelqueue.reason": "failed", "babelqueue.target": queue + ".dlq"}},
+	} {
+		want := map[string]string{}
+		for k, v := range sys {
+			want[k] = v
+		}
+		for k, v := range c.with {
+			want[k] = v
+		}
+		if n := h.count(t, c.metric, want); n != 1 {
+			t.Errorf("%s%v = %d, want 1", c.metric, c.with, n)
+		}
+	}
+	if n, _ := h.observations(t, bqotel.MetricHandlerDuration, map[string]string{"babelqueue.handler.outcome": "error"}); n != 2 {
+		t.Errorf("handler duration errors = %d, want 2", n)
+	}
+	return process
+}
+
+// checkDeadLetterContinuesTrace checks the process span of the dead
+// letter read back from queue.dlq: a child of the producer span, linked to
+// the last attempt.
+func checkDeadLetterContinuesTrace(t *testing.T, h *harness, queue string, last tracetest.SpanStub) {
+	t.Helper()
+	dlq := h.waitSpans(t, "process "+queue+".dlq", 1, 60*time.Second)[0]
+	send := h.only(t, "send "+queue)
+	if dlq.Parent.SpanID() != send.SpanContext.SpanID() || dlq.SpanContext.TraceID() != send.SpanContext.TraceID() {
+		t.Errorf("reading the dead letter does not continue the message's trace")
+	}
+	if !linkedTo(dlq, last.SpanContext) {
+		t.Errorf("the dead letter's delivery does not link to the last attempt: %v", dlq.Links)
+	}
+}

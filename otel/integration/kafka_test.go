@@ -1,0 +1,91 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/kafka"
+	bqotel "github.com/babelqueue/babelqueue-go/otel"
+)
+
+func kafkaTransport(t *testing.T, opts ...kafka.Option) *kafka.Transport {
+	t.Helper()
+	brokers := strings.Split(env(t, "BQ_KAFKA_BROKERS"), ",")
+	tr, err := kafka.New(append([]kafka.Option{kafka.WithBrokers(brokers...), kafka.WithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeWithin(t, tr.Close, 15*time.Second)
+	return tr
+}
+
+// TestKafkaTraceFromPublishThroughRetryTierToDeadLetter: a message
+// published under a root span fails, goes through the retry tier and the
+// re-injector, fails again and is dead-lettered; a second consumer reads
+// the dead letter. Every delivery is a child of the producer span in the
+// root's trace, each linked to the attempt before it (the link travels in
+// the tier record's headers), only the dead-lettered attempt is an error,
+// every outcome is counted once, and the re-injector's carry is measured
+// in babelqueue.reinject.lag.
+func TestKafkaTraceFromPublishThroughRetryTierToDeadLetter(t *testing.T) {
+	queue := topic(t, "otel")
+	tiers := kafka.WithRetryTiers(300 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	tr := kafkaTransport(t, kafka.WithGroupID(topic(t, "g")), tiers)
+	if err := tr.EnsureTopics(ctx, queue, 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, "kafka")
+
+	reinjector, err := kafkaTransport(t, kafka.WithGroupID(topic(t, "reinject")), tiers, kafka.WithReinjectHooks(h.tel.Hooks())).NewReinjector(queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, rcancel := context.WithCancel(context.Background())
+	rdone := make(chan error, 1)
+	go func() { rdone <- reinjector.Run(rctx) }()
+	t.Cleanup(func() {
+		rcancel()
+		if err := <-rdone; err != nil {
+			t.Errorf("Reinjector.Run: %v", err)
+		}
+	})
+
+	app := babelqueue.NewApp(tr, babelqueue.WithHooks(h.tel.Hooks()), babelqueue.WithDefaultQueue(queue), babelqueue.WithMaxAttempts(2),
+		babelqueue.WithPollTimeout(200*time.Millisecond), babelqueue.WithLogger(slog.New(slog.DiscardHandler)))
+	rec := &recorder{}
+	app.Handle(testURN, rec.fail)
+
+	rootCtx, root := h.tp.Tracer("test").Start(ctx, "checkout")
+	if _, err := app.Publish(rootCtx, testURN, map[string]any{"order_id": 1042}); err != nil {
+		t.Fatal(err)
+	}
+	root.End()
+	consume(t, app, queue)
+
+	process := checkRetryToDeadLetter(t, h, rec, root.SpanContext(), queue, "kafka", kafka.RetryTopic(queue, 1), true)
+
+	lag := map[string]string{"messaging.system": "kafka", "messaging.destination.name": queue}
+	deadline := time.Now().Add(10 * time.Second)
+	n, sum := h.observations(t, bqotel.MetricReinjectLag, lag)
+	for n == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+		n, sum = h.observations(t, bqotel.MetricReinjectLag, lag)
+	}
+	if n != 1 || sum < 0 || sum > 10 {
+		t.Errorf("%s: %d observations summing %vs, want 1 between 0 and 10s", bqotel.MetricReinjectLag, n, sum)
+	}
+
+	reader := babelqueue.NewApp(kafkaTransport(t, kafka.WithGroupID(topic(t, "dlq-reader"))), babelqueue.WithHooks(h.tel.Hooks()),
+		babelqueue.WithPollTimeout(200*time.Millisecond), babelqueue.WithLogger(slog.New(slog.DiscardHandler)))
+	reader.Handle(testURN, func(context.Context, *babelqueue.Envelope) error { return nil })
+	consume(t, reader, queue+".dlq")
+	checkDeadLetterContinuesTrace(t, h, queue, process[1])
+}
