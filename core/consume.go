@@ -312,7 +312,7 @@ func (a *App) settle(ctx context.Context, msg *ReceivedMessage, d *Delivery) (ou
 	var took time.Duration
 	if d != nil {
 		took = a.cfg.clock.Now().Sub(began)
-		defer func() { out.st.HandlerRan, out.st.HandlerDuration = true, took }()
+		defer func() { out.st.HandlerRan, out.st.HandlerDuration, out.st.HandlerErr = true, took, herr }()
 	}
 	if herr == nil {
 		return a.ack(ctx, msg, env, route)

@@ -141,6 +141,10 @@ type Settlement struct {
 	// zero when no handler ran (HandlerRan is false).
 	HandlerDuration time.Duration
 	HandlerRan      bool
+	// HandlerErr is what the handler returned (a panic as a *PanicError);
+	// nil when it succeeded or did not run. Unlike Err it survives a
+	// failed settlement.
+	HandlerErr error
 }
 
 // Reinjection is one retry record a re-injector carried back, or failed

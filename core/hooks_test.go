@@ -156,6 +156,9 @@ func TestSettleHookReportsEveryOutcome(t *testing.T) {
 			if st.HandlerRan != w.ran || (w.ran && st.HandlerDuration != 40*time.Millisecond) || (!w.ran && st.HandlerDuration != 0) {
 				t.Errorf("handler ran %v for %v, want ran=%v for 40ms", st.HandlerRan, st.HandlerDuration, w.ran)
 			}
+			if handlerFailed := tc.handler != nil && tc.handler(ctx, nil) != nil; handlerFailed != (st.HandlerErr != nil) {
+				t.Errorf("handler error = %v, want one exactly when the handler failed", st.HandlerErr)
+			}
 			if (w.errIs == nil) != (st.Err == nil) || (w.errIs != nil && !errors.Is(st.Err, w.errIs)) {
 				t.Errorf("settlement error = %v, want one matching %v", st.Err, w.errIs)
 			}
