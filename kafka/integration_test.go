@@ -490,7 +490,7 @@ func TestIntegrationVersionGateForwardsUnchanged(t *testing.T) {
 		t.Fatalf("hook (-want +got):\n%s", diff)
 	}
 	mu.Unlock()
-	if err := tr.Forward(ctx, topic+".dlq", m.Body, m, m.Headers); err != nil {
+	if _, err := tr.Send(ctx, &babelqueue.Outgoing{Intent: babelqueue.IntentForward, Queue: topic + ".dlq", Body: m.Body, From: m, Headers: m.Headers}); err != nil {
 		t.Fatal(err)
 	}
 	got := readTopic(t, topic+".dlq", 1, 10*time.Second, 0)

@@ -121,7 +121,7 @@ func (p *prefetchReader) run(ctx context.Context) {
 		if err != nil {
 			f.err = err
 		} else {
-			f.d = p.t.newDelivery(p.queue, m, p)
+			f.d = p.t.newDelivery(p.queue, m)
 			// Decode ahead only while Pop's side has a backlog: then the
 			// consume loop is the slower of the two goroutines, and this
 			// one takes work off it. Otherwise this goroutine is the

@@ -49,6 +49,7 @@ type Reinjector struct {
 	groupID   string
 	topics    []string                 // retry topics consumed
 	tierOf    map[string]time.Duration // retry topic -> tier
+	indexOf   map[string]int           // retry topic -> 1-based tier index
 	workOf    map[string]string        // retry topic -> work topic
 	newMember func(groupID string, topics []string) (groupMember, error)
 	clock     babelqueue.Clock
@@ -78,6 +79,7 @@ func (t *Transport) NewReinjector(workTopics ...string) (*Reinjector, error) {
 		t:       t,
 		groupID: t.cfg.groupID,
 		tierOf:  make(map[string]time.Duration),
+		indexOf: make(map[string]int),
 		workOf:  make(map[string]string),
 		clock:   t.cfg.clock,
 		log:     t.cfg.log(),
@@ -93,6 +95,7 @@ func (t *Transport) NewReinjector(workTopics ...string) (*Reinjector, error) {
 			}
 			r.topics = append(r.topics, rt)
 			r.tierOf[rt] = tier
+			r.indexOf[rt] = i + 1
 			r.workOf[rt] = w
 		}
 	}
@@ -150,7 +153,8 @@ func (r *Reinjector) runGeneration(gen groupGeneration) {
 			continue
 		}
 		for _, p := range parts {
-			w := &partitionWorker{r: r, gen: gen, topic: topic, partition: p.ID, offset: p.Offset, tier: tier, commit: c}
+			w := &partitionWorker{r: r, gen: gen, topic: topic, partition: p.ID, offset: p.Offset, tier: tier,
+				tierIndex: r.indexOf[topic], commit: c}
 			c.workers.Add(1)
 			gen.Start(func(ctx context.Context) {
 				defer c.workers.Done()
@@ -169,6 +173,7 @@ type partitionWorker struct {
 	partition int
 	offset    int64
 	tier      time.Duration
+	tierIndex int
 	commit    *committer
 }
 
@@ -194,7 +199,9 @@ func (w *partitionWorker) run(ctx context.Context) {
 	var head *kafkago.Message
 	var headDue time.Time
 	batch := make([]kafkago.Message, 0, 16)
-	events := make([]ReinjectEvent, 0, 16) // batch[i] carries events[i]
+	hooked := len(w.r.t.cfg.reinjectHooks) > 0
+	var ins []kafkago.Message // with hooks: ins[i] is the retry record batch[i] carries
+	var dues []time.Time      // and dues[i] its due time
 	for {
 		if head == nil {
 			select {
@@ -210,7 +217,9 @@ func (w *partitionWorker) run(ctx context.Context) {
 		// The head is due; so may be the records behind it. Carry them in
 		// one write, in offset order, up to the first that must wait.
 		batch = append(batch[:0], w.r.reinjected(*head))
-		events = append(events[:0], w.event(batch[0], *head, headDue))
+		if hooked {
+			ins, dues = append(ins[:0], *head), append(dues[:0], headDue)
+		}
 		last := head.Offset
 		head = nil
 	collect:
@@ -224,7 +233,9 @@ func (w *partitionWorker) run(ctx context.Context) {
 					break collect
 				}
 				batch = append(batch, w.r.reinjected(m))
-				events = append(events, w.event(batch[len(batch)-1], m, due))
+				if hooked {
+					ins, dues = append(ins, m), append(dues, due)
+				}
 				last = m.Offset
 			default:
 				break collect
@@ -240,16 +251,21 @@ func (w *partitionWorker) run(ctx context.Context) {
 			}
 			w.r.log.Warn("kafka: re-inject write failed; retrying", "from", w.topic, "partition", w.partition,
 				"records", len(batch), "last_offset", last, "err", err)
+			if hooked {
+				now := w.r.clock.Now()
+				for i := range batch {
+					w.report(ctx, &batch[i], &ins[i], dues[i], now, err)
+				}
+			}
 			if !sleep(ctx, w.r.clock, backoff.next()) {
 				return
 			}
 		}
 		backoff.reset()
-		if w.r.t.cfg.reinjectObserver != nil {
+		if hooked {
 			written := w.r.clock.Now()
-			for _, ev := range events {
-				ev.Written = written
-				w.r.observe(ev)
+			for i := range batch {
+				w.report(ctx, &batch[i], &ins[i], dues[i], written, nil)
 			}
 		}
 		w.commit.mark(w.topic, w.partition, last+1)
@@ -264,12 +280,6 @@ func (w *partitionWorker) due(ts, now time.Time) time.Time {
 		ts = now
 	}
 	return ts.Add(w.tier)
-}
-
-// event describes the write of out, the copy of the retry record in, due at
-// due; Written is set once the write is acknowledged.
-func (w *partitionWorker) event(out, in kafkago.Message, due time.Time) ReinjectEvent {
-	return ReinjectEvent{WorkTopic: out.Topic, RetryTopic: w.topic, Tier: w.tier, Partition: w.partition, Offset: in.Offset, Due: due}
 }
 
 // fetch reads src into out until ctx ends.
