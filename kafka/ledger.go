@@ -110,10 +110,15 @@ func (c *consumer) settle(d *delivery) (advanced bool, err error) {
 	for n < len(p.out) && p.out[n].settled {
 		n++
 	}
-	if n > 0 {
-		if last := p.out[n-1].offset; last > p.settled {
-			p.settled = last
+	if n < len(p.out) {
+		// A settled copy of the first unsettled offset (a replayed
+		// partition) waits for it.
+		for stop := p.out[n].offset; n > 0 && p.out[n-1].offset == stop; {
+			n--
 		}
+	}
+	if n > 0 {
+		p.settled = max(p.settled, p.out[n-1].offset)
 		clear(p.out[:n])
 		p.out = p.out[n:]
 	}
