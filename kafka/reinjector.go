@@ -11,39 +11,19 @@ import (
 )
 
 // Reinjector carries the records of the retry topics "<topic>.retry.<n>"
-// back to their work topics once their tier has elapsed (§6.4). Kafka has
-// no delayed delivery: PublishRetryForAttempt and PublishDelayed park a
-// record on a tier topic and the Reinjector returns it. A deployment that
-// configures retry tiers must run one, or retried and delayed records are
-// never delivered again.
+// back to their work topics once their tier has elapsed (§6.4). A
+// deployment that configures retry tiers must run one, in a consumer group
+// of its own, or retried and delayed records are never delivered again.
 //
-// For every record it:
-//   - waits until the record timestamp + the tier, clamped to [now,
-//     now+tier] (see ReinjectWait): an old record is carried at once, a
-//     future-dated one waits at most one tier;
-//   - writes the value and the key, byte for byte, to the topic named by
-//     the bq-original-topic header (the work topic of the retry topic when
-//     the header is missing), without decoding anything, so an undecodable
-//     record is carried as it is;
-//   - drops bq-delay and bq-original-topic and keeps every other header;
-//   - commits the retry-topic offset only after the broker acknowledged
-//     that write. A failed write is retried, never skipped.
-//
-// Each assigned partition has its own worker and its own fetcher, whose
-// buffer is bounded (WithReinjectBuffer), so partitions wait independently,
-// a partition is carried in offset order and memory stays flat whatever
-// the backlog. When the group rebalances or Run stops, the workers stop at
-// once: a record still waiting was not written and is not committed, so the
-// next owner of the partition carries it. Commits of written records are
-// batched and flushed before the partitions are given up.
-//
-// The retry topics should be created with message.timestamp.type =
-// LogAppendTime (EnsureTopics does). Note that kafka-go reports a record's
-// own timestamp and ignores its batch's LogAppendTime flag, so the wait is
-// anchored on the producer's timestamp even then; this transport stamps
-// retry-tier records with the publish time, and the clamp to one tier
-// bounds the effect of a skewed producer clock. Use a consumer group
-// dedicated to re-injection.
+// For every record it waits until the record timestamp + the tier, clamped
+// to [now, now+tier] (ReinjectWait); writes the value and key byte for byte,
+// every header but bq-delay and bq-original-topic, to the topic
+// bq-original-topic names; and commits the retry offset only after the
+// broker acknowledged that write (at-least-once). Partitions wait
+// independently and each is carried in offset order. Retry topics should be
+// created with message.timestamp.type=LogAppendTime (EnsureTopics does).
+// The per-partition workers, commits and hooks are described in DESIGN.md,
+// section 5.
 type Reinjector struct {
 	t         *Transport
 	groupID   string

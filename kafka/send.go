@@ -24,31 +24,16 @@ func (t *Transport) Features() babelqueue.Features {
 }
 
 // Send writes out as its Intent says (babelqueue.Transport) and returns once
-// the broker acknowledged the record. The value is out.Body byte for byte;
-// the key is out.Key, else the key of out.From byte for byte. By intent:
-//
-//   - IntentPublish: the §6 projection of the body followed by out.Headers
-//     (key order, blanks skipped, a contract header winning a collision),
-//     timestamp meta.created_at. With out.Delay > 0 the record goes to the
-//     smallest retry tier that covers the delay, with bq-delay (the tier) and
-//     bq-original-topic, stamped with the publish time; a delay no tier
-//     covers fails with ErrDelayUnsupported, writing nothing.
-//   - IntentRetry: with retry tiers, to the tier min(Attempt, N-1)+1 (like
-//     PublishRetryForAttempt), with bq-delay, bq-original-topic and the
-//     publish time; without tiers, a republish to out.Queue.
-//   - IntentRelease, IntentDeadLetter, IntentRedrive: a republish like
-//     IntentPublish; for the first two the bq-job of out.Headers wins over
-//     the body's URN.
-//   - IntentForward: body and headers exactly as given (PublishFrom's
-//     verbatim rules), publish time.
-//   - IntentRestore: the reserved record written back unchanged: its value
-//     (a null value stays null) when out.Body is its body, its headers in
-//     their order when out.Headers are its headers, publish time.
-//
-// bq-delay and bq-original-topic are never taken from out.Headers on a
-// projected intent: only the retry tiers set them. The Receipt names the
-// tier topic and its delay when the record went to a tier; Partition is -1
-// (kafka-go does not report it).
+// the broker acknowledged the record. The value is out.Body byte for byte
+// (a restore keeps a null value); the key is out.Key, else the key of
+// out.From. Every intent but IntentForward and IntentRestore projects the
+// §6 headers from the body and adds out.Headers in key order (blanks
+// skipped, a contract header winning; Retry, Release and DeadLetter keep
+// the bq-job of out.Headers). A delayed publish and a retry with tiers go
+// to a retry tier topic with bq-delay and bq-original-topic, which the
+// Receipt names with the tier's delay; a delay no tier covers fails with
+// ErrDelayUnsupported, writing nothing. DESIGN.md, section 1, lists what
+// each intent writes.
 func (t *Transport) Send(ctx context.Context, out *babelqueue.Outgoing) (babelqueue.Receipt, error) {
 	r := babelqueue.Receipt{Partition: -1}
 	if out == nil {
