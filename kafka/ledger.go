@@ -28,6 +28,7 @@ type consumer struct {
 
 	mu      sync.Mutex
 	parts   map[partitionKey]*partitionLedger
+	last    *partitionLedger // the ledger of the latest hand-out
 	rewound bool // HandBack closed the reader: nothing more is committed
 
 	// commitMu orders the commits handed to the reader, so that the
@@ -69,10 +70,13 @@ func newConsumer(queue string, r Reader) *consumer {
 func (c *consumer) handOut(d *delivery) {
 	k := partitionKey{d.msg.Topic, d.msg.Partition}
 	c.mu.Lock()
-	p := c.parts[k]
-	if p == nil {
-		p = &partitionLedger{key: k, settled: -1, committed: -1}
-		c.parts[k] = p
+	p := c.last
+	if p == nil || p.key != k {
+		if p = c.parts[k]; p == nil {
+			p = &partitionLedger{key: k, settled: -1, committed: -1}
+			c.parts[k] = p
+		}
+		c.last = p
 	}
 	off := d.msg.Offset
 	if n := len(p.out); n == 0 || p.out[n-1].offset <= off {
@@ -120,7 +124,11 @@ func (c *consumer) settle(d *delivery) (advanced bool, err error) {
 	if n > 0 {
 		p.settled = max(p.settled, p.out[n-1].offset)
 		clear(p.out[:n])
-		p.out = p.out[n:]
+		if n == len(p.out) {
+			p.out = p.out[:0] // keep the array: the next hand-out needs no allocation
+		} else {
+			p.out = p.out[n:]
+		}
 	}
 	return p.settled > p.committed, nil
 }
