@@ -29,7 +29,7 @@ type consumer struct {
 	mu      sync.Mutex
 	parts   map[partitionKey]*partitionLedger
 	last    *partitionLedger // the ledger of the latest hand-out
-	rewound bool // HandBack closed the reader: nothing more is committed
+	rewound bool             // HandBack closed the reader: nothing more is committed
 
 	// commitMu orders the commits handed to the reader, so that the
 	// committed offset of a partition never moves backwards.
