@@ -179,21 +179,3 @@ func (c *consumer) rewind() {
 	c.rewound = true
 	c.mu.Unlock()
 }
-
-// pending reports the offsets of queue's partition handed out and not yet
-// passed by the commit point (tests).
-func (c *consumer) pending(topic string, partition int) []int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	p := c.parts[partitionKey{topic, partition}]
-	if p == nil {
-		return nil
-	}
-	out := make([]int64, 0, len(p.out))
-	for _, e := range p.out {
-		if !e.settled {
-			out = append(out, e.offset)
-		}
-	}
-	return out
-}

@@ -250,3 +250,21 @@ func TestLedgerKeepsAReplayedPartitionInOrder(t *testing.T) {
 		t.Fatalf("pending %v after every copy was settled", p)
 	}
 }
+
+// pending reports the offsets of a partition handed out and not yet
+// settled.
+func (c *consumer) pending(topic string, partition int) []int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.parts[partitionKey{topic, partition}]
+	if p == nil {
+		return nil
+	}
+	out := make([]int64, 0, len(p.out))
+	for _, e := range p.out {
+		if !e.settled {
+			out = append(out, e.offset)
+		}
+	}
+	return out
+}
