@@ -268,3 +268,59 @@ func (c *consumer) pending(topic string, partition int) []int64 {
 	}
 	return out
 }
+
+// TestConcurrentReceiveAndAck consumes one queue from several goroutines
+// through the read-ahead and the commit batcher: every record is handed out
+// once, and the partitions end committed at their last record.
+func TestConcurrentReceiveAndAck(t *testing.T) {
+	rg := prefetchRig(t)
+	ctx := context.Background()
+	const perPartition = 200
+	for p := range 3 {
+		appendRecords(t, rg, p, perPartition)
+	}
+	var mu sync.Mutex
+	seen := make(map[string]int)
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				m, err := rg.tr.Receive(ctx, "orders", 50*time.Millisecond)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if m == nil {
+					return // the queue is drained
+				}
+				d, _ := recordOf(m)
+				mu.Lock()
+				seen[fmt.Sprintf("%d@%d", d.msg.Partition, d.msg.Offset)]++
+				mu.Unlock()
+				if err := rg.tr.Ack(ctx, m); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if len(seen) != 3*perPartition {
+		t.Fatalf("%d distinct records handed out, want %d", len(seen), 3*perPartition)
+	}
+	for k, n := range seen {
+		if n != 1 {
+			t.Fatalf("%s handed out %d times", k, n)
+		}
+	}
+	for p := range 3 {
+		waitFor(t, fmt.Sprintf("partition %d to be committed", p), func() bool { return rg.offsets.get("orders", p) == perPartition })
+	}
+}
