@@ -25,20 +25,13 @@ const commitHandOverDelay = 2 * time.Millisecond
 // is only reached when it cannot rejoin its group.
 const commitFlushTimeout = 10 * time.Second
 
-// commitBatcher gathers the commits of acknowledged records in front of a
-// group reader that commits asynchronously (a commit interval above 0), and
-// hands them over together: the highest acknowledged offset of each
-// partition, after commitBatchSize acknowledgements or commitHandOverDelay
-// after the first one, whichever comes first, and whatever is left when the
-// batcher is closed. The group reader then commits them with its own
-// interval, as it did each commit before.
-//
-// This changes no guarantee of Ack. An acknowledged record is committed
-// only after it was acknowledged, offsets of a partition are handed over in
-// increasing order, and a batcher that was closed (the reader was closed or
-// rewound) refuses further commits with io.ErrClosedPipe, exactly as the
-// group reader itself does. It only spares the group reader one hand-over
-// per record, which is a good part of the cost of consuming a small record.
+// commitBatcher gathers the commits handed to a group reader that commits
+// asynchronously (a commit interval above 0) and hands over the highest
+// offset of each partition after commitBatchSize commits or
+// commitHandOverDelay, whichever comes first, and what is left when it is
+// closed; closed, it refuses commits with io.ErrClosedPipe. It receives only
+// ends of settled prefixes from the ledger, so it changes no guarantee of
+// Ack (DESIGN.md, section 3).
 type commitBatcher struct {
 	r   Reader
 	log *slog.Logger

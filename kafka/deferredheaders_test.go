@@ -10,11 +10,11 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 )
 
-// TestPopDeferredHeadersReadsTheRecordsHeaderList checks both pops, over
-// the plain and the prefetching reader: Pop fills Headers; PopDeferredHeaders
+// TestReceiveReadsTheRecordsHeaderList checks both pops, over
+// the plain and the prefetching reader: Pop fills Headers; Receive
 // leaves it nil, answers Header from the record (the last of a repeated
 // key, as the map keeps it) and fills the same map on FillHeaders.
-func TestPopDeferredHeadersReadsTheRecordsHeaderList(t *testing.T) {
+func TestReceiveReadsTheRecordsHeaderList(t *testing.T) {
 	rigs := map[string]func(*testing.T) *rig{
 		"plain":    func(t *testing.T) *rig { return newRig(t) },
 		"prefetch": prefetchRig,
@@ -30,9 +30,9 @@ func TestPopDeferredHeadersReadsTheRecordsHeaderList(t *testing.T) {
 				rg.log.append("orders", 0, kafkago.Message{Value: []byte(body), Headers: headers})
 			}
 
-			deferred, err := rg.tr.PopDeferredHeaders(ctx, "orders", time.Second)
+			deferred, err := rg.tr.Receive(ctx, "orders", time.Second)
 			if err != nil || deferred == nil {
-				t.Fatalf("PopDeferredHeaders = %v, %v", deferred, err)
+				t.Fatalf("Receive = %v, %v", deferred, err)
 			}
 			if deferred.Headers != nil {
 				t.Fatalf("the header map was built: %v", deferred.Headers)
@@ -74,15 +74,15 @@ func TestPopDeferredHeadersReadsTheRecordsHeaderList(t *testing.T) {
 }
 
 // TestPrefetchStopsBuildingHeaderMapsOnceHeadersAreDeferred checks that a
-// queue the App pops (PopDeferredHeaders) gets no header maps built ahead.
+// queue the App pops (Receive) gets no header maps built ahead.
 func TestPrefetchStopsBuildingHeaderMapsOnceHeadersAreDeferred(t *testing.T) {
 	rg := prefetchRig(t)
 	ctx := context.Background()
 	body := envelope(t, 0)
 	hs, _ := projection(body, t0)
 	rg.log.append("orders", 0, kafkago.Message{Value: []byte(body), Headers: toKafkaHeaders(hs)})
-	if m, err := rg.tr.PopDeferredHeaders(ctx, "orders", time.Second); err != nil || m == nil {
-		t.Fatalf("PopDeferredHeaders = %v, %v", m, err)
+	if m, err := rg.tr.Receive(ctx, "orders", time.Second); err != nil || m == nil {
+		t.Fatalf("Receive = %v, %v", m, err)
 	}
 	// Records fetched from now on are read ahead with the mode known.
 	const n = 50
@@ -90,9 +90,9 @@ func TestPrefetchStopsBuildingHeaderMapsOnceHeadersAreDeferred(t *testing.T) {
 		rg.log.append("orders", 0, kafkago.Message{Value: []byte(body), Headers: toKafkaHeaders(hs)})
 	}
 	for i := 0; i < n; i++ {
-		m, err := rg.tr.PopDeferredHeaders(ctx, "orders", time.Second)
+		m, err := rg.tr.Receive(ctx, "orders", time.Second)
 		if err != nil || m == nil {
-			t.Fatalf("PopDeferredHeaders %d = %v, %v", i, m, err)
+			t.Fatalf("Receive %d = %v, %v", i, m, err)
 		}
 		if m.Headers != nil {
 			t.Fatalf("record %d: a header map was built ahead for a deferring queue", i)

@@ -10,9 +10,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-var _ babelqueue.DelayedHeaderPublisher = (*Transport)(nil)
+// publishDelayed is Send of a delayed IntentPublish with headers.
+func publishDelayed(tr *Transport, ctx context.Context, queue, body string, delay time.Duration, headers map[string]string) error {
+	_, err := tr.Send(ctx, &babelqueue.Outgoing{Intent: babelqueue.IntentPublish, Queue: queue, Body: body, Delay: delay, Headers: headers})
+	return err
+}
 
-func TestPublishDelayedWithHeadersMergesLikePublishWithHeaders(t *testing.T) {
+func TestSendDelayedWithHeadersMergesLikePublishWithHeaders(t *testing.T) {
 	rg := newRig(t, WithRetryTiers(5*time.Second, 30*time.Second))
 	ctx := context.Background()
 	extra := map[string]string{
@@ -24,12 +28,20 @@ func TestPublishDelayedWithHeadersMergesLikePublishWithHeaders(t *testing.T) {
 		" ":                 "blank key",
 		"blank":             "",
 	}
-	if err := rg.tr.PublishDelayedWithHeaders(ctx, "orders", envelope(t, 0), 6*time.Second, extra); err != nil {
+	r, err := rg.tr.Send(ctx, &babelqueue.Outgoing{Intent: babelqueue.IntentPublish, Queue: "orders", Body: envelope(t, 0),
+		Delay: 6 * time.Second, Headers: extra, Key: []byte("k-1")})
+	if err != nil {
 		t.Fatal(err)
+	}
+	if want := (babelqueue.Receipt{Queue: "orders.retry.2", Delay: 30 * time.Second, Partition: -1}); r != want {
+		t.Fatalf("receipt %+v, want %+v", r, want)
 	}
 	got := rg.log.records("orders.retry.2")
 	if len(got) != 1 {
 		t.Fatalf("tier 2 holds %d records, want 1", len(got))
+	}
+	if string(got[0].Key) != "k-1" {
+		t.Fatalf("key %q, want k-1", got[0].Key)
 	}
 	want := append(contractHeaders("0"), h("bq-delay", "30000"), h("bq-original-topic", "orders"),
 		h("traceparent", "00-a-b-01"), h("tracestate", "s=1"))
@@ -40,13 +52,13 @@ func TestPublishDelayedWithHeadersMergesLikePublishWithHeaders(t *testing.T) {
 		t.Fatalf("tier 1 holds %d records, want 0 (6s is covered by tier 2 only)", n)
 	}
 
-	if err := rg.tr.PublishDelayedWithHeaders(ctx, "orders", "x", 31*time.Second, extra); !errors.Is(err, ErrDelayUnsupported) {
+	if err := publishDelayed(rg.tr, ctx, "orders", "x", 31*time.Second, extra); !errors.Is(err, ErrDelayUnsupported) {
 		t.Fatalf("delay beyond the last tier: %v", err)
 	}
-	if err := rg.tr.PublishDelayedWithHeaders(ctx, " ", "x", time.Second, extra); !errors.Is(err, ErrEmptyTopic) {
+	if err := publishDelayed(rg.tr, ctx, " ", "x", time.Second, extra); !errors.Is(err, ErrEmptyTopic) {
 		t.Fatalf("blank queue: %v", err)
 	}
-	if err := rg.tr.PublishDelayedWithHeaders(ctx, "orders", envelope(t, 0), 0, map[string]string{"x-a": "1"}); err != nil {
+	if err := publishDelayed(rg.tr, ctx, "orders", envelope(t, 0), 0, map[string]string{"x-a": "1"}); err != nil {
 		t.Fatal(err)
 	}
 	now := rg.log.records("orders")
@@ -61,7 +73,7 @@ func TestPublishDelayedWithHeadersMergesLikePublishWithHeaders(t *testing.T) {
 func TestReinjectorCarriesDelayedPublishHeaders(t *testing.T) {
 	rg := newReinjectRig(t, 1, 5*time.Second)
 	extra := map[string]string{"traceparent": "00-abc-def-01", "x-custom": "kept"}
-	if err := rg.tr.PublishDelayedWithHeaders(context.Background(), "orders", envelope(t, 0), 5*time.Second, extra); err != nil {
+	if err := publishDelayed(rg.tr, context.Background(), "orders", envelope(t, 0), 5*time.Second, extra); err != nil {
 		t.Fatal(err)
 	}
 	rg.start([]int{0})

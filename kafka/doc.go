@@ -25,15 +25,20 @@
 //
 // # Consuming
 //
-// Pop fetches without committing and Ack commits afterwards
-// (process-then-commit, at-least-once). Commits are batched
-// (WithCommitInterval) and flushed when a reader closes or loses its
-// partitions. The bq-attempts header is the authoritative retry counter:
-// when it differs from the body's attempts, Pop rewrites only that number.
-// A record whose bq-schema-version header is present, not blank and not 1
-// is handed over untouched for the App to dead-letter unchanged (Forward);
-// the OnSchemaVersionRejected hook names the version. Rewind puts the group
-// back at a record that must not be committed past.
+// Receive (the App's) and Pop fetch without committing, and Ack commits
+// afterwards (process-then-commit, at-least-once). Deliveries may be
+// acknowledged and handed back in any order and from several goroutines:
+// per partition only the end of the contiguous prefix of settled
+// deliveries is committed, so a commit never passes a delivery that is
+// neither acknowledged nor handed back; HandBack (Rewind) puts the group
+// back at a record. Commits are batched (WithCommitInterval) and flushed
+// when a reader closes or loses its partitions. The bq-attempts header is
+// the authoritative retry counter: when it differs from the body's
+// attempts, only that number is rewritten. A record whose
+// bq-schema-version header is present, not blank and not 1 is handed over
+// untouched for the App to dead-letter unchanged (IntentForward); the
+// OnSchemaVersionRejected hook names the version. DESIGN.md describes the
+// acknowledgement ledger, the commit batching and the read-ahead.
 //
 // # Retry tiers
 //
@@ -48,9 +53,8 @@
 //
 //   - kafka-go delivers an empty record key as nil, so a record produced
 //     with an empty key is republished with a null key.
-//   - A republished record (PublishFrom's republish mode,
-//     PublishFromWithHeaders: dead letters, redrives, retries without
-//     tiers) is stamped with meta.created_at, as §6 says. Time-based
+//   - A republished record (dead letters, releases, redrives, retries
+//     without tiers, PublishFrom's republish mode) is stamped with meta.created_at, as §6 says. Time-based
 //     retention counts from that timestamp, so a message older than a
 //     topic's retention.ms (a weeks-old dead letter redriven to a work topic
 //     with a shorter retention) can be deleted by the broker soon after it

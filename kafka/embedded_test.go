@@ -300,7 +300,7 @@ func TestEmbeddedRetryTierAndReinjector(t *testing.T) {
 	body := envelope(t, 0)
 	hs, _ := projection(body, time.Now())
 	embProduce(t, addrs, kafkago.Message{Topic: topic, Key: key, Value: []byte(body),
-		Headers: append(toKafkaHeaders(hs), h("traceparent", "00-tp-01"), h("x-other", "dropped on retry"))})
+		Headers: append(toKafkaHeaders(hs), h("traceparent", "00-tp-01"), h("x-other", "kept on retry"))})
 
 	m := embPop(t, tr, topic, 8*time.Second)
 	if m == nil {
@@ -322,7 +322,8 @@ func TestEmbeddedRetryTierAndReinjector(t *testing.T) {
 	if !cmp.Equal(rec.Key, key) || string(rec.Value) != envelope(t, 1) {
 		t.Fatalf("tier record key %x body %s", rec.Key, rec.Value)
 	}
-	want := append(contractHeaders("1"), h("bq-delay", "200"), h("bq-original-topic", topic), h("traceparent", "00-tp-01"))
+	want := append(contractHeaders("1"), h("bq-delay", "200"), h("bq-original-topic", topic), h("traceparent", "00-tp-01"),
+		h("x-other", "kept on retry"))
 	if diff := cmp.Diff(want, rec.Headers); diff != "" {
 		t.Fatalf("tier record headers (-want +got):\n%s", diff)
 	}
@@ -350,7 +351,7 @@ func TestEmbeddedRetryTierAndReinjector(t *testing.T) {
 	if !cmp.Equal(d.msg.Key, key) {
 		t.Fatalf("re-injected key %x, want %x", d.msg.Key, key)
 	}
-	if diff := cmp.Diff(append(contractHeaders("1"), h("traceparent", "00-tp-01")), d.msg.Headers); diff != "" {
+	if diff := cmp.Diff(append(contractHeaders("1"), h("traceparent", "00-tp-01"), h("x-other", "kept on retry")), d.msg.Headers); diff != "" {
 		t.Fatalf("re-injected headers (-want +got):\n%s", diff)
 	}
 	if err := tr.Ack(ctx, back); err != nil {

@@ -124,54 +124,6 @@ func withExtra(s headerSet, extra map[string]string) headerSet {
 	return s
 }
 
-// forwardTrace copies the W3C trace headers of a delivered record.
-func forwardTrace(s headerSet, from []kafkago.Header) headerSet {
-	for _, k := range [...]string{babelqueue.HeaderTraceparent, babelqueue.HeaderTracestate} {
-		if v, ok := lastHeader(from, k); ok && !babelqueue.IsBlank(v) {
-			s.setIfAbsent(k, v)
-		}
-	}
-	return s
-}
-
-// Context headers that a retry-tier copy carries over from the delivery
-// besides traceparent and tracestate.
-const (
-	// headerBaggage is the W3C Baggage header.
-	headerBaggage = "baggage"
-	// headerRetryLink is the otel module's HeaderRetryLink: the span context
-	// of the failed attempt, which the next attempt's span links to.
-	headerRetryLink = "babelqueue-retry-link"
-)
-
-// retryContextHeaders are the headers of a delivery that its retry-tier
-// copy keeps, in the order they are written: the W3C trace context and
-// baggage, the retry link, and bq-replay-bypass (a redriven message stays a
-// replay on its retries). Every other out-of-band header is dropped, and
-// each key is written once, so the header set of a message never grows from
-// hop to hop.
-var retryContextHeaders = [...]string{
-	babelqueue.HeaderTraceparent, babelqueue.HeaderTracestate, headerBaggage, headerRetryLink,
-	babelqueue.HeaderReplayBypass,
-}
-
-// forwardContext copies the retryContextHeaders of a delivery. A header
-// of from.Headers wins over the record's, so a decorator that adds one to
-// the delivery it hands on (the otel module's retry link) is heard; a
-// header missing from both, or blank, is not written.
-func forwardContext(s headerSet, from *babelqueue.ReceivedMessage, record []kafkago.Header) headerSet {
-	for _, k := range retryContextHeaders {
-		v, ok := from.Header(k)
-		if !ok {
-			v, ok = lastHeader(record, k)
-		}
-		if ok && !babelqueue.IsBlank(v) {
-			s.setIfAbsent(k, v)
-		}
-	}
-	return s
-}
-
 // keepRouting carries the delivered record's bq-job when the body projects
 // none (a poison body), so the routing header survives a republish.
 func keepRouting(s headerSet, from []kafkago.Header) headerSet {

@@ -79,7 +79,7 @@ func TestIntegrationAppRetriesThroughTiersThenDeadLetters(t *testing.T) {
 	key := []byte{0xde, 0xad, 0x00, 0xbe, 0xef}
 	body := envelope(t, 0)
 	hs, _ := projection(body, time.Now())
-	// The App pops with the headers deferred (PopDeferredHeaders): the
+	// The App pops with the headers deferred (Receive): the
 	// handler still sees them all, and the retries carry the trace context.
 	produceRaw(t, kafkago.Message{Topic: topic, Key: key, Value: []byte(body),
 		Headers: append(toKafkaHeaders(hs), h("traceparent", "00-app-01"), h("x-tenant", "acme"))})

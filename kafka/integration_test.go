@@ -194,7 +194,7 @@ func TestIntegrationKeyKeptThroughRetryReinjectAndDLQ(t *testing.T) {
 	body := envelope(t, 0)
 	hs, _ := projection(body, time.Now())
 	produceRaw(t, kafkago.Message{Topic: topic, Key: key, Value: []byte(body),
-		Headers: append(toKafkaHeaders(hs), h("traceparent", "00-tp-01"), h("x-other", "dropped on retry"))})
+		Headers: append(toKafkaHeaders(hs), h("traceparent", "00-tp-01"), h("x-other", "kept on retry"))})
 
 	reinject := itTransport(t, WithGroupID(uniq("reinject")), WithRetryTiers(time.Second))
 	r, err := reinject.NewReinjector(topic)
@@ -232,7 +232,7 @@ func TestIntegrationKeyKeptThroughRetryReinjectAndDLQ(t *testing.T) {
 	if retried.Body != envelope(t, 1) || retried.Headers["bq-attempts"] != "1" {
 		t.Fatalf("retried body %s headers %v", retried.Body, retried.Headers)
 	}
-	wantKeys := []string{"bq-job", "bq-trace-id", "bq-message-id", "bq-schema-version", "bq-source-lang", "bq-attempts", "traceparent"}
+	wantKeys := []string{"bq-job", "bq-trace-id", "bq-message-id", "bq-schema-version", "bq-source-lang", "bq-attempts", "traceparent", "x-other"}
 	if diff := cmp.Diff(wantKeys, headerKeys(d.msg.Headers)); diff != "" {
 		t.Fatalf("re-injected headers (-want +got):\n%s", diff)
 	}
@@ -490,7 +490,7 @@ func TestIntegrationVersionGateForwardsUnchanged(t *testing.T) {
 		t.Fatalf("hook (-want +got):\n%s", diff)
 	}
 	mu.Unlock()
-	if err := tr.Forward(ctx, topic+".dlq", m.Body, m, m.Headers); err != nil {
+	if _, err := tr.Send(ctx, &babelqueue.Outgoing{Intent: babelqueue.IntentForward, Queue: topic + ".dlq", Body: m.Body, From: m, Headers: m.Headers}); err != nil {
 		t.Fatal(err)
 	}
 	got := readTopic(t, topic+".dlq", 1, 10*time.Second, 0)

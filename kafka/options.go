@@ -32,7 +32,7 @@ import (
 //	WithLogger                     slog.Default() at each log call
 //	WithClock                      babelqueue.SystemClock{} (stamps publish times, times re-inject waits)
 //	WithReinjectBuffer             DefaultReinjectBuffer (256 records per partition)
-//	WithReinjectObserver           none: a Reinjector reports nothing per record
+//	WithReinjectHooks              none: a Reinjector reports nothing per record
 //	WithAutoCreateTopics           true: the broker's auto.create.topics.enable decides
 const (
 	DefaultMaxWaitTime    = time.Second
@@ -81,7 +81,7 @@ type config struct {
 	reinjectBuffer int
 	autoCreate     bool
 
-	reinjectObserver ReinjectObserver
+	reinjectHooks []babelqueue.ReinjectHook
 
 	// groupFactory builds the consumer-group member of a Reinjector; tests
 	// replace it with a fake.
@@ -301,12 +301,4 @@ func WithReinjectBuffer(n int) Option {
 // broker to create it (it still obeys auto.create.topics.enable).
 func WithAutoCreateTopics(on bool) Option {
 	return func(c *config) { c.autoCreate = on }
-}
-
-// WithReinjectObserver registers fn, called by the transport's Reinjectors
-// once per record written back to its work topic, after the broker
-// acknowledged the write and before the retry-topic offset is marked for
-// commit (see ReinjectObserver). The default is none; nil means none.
-func WithReinjectObserver(fn ReinjectObserver) Option {
-	return func(c *config) { c.reinjectObserver = fn }
 }

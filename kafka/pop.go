@@ -7,20 +7,20 @@ import (
 	"strconv"
 	"sync"
 	"time"
-	"unsafe"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	kafkago "github.com/segmentio/kafka-go"
 )
 
-// delivery is the Handle of a ReceivedMessage reserved by Pop: the record as
-// fetched and the reader that must commit it. It is allocated together with
-// the ReceivedMessage Pop hands out (newDelivery), so a delivery costs one
-// allocation besides its header map.
+// delivery is the Handle of a ReceivedMessage reserved by Pop or Receive:
+// the record as fetched and the consumer whose ledger settles it. It is
+// allocated together with the ReceivedMessage handed out (newDelivery), so
+// a delivery costs one allocation besides its header map.
 type delivery struct {
 	msg      kafkago.Message
-	reader   Reader
-	rm       babelqueue.ReceivedMessage // the message Pop returned; its Handle is this delivery
+	cons     *consumer                  // set when handed out; nil for a record not read by this transport
+	part     *partitionLedger           // the ledger of its partition, set with cons
+	rm       babelqueue.ReceivedMessage // the message handed out; its Handle is this delivery
 	prepared bool                       // prepare ran: handOut has nothing left to do
 }
 
@@ -34,44 +34,37 @@ func recordOf(msg *babelqueue.ReceivedMessage) (*delivery, bool) {
 	return d, ok && d != nil
 }
 
-// Pop reserves the next record of the topic queue: it fetches without
-// committing (process-then-commit), waiting at most timeout, capped by
-// WithMaxWaitTime, and returns (nil, nil) when nothing arrived in time. The
-// group readers the transport builds are read ahead by a goroutine into a
-// bounded buffer (see prefetchReader); what it buffered and Pop has not
-// returned is dropped uncommitted when the reader closes.
-//
-// The delivered body carries the attempts of §6: a valid bq-attempts header
-// is authoritative, so when it differs from the body's attempts only that
-// number is rewritten (SetAttempts); otherwise the bytes are handed over as
-// received. The attempts rule never decodes the body; a read-ahead record
-// has its body decoded once, for the App, before Pop returns it
-// (babelqueue.ReceivedMessage.Predecode). A record rejected by the
-// version gate (a bq-schema-version header that is present, not blank and
-// not 1) is handed over untouched for the App to dead-letter, after the
-// OnSchemaVersionRejected hook ran. A group error that heals by itself (a
-// coordinator moving, a rebalance, a lost connection) is logged and counts
-// as an empty poll; one that does not (authentication, authorization, an
-// invalid group id) is returned.
+// Pop reserves the next record of the topic queue, with its Headers map
+// filled; otherwise it is Receive.
 func (t *Transport) Pop(ctx context.Context, queue string, timeout time.Duration) (*babelqueue.ReceivedMessage, error) {
 	return t.pop(ctx, queue, timeout, false)
 }
 
-// PopDeferredHeaders is Pop, except that the returned message's Headers
-// map is not built: Header reads the record's header list, and
-// FillHeaders builds the map when the caller needs it
-// (babelqueue.DeferredHeaderPopper). The App pops through it, so a record
-// its handler settles at once costs no map.
-func (t *Transport) PopDeferredHeaders(ctx context.Context, queue string, timeout time.Duration) (*babelqueue.ReceivedMessage, error) {
+// Receive reserves the next record of the topic queue
+// (babelqueue.Transport): it fetches without committing
+// (process-then-commit), waiting at most timeout, capped by
+// WithMaxWaitTime, and returns (nil, nil) when nothing arrived in time.
+// The headers are deferred: Header reads the record's header list and
+// FillHeaders builds the map, so a record settled at once costs no map.
+//
+// The body carries the attempts of §6: a valid bq-attempts header is
+// authoritative, and when it differs from the body's attempts only that
+// number is rewritten. A record rejected by the version gate is handed over
+// untouched, after the OnSchemaVersionRejected hook ran. A group error that
+// heals by itself (a coordinator moving, a rebalance, a lost connection)
+// counts as an empty poll; one that does not is returned. The group readers
+// the transport builds are read ahead into a bounded buffer (DESIGN.md,
+// "Read-ahead").
+func (t *Transport) Receive(ctx context.Context, queue string, timeout time.Duration) (*babelqueue.ReceivedMessage, error) {
 	return t.pop(ctx, queue, timeout, true)
 }
 
-// pop is Pop, with the headers deferred when deferHeaders is set.
+// pop is Receive, with the headers filled unless deferHeaders is set.
 func (t *Transport) pop(ctx context.Context, queue string, timeout time.Duration, deferHeaders bool) (*babelqueue.ReceivedMessage, error) {
 	if babelqueue.IsBlank(queue) {
 		return nil, ErrEmptyTopic
 	}
-	r, fresh, err := t.reader(queue)
+	c, fresh, err := t.reader(queue)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +78,7 @@ func (t *Transport) pop(ctx context.Context, queue string, timeout time.Duration
 		err := t.checkConnection(cctx)
 		cancel()
 		if err != nil {
-			_ = t.dropReader(queue, r)
+			_ = t.dropReader(c)
 			return nil, wrapf(err, "fetch from %q", queue)
 		}
 		if timeout -= time.Since(start); timeout <= 0 {
@@ -96,7 +89,8 @@ func (t *Transport) pop(ctx context.Context, queue string, timeout time.Duration
 		}
 	}
 	var f fetched
-	if p, ok := r.(*prefetchReader); ok {
+	c.fetchMu.Lock()
+	if p, ok := c.r.(*prefetchReader); ok {
 		p.begin(deferHeaders)
 		var got bool
 		if f, got = p.take(); !got {
@@ -110,16 +104,20 @@ func (t *Transport) pop(ctx context.Context, queue string, timeout time.Duration
 		fctx := getFetchContext()
 		fctx.arm(ctx, timeout)
 		var m kafkago.Message
-		m, err = r.FetchMessage(fctx.CallContext)
+		m, err = c.r.FetchMessage(fctx.CallContext)
 		fctx.disarm()
 		putFetchContext(fctx)
 		if err == nil {
-			f.d = t.newDelivery(queue, m, r)
+			f.d = t.newDelivery(queue, m)
 		}
 	}
 	if err == nil {
 		err = f.err
 	}
+	if err == nil {
+		c.handOut(f.d)
+	}
+	c.fetchMu.Unlock()
 	if err != nil {
 		switch {
 		case ctx.Err() != nil:
@@ -129,8 +127,8 @@ func (t *Transport) pop(ctx context.Context, queue string, timeout time.Duration
 		case t.isClosed():
 			return nil, ErrClosed
 		case errors.Is(err, io.EOF):
-			// The reader was closed under us (a concurrent Rewind); the
-			// next Pop opens a fresh one.
+			// The reader was closed under us (a concurrent HandBack); the
+			// next call opens a fresh one.
 			return nil, nil
 		case !permanent(err):
 			// The group reader keeps retrying (coordinator moving, a
@@ -153,11 +151,11 @@ func (t *Transport) pop(ctx context.Context, queue string, timeout time.Duration
 // hands over and never changes again (kafka-go allocates them per record),
 // so nothing is copied. The body is as received: handOut applies the
 // version gate and the attempts rule.
-func (t *Transport) newDelivery(queue string, m kafkago.Message, r Reader) *delivery {
+func (t *Transport) newDelivery(queue string, m kafkago.Message) *delivery {
 	if m.Topic == "" {
 		m.Topic = queue
 	}
-	d := &delivery{msg: m, reader: r}
+	d := &delivery{msg: m}
 	d.rm = babelqueue.ReceivedMessage{
 		Body:   bytesView(m.Value),
 		Queue:  m.Topic,
@@ -234,45 +232,49 @@ func reconcileBody(body string, hs []kafkago.Header) string {
 	return string(out)
 }
 
-// Ack commits the reserved record (process-then-commit, at-least-once).
-// With a commit interval (WithCommitInterval) the commit is queued and sent
-// with the next batch, or when the reader closes or loses the partition;
-// with 0 Ack returns once the group coordinator stored it. Acks of one queue
-// come in delivery order, so commits never move backwards. A record whose
-// reader was dropped by Rewind cannot be committed any more: Ack reports it,
-// and the record will be delivered again.
+// Ack settles the reserved record (process-then-commit, at-least-once).
+// Its partition is committed up to the end of the contiguous prefix of
+// settled deliveries: at once when that prefix now reaches it, else when
+// the earlier deliveries it waits for are acknowledged. With a commit
+// interval (WithCommitInterval) the commit is batched and sent with the
+// next batch, or when the reader closes or loses the partition; with 0 Ack
+// returns once the group coordinator stored it. A record whose reader was
+// closed by a HandBack cannot be committed any more: Ack reports it, and
+// the record will be delivered again.
 func (t *Transport) Ack(ctx context.Context, msg *babelqueue.ReceivedMessage) error {
 	d, ok := recordOf(msg)
-	if !ok {
+	if !ok || d.cons == nil {
 		return wrapf(babelqueue.ErrInvalidOption, "ack of a message this transport did not reserve")
 	}
 	if t.isClosed() {
 		return ErrClosed
 	}
-	// The record itself is the one-element list CommitMessages reads (it
-	// keeps only topic, partition and offset): no copy, no allocation.
-	if err := d.reader.CommitMessages(ctx, unsafe.Slice(&d.msg, 1)...); err != nil {
-		if errors.Is(err, io.ErrClosedPipe) {
-			return wrapf(err, "commit %s/%d@%d: the reader was rewound or closed; the record will be delivered again", d.msg.Topic, d.msg.Partition, d.msg.Offset)
-		}
+	if err := d.cons.ack(ctx, d); err != nil {
 		return wrapf(err, "commit %s/%d@%d", d.msg.Topic, d.msg.Partition, d.msg.Offset)
 	}
 	return nil
 }
 
+// HandBack returns the reserved record unsettled (babelqueue.Transport):
+// it rewinds the consumer of its topic (Rewind).
+func (t *Transport) HandBack(ctx context.Context, msg *babelqueue.ReceivedMessage) error {
+	return t.Rewind(ctx, msg)
+}
+
 // Rewind puts the consumer of the reserved record's topic back at that
 // record without committing it, so that no later commit can pass it. A
 // kafka-go group reader cannot seek, so the reader is closed (flushing the
-// commits of records acknowledged before this one) and dropped; the next
-// Pop opens a new one, which resumes from the group's committed offset,
-// this record included. Other records fetched but not acknowledged are
-// delivered again too.
+// commits of the settled prefix, which ends before this record) and
+// dropped; the next Pop opens a new one, which resumes from the group's
+// committed offset, this record included. Every other record handed out
+// and not yet committed is delivered again too, and its Ack fails.
 func (t *Transport) Rewind(_ context.Context, msg *babelqueue.ReceivedMessage) error {
 	d, ok := recordOf(msg)
-	if !ok {
+	if !ok || d.cons == nil {
 		return wrapf(babelqueue.ErrInvalidOption, "rewind of a message this transport did not reserve")
 	}
-	if err := t.dropReader(msg.Queue, d.reader); err != nil {
+	d.cons.rewind()
+	if err := t.dropReader(d.cons); err != nil {
 		return wrapf(err, "rewind %s/%d@%d", d.msg.Topic, d.msg.Partition, d.msg.Offset)
 	}
 	return nil

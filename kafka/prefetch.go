@@ -20,20 +20,12 @@ const predecodeBacklog = prefetchBuffer / 4
 const prefetchBuffer = 256
 
 // prefetchReader is the Reader the transport puts in front of each group
-// reader it builds itself: one goroutine fetches records ahead of Pop, and
-// turns each into its delivery (ReceivedMessage, attempts rule, the header
-// map unless the headers are deferred, and, while Pop's side has a backlog,
-// the body decoded for the App; see prepare), into a bounded buffer. Pop
-// takes the whole buffer at once and works through it,
-// so the consume loop neither waits for the group reader's hand-over of
-// each record nor pays for the conversion, and the two goroutines meet once
-// per batch rather than once per record.
-//
-// Ack commits through the group reader, in delivery order, gathered by a
-// commitBatcher when commits are asynchronous anyway. Records still buffered when the reader is closed (Close,
-// Rewind) or loses its partitions were never delivered nor committed: the
-// next owner of their partition reads them again from the committed
-// offset, exactly as the records kafka-go buffers itself.
+// reader it builds: a goroutine fetches ahead into a bounded buffer and
+// prepares each delivery, and Receive takes the buffer a batch at a time.
+// Commits go through a commitBatcher when the group reader commits
+// asynchronously. What is buffered when it closes was never delivered nor
+// committed, and comes again to the partition's next reader (DESIGN.md,
+// section 4).
 type prefetchReader struct {
 	r       groupReader
 	commits *commitBatcher // nil when the group reader commits synchronously
@@ -52,9 +44,9 @@ type prefetchReader struct {
 
 	pending atomic.Int64 // fetched and not yet taken by Pop
 
-	// deferHeaders is set once the queue is popped with its headers
-	// deferred (PopDeferredHeaders); until then the goroutine builds each
-	// delivery's header map ahead, off Pop's side.
+	// deferHeaders is set once the queue is read with its headers
+	// deferred (Receive); until then the goroutine builds each delivery's
+	// header map ahead, off Pop's side.
 	deferHeaders atomic.Bool
 
 	// Pop's side, touched only by the goroutine calling Pop.
@@ -121,7 +113,7 @@ func (p *prefetchReader) run(ctx context.Context) {
 		if err != nil {
 			f.err = err
 		} else {
-			f.d = p.t.newDelivery(p.queue, m, p)
+			f.d = p.t.newDelivery(p.queue, m)
 			// Decode ahead only while Pop's side has a backlog: then the
 			// consume loop is the slower of the two goroutines, and this
 			// one takes work off it. Otherwise this goroutine is the

@@ -7,14 +7,14 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 )
 
-// Publish writes body to the topic queue and returns once the broker
-// acknowledged it. The record value is body unchanged; the §6 contract
-// fields are projected onto headers (bq-job, bq-trace-id, bq-message-id,
-// bq-schema-version, bq-source-lang, bq-attempts; a field the body lacks is
-// left out) and the record timestamp is meta.created_at (the publish time
-// when the body has none). The record has no key. A lone Publish waits at
-// most the linger (WithLinger) before its batch is sent; concurrent
-// publishers to a partition share a batch.
+// Publish writes body to the topic queue, keyless, and returns once the
+// broker acknowledged it: Send of IntentPublish. The record value is body
+// unchanged; the §6 contract fields are projected onto headers (bq-job,
+// bq-trace-id, bq-message-id, bq-schema-version, bq-source-lang,
+// bq-attempts; a field the body lacks is left out) and the timestamp is
+// meta.created_at (the publish time when the body has none). A lone
+// Publish waits at most the linger (WithLinger); concurrent publishers to a
+// partition share a batch.
 func (t *Transport) Publish(ctx context.Context, queue, body string) error {
 	return t.PublishWithHeaders(ctx, queue, body, nil)
 }
@@ -25,10 +25,8 @@ func (t *Transport) Publish(ctx context.Context, queue, body string) error {
 // bq-delay and bq-original-topic are never taken from headers. A nil or
 // empty map behaves exactly like Publish.
 func (t *Transport) PublishWithHeaders(ctx context.Context, queue, body string, headers map[string]string) error {
-	if babelqueue.IsBlank(queue) {
-		return ErrEmptyTopic
-	}
-	return t.write(ctx, queue, t.newRecord(queue, body, headers, nil))
+	_, err := t.Send(ctx, &babelqueue.Outgoing{Intent: babelqueue.IntentPublish, Queue: queue, Body: body, Headers: headers})
+	return err
 }
 
 // PublishBatch writes bodies to queue as Publish does, in one call: the
@@ -49,29 +47,4 @@ func (t *Transport) PublishBatch(ctx context.Context, queue string, bodies ...st
 		msgs[i] = t.newRecord(queue, b, nil, nil)
 	}
 	return t.write(ctx, queue, msgs...)
-}
-
-// newRecord builds the record Publish writes: projection, extra headers,
-// created_at timestamp, and key (nil for none).
-func (t *Transport) newRecord(queue, body string, extra map[string]string, key []byte) kafkago.Message {
-	hs, ts := projection(body, t.cfg.clock.Now())
-	hs = withExtra(hs, extra)
-	return kafkago.Message{
-		Topic:   queue,
-		Key:     key,
-		Value:   []byte(body),
-		Headers: toKafkaHeaders(hs),
-		Time:    ts,
-	}
-}
-
-// write hands msgs to the writer and maps its errors.
-func (t *Transport) write(ctx context.Context, topic string, msgs ...kafkago.Message) error {
-	if t.isClosed() {
-		return ErrClosed
-	}
-	if err := t.writer.WriteMessages(ctx, msgs...); err != nil {
-		return writeError(topic, err)
-	}
-	return nil
 }

@@ -20,113 +20,15 @@ const RedriveCursorPrefix = "bq-redrive."
 func RedriveCursor(dlq string) string { return RedriveCursorPrefix + dlq }
 
 // Redrive implements babelqueue.Redriver; babelqueue.Redrive hands a
-// *Transport the whole run. Kafka never deletes a record, so the progress
-// of a redrive is a cursor: the offsets of a consumer group on the DLQ
-// (plan.Cursor, by default RedriveCursor(dlq)), committed without joining
-// the group. The committed offset of a partition is the next dead letter
-// to examine; the DLQ's live region is the records at and after the
-// cursor. There is one cursor per DLQ whatever the selection, so a run
-// continues where the last one stopped, and each dead letter in the live
-// region is examined once.
-//
-// A run reads each DLQ partition from the cursor up to its high-water mark
-// read at the start, and for each record, in offset order:
-//
-//   - a dead letter to move (plan.Examine says RedriveMoved) is written to
-//     its target with the key byte for byte, on the partition murmur2 of
-//     the key gives (PartitionForKey, as the Java client), or, for a null
-//     key, on the DLQ partition modulo the target's partition count. The
-//     value is babelqueue.ClearDeadLetter of the dead letter (dead_letter
-//     removed, attempts 0); the headers are the §6 projection of that value,
-//     bq-attempts 0, plan.MovedHeaders (the out-of-band headers,
-//     bq-redrive-count plus one, bq-replay-bypass when asked) and
-//     bq-redrive-source = "<dlq>/<partition>/<offset>"; the timestamp is
-//     meta.created_at;
-//   - a record that stays (unselected, undecodable, version-gated, without
-//     a target, held by the replay-count guard) is written back verbatim to
-//     the tail of its DLQ partition — key, value and headers (in order) as
-//     they were, bq-redrive-source set to its old position, a fresh
-//     timestamp — so it remains redrivable by a later run. It lands after
-//     the high-water mark of this run, which does not examine it again.
-//
-// Consecutive records whose copies go to the same partition are written
-// together, as one record batch (at most 256 records and 512 KiB) that the
-// broker appends whole or not at all; a batch it refuses as too large is
-// written again record by record. Every write, of one record or a batch,
-// follows the same protocol, so a run can be killed at any point and run
-// again without losing or duplicating a dead letter:
-//
-//  1. the cursor is committed at the offset of the write's first record,
-//     with metadata naming its records, the partition the copies go to and
-//     an offset at or before which they will land (this commit also passes
-//     the records before it);
-//  2. the copies are written and acknowledged by every in-sync replica
-//     (acks=all);
-//  3. the cursor passes the records (merged into step 1 of the next write,
-//     or committed on its own at the end of a partition).
-//
-// Killed before 1, the records are examined again by the next run. Killed
-// between 1 and 2, the next run reads the metadata, finds no copy on the
-// named partition, and examines and writes them again. Killed between 2
-// and 3, the next run finds the copy of the first record by its
-// bq-redrive-source header and passes the write's records without writing
-// them again (RedriveAlreadyMoved for moves, RedriveAlreadyKept for
-// write-backs). A failed write stops the run with an error wrapping
-// babelqueue.ErrSettle and the cursor on the write's first record (a write
-// the broker rejected before appending it, and transient errors of commits
-// and reads, are first retried a few times; an ambiguous write failure,
-// such as a timeout, is not: the next run finds out).
-// When ctx ends, the records already written are passed and ctx's error
-// is returned; records gathered for a write not yet made are left for the
-// next run. Everything a run knows is durable in Kafka: the cursor and its
-// metadata in the group's committed offsets, the copies in the topics; the
-// process holds nothing a kill could lose.
-//
-// A dry run reads the same records and writes and commits nothing;
-// RedriveItem.Disposition stays empty. plan.Max stops the run once Max
-// dead letters were moved, with the cursor right after the last record
-// handled. plan.PollTimeout is not used: a run ends at the high-water
-// marks. OnTotal receives the number of records the run will examine;
-// each RedriveItem has Position "<partition>/<offset>", and
-// RedriveResult.Resumed is true when the cursor already held offsets.
-//
-// What this does not change: the DLQ records behind the cursor are still
-// in the topic until retention removes them. A consumer group other than
-// the cursor, a custom plan.Cursor, or a tool that reads the DLQ from its
-// start sees them, moved ones and the originals of written-back ones alike;
-// only the region from the cursor on is the DLQ's content. The cursor
-// group must have no live members (the broker refuses its commits then).
-//
-// Two runs never work on one cursor at the same time. A run that is not
-// a dry run first joins the consumer group RedriveLockGroup(cursor)
-// ("<cursor>.lock") as a member, with a 6 s session timeout, and stays a
-// member until it returns (a goroutine heartbeats every second and leaves
-// the group at the end). It proceeds only when the lock group had no
-// member before it joined and is Stable with itself as its only member
-// after; otherwise it leaves and returns an error wrapping ErrRedriveBusy
-// before reading, writing or committing anything. Two runs starting at
-// the same moment may both fail that way; they never both proceed. A run
-// that was killed holds the cursor until its membership expires, 6 s
-// after its last heartbeat; then a new run proceeds. A run that loses its
-// membership (the coordinator did not hear from it within the session
-// timeout) stops as if ctx had ended, and its error wraps ErrRedriveBusy.
-// Taking the lock costs a few round trips to the group coordinator plus
-// the broker's group.initial.rebalance.delay.ms (3 s by default; 0 is
-// recommended for brokers that run redrives), which the broker waits
-// before it completes the first join of an empty group. A dry run writes
-// and commits nothing, does not take the lock and is not refused while
-// another run holds it.
-//
-// Like any lease, the lock has a window: a run that loses its membership
-// notices at its next check, about a second later, and stops then.
-//
-// The cursor lives as long as the broker keeps the group's offsets: Kafka
-// drops the offsets of a group without members offsets.retention.minutes
-// (7 days by default) after its last commit. A run after that starts from
-// the beginning of the DLQ and would move again the records an earlier run
-// moved that the DLQ still retains. Keep offsets.retention.minutes at
-// least as long as the DLQ's retention.ms, or run a redrive (any run that
-// commits refreshes the cursor) within it.
+// *Transport the whole run. Progress is a durable cursor per DLQ, the
+// committed offsets of the consumer group plan.Cursor (by default
+// RedriveCursor(dlq)). A moved dead letter keeps its key byte for byte; a
+// record that stays is written back verbatim to the tail of its partition.
+// A run killed at any point and run again neither loses nor duplicates a
+// dead letter; two runs never share a cursor (the second fails with
+// ErrRedriveBusy before touching anything); a dry run writes and commits
+// nothing. The cursor, the pending-write protocol and the lock group are
+// described in DESIGN.md, section 6.
 func (t *Transport) Redrive(ctx context.Context, dlq string, plan babelqueue.RedrivePlan) (*babelqueue.RedriveResult, error) {
 	res := &babelqueue.RedriveResult{DryRun: plan.DryRun}
 	if isBlank(dlq) {

@@ -11,44 +11,25 @@ import (
 )
 
 // Reinjector carries the records of the retry topics "<topic>.retry.<n>"
-// back to their work topics once their tier has elapsed (§6.4). Kafka has
-// no delayed delivery: PublishRetryForAttempt and PublishDelayed park a
-// record on a tier topic and the Reinjector returns it. A deployment that
-// configures retry tiers must run one, or retried and delayed records are
-// never delivered again.
+// back to their work topics once their tier has elapsed (§6.4). A
+// deployment that configures retry tiers must run one, in a consumer group
+// of its own, or retried and delayed records are never delivered again.
 //
-// For every record it:
-//   - waits until the record timestamp + the tier, clamped to [now,
-//     now+tier] (see ReinjectWait): an old record is carried at once, a
-//     future-dated one waits at most one tier;
-//   - writes the value and the key, byte for byte, to the topic named by
-//     the bq-original-topic header (the work topic of the retry topic when
-//     the header is missing), without decoding anything, so an undecodable
-//     record is carried as it is;
-//   - drops bq-delay and bq-original-topic and keeps every other header;
-//   - commits the retry-topic offset only after the broker acknowledged
-//     that write. A failed write is retried, never skipped.
-//
-// Each assigned partition has its own worker and its own fetcher, whose
-// buffer is bounded (WithReinjectBuffer), so partitions wait independently,
-// a partition is carried in offset order and memory stays flat whatever
-// the backlog. When the group rebalances or Run stops, the workers stop at
-// once: a record still waiting was not written and is not committed, so the
-// next owner of the partition carries it. Commits of written records are
-// batched and flushed before the partitions are given up.
-//
-// The retry topics should be created with message.timestamp.type =
-// LogAppendTime (EnsureTopics does). Note that kafka-go reports a record's
-// own timestamp and ignores its batch's LogAppendTime flag, so the wait is
-// anchored on the producer's timestamp even then; this transport stamps
-// retry-tier records with the publish time, and the clamp to one tier
-// bounds the effect of a skewed producer clock. Use a consumer group
-// dedicated to re-injection.
+// For every record it waits until the record timestamp + the tier, clamped
+// to [now, now+tier] (ReinjectWait); writes the value and key byte for byte,
+// every header but bq-delay and bq-original-topic, to the topic
+// bq-original-topic names; and commits the retry offset only after the
+// broker acknowledged that write (at-least-once). Partitions wait
+// independently and each is carried in offset order. Retry topics should be
+// created with message.timestamp.type=LogAppendTime (EnsureTopics does).
+// The per-partition workers, commits and hooks are described in DESIGN.md,
+// section 5.
 type Reinjector struct {
 	t         *Transport
 	groupID   string
 	topics    []string                 // retry topics consumed
 	tierOf    map[string]time.Duration // retry topic -> tier
+	indexOf   map[string]int           // retry topic -> 1-based tier index
 	workOf    map[string]string        // retry topic -> work topic
 	newMember func(groupID string, topics []string) (groupMember, error)
 	clock     babelqueue.Clock
@@ -78,6 +59,7 @@ func (t *Transport) NewReinjector(workTopics ...string) (*Reinjector, error) {
 		t:       t,
 		groupID: t.cfg.groupID,
 		tierOf:  make(map[string]time.Duration),
+		indexOf: make(map[string]int),
 		workOf:  make(map[string]string),
 		clock:   t.cfg.clock,
 		log:     t.cfg.log(),
@@ -93,6 +75,7 @@ func (t *Transport) NewReinjector(workTopics ...string) (*Reinjector, error) {
 			}
 			r.topics = append(r.topics, rt)
 			r.tierOf[rt] = tier
+			r.indexOf[rt] = i + 1
 			r.workOf[rt] = w
 		}
 	}
@@ -150,7 +133,8 @@ func (r *Reinjector) runGeneration(gen groupGeneration) {
 			continue
 		}
 		for _, p := range parts {
-			w := &partitionWorker{r: r, gen: gen, topic: topic, partition: p.ID, offset: p.Offset, tier: tier, commit: c}
+			w := &partitionWorker{r: r, gen: gen, topic: topic, partition: p.ID, offset: p.Offset, tier: tier,
+				tierIndex: r.indexOf[topic], commit: c}
 			c.workers.Add(1)
 			gen.Start(func(ctx context.Context) {
 				defer c.workers.Done()
@@ -169,6 +153,7 @@ type partitionWorker struct {
 	partition int
 	offset    int64
 	tier      time.Duration
+	tierIndex int
 	commit    *committer
 }
 
@@ -194,7 +179,9 @@ func (w *partitionWorker) run(ctx context.Context) {
 	var head *kafkago.Message
 	var headDue time.Time
 	batch := make([]kafkago.Message, 0, 16)
-	events := make([]ReinjectEvent, 0, 16) // batch[i] carries events[i]
+	hooked := len(w.r.t.cfg.reinjectHooks) > 0
+	var ins []kafkago.Message // with hooks: ins[i] is the retry record batch[i] carries
+	var dues []time.Time      // and dues[i] its due time
 	for {
 		if head == nil {
 			select {
@@ -210,7 +197,9 @@ func (w *partitionWorker) run(ctx context.Context) {
 		// The head is due; so may be the records behind it. Carry them in
 		// one write, in offset order, up to the first that must wait.
 		batch = append(batch[:0], w.r.reinjected(*head))
-		events = append(events[:0], w.event(batch[0], *head, headDue))
+		if hooked {
+			ins, dues = append(ins[:0], *head), append(dues[:0], headDue)
+		}
 		last := head.Offset
 		head = nil
 	collect:
@@ -224,7 +213,9 @@ func (w *partitionWorker) run(ctx context.Context) {
 					break collect
 				}
 				batch = append(batch, w.r.reinjected(m))
-				events = append(events, w.event(batch[len(batch)-1], m, due))
+				if hooked {
+					ins, dues = append(ins, m), append(dues, due)
+				}
 				last = m.Offset
 			default:
 				break collect
@@ -240,16 +231,21 @@ func (w *partitionWorker) run(ctx context.Context) {
 			}
 			w.r.log.Warn("kafka: re-inject write failed; retrying", "from", w.topic, "partition", w.partition,
 				"records", len(batch), "last_offset", last, "err", err)
+			if hooked {
+				now := w.r.clock.Now()
+				for i := range batch {
+					w.report(ctx, &batch[i], &ins[i], dues[i], now, err)
+				}
+			}
 			if !sleep(ctx, w.r.clock, backoff.next()) {
 				return
 			}
 		}
 		backoff.reset()
-		if w.r.t.cfg.reinjectObserver != nil {
+		if hooked {
 			written := w.r.clock.Now()
-			for _, ev := range events {
-				ev.Written = written
-				w.r.observe(ev)
+			for i := range batch {
+				w.report(ctx, &batch[i], &ins[i], dues[i], written, nil)
 			}
 		}
 		w.commit.mark(w.topic, w.partition, last+1)
@@ -264,12 +260,6 @@ func (w *partitionWorker) due(ts, now time.Time) time.Time {
 		ts = now
 	}
 	return ts.Add(w.tier)
-}
-
-// event describes the write of out, the copy of the retry record in, due at
-// due; Written is set once the write is acknowledged.
-func (w *partitionWorker) event(out, in kafkago.Message, due time.Time) ReinjectEvent {
-	return ReinjectEvent{WorkTopic: out.Topic, RetryTopic: w.topic, Tier: w.tier, Partition: w.partition, Offset: in.Offset, Due: due}
 }
 
 // fetch reads src into out until ctx ends.

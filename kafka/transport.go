@@ -25,17 +25,22 @@ type Writer interface {
 // the returned record's byte slices (key, value, header values) over to the
 // transport, which reads them without copying for as long as the delivery
 // lives: a Reader must not change them afterwards (kafka-go's Reader
-// allocates them per record). CommitMessages must not keep or change msgs.
+// allocates them per record). CommitMessages must not keep or change msgs;
+// the transport calls it for one queue from one goroutine at a time, with
+// offsets that never move backwards.
 type Reader interface {
 	FetchMessage(ctx context.Context) (kafkago.Message, error)
 	CommitMessages(ctx context.Context, msgs ...kafkago.Message) error
 }
 
-// Transport implements babelqueue.Transport over Apache Kafka, with every
-// optional capability of the core contract. Publish and its variants are
-// safe for concurrent use; Pop, Ack and Rewind of one queue must be called
-// from one goroutine at a time (a Kafka consumer is sequential), different
-// queues may be consumed concurrently.
+// Transport implements babelqueue.Transport over Apache Kafka: keys and
+// headers, delayed publish when retry tiers are configured, hand-back by
+// rewind. Every method is safe for concurrent use. Deliveries of one queue
+// may be acknowledged and handed back in any order and from several
+// goroutines: per partition, only the end of the contiguous prefix of
+// settled deliveries is committed, so a commit never passes a delivery that
+// is neither acknowledged nor handed back (DESIGN.md, "Acknowledgement
+// ledger").
 type Transport struct {
 	cfg       config
 	writer    Writer
@@ -46,20 +51,10 @@ type Transport struct {
 	closed      atomic.Bool // set under mu, read without it on the publish path
 	connChecked atomic.Bool // a broker accepted the connection settings (checkConnection)
 	mu          sync.Mutex
-	readers     map[string]Reader
+	readers     map[string]*consumer
 }
 
-var (
-	_ babelqueue.Transport            = (*Transport)(nil)
-	_ babelqueue.HeaderPublisher      = (*Transport)(nil)
-	_ babelqueue.KeyedRepublisher     = (*Transport)(nil)
-	_ babelqueue.HeaderRepublisher    = (*Transport)(nil)
-	_ babelqueue.Forwarder            = (*Transport)(nil)
-	_ babelqueue.Rewinder             = (*Transport)(nil)
-	_ babelqueue.DelayedPublisher     = (*Transport)(nil)
-	_ babelqueue.TieredRetrier        = (*Transport)(nil)
-	_ babelqueue.DeferredHeaderPopper = (*Transport)(nil)
-)
+var _ babelqueue.Transport = (*Transport)(nil)
 
 // New builds a transport. Give it brokers (WithBrokers) and, to consume, a
 // group id (WithGroupID); tests may instead inject a Writer and a reader
@@ -79,7 +74,7 @@ func New(opts ...Option) (*Transport, error) {
 	if len(cfg.brokers) == 0 && (cfg.writer == nil || cfg.readerFactory == nil) {
 		return nil, ErrNoBrokers
 	}
-	t := &Transport{cfg: cfg, readers: make(map[string]Reader)}
+	t := &Transport{cfg: cfg, readers: make(map[string]*consumer)}
 	if len(cfg.brokers) > 0 {
 		t.net = netTransport(&cfg)
 		t.dialer = &kafkago.Dialer{
@@ -128,8 +123,8 @@ func (t *Transport) Close() error {
 	t.mu.Unlock()
 
 	var errs []error
-	for queue, r := range readers {
-		if err := closeReader(r); err != nil {
+	for queue, c := range readers {
+		if err := closeReader(c.r); err != nil {
 			errs = append(errs, wrapf(err, "close reader of %q", queue))
 		}
 	}
@@ -149,16 +144,18 @@ func (t *Transport) Close() error {
 
 func (t *Transport) isClosed() bool { return t.closed.Load() }
 
-// reader returns the reader of queue, building it on first use (fresh).
-func (t *Transport) reader(queue string) (r Reader, fresh bool, err error) {
+// reader returns the consumer of queue, building its reader on first use
+// (fresh).
+func (t *Transport) reader(queue string) (c *consumer, fresh bool, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed.Load() {
 		return nil, false, ErrClosed
 	}
-	if r, ok := t.readers[queue]; ok {
-		return r, false, nil
+	if c, ok := t.readers[queue]; ok {
+		return c, false, nil
 	}
+	var r Reader
 	if t.cfg.readerFactory != nil {
 		r = t.cfg.readerFactory(queue)
 	} else {
@@ -184,22 +181,23 @@ func (t *Transport) reader(queue string) (r Reader, fresh bool, err error) {
 	if r == nil {
 		return nil, false, wrapf(babelqueue.ErrInvalidOption, "reader factory returned nil for %q", queue)
 	}
-	t.readers[queue] = r
-	return r, true, nil
+	c = newConsumer(queue, r)
+	t.readers[queue] = c
+	return c, true, nil
 }
 
-// dropReader forgets r as the reader of queue (when it still is) and closes
-// it, flushing the commits it holds.
-func (t *Transport) dropReader(queue string, r Reader) error {
+// dropReader forgets c as the consumer of its queue (when it still is) and
+// closes its reader, flushing the commits it holds.
+func (t *Transport) dropReader(c *consumer) error {
 	t.mu.Lock()
-	if cur, ok := t.readers[queue]; ok && cur == r {
-		delete(t.readers, queue)
+	if cur, ok := t.readers[c.queue]; ok && cur == c {
+		delete(t.readers, c.queue)
 	} else {
 		t.mu.Unlock()
 		return nil // already dropped (a second Rewind, or Close)
 	}
 	t.mu.Unlock()
-	return closeReader(r)
+	return closeReader(c.r)
 }
 
 func closeReader(r Reader) error {

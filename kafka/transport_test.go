@@ -359,18 +359,24 @@ func TestCloseRules(t *testing.T) {
 	}
 }
 
-func TestForwardWritesExactlyWhatIsPassed(t *testing.T) {
+// forward is Send of IntentForward.
+func forward(tr *Transport, ctx context.Context, queue, body string, from *babelqueue.ReceivedMessage, headers map[string]string) error {
+	_, err := tr.Send(ctx, &babelqueue.Outgoing{Intent: babelqueue.IntentForward, Queue: queue, Body: body, From: from, Headers: headers})
+	return err
+}
+
+func TestSendForwardWritesExactlyWhatIsPassed(t *testing.T) {
 	rg := newRig(t)
 	ctx := context.Background()
 	orig := []kafkago.Header{h("bq-schema-version", "2"), h("bq-job", "urn:x"), h("x", "1")}
 	rg.log.append("orders", 0, kafkago.Message{Key: []byte{0, 1}, Value: []byte("gated \xff"), Headers: orig})
 	m := rg.pop("orders")
 	// Unchanged record: original header order, value and key.
-	if err := rg.tr.Forward(ctx, "orders.dlq", m.Body, m, m.Headers); err != nil {
+	if err := forward(rg.tr, ctx, "orders.dlq", m.Body, m, m.Headers); err != nil {
 		t.Fatal(err)
 	}
 	// Other headers: exactly those passed, in key order, nothing projected.
-	if err := rg.tr.Forward(ctx, "orders.dlq", envelope(t, 0), m, map[string]string{"b": "2", "a": "1", " ": "x"}); err != nil {
+	if err := forward(rg.tr, ctx, "orders.dlq", envelope(t, 0), m, map[string]string{"b": "2", "a": "1", " ": "x"}); err != nil {
 		t.Fatal(err)
 	}
 	got := rg.log.records("orders.dlq")
@@ -392,7 +398,7 @@ func TestRetryForAttemptRecord(t *testing.T) {
 	rg := newRig(t, WithRetryTiers(5*time.Second, 30*time.Second, 5*time.Minute))
 	ctx := context.Background()
 	key := []byte("k\x00")
-	in := append(contractHeaders("1"), h("traceparent", "00-a-b-01"), h("tracestate", "s=1"), h("x-private", "not forwarded"),
+	in := append(contractHeaders("1"), h("traceparent", "00-a-b-01"), h("tracestate", "s=1"), h("x-private", "kept"),
 		h("bq-replay-bypass", "1"), h("babelqueue-retry-link", "00-old-link-01"), h("baggage", "tenant=7"), h("bq-delay", "1"))
 	rg.log.append("orders", 0, kafkago.Message{Key: key, Value: []byte(envelope(t, 1)), Headers: in})
 	m := rg.pop("orders")
@@ -409,9 +415,12 @@ func TestRetryForAttemptRecord(t *testing.T) {
 			t.Fatalf("%s holds %d records", c.topic, len(got))
 		}
 		r := got[0]
+		// The contract projection, the tier headers, then every out-of-band
+		// header of the delivery in key order (a contract header such as
+		// the incoming bq-delay is not carried over).
 		want := append(contractHeaders(strconv.Itoa(c.before+1)), h("bq-delay", c.delay), h("bq-original-topic", "orders"),
-			h("traceparent", "00-a-b-01"), h("tracestate", "s=1"), h("baggage", "tenant=7"), h("babelqueue-retry-link", "00-old-link-01"),
-			h("bq-replay-bypass", "1"))
+			h("babelqueue-retry-link", "00-old-link-01"), h("baggage", "tenant=7"), h("bq-replay-bypass", "1"),
+			h("traceparent", "00-a-b-01"), h("tracestate", "s=1"), h("x-private", "kept"))
 		if diff := cmp.Diff(want, r.Headers); diff != "" {
 			t.Fatalf("attempts before %d: headers (-want +got):\n%s", c.before, diff)
 		}
@@ -431,7 +440,8 @@ func TestRetryForAttemptRecord(t *testing.T) {
 	}
 	got := rg.log.records("orders.retry.1")
 	want := append(contractHeaders("1"), h("bq-delay", "5000"), h("bq-original-topic", "orders"),
-		h("traceparent", "00-a-b-01"), h("tracestate", "s=1"), h("babelqueue-retry-link", "00-new-link-01"), h("bq-replay-bypass", "1"))
+		h("babelqueue-retry-link", "00-new-link-01"), h("bq-replay-bypass", "1"), h("traceparent", "00-a-b-01"), h("tracestate", "s=1"),
+		h("x-private", "kept"))
 	if diff := cmp.Diff(want, got[len(got)-1].Headers); diff != "" {
 		t.Fatalf("decorated delivery: headers (-want +got):\n%s", diff)
 	}
@@ -572,8 +582,8 @@ func TestHeadersDoNotGrowAcrossRetryHops(t *testing.T) {
 		back := reinject.reinjected(tier[len(tier)-1])
 		rg.log.append("orders", 0, back)
 	}
-	want := []string{"bq-job", "bq-trace-id", "bq-message-id", "bq-schema-version", "bq-source-lang", "bq-attempts", "traceparent", "tracestate",
-		"baggage", "babelqueue-retry-link"}
+	want := []string{"bq-job", "bq-trace-id", "bq-message-id", "bq-schema-version", "bq-source-lang", "bq-attempts",
+		"babelqueue-retry-link", "baggage", "traceparent", "tracestate", "x-app"}
 	if diff := cmp.Diff(want, afterOne); diff != "" {
 		t.Fatalf("headers after one hop (-want +got):\n%s", diff)
 	}

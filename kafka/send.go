@@ -1,0 +1,240 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	kafkago "github.com/segmentio/kafka-go"
+)
+
+// Features reports what the transport does (babelqueue.Transport): keys and
+// headers always, a delayed publish when retry tiers are configured
+// (WithRetryTiers), hand-back by rewind. A retry is a write like any other;
+// the App settles the original afterwards.
+func (t *Transport) Features() babelqueue.Features {
+	return babelqueue.Features{
+		Keys:     true,
+		Headers:  true,
+		Delay:    len(t.cfg.tiers) > 0,
+		HandBack: babelqueue.HandBackRewind,
+	}
+}
+
+// Send writes out as its Intent says (babelqueue.Transport) and returns once
+// the broker acknowledged the record. The value is out.Body byte for byte
+// (a restore keeps a null value); the key is out.Key, else the key of
+// out.From. Every intent but IntentForward and IntentRestore projects the
+// §6 headers from the body and adds out.Headers in key order (blanks
+// skipped, a contract header winning; Retry, Release and DeadLetter keep
+// the bq-job of out.Headers). A delayed publish and a retry with tiers go
+// to a retry tier topic with bq-delay and bq-original-topic, which the
+// Receipt names with the tier's delay; a delay no tier covers fails with
+// ErrDelayUnsupported, writing nothing. DESIGN.md, section 1, lists what
+// each intent writes.
+func (t *Transport) Send(ctx context.Context, out *babelqueue.Outgoing) (babelqueue.Receipt, error) {
+	r := babelqueue.Receipt{Partition: -1}
+	if out == nil {
+		return r, wrapf(babelqueue.ErrInvalidOption, "send of a nil message")
+	}
+	if babelqueue.IsBlank(out.Queue) {
+		return r, ErrEmptyTopic
+	}
+	switch out.Intent {
+	case babelqueue.IntentPublish:
+		if out.Delay > 0 {
+			return t.sendDelayed(ctx, out)
+		}
+		return r, t.write(ctx, out.Queue, t.newRecord(out.Queue, out.Body, out.Headers, out.Key))
+	case babelqueue.IntentRetry:
+		if len(t.cfg.tiers) > 0 {
+			n := TierForAttempt(out.Attempt, len(t.cfg.tiers))
+			return t.sendTier(ctx, out, n, t.cfg.tiers[n-1])
+		}
+		return r, t.write(ctx, out.Queue, t.republished(out, false))
+	case babelqueue.IntentRelease, babelqueue.IntentDeadLetter, babelqueue.IntentRedrive:
+		return r, t.write(ctx, out.Queue, t.republished(out, false))
+	case babelqueue.IntentForward:
+		return r, t.write(ctx, out.Queue, t.forwarded(out))
+	case babelqueue.IntentRestore:
+		return r, t.write(ctx, out.Queue, t.restored(out, false))
+	default:
+		return r, wrapf(babelqueue.ErrInvalidOption, "send to %q: unknown intent %v", out.Queue, out.Intent)
+	}
+}
+
+// keyOf is the key a write of out carries: out.Key, else the key of the
+// reserved record out.From (nil for none, or for a message this transport
+// did not reserve).
+func keyOf(out *babelqueue.Outgoing) []byte {
+	if out.Key != nil {
+		return out.Key
+	}
+	if d, ok := recordOf(out.From); ok {
+		return d.msg.Key
+	}
+	return nil
+}
+
+// keepRoute makes the bq-job of out.Headers the route of hs when the
+// intent keeps the delivered route (babelqueue.Intent.KeepsRoute).
+func keepRoute(hs headerSet, out *babelqueue.Outgoing) headerSet {
+	if out.Intent.KeepsRoute() {
+		if job, ok := out.Headers[babelqueue.HeaderJob]; ok && !babelqueue.IsBlank(job) {
+			hs.set(babelqueue.HeaderJob, job)
+		}
+	}
+	return hs
+}
+
+// newRecord builds the record of a new message: projection, extra headers,
+// created_at timestamp, and key (nil for none).
+func (t *Transport) newRecord(queue, body string, extra map[string]string, key []byte) kafkago.Message {
+	hs, ts := projection(body, t.cfg.clock.Now())
+	hs = withExtra(hs, extra)
+	return kafkago.Message{Topic: queue, Key: key, Value: []byte(body), Headers: toKafkaHeaders(hs), Time: ts}
+}
+
+// republished builds a republish of out: the projection of the body (the
+// route kept when the intent keeps it), out.Headers beside it, the
+// created_at timestamp and the key of out. With keepRecordJob, the reserved
+// record's bq-job is kept for a body that projects none (PublishFrom's
+// rule).
+func (t *Transport) republished(out *babelqueue.Outgoing, keepRecordJob bool) kafkago.Message {
+	hs, ts := projection(out.Body, t.cfg.clock.Now())
+	hs = keepRoute(hs, out)
+	if keepRecordJob {
+		if d, ok := recordOf(out.From); ok {
+			hs = keepRouting(hs, d.msg.Headers)
+		}
+	}
+	hs = withExtra(hs, out.Headers)
+	return kafkago.Message{Topic: out.Queue, Key: keyOf(out), Value: []byte(out.Body), Headers: toKafkaHeaders(hs), Time: ts}
+}
+
+// sendDelayed writes a delayed publish to the smallest tier that covers
+// out.Delay.
+func (t *Transport) sendDelayed(ctx context.Context, out *babelqueue.Outgoing) (babelqueue.Receipt, error) {
+	r := babelqueue.Receipt{Partition: -1}
+	n := TierForDelay(out.Delay, t.cfg.tiers)
+	if n == 0 {
+		return r, fmt.Errorf("%w: delay %v", ErrDelayUnsupported, out.Delay)
+	}
+	tier := t.cfg.tiers[n-1]
+	hs, _ := projection(out.Body, t.cfg.clock.Now())
+	hs.set(babelqueue.HeaderDelay, millis(tier))
+	hs.set(babelqueue.HeaderOriginalTopic, out.Queue)
+	hs = withExtra(hs, out.Headers)
+	topic := RetryTopic(out.Queue, n)
+	err := t.write(ctx, topic, kafkago.Message{
+		Topic: topic, Key: out.Key, Value: []byte(out.Body), Headers: toKafkaHeaders(hs), Time: t.cfg.clock.Now(),
+	})
+	if err != nil {
+		return r, err
+	}
+	r.Queue, r.Delay = topic, tier
+	return r, nil
+}
+
+// sendTier writes the retry copy out to tier n, with bq-delay = delay and
+// bq-original-topic = out.Queue, stamped with the publish time from which
+// the Reinjector counts the tier.
+func (t *Transport) sendTier(ctx context.Context, out *babelqueue.Outgoing, n int, delay time.Duration) (babelqueue.Receipt, error) {
+	r := babelqueue.Receipt{Partition: -1}
+	hs, _ := projection(out.Body, t.cfg.clock.Now())
+	hs = keepRoute(hs, out)
+	hs.set(babelqueue.HeaderDelay, millis(delay))
+	hs.set(babelqueue.HeaderOriginalTopic, out.Queue)
+	hs = withExtra(hs, out.Headers)
+	topic := RetryTopic(out.Queue, n)
+	err := t.write(ctx, topic, kafkago.Message{
+		Topic: topic, Key: keyOf(out), Value: []byte(out.Body), Headers: toKafkaHeaders(hs), Time: t.cfg.clock.Now(),
+	})
+	if err != nil {
+		return r, err
+	}
+	r.Queue, r.Delay = topic, delay
+	return r, nil
+}
+
+// forwarded builds a verbatim write of out: body and headers exactly as
+// given (blank keys skipped, in key order), the key of out, the publish
+// time. When body and headers are those of the reserved record, its
+// headers keep their original order.
+func (t *Transport) forwarded(out *babelqueue.Outgoing) kafkago.Message {
+	key := keyOf(out)
+	if d, ok := recordOf(out.From); ok && out.Body == string(d.msg.Value) && sameHeaders(d.msg.Headers, out.Headers) {
+		return kafkago.Message{Topic: out.Queue, Key: key, Value: d.msg.Value,
+			Headers: append([]kafkago.Header(nil), d.msg.Headers...), Time: t.cfg.clock.Now()}
+	}
+	return kafkago.Message{Topic: out.Queue, Key: key, Value: []byte(out.Body), Headers: sortedHeaders(out.Headers), Time: t.cfg.clock.Now()}
+}
+
+// restored builds the write back of the reserved record out.From: its
+// value when out.Body is its body (a null value stays null), its headers in
+// order when out.Headers are its headers (or, with recordHeaders, always),
+// else what out gives verbatim; the key of out; the publish time, so the
+// copy does not age out of its topic early.
+func (t *Transport) restored(out *babelqueue.Outgoing, recordHeaders bool) kafkago.Message {
+	d, ok := recordOf(out.From)
+	if !ok {
+		return t.forwarded(out)
+	}
+	m := kafkago.Message{Topic: out.Queue, Key: keyOf(out), Value: []byte(out.Body), Time: t.cfg.clock.Now()}
+	if out.Body == out.From.Body || out.Body == string(d.msg.Value) {
+		m.Value = d.msg.Value
+	}
+	if recordHeaders || sameHeaders(d.msg.Headers, out.Headers) {
+		m.Headers = append([]kafkago.Header(nil), d.msg.Headers...)
+	} else {
+		m.Headers = sortedHeaders(out.Headers)
+	}
+	return m
+}
+
+// sortedHeaders returns headers as record headers in key order, blank keys
+// skipped.
+func sortedHeaders(headers map[string]string) []kafkago.Header {
+	keys := make([]string, 0, len(headers))
+	for k := range headers {
+		if !babelqueue.IsBlank(k) {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	sort.Strings(keys)
+	hs := make([]kafkago.Header, len(keys))
+	for i, k := range keys {
+		hs[i] = kafkago.Header{Key: k, Value: []byte(headers[k])}
+	}
+	return hs
+}
+
+// sameHeaders reports whether m is exactly the header map of hs: each key
+// once, with the same value.
+func sameHeaders(hs []kafkago.Header, m map[string]string) bool {
+	if len(hs) != len(m) {
+		return false
+	}
+	for _, h := range hs {
+		if v, ok := m[h.Key]; !ok || v != string(h.Value) {
+			return false
+		}
+	}
+	return true
+}
+
+// write hands msgs to the writer and maps its errors.
+func (t *Transport) write(ctx context.Context, topic string, msgs ...kafkago.Message) error {
+	if t.isClosed() {
+		return ErrClosed
+	}
+	if err := t.writer.WriteMessages(ctx, msgs...); err != nil {
+		return writeError(topic, err)
+	}
+	return nil
+}
