@@ -20,8 +20,8 @@ func (i Intent) KeepsRoute() bool {
 }
 
 // OutgoingHeaders returns the headers a binding writes for out, in order.
-// A verbatim intent gives every entry of out.Headers, blank ones included,
-// in key order; every other intent gives the contract projection of out.Body
+// A verbatim intent gives every entry of out.Headers whose key is not
+// blank, blank values included, in key order; every other intent gives the contract projection of out.Body
 // followed by out.Headers by the MergeHeaders rules, the projected bq-job
 // replaced by the one in out.Headers when the intent keeps the route.
 // Bindings with a faster path of their own must give the same result.
@@ -29,7 +29,9 @@ func OutgoingHeaders(out *Outgoing) []Header {
 	if out.Intent.Verbatim() {
 		hs := make([]Header, 0, len(out.Headers))
 		for _, k := range slices.Sorted(maps.Keys(out.Headers)) {
-			hs = append(hs, Header{Key: k, Value: out.Headers[k]})
+			if !IsBlank(k) {
+				hs = append(hs, Header{Key: k, Value: out.Headers[k]})
+			}
 		}
 		return hs
 	}
