@@ -23,7 +23,9 @@ func (i Intent) KeepsRoute() bool {
 // A verbatim intent gives every entry of out.Headers whose key is not
 // blank, blank values included, in key order; every other intent gives the contract projection of out.Body
 // followed by out.Headers by the MergeHeaders rules, the projected bq-job
-// replaced by the one in out.Headers when the intent keeps the route.
+// replaced by the one in out.Headers when the intent keeps the route, and,
+// on IntentRetry, the projected bq-attempts by the one in out.Headers (a
+// poison body keeps its bytes, so only the header carries the count).
 // Bindings with a faster path of their own must give the same result.
 func OutgoingHeaders(out *Outgoing) []Header {
 	if out.Intent.Verbatim() {
@@ -39,6 +41,11 @@ func OutgoingHeaders(out *Outgoing) []Header {
 	if out.Intent.KeepsRoute() {
 		if job, ok := out.Headers[HeaderJob]; ok && !IsBlank(job) {
 			hs = withHeader(hs, HeaderJob, job)
+		}
+	}
+	if out.Intent == IntentRetry {
+		if n, ok := out.Headers[HeaderAttempts]; ok && !IsBlank(n) {
+			hs = withHeader(hs, HeaderAttempts, n)
 		}
 	}
 	return hs

@@ -297,7 +297,7 @@ func (a *App) settleRetryable(ctx context.Context, msg *ReceivedMessage, env *En
 }
 
 // retry asks the binding for the message's next attempt (IntentRetry): the
-// body with attempts = counted (a body that is not an envelope unchanged),
+// body with attempts = counted (a poison body byte for byte),
 // the retry headers with bq-attempts = counted, the key kept. A binding
 // with retry tiers delays it by the tier of its attempts. Unless the
 // binding settles retries itself, the original is acknowledged after the
@@ -307,8 +307,12 @@ func (a *App) retry(ctx context.Context, msg *ReceivedMessage, env *Envelope, ro
 	defer cancel()
 	a.logger().LogAttrs(ctx, slog.LevelDebug, "babelqueue: retrying message", a.attrs(msg, env, route, slog.Int("counted", counted))...)
 	body := msg.Body
-	if b, err := SetAttempts([]byte(msg.Body), counted); err == nil {
-		body = string(b)
+	if env != nil {
+		// A poison body is republished byte for byte: only bq-attempts
+		// moves (SPEC 7).
+		if b, err := SetAttempts([]byte(msg.Body), counted); err == nil {
+			body = string(b)
+		}
 	}
 	headers := retryHeaders(msg)
 	headers[HeaderAttempts] = strconv.Itoa(counted)

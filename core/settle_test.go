@@ -836,3 +836,30 @@ func TestAckIsBoundedBySettleTimeoutEveryTime(t *testing.T) {
 		}
 	}
 }
+
+// A retried poison body that is a JSON object is republished as it was
+// delivered, byte for byte; only bq-attempts carries the count (SPEC 7),
+// and it wins over the body's own attempts, so the count advances to the
+// drop.
+func TestPoisonObjectRetryKeepsTheBodyOnTheWire(t *testing.T) {
+	mem := NewInMemoryTransport()
+	a := testApp(mem, WithDeadLetter(false), WithMaxAttempts(3))
+	const poison = `{"x":1,"attempts":0}` // no job: poison
+	publishH(mem, "orders", poison, map[string]string{"traceparent": "tp"})
+	for i := 1; i <= 2; i++ {
+		msg, _ := mem.Pop(context.Background(), "orders", 0)
+		a.deliver(context.Background(), msg)
+		stored := mem.Messages("orders")
+		if len(stored) != 1 {
+			t.Fatalf("after delivery %d the queue holds %d, want the retry copy", i, len(stored))
+		}
+		if stored[0].Body != msg.Body || stored[0].Headers[HeaderAttempts] != strconv.Itoa(i) {
+			t.Errorf("retry copy %d: body %s bq-attempts %q; want the delivered bytes %s and %d", i, stored[0].Body, stored[0].Headers[HeaderAttempts], msg.Body, i)
+		}
+	}
+	msg, _ := mem.Pop(context.Background(), "orders", 0)
+	a.deliver(context.Background(), msg)
+	if mem.Len("orders") != 0 || mem.Acked("orders") != 3 {
+		t.Errorf("the third delivery was not dropped: left %d acked %d", mem.Len("orders"), mem.Acked("orders"))
+	}
+}

@@ -95,7 +95,8 @@ const (
 	IntentPublish Intent = iota + 1
 	// IntentRetry: a copy of the reserved message From, for its next
 	// attempt. Attempt is the reconciled attempts of From; Body (for an
-	// envelope) and Headers carry Attempt+1. A binding with retry tiers
+	// envelope; a poison body is left byte for byte) and Headers carry
+	// Attempt+1, and the bq-attempts of Headers wins over the body's. A binding with retry tiers
 	// writes it to the tier chosen from Attempt, else to Queue.
 	IntentRetry
 	// IntentRelease: From handed to its queue unchanged for another
