@@ -517,10 +517,8 @@ func (r *redriveRun) writeCopies(ctx context.Context, moves []*redriveEntry) err
 		}
 		headers := r.plan.MovedHeaders(e.rm)
 		headers[babelqueue.HeaderRedriveSource] = e.source
-		msg := projected(string(cleared), headers)
-		msg.Key = e.msg.Key()
-		msg.OrderingKey = e.msg.OrderingKey()
-		msgs[i] = msg
+		msgs[i] = message(&babelqueue.Outgoing{Intent: babelqueue.IntentRedrive, Queue: e.item.Target,
+			Body: string(cleared), From: e.rm, Headers: headers})
 		topics[i] = r.t.Topic(e.item.Target)
 		rec.Pending = append(rec.Pending, e.source)
 		parts, err := r.partitions(topics[i])
