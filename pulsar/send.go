@@ -106,7 +106,8 @@ func message(out *babelqueue.Outgoing) *pulsar.ProducerMessage {
 	}
 	switch {
 	case out.Key != nil:
-		msg.Key, msg.OrderingKey = string(out.Key), string(out.Key)
+		k := string(out.Key)
+		msg.Key, msg.OrderingKey = k, k
 	case d != nil:
 		msg.Key, msg.OrderingKey = d.msg.Key(), d.msg.OrderingKey()
 	}
