@@ -24,12 +24,13 @@ func (t *Transport) Features() babelqueue.Features {
 }
 
 // Send writes out to the topic of out.Queue and returns once the broker
-// acknowledged it. The properties are babelqueue.OutgoingHeaders(out); the
+// acknowledged it. The properties are babelqueue.OutgoingHeaders(out) (on
+// IntentRetry the bq-attempts of out.Headers wins over the body's); the
 // key and ordering key are out.Key when set, else those of out.From. The
 // event time is meta.created_at of the body, except for IntentRetry,
 // IntentForward and IntentRestore, which keep the event time of out.From.
 // A delay (IntentPublish) uses DeliverAfter. IntentRetry also settles
-// out.From (see Retry for its rules).
+// out.From (see Retry for its rules). DESIGN.md has the details.
 func (t *Transport) Send(ctx context.Context, out *babelqueue.Outgoing) (babelqueue.Receipt, error) {
 	if out == nil {
 		return noReceipt, fmt.Errorf("pulsar: send: %w: nil message", babelqueue.ErrInvalidOption)
