@@ -259,3 +259,40 @@ func TestConsumerPoisonRetriesThenDrops(t *testing.T) {
 		t.Errorf("%d nacks; want retries by republish only", nacked)
 	}
 }
+
+// stampHook adds a header to every write the App makes.
+type stampHook struct{}
+
+func (stampHook) OnPublish(ctx context.Context, out *babelqueue.Outgoing) context.Context {
+	out.Headers["x-stamp"] = out.Intent.String()
+	return ctx
+}
+
+// TestAppKeyAndHookHeadersReachEveryWrite: a key set on a publish is kept
+// on each retry copy and the dead letter, and headers a publish hook adds
+// are written with each of them.
+func TestAppKeyAndHookHeadersReachEveryWrite(t *testing.T) {
+	s := newFake(t, WithRepublishRetries(), WithMaxWait(10*time.Millisecond))
+	s.fc.loopback = true
+	var h seen
+	c := NewConsumer(s.tr, "orders", map[string]babelqueue.Handler{"urn:babel:orders:created": h.failing},
+		babelqueue.WithHooks(stampHook{}))
+	if _, err := c.App().Publish(context.Background(), "urn:babel:orders:created", map[string]any{"order_id": 1},
+		babelqueue.WithKey([]byte("cust-1"))); err != nil {
+		t.Fatal(err)
+	}
+	stop := runConsumer(t, c)
+	waitFor(t, "the dead letter", func() bool { return sentCount(s.fc, "orders.dlq") == 1 })
+	stop()
+
+	writes := append(s.fc.producer("orders").messages(), s.fc.producer("orders.dlq").messages()...)
+	stamps := []string{"publish", "retry", "retry", "dead_letter"}
+	if len(writes) != len(stamps) {
+		t.Fatalf("%d writes, want %d", len(writes), len(stamps))
+	}
+	for i, m := range writes {
+		if m.Key != "cust-1" || m.OrderingKey != "cust-1" || m.Properties["x-stamp"] != stamps[i] {
+			t.Errorf("write %d: key %q ordering key %q properties %v", i, m.Key, m.OrderingKey, m.Properties)
+		}
+	}
+}
