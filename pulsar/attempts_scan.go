@@ -8,10 +8,9 @@ import (
 )
 
 // integerAttempts returns the top-level attempts of a JSON object body when
-// it is a non-negative integer written as plain digits (the last one wins
-// when the key repeats, as in encoding/json). It only scans the bytes, so
-// that Pop stays cheap; a body it misreads as valid is caught by
-// babelqueue.SetAttempts, which refuses to edit malformed JSON.
+// it is a non-negative integer written as plain digits, the last one when
+// the key repeats. It scans the bytes without decoding them (DESIGN.md,
+// section 2); babelqueue.SetAttempts refuses a malformed body it accepts.
 func integerAttempts(body []byte) (int, bool) {
 	if n, ok := trailingAttempts(body); ok {
 		return n, true
@@ -55,11 +54,8 @@ func integerAttempts(body []byte) (int, bool) {
 }
 
 // trailingAttempts reads the attempts of a body that ends the way the
-// contract's encoders end it, with "attempts":<digits>} as its last member,
-// without scanning the rest. In valid JSON those bytes can only be the last
-// member of the top-level object, so they are the value encoding/json
-// reads; a malformed body it accepts is refused by babelqueue.SetAttempts,
-// as for the full scan.
+// contract's encoders end it, with "attempts":<digits>}, without scanning
+// the rest: in valid JSON those bytes are the last top-level member.
 func trailingAttempts(body []byte) (int, bool) {
 	const key = `"attempts":`
 	end := len(body) - 1

@@ -9,15 +9,10 @@ import (
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
 )
 
-// connFailures remembers why the latest attempt of a client to connect to a
-// broker failed. pulsar-client-go only logs that reason (a certificate the
-// client does not trust, a token the broker rejects) and makes the producer
-// or consumer creation fail with a bare "connection error" once its
-// operation timeout has passed; explain puts the reason into that error.
-//
-// It learns the reasons through the logger of the client the Transport
-// builds (see failureLogger). A connection that becomes ready clears the
-// reason, so an old failure never explains a new error.
+// connFailures remembers why the latest attempt of a client the Transport
+// built to connect to a broker failed, so that a bare "connection error"
+// of a producer or consumer creation can say why (see DESIGN.md, section
+// 5). A connection that becomes ready clears it.
 type connFailures struct {
 	mu     sync.Mutex
 	reason string

@@ -10,8 +10,9 @@ import (
 // the Go counterpart of the Node adapter's consumer, built on
 // babelqueue.App: routing on the bq-job property (falling back to the
 // body's URN), the routing-mismatch and schema-version hooks, poison and
-// version-gate handling, retries through the Transport's Retry and dead
-// letters to "<queue>.dlq" all behave as the App documents.
+// version-gate handling, retries (a republish or a negative
+// acknowledgement, see Transport.Retry) and dead letters to "<queue>.dlq"
+// all behave as the App documents.
 type Consumer struct {
 	app   *babelqueue.App
 	queue string

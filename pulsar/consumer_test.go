@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -219,5 +220,79 @@ func TestConsumerVersionGateFailedWriteThenExactForward(t *testing.T) {
 	defer mu.Unlock()
 	if len(versions) < 3 || versions[0] != "2@orders" {
 		t.Errorf("hook calls %v; want one per delivery", versions)
+	}
+}
+
+// TestConsumerPoisonRetriesThenDrops: with dead-lettering off a poison
+// body takes the bounded retry: republished byte for byte with
+// bq-attempts counting on and its route kept, then dropped.
+func TestConsumerPoisonRetriesThenDrops(t *testing.T) {
+	s := newFake(t, WithRepublishRetries(), WithMaxWait(10*time.Millisecond))
+	s.fc.loopback = true
+	var h seen
+	c := NewConsumer(s.tr, "orders", map[string]babelqueue.Handler{"urn:babel:orders:created": h.failing},
+		babelqueue.WithDeadLetter(false))
+	const poison = "\xff\xfenot json"
+	s.fc.consumer("orders").ch <- &fakeMessage{payload: []byte(poison), key: "pk",
+		props: map[string]string{"bq-job": "urn:babel:orders:created", "traceparent": "tp"}}
+	stop := runConsumer(t, c)
+	waitFor(t, "the drop", func() bool { a, _ := s.fc.consumer("orders").counts(); return a == 3 })
+	stop()
+
+	copies := s.fc.producer("orders").messages()
+	if len(copies) != 2 {
+		t.Fatalf("%d retry copies, want 2", len(copies))
+	}
+	for i, m := range copies {
+		want := map[string]string{"bq-job": "urn:babel:orders:created", "traceparent": "tp", "bq-attempts": strconv.Itoa(i + 1)}
+		if string(m.Payload) != poison || m.Key != "pk" {
+			t.Errorf("copy %d: payload %q key %q", i+1, m.Payload, m.Key)
+		}
+		if diff := cmp.Diff(want, m.Properties); diff != "" {
+			t.Errorf("copy %d properties (-want +got):\n%s", i+1, diff)
+		}
+	}
+	if len(h.get()) != 0 || sentCount(s.fc, "orders.dlq") != 0 {
+		t.Error("poison reached a handler or a dead-letter queue")
+	}
+	if _, nacked := s.fc.consumer("orders").counts(); nacked != 0 {
+		t.Errorf("%d nacks; want retries by republish only", nacked)
+	}
+}
+
+// stampHook adds a header to every write the App makes.
+type stampHook struct{}
+
+func (stampHook) OnPublish(ctx context.Context, out *babelqueue.Outgoing) context.Context {
+	out.Headers["x-stamp"] = out.Intent.String()
+	return ctx
+}
+
+// TestAppKeyAndHookHeadersReachEveryWrite: a key set on a publish is kept
+// on each retry copy and the dead letter, and headers a publish hook adds
+// are written with each of them.
+func TestAppKeyAndHookHeadersReachEveryWrite(t *testing.T) {
+	s := newFake(t, WithRepublishRetries(), WithMaxWait(10*time.Millisecond))
+	s.fc.loopback = true
+	var h seen
+	c := NewConsumer(s.tr, "orders", map[string]babelqueue.Handler{"urn:babel:orders:created": h.failing},
+		babelqueue.WithHooks(stampHook{}))
+	if _, err := c.App().Publish(context.Background(), "urn:babel:orders:created", map[string]any{"order_id": 1},
+		babelqueue.WithKey([]byte("cust-1"))); err != nil {
+		t.Fatal(err)
+	}
+	stop := runConsumer(t, c)
+	waitFor(t, "the dead letter", func() bool { return sentCount(s.fc, "orders.dlq") == 1 })
+	stop()
+
+	writes := append(s.fc.producer("orders").messages(), s.fc.producer("orders.dlq").messages()...)
+	stamps := []string{"publish", "retry", "retry", "dead_letter"}
+	if len(writes) != len(stamps) {
+		t.Fatalf("%d writes, want %d", len(writes), len(stamps))
+	}
+	for i, m := range writes {
+		if m.Key != "cust-1" || m.OrderingKey != "cust-1" || m.Properties["x-stamp"] != stamps[i] {
+			t.Errorf("write %d: key %q ordering key %q properties %v", i, m.Key, m.OrderingKey, m.Properties)
+		}
 	}
 }

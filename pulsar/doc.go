@@ -1,9 +1,7 @@
 // Package pulsar is the Apache Pulsar binding of BabelQueue (broker-bindings
-// §5), built on github.com/apache/pulsar-client-go.
-//
-// A Transport implements babelqueue.Transport and the optional capabilities
-// the App runtime looks for, so that a Go service exchanges messages over
-// Pulsar with services written in the other BabelQueue SDKs:
+// §5), built on github.com/apache/pulsar-client-go. A Transport implements
+// babelqueue.Transport, so that a Go service exchanges messages over Pulsar
+// with services written in the other BabelQueue SDKs:
 //
 //	tr, err := pulsar.New(
 //		pulsar.WithServiceURL("pulsar://127.0.0.1:6650"),
@@ -11,50 +9,29 @@
 //	)
 //	app := babelqueue.NewApp(tr)
 //
-// # Wire mapping
+// What the binding guarantees:
+//   - the payload is the envelope's bytes; the properties bq-job,
+//     bq-trace-id, bq-message-id, bq-schema-version, bq-source-lang and
+//     bq-attempts are projected from the body (a field it lacks is not
+//     written), out-of-band properties such as traceparent ride beside them
+//     (a contract property wins a collision), and the event time is
+//     meta.created_at; a delayed publish uses DeliverAfter;
+//   - every write derived from a received message keeps its key and
+//     ordering key;
+//   - Pop (Receive) reconciles the attempts: the valid bq-attempts property,
+//     else the body's attempts, and at least the redelivery count; a
+//     version-gated message is handed over exactly as received;
+//   - a retry republishes to the consumed topic and then acknowledges the
+//     original when the Transport has a retry producer, and negatively
+//     acknowledges it otherwise; New refuses a configuration whose retries
+//     could never reach the max attempts (an Exclusive, Failover or
+//     undeclared subscription type without a way to republish);
+//   - a redrive (Transport.Redrive) neither loses nor duplicates a dead
+//     letter, wherever it is interrupted;
+//   - the Transport closes on Close what it created, never what it was
+//     given; every later call fails with babelqueue.ErrClosed.
 //
-// The message payload is the envelope's bytes. Publish sets the string
-// properties bq-job, bq-trace-id, bq-message-id, bq-schema-version,
-// bq-source-lang and bq-attempts from the body (a field the body lacks is
-// not written) and the event time to meta.created_at. Out-of-band
-// properties, such as W3C traceparent, ride beside them; a contract property
-// wins a key collision. PublishDelayed uses Pulsar's native DeliverAfter.
-// PublishFrom, PublishFromWithHeaders, Forward and Retry keep the message key
-// and the ordering key of the message they start from.
-//
-// # Attempts
-//
-// Pop reconciles the attempts of a delivery: the bq-attempts property when
-// it is valid (plain digits, at most 2147483647), else the body's attempts,
-// and then at least the message's redelivery count (0 on first delivery).
-// The body is rewritten, changing nothing but the attempts value, only when
-// it holds an integer attempts and the reconciled value differs. A message
-// rejected by the version gate is returned exactly as received.
-//
-// # Retries and subscription types
-//
-// Retry, which the App prefers for retryable failures, republishes the
-// message to the topic it came from with bq-attempts and the body's attempts
-// set to the counted value, then acknowledges it — when it has a retry
-// producer (WithRetryProducer) or a client to build one from
-// (WithRetryClient, WithRepublishRetries). Without one it negatively
-// acknowledges, and the broker's redelivery count carries the attempts.
-//
-// Pulsar advances the redelivery count of a negatively acknowledged message
-// only on Shared and KeyShared subscriptions. On Exclusive and Failover
-// subscriptions (Exclusive is the client's default) a retry by negative
-// acknowledgement would never reach the max attempts, so New refuses a
-// configuration with max attempts above 1, no way to republish, and a
-// subscription type that is Exclusive, Failover or not declared. Pulsar's
-// native DeadLetterPolicy is not used: the App writes dead letters to
-// "<queue>.dlq" itself, and a second, native limit would not be coordinated
-// with it.
-//
-// # Ownership
-//
-// The Transport creates one producer per topic and one consumer per queue
-// lazily and closes them on Close, together with the client when it built
-// it from WithServiceURL. A client or producer given by the caller is never
-// closed. After Close every call returns an error matching
-// babelqueue.ErrClosed.
+// The protocol details (the write of each intent, the attempts scan, the
+// redrive journal and its subscriptions, connection-failure reporting) are
+// in DESIGN.md.
 package pulsar

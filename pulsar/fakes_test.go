@@ -40,6 +40,7 @@ type fakeProducer struct {
 	sendErr error
 	closed  bool
 	onSend  func(*pulsar.ProducerMessage) // called after a successful send
+	ids     bool                          // return message IDs, as a broker does
 }
 
 func (p *fakeProducer) Send(_ context.Context, msg *pulsar.ProducerMessage) (pulsar.MessageID, error) {
@@ -54,6 +55,9 @@ func (p *fakeProducer) Send(_ context.Context, msg *pulsar.ProducerMessage) (pul
 	p.sent = append(p.sent, msg)
 	if p.onSend != nil {
 		p.onSend(msg)
+	}
+	if p.ids {
+		return pulsar.NewMessageID(7, int64(len(p.sent)), -1, 0), nil
 	}
 	return nil, nil
 }

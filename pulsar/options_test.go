@@ -125,12 +125,15 @@ func TestCloseReleasesAndRejects(t *testing.T) {
 	checks := map[string]error{
 		"Publish":        s.tr.Publish(ctx, "orders", envelope),
 		"PublishDelayed": s.tr.PublishDelayed(ctx, "orders", envelope, time.Second),
-		"Forward":        s.tr.Forward(ctx, "orders.dlq", envelope, msg, nil),
+		"Send":           sendErr(s.tr.Send(ctx, &babelqueue.Outgoing{Intent: babelqueue.IntentForward, Queue: "orders.dlq", Body: envelope, From: msg})),
+		"HandBack":       s.tr.HandBack(ctx, msg),
 		"Ack":            s.tr.Ack(ctx, msg),
 		"Nack":           s.tr.Nack(ctx, msg),
 		"Retry":          s.tr.Retry(ctx, msg, 1),
 	}
 	_, checks["Pop"] = s.tr.Pop(ctx, "orders", time.Millisecond)
+	_, checks["Receive"] = s.tr.Receive(ctx, "orders", time.Millisecond)
+	_, checks["Send retry"] = s.tr.Send(ctx, &babelqueue.Outgoing{Intent: babelqueue.IntentRetry, Queue: "orders", Body: envelope, From: msg})
 	for op, err := range checks {
 		if !errors.Is(err, babelqueue.ErrClosed) {
 			t.Errorf("%s after Close = %v, want ErrClosed", op, err)
@@ -230,3 +233,5 @@ type authProvider interface {
 	Name() string
 	GetData() ([]byte, error)
 }
+
+func sendErr(_ babelqueue.Receipt, err error) error { return err }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -132,114 +131,6 @@ func TestProducerOptionsDefaultsAndHook(t *testing.T) {
 	o := s.fc.producerOpts[0]
 	if o.BatchingMaxPublishDelay != DefaultBatchingMaxPublishDelay || o.Name != "custom" || o.Topic != "orders" {
 		t.Errorf("producer options = %+v", o)
-	}
-}
-
-func TestPublishFromKeepsKeys(t *testing.T) {
-	s := newFake(t, WithSubscriptionType(pulsar.Shared))
-	ctx := context.Background()
-	s.fc.consumer("orders").ch <- &fakeMessage{payload: []byte(envelope), key: "k\x00\xff", orderingKey: "ok-1",
-		props: map[string]string{"bq-job": "urn:babel:orders:created"}}
-	msg, err := s.tr.Pop(ctx, "orders", time.Second)
-	if err != nil || msg == nil {
-		t.Fatalf("Pop = %v, %v", msg, err)
-	}
-	if err := s.tr.PublishFrom(ctx, "orders.dlq", envelope, msg); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.tr.PublishFromWithHeaders(ctx, "orders.dlq", envelope, msg, map[string]string{"traceparent": "tp"}); err != nil {
-		t.Fatal(err)
-	}
-	sent := s.fc.producer("orders.dlq").messages()
-	for i, m := range sent {
-		if m.Key != "k\x00\xff" || m.OrderingKey != "ok-1" {
-			t.Errorf("message %d: key %q ordering key %q", i, m.Key, m.OrderingKey)
-		}
-		if m.Properties["bq-job"] != "urn:babel:orders:created" {
-			t.Errorf("message %d lost the projection", i)
-		}
-	}
-	if sent[1].Properties["traceparent"] != "tp" {
-		t.Errorf("PublishFromWithHeaders lost traceparent")
-	}
-	// A message from another binding has no keys to keep.
-	if err := s.tr.PublishFrom(ctx, "other", envelope, &babelqueue.ReceivedMessage{Body: envelope}); err != nil {
-		t.Fatal(err)
-	}
-	if m := s.fc.producer("other").messages()[0]; m.Key != "" || m.OrderingKey != "" {
-		t.Errorf("foreign message produced keys %q %q", m.Key, m.OrderingKey)
-	}
-}
-
-func TestForwardWritesAsGiven(t *testing.T) {
-	s := newFake(t, WithSubscriptionType(pulsar.Shared))
-	ctx := context.Background()
-	gated := `{"job":"urn:x","meta":{"schema_version":2}, "attempts":5}`
-	et := time.UnixMilli(1700000000000)
-	s.fc.consumer("orders").ch <- &fakeMessage{payload: []byte(gated), key: "k1", orderingKey: "o1", eventTime: et,
-		redelivery: 3, props: map[string]string{"bq-schema-version": "2", "bq-job": "urn:x", "bq-attempts": "1"}}
-	msg, err := s.tr.Pop(ctx, "orders", time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if msg.Body != gated {
-		t.Fatalf("a version-gated body was changed by Pop: %s", msg.Body)
-	}
-	if err := s.tr.Forward(ctx, "orders.dlq", msg.Body, msg, msg.Headers); err != nil {
-		t.Fatal(err)
-	}
-	m := s.fc.producer("orders.dlq").messages()[0]
-	if string(m.Payload) != gated {
-		t.Errorf("payload = %s", m.Payload)
-	}
-	want := map[string]string{"bq-schema-version": "2", "bq-job": "urn:x", "bq-attempts": "1"}
-	if diff := cmp.Diff(want, m.Properties); diff != "" {
-		t.Errorf("properties (-want +got):\n%s", diff)
-	}
-	if m.Key != "k1" || m.OrderingKey != "o1" || !m.EventTime.Equal(et) {
-		t.Errorf("key %q ordering key %q event time %v", m.Key, m.OrderingKey, m.EventTime)
-	}
-}
-
-// TestPublishPropertiesAreMergedHeaders holds the map Publish builds to
-// babelqueue.MergeHeaders over the body's projection, the contract's
-// definition of the headers, for bodies with and without each contract
-// field and for every kind of extra header.
-func TestPublishPropertiesAreMergedHeaders(t *testing.T) {
-	bodies := []string{
-		envelope,
-		`{"urn":"urn:babel:orders:created","job":" ","meta":{"id":"m-2","schema_version":"2"},"attempts":7}`,
-		`{"job":"urn:x","trace_id":"","meta":{"lang":"go","created_at":1},"attempts":-1}`,
-		`{"job":"urn:x","attempts":2147483648}`,
-		`{}`,
-		`not json`,
-	}
-	extras := []map[string]string{
-		nil,
-		{},
-		{"traceparent": "tp", "tracestate": "ts"},
-		{"bq-job": "urn:spoofed", "bq-message-id": "m-extra", "bq-trace-id": "t-extra"},
-		{"blank": " \t", " ": "x", "": "y", "ok": "v"},
-	}
-	for _, body := range bodies {
-		p := babelqueue.ProjectBody([]byte(body))
-		for _, extra := range extras {
-			var want map[string]string
-			for _, h := range babelqueue.MergeHeaders(p.Headers(), extra) {
-				if want == nil {
-					want = map[string]string{}
-				}
-				want[h.Key] = h.Value
-			}
-			s := newFake(t, WithSubscriptionType(pulsar.Shared))
-			if err := s.tr.PublishWithHeaders(context.Background(), "orders", body, extra); err != nil {
-				t.Fatal(err)
-			}
-			got := s.fc.producer("orders").messages()[0].Properties
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("body %s, extra %v: properties (-MergeHeaders +published):\n%s", body, extra, diff)
-			}
-		}
 	}
 }
 

@@ -46,18 +46,23 @@ func deliveryOf(msg *babelqueue.ReceivedMessage) *delivery {
 	return d
 }
 
+// Receive is Pop: the App's receive of the babelqueue.Transport contract.
+// The headers are the message's properties, never deferred.
+func (t *Transport) Receive(ctx context.Context, queue string, timeout time.Duration) (*babelqueue.ReceivedMessage, error) {
+	return t.Pop(ctx, queue, timeout)
+}
+
 // Pop receives the next message of queue, subscribing on the first call for
 // that queue, and waits at most timeout (the max wait of WithMaxWait when
 // timeout is zero or less). It returns (nil, nil) when nothing arrived.
 //
-// Headers holds every property of the message. Body is the payload, with
-// the §5 attempts rule applied: the reconciled attempts are the valid
-// bq-attempts property when present, else the body's attempts, and at least
-// the redelivery count; the body is rewritten only when it holds an integer
-// attempts and the reconciled value differs. A version-gated message (its
-// bq-schema-version property, or its meta.schema_version, is not 1) is
-// returned exactly as received, so that it can be moved to its dead-letter
-// queue unchanged.
+// Headers holds every property of the message. Body is the payload with
+// the §5 attempts rule applied: the valid bq-attempts property when present,
+// else the body's attempts, and at least the redelivery count; the body is
+// rewritten, changing only that value, when it holds an integer attempts
+// that differs. A version-gated message (its bq-schema-version property, or
+// its meta.schema_version, is not 1) is returned exactly as received. See
+// DESIGN.md for how the body is read.
 func (t *Transport) Pop(ctx context.Context, queue string, timeout time.Duration) (*babelqueue.ReceivedMessage, error) {
 	s, err := t.consumerFor(queue)
 	if err != nil {
@@ -159,7 +164,9 @@ func reconcileBody(payload []byte, headers map[string]string, redelivery int) []
 	return out
 }
 
-// Ack acknowledges msg: it will not be delivered again.
+// Ack acknowledges msg: it will not be delivered again. Pulsar
+// acknowledges each message on its own, so deliveries may be acknowledged,
+// and handed back, in any order and from several goroutines.
 func (t *Transport) Ack(_ context.Context, msg *babelqueue.ReceivedMessage) error {
 	d := deliveryOf(msg)
 	if d == nil {
@@ -172,6 +179,12 @@ func (t *Transport) Ack(_ context.Context, msg *babelqueue.ReceivedMessage) erro
 		return fmt.Errorf("pulsar: ack on %s: %w", d.topic, err)
 	}
 	return nil
+}
+
+// HandBack negatively acknowledges msg (Nack): the contract's hand-back,
+// babelqueue.HandBackNack.
+func (t *Transport) HandBack(ctx context.Context, msg *babelqueue.ReceivedMessage) error {
+	return t.Nack(ctx, msg)
 }
 
 // Nack negatively acknowledges msg: the broker delivers it again after the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unsafe"
@@ -235,5 +236,57 @@ func TestPopBodyReadsThePayloadInPlace(t *testing.T) {
 	}
 	if msg.Body != envelope || unsafe.StringData(msg.Body) != &payload[0] {
 		t.Errorf("body %q is a copy of the payload, want the payload itself", msg.Body)
+	}
+}
+
+// TestReceiveAckHandBackConcurrently: deliveries of one queue received,
+// acknowledged and handed back from several goroutines, in any order, are
+// each settled exactly once.
+func TestReceiveAckHandBackConcurrently(t *testing.T) {
+	s := newFake(t, WithSubscriptionType(pulsar.Shared))
+	const n = 200
+	fc := s.fc.consumer("q")
+	for i := range n {
+		fc.ch <- &fakeMessage{payload: []byte(bodyWithAttempts(strconv.Itoa(i)))}
+	}
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var held []*babelqueue.ReceivedMessage
+			for {
+				msg, err := s.tr.Receive(ctx, "q", 20*time.Millisecond)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if msg == nil {
+					break
+				}
+				held = append(held, msg)
+			}
+			// Settle in reverse order, alternating Ack and HandBack.
+			for i := len(held) - 1; i >= 0; i-- {
+				settle := s.tr.Ack
+				if (i+w)%2 == 0 {
+					settle = s.tr.HandBack
+				}
+				if err := settle(ctx, held[i]); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	seen := map[pulsar.Message]int{}
+	for _, m := range append(append([]pulsar.Message(nil), fc.acked...), fc.nacked...) {
+		seen[m]++
+	}
+	if len(seen) != n || len(fc.acked)+len(fc.nacked) != n {
+		t.Fatalf("settled %d distinct of %d (%d acks, %d nacks)", len(seen), n, len(fc.acked), len(fc.nacked))
 	}
 }

@@ -43,74 +43,21 @@ var ErrBatchEntryKept = errors.New("pulsar: redrive: kept with its batch entry, 
 
 var _ babelqueue.Redriver = (*Transport)(nil)
 
-// Redrive implements babelqueue.Redriver: babelqueue.Redrive hands the
-// whole run to it. It consumes the topic of dlq on an Exclusive
-// subscription named plan.Cursor (DefaultRedriveCursor when empty) from
-// the earliest message. A second run on the same dead-letter queue and
-// cursor while one is running fails at once with an error matching
+// Redrive implements babelqueue.Redriver: babelqueue.Redrive hands it the
+// whole run. It consumes the topic of dlq on an Exclusive subscription
+// named plan.Cursor (DefaultRedriveCursor when empty); a second run on the
+// same queue and cursor fails at once with an error matching
 // ErrRedriveBusy.
 //
-// Each dead letter plan.Examine decides to move is written to its target
-// as babelqueue.ClearDeadLetter makes it, with its message key and
-// ordering key kept, the contract properties projected from the cleared
-// body, plan.MovedHeaders (its out-of-band properties such as
-// traceparent, bq-redrive-count plus one, bq-replay-bypass when asked) and
-// bq-redrive-source (its DLQ topic and message ID). It is acknowledged in
-// the DLQ only after the broker acknowledged its copy.
-//
-// Guarantee: a run killed at any point (or stopped by a failed write or
-// acknowledgement) and run again with the same cursor neither loses nor
-// duplicates a dead letter: each one ends up exactly once in its target
-// and leaves the DLQ subscription. Before writing the copies of a batch
-// (at most RedriveBatchMax moves) the run appends a record to the journal
-// topic "<dlq topic>.<cursor>.journal" naming their dead letters and, for
-// each target, the last message before them; before the first copy to a
-// target it creates the guard subscription "<cursor>.guard" there, so that
-// the broker keeps the copies even once the target's consumers acknowledged
-// them. The next run reads the last record of the journal; when it names a
-// batch whose settlement may not have finished, it reads each target from
-// that point and collects the copies already written. A dead letter whose
-// copy was found is acknowledged without being written again (outcome
-// RedriveAlreadyMoved), whatever the selectors. A run that ends without an
-// error writes a closing record and removes its guard subscriptions; after
-// an interruption they stay until the next run ends, keeping every message
-// written to the target since (a backlog on a busy target), and the next
-// run reads the target from the last batch on: run an interrupted redrive
-// again soon. A durable subscription "<cursor>.retain" on the journal
-// topic keeps the journal from being trimmed or deleted as an inactive
-// topic (the broker's default) between an interruption and the next run;
-// a run that ends cleanly moves it to its closing record, so the journal
-// keeps one record. The run needs to produce to and consume from the
-// journal topic and to subscribe to the targets, which may be
-// partitioned. A Pulsar subscription is its own view of a topic: runs
-// with another cursor, and any other subscription on the DLQ, still see
-// the dead letters this cursor moved, so keep to one cursor per
-// dead-letter queue.
-//
-// Pulsar transactions would make a batch atomic without the journal, but
-// pulsar-client-go v0.19.0 does not mark transactional messages in their
-// metadata (apache/pulsar-client-go#1498), so the broker delivers the
-// messages of an aborted transaction: a killed transactional run would
-// leave visible copies behind. The journal does not depend on it.
-//
-// Messages that stay (unselected, undecodable, version-gated, without a
-// target, guarded by plan.MaxRedrives, or sharing a batch entry with one
-// of those: ErrBatchEntryKept) and every message of a dry run are not
-// acknowledged: they stay in place and in order, and the next run on the
-// cursor reads them again. Nothing is negatively acknowledged. The run
-// holds at most one batch of messages in memory; it ends when no message
-// arrived for plan.PollTimeout, when plan.Max messages were moved (a batch
-// entry that would pass it stays whole), or when ctx ends (the batch in
-// hand is still settled, then ctx's error is returned). A failed write or
+// Guarantees: a dead letter is acknowledged only after the broker
+// acknowledged its copy in the target (babelqueue.ClearDeadLetter of it,
+// key and ordering key kept, plan.MovedHeaders and bq-redrive-source
+// added); a run killed at any point and run again with the same cursor
+// neither loses nor duplicates one (a journal topic per cursor records
+// each batch, see DESIGN.md); messages that stay, and every message of a
+// dry run, are left unacknowledged in place and in order. A failed write or
 // acknowledgement stops the run with an error wrapping
-// babelqueue.ErrSettle; the journal lets the next run settle it.
-//
-// Each examined message is reported through plan.Report with Position set
-// to its message ID; plan.OnTotal is called with -1 (the count is not
-// known). RedriveResult.Resumed reports a run that found in the journal a
-// batch an interrupted run may have left half settled. Redrive needs a
-// Transport built by New (it
-// uses the pulsar.Client under it).
+// babelqueue.ErrSettle. Redrive needs a Transport built by New.
 func (t *Transport) Redrive(ctx context.Context, dlq string, plan babelqueue.RedrivePlan) (*babelqueue.RedriveResult, error) {
 	res := &babelqueue.RedriveResult{DryRun: plan.DryRun}
 	if t.isClosed() {
@@ -517,10 +464,8 @@ func (r *redriveRun) writeCopies(ctx context.Context, moves []*redriveEntry) err
 		}
 		headers := r.plan.MovedHeaders(e.rm)
 		headers[babelqueue.HeaderRedriveSource] = e.source
-		msg := projected(string(cleared), headers)
-		msg.Key = e.msg.Key()
-		msg.OrderingKey = e.msg.OrderingKey()
-		msgs[i] = msg
+		msgs[i] = message(&babelqueue.Outgoing{Intent: babelqueue.IntentRedrive, Queue: e.item.Target,
+			Body: string(cleared), From: e.rm, Headers: headers})
 		topics[i] = r.t.Topic(e.item.Target)
 		rec.Pending = append(rec.Pending, e.source)
 		parts, err := r.partitions(topics[i])

@@ -26,7 +26,8 @@ func popOne(t *testing.T, s fakeSetup, queue string, m *fakeMessage) *babelqueue
 func TestRetryRepublishesThroughGivenProducer(t *testing.T) {
 	given := &fakeProducer{topic: "orders"}
 	s := newFake(t, WithRetryProducer("orders", given)) // Exclusive (undeclared) is fine with a producer
-	props := map[string]string{"bq-job": "urn:routed", "traceparent": "tp-1", "bq-attempts": "0"}
+	props := map[string]string{"bq-job": "urn:routed", "traceparent": "tp-1", "bq-attempts": "0",
+		"bq-redrive-count": "1", "bq-replay-bypass": "1", "bq-redrive-source": "dlq@1:2:-1", "bq-trace-id": "t-stale"}
 	msg := popOne(t, s, "orders", &fakeMessage{payload: []byte(bodyWithAttempts("0")), props: props,
 		key: "key-1", orderingKey: "ord-1", eventTime: time.UnixMilli(42)})
 
@@ -38,7 +39,13 @@ func TestRetryRepublishesThroughGivenProducer(t *testing.T) {
 		t.Fatalf("republished %d messages, want 1", len(sent))
 	}
 	m := sent[0]
-	want := map[string]string{"bq-job": "urn:routed", "traceparent": "tp-1", "bq-attempts": "1"}
+	// The contract properties are projected from the body (its trace id
+	// wins over a stale property), beside the App's retry headers: the
+	// out-of-band properties, the route, bq-redrive-count and
+	// bq-replay-bypass. Other bq- properties are not carried.
+	want := map[string]string{"bq-job": "urn:routed", "traceparent": "tp-1", "bq-attempts": "1",
+		"bq-trace-id": "t", "bq-message-id": "i", "bq-schema-version": "1", "bq-source-lang": "go",
+		"bq-redrive-count": "1", "bq-replay-bypass": "1"}
 	if diff := cmp.Diff(want, m.Properties); diff != "" {
 		t.Errorf("properties (-want +got):\n%s", diff)
 	}
@@ -52,7 +59,7 @@ func TestRetryRepublishesThroughGivenProducer(t *testing.T) {
 	if a, n := fc.counts(); a != 1 || n != 0 {
 		t.Errorf("acked %d nacked %d, want the original acknowledged", a, n)
 	}
-	if props["bq-attempts"] != "0" {
+	if props["bq-attempts"] != "0" || len(props) != 7 {
 		t.Error("Retry changed the delivered message's properties")
 	}
 	if err := s.tr.Close(); err != nil {
@@ -166,5 +173,82 @@ func TestRetryProducerCreationFailureNacks(t *testing.T) {
 	msg = popOne(t, s, "orders", &fakeMessage{payload: []byte(bodyWithAttempts("0"))})
 	if err := s.tr.Retry(context.Background(), msg, 1); err != nil {
 		t.Fatalf("Retry after recovery = %v", err)
+	}
+}
+
+// retryOutgoing is the Outgoing the App sends to retry msg at counted.
+func retryOutgoing(msg *babelqueue.ReceivedMessage, body string, counted int) *babelqueue.Outgoing {
+	return &babelqueue.Outgoing{Intent: babelqueue.IntentRetry, Queue: msg.Queue, Body: body, From: msg,
+		Headers: retryHeaders(msg, counted), Attempt: counted - 1}
+}
+
+func TestSendRetryRepublishesAndAcknowledges(t *testing.T) {
+	given := &fakeProducer{topic: "orders", ids: true}
+	s := newFake(t, WithRetryProducer("orders", given))
+	et := time.UnixMilli(99)
+	msg := popOne(t, s, "orders", &fakeMessage{payload: []byte(bodyWithAttempts("1")), key: "k", orderingKey: "o", eventTime: et,
+		props: map[string]string{"bq-job": "urn:a", "bq-attempts": "1", "traceparent": "tp"}})
+	r, err := s.tr.Send(context.Background(), retryOutgoing(msg, bodyWithAttempts("2"), 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Queue != "" || r.Delay != 0 || r.Partition != 0 || r.ID == "" {
+		t.Errorf("receipt %+v; want the partition and ID of the copy, no other queue, no delay", r)
+	}
+	m := given.messages()[0]
+	if string(m.Payload) != bodyWithAttempts("2") || m.Properties["bq-attempts"] != "2" || m.Properties["traceparent"] != "tp" ||
+		m.Key != "k" || m.OrderingKey != "o" || !m.EventTime.Equal(et) {
+		t.Errorf("copy %s properties %v key %q ordering key %q event time %v", m.Payload, m.Properties, m.Key, m.OrderingKey, m.EventTime)
+	}
+	if a, n := s.fc.consumer("orders").counts(); a != 1 || n != 0 {
+		t.Errorf("acked %d nacked %d; want the original acknowledged by the retry", a, n)
+	}
+}
+
+func TestSendRetryWithoutProducerHandsBack(t *testing.T) {
+	s := newFake(t, WithSubscriptionType(pulsar.Shared))
+	msg := popOne(t, s, "orders", &fakeMessage{payload: []byte(bodyWithAttempts("0"))})
+	r, err := s.tr.Send(context.Background(), retryOutgoing(msg, bodyWithAttempts("1"), 1))
+	if err != nil || r.Partition != -1 || r.ID != "" {
+		t.Fatalf("Send = %+v, %v", r, err)
+	}
+	if a, n := s.fc.consumer("orders").counts(); a != 0 || n != 1 {
+		t.Errorf("acked %d nacked %d; want one nack", a, n)
+	}
+}
+
+func TestSendRetryOfAForeignMessageWritesNothing(t *testing.T) {
+	given := &fakeProducer{topic: "orders"}
+	s := newFake(t, WithRetryProducer("orders", given))
+	foreign := &babelqueue.ReceivedMessage{Body: envelope, Queue: "orders"}
+	if _, err := s.tr.Send(context.Background(), retryOutgoing(foreign, envelope, 1)); !errors.Is(err, babelqueue.ErrInvalidOption) {
+		t.Fatalf("Send = %v, want ErrInvalidOption", err)
+	}
+	if len(given.messages()) != 0 {
+		t.Error("a copy was written")
+	}
+}
+
+// TestRetryPoisonObjectBodyCountsOn: a poison object body is republished
+// as received, its stale attempts included, but bq-attempts carries the
+// count, so that the next delivery reconciles to it and the retries end.
+func TestRetryPoisonObjectBodyCountsOn(t *testing.T) {
+	given := &fakeProducer{topic: "orders"}
+	s := newFake(t, WithRetryProducer("orders", given))
+	body := `{"trace_id":"t","attempts":0}`
+	msg := popOne(t, s, "orders", &fakeMessage{payload: []byte(body)})
+	for counted := 1; counted <= 2; counted++ {
+		received := msg.Body // as Pop reconciled it
+		if err := s.tr.Retry(context.Background(), msg, counted); err != nil {
+			t.Fatal(err)
+		}
+		m := given.messages()[counted-1]
+		if string(m.Payload) != received || m.Properties["bq-attempts"] != strconv.Itoa(counted) {
+			t.Fatalf("copy %d: %s %v", counted, m.Payload, m.Properties)
+		}
+		msg = popOne(t, s, "orders", &fakeMessage{payload: m.Payload, props: m.Properties})
+		if h, _ := msg.Header("bq-attempts"); h != strconv.Itoa(counted) {
+			t.Fatalf("redelivered copy %d carries bq-attempts %q", counted, h)
+		}
 	}
 }

@@ -11,16 +11,15 @@ import (
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 )
 
-// Transport is the Pulsar binding of the babelqueue.Transport contract
-// (broker-bindings §5). Besides Publish, Pop and Ack it implements the
-// capabilities HeaderPublisher, KeyedRepublisher, HeaderRepublisher,
-// Forwarder, NegativeAcknowledger, DelayedPublisher, Retrier and
-// babelqueue.Redriver (see Redrive).
+// Transport is the Pulsar binding of babelqueue.Transport (broker-bindings
+// §5), and a babelqueue.Redriver (see Redrive). Every write goes through
+// Send; Publish, PublishWithHeaders, PublishDelayed and Retry are thin
+// methods over it, Pop is Receive, Nack is HandBack.
 //
 // It creates one producer per topic on first use and one consumer per queue
-// on the first Pop of that queue, and releases all of them on Close. Publish
-// calls are safe for concurrent use; Pop, Ack, Nack and Retry for one queue
-// are meant to be called from one goroutine at a time.
+// on the first Pop of that queue, and releases all of them on Close. Every
+// method is safe for concurrent use; deliveries may be acknowledged and
+// handed back in any order, since Pulsar settles each message on its own.
 type Transport struct {
 	cfg       config
 	client    client
@@ -40,16 +39,7 @@ type Transport struct {
 	redriveFault func(stage string) error
 }
 
-var (
-	_ babelqueue.Transport            = (*Transport)(nil)
-	_ babelqueue.HeaderPublisher      = (*Transport)(nil)
-	_ babelqueue.KeyedRepublisher     = (*Transport)(nil)
-	_ babelqueue.HeaderRepublisher    = (*Transport)(nil)
-	_ babelqueue.Forwarder            = (*Transport)(nil)
-	_ babelqueue.NegativeAcknowledger = (*Transport)(nil)
-	_ babelqueue.DelayedPublisher     = (*Transport)(nil)
-	_ babelqueue.Retrier              = (*Transport)(nil)
-)
+var _ babelqueue.Transport = (*Transport)(nil)
 
 // New builds a Transport. It fails with an error wrapping
 // babelqueue.ErrInvalidOption when an option is invalid, when neither

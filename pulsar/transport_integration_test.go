@@ -73,7 +73,7 @@ func TestIntegrationPopAttemptsAfterNack(t *testing.T) {
 	}
 }
 
-func TestIntegrationKeysKeptOnPublishFromAndRetry(t *testing.T) {
+func TestIntegrationKeysKeptOnSendAndRetry(t *testing.T) {
 	c := rawClient(t)
 	tr := newIntegrationTransport(t, WithSubscriptionType(pulsar.Exclusive), WithRepublishRetries())
 	q, other := uniqueQueue(t), uniqueQueue(t)
@@ -86,12 +86,25 @@ func TestIntegrationKeysKeptOnPublishFromAndRetry(t *testing.T) {
 	if err != nil || msg == nil {
 		t.Fatalf("Pop = %v, %v", msg, err)
 	}
-	if err := tr.PublishFrom(ctx, other, msg.Body, msg); err != nil {
+	rc, err := tr.Send(ctx, &babelqueue.Outgoing{Intent: babelqueue.IntentDeadLetter, Queue: other, Body: msg.Body, From: msg,
+		Headers: map[string]string{"traceparent": "tp-9"}})
+	if err != nil {
 		t.Fatal(err)
 	}
 	m := r.next(t, 10*time.Second)
 	if m.Key() != "customer-7" || m.OrderingKey() != "\x00ord\xff" {
-		t.Errorf("PublishFrom: key %q ordering key %q", m.Key(), m.OrderingKey())
+		t.Errorf("dead letter: key %q ordering key %q", m.Key(), m.OrderingKey())
+	}
+	if rc.ID != m.ID().String() || rc.Partition != m.ID().PartitionIdx() {
+		t.Errorf("receipt %+v, the broker delivered %s", rc, m.ID())
+	}
+
+	// A key set on a publish is the key and the ordering key.
+	if _, err := tr.Send(ctx, &babelqueue.Outgoing{Intent: babelqueue.IntentPublish, Queue: other, Body: envelope, Key: []byte("k\x01")}); err != nil {
+		t.Fatal(err)
+	}
+	if m := r.next(t, 10*time.Second); m.Key() != "k\x01" || m.OrderingKey() != "k\x01" {
+		t.Errorf("keyed publish: key %q ordering key %q", m.Key(), m.OrderingKey())
 	}
 
 	// Retry republishes on the Exclusive subscription's own topic.
@@ -106,7 +119,10 @@ func TestIntegrationKeysKeptOnPublishFromAndRetry(t *testing.T) {
 	if pm.Key() != "customer-7" || pm.OrderingKey() != "\x00ord\xff" {
 		t.Errorf("retry: key %q ordering key %q", pm.Key(), pm.OrderingKey())
 	}
-	wantProps := map[string]string{"bq-job": "urn:a", "traceparent": "tp-9", "bq-attempts": "1"}
+	// The contract properties are projected from the body, beside the
+	// out-of-band ones and the route.
+	wantProps := map[string]string{"bq-job": "urn:a", "traceparent": "tp-9", "bq-attempts": "1",
+		"bq-trace-id": "t", "bq-message-id": "i", "bq-schema-version": "1", "bq-source-lang": "go"}
 	if diff := cmp.Diff(wantProps, pm.Properties()); diff != "" {
 		t.Errorf("retry properties (-want +got):\n%s", diff)
 	}
@@ -175,7 +191,7 @@ func TestIntegrationForwardKeepsEverything(t *testing.T) {
 	if err != nil || msg == nil {
 		t.Fatalf("Pop = %v, %v", msg, err)
 	}
-	if err := tr.Forward(ctx, dlq, msg.Body, msg, msg.Headers); err != nil {
+	if _, err := tr.Send(ctx, &babelqueue.Outgoing{Intent: babelqueue.IntentForward, Queue: dlq, Body: msg.Body, From: msg, Headers: msg.Headers}); err != nil {
 		t.Fatal(err)
 	}
 	m := r.next(t, 10*time.Second)

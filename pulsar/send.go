@@ -1,0 +1,220 @@
+package pulsar
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+)
+
+// Features reports what the binding supports: keys (the Pulsar key and
+// ordering key), headers (properties), delayed publish (DeliverAfter), a
+// retry it settles itself (Send of IntentRetry acknowledges or negatively
+// acknowledges the original), and HandBack by negative acknowledgement.
+func (t *Transport) Features() babelqueue.Features {
+	return babelqueue.Features{
+		Keys:         true,
+		Headers:      true,
+		Delay:        true,
+		SettlesRetry: true,
+		HandBack:     babelqueue.HandBackNack,
+	}
+}
+
+// Send writes out to the topic of out.Queue and returns once the broker
+// acknowledged it. The properties are babelqueue.OutgoingHeaders(out) (on
+// IntentRetry the bq-attempts of out.Headers wins over the body's); the
+// key and ordering key are out.Key when set, else those of out.From. The
+// event time is meta.created_at of the body, except for IntentRetry,
+// IntentForward and IntentRestore, which keep the event time of out.From.
+// A delay (IntentPublish) uses DeliverAfter. IntentRetry also settles
+// out.From (see Retry for its rules). DESIGN.md has the details.
+func (t *Transport) Send(ctx context.Context, out *babelqueue.Outgoing) (babelqueue.Receipt, error) {
+	if out == nil {
+		return noReceipt, fmt.Errorf("pulsar: send: %w: nil message", babelqueue.ErrInvalidOption)
+	}
+	if out.Intent == babelqueue.IntentRetry {
+		return t.sendRetry(ctx, out)
+	}
+	msg := message(out)
+	id, err := t.send(ctx, out.Intent.String(), t.Topic(out.Queue), msg)
+	if err != nil {
+		return noReceipt, err
+	}
+	return receipt(id, msg.DeliverAfter), nil
+}
+
+// Publish writes body to the topic of queue with the §5 property projection
+// (bq-job, bq-trace-id, bq-message-id, bq-schema-version, bq-source-lang,
+// bq-attempts, each only when the body holds it) and the event time set to
+// meta.created_at. It returns once the broker acknowledged the write.
+func (t *Transport) Publish(ctx context.Context, queue, body string) error {
+	return t.publish(ctx, queue, body, nil, 0)
+}
+
+// PublishWithHeaders is Publish with out-of-band properties (for example
+// traceparent) beside the contract ones. A contract property wins a key
+// collision; blank keys and values are skipped.
+func (t *Transport) PublishWithHeaders(ctx context.Context, queue, body string, headers map[string]string) error {
+	return t.publish(ctx, queue, body, headers, 0)
+}
+
+// PublishDelayed is Publish with Pulsar's native DeliverAfter: the broker
+// delivers the message no sooner than delay from now. A delay of zero or
+// less publishes at once. The broker honours the delay only for Shared and
+// KeyShared subscriptions; others receive the message at once.
+func (t *Transport) PublishDelayed(ctx context.Context, queue, body string, delay time.Duration) error {
+	return t.publish(ctx, queue, body, nil, delay)
+}
+
+func (t *Transport) publish(ctx context.Context, queue, body string, headers map[string]string, delay time.Duration) error {
+	_, err := t.Send(ctx, &babelqueue.Outgoing{Intent: babelqueue.IntentPublish, Queue: queue, Body: body, Headers: headers, Delay: delay})
+	return err
+}
+
+// noReceipt is the receipt of a write that did not happen.
+var noReceipt = babelqueue.Receipt{Partition: -1}
+
+// receipt reports a write the broker acknowledged with id.
+func receipt(id pulsar.MessageID, delay time.Duration) babelqueue.Receipt {
+	r := babelqueue.Receipt{Partition: -1, Delay: delay}
+	if id != nil {
+		r.Partition, r.ID = id.PartitionIdx(), id.String()
+	}
+	return r
+}
+
+// message builds the Pulsar message of out (see Send).
+func message(out *babelqueue.Outgoing) *pulsar.ProducerMessage {
+	d := deliveryOf(out.From)
+	var msg *pulsar.ProducerMessage
+	if out.Intent.Verbatim() {
+		msg = &pulsar.ProducerMessage{Payload: []byte(out.Body), Properties: verbatim(out.Headers)}
+	} else {
+		msg = projected(out.Body, out.Headers, out.Intent)
+	}
+	switch out.Intent {
+	case babelqueue.IntentPublish:
+		if out.Delay > 0 {
+			msg.DeliverAfter = out.Delay
+		}
+	case babelqueue.IntentRetry, babelqueue.IntentForward, babelqueue.IntentRestore:
+		if d != nil {
+			msg.EventTime = d.msg.EventTime()
+		}
+	}
+	switch {
+	case out.Key != nil:
+		k := string(out.Key)
+		msg.Key, msg.OrderingKey = k, k
+	case d != nil:
+		msg.Key, msg.OrderingKey = d.msg.Key(), d.msg.OrderingKey()
+	}
+	return msg
+}
+
+// projected builds the message of body written for intent: the contract
+// properties projected from body, the extra headers beside them (see
+// properties).
+func projected(body string, extra map[string]string, intent babelqueue.Intent) *pulsar.ProducerMessage {
+	b := []byte(body)
+	p := babelqueue.ProjectBody(b)
+	msg := &pulsar.ProducerMessage{Payload: b, Properties: properties(&p, extra, intent)}
+	if p.HasCreatedAt && p.CreatedAt > 0 {
+		msg.EventTime = time.UnixMilli(p.CreatedAt)
+	}
+	return msg
+}
+
+// properties returns the headers babelqueue.OutgoingHeaders gives for a
+// projection p and extra, as the map Pulsar takes, or nil when there are
+// none. It fills the map directly, without the intermediate slices and the
+// key sort of babelqueue.MergeHeaders (a map has no order), since it runs
+// once per published message: entries of extra whose key or value is blank
+// are skipped, a contract property that is not blank wins a collision, and
+// a non-blank bq-job of extra wins over the projected one when the intent
+// keeps the route.
+//
+// One addition: on IntentRetry a non-blank bq-attempts of extra, the count
+// the retry was decided with, wins over the body's. The App sends a body
+// whose attempts already equal it, so the result is OutgoingHeaders'; a
+// retried poison body, republished byte for byte (SPEC §7), must not pin
+// the count to its own stale attempts.
+func properties(p *babelqueue.Projection, extra map[string]string, intent babelqueue.Intent) map[string]string {
+	contract := [...]babelqueue.Header{
+		{Key: babelqueue.HeaderJob, Value: p.Job},
+		{Key: babelqueue.HeaderTraceID, Value: p.TraceID},
+		{Key: babelqueue.HeaderMessageID, Value: p.MessageID},
+		{Key: babelqueue.HeaderSchemaVersion, Value: p.SchemaVersion},
+		{Key: babelqueue.HeaderSourceLang, Value: p.SourceLang},
+		{Key: babelqueue.HeaderAttempts, Value: p.Attempts},
+	}
+	n := 0
+	for _, h := range contract {
+		if !babelqueue.IsBlank(h.Value) {
+			contract[n] = h
+			n++
+		}
+	}
+	if n == 0 && len(extra) == 0 {
+		return nil
+	}
+	props := make(map[string]string, n+len(extra))
+	for k, v := range extra {
+		if !babelqueue.IsBlank(k) && !babelqueue.IsBlank(v) {
+			props[k] = v
+		}
+	}
+	for _, h := range contract[:n] {
+		props[h.Key] = h.Value
+	}
+	if intent.KeepsRoute() {
+		if job, ok := extra[babelqueue.HeaderJob]; ok && !babelqueue.IsBlank(job) {
+			props[babelqueue.HeaderJob] = job
+		}
+	}
+	if intent == babelqueue.IntentRetry {
+		if n, ok := extra[babelqueue.HeaderAttempts]; ok && !babelqueue.IsBlank(n) {
+			props[babelqueue.HeaderAttempts] = n
+		}
+	}
+	if len(props) == 0 {
+		return nil
+	}
+	return props
+}
+
+// verbatim returns the non-blank entries of headers as a new map, or nil
+// when there are none (IntentForward, IntentRestore).
+func verbatim(headers map[string]string) map[string]string {
+	var props map[string]string
+	for k, v := range headers {
+		if babelqueue.IsBlank(k) || babelqueue.IsBlank(v) {
+			continue
+		}
+		if props == nil {
+			props = make(map[string]string, len(headers))
+		}
+		props[k] = v
+	}
+	return props
+}
+
+// send writes msg to topic through its producer and waits for the broker's
+// acknowledgement.
+func (t *Transport) send(ctx context.Context, op, topic string, msg *pulsar.ProducerMessage) (pulsar.MessageID, error) {
+	p, err := t.producerFor(topic)
+	if err != nil {
+		return nil, err
+	}
+	id, err := p.Send(ctx, msg)
+	if err != nil {
+		if t.isClosed() {
+			return nil, errClosed(op + " to " + topic)
+		}
+		return nil, fmt.Errorf("pulsar: %s to %s: %w", op, topic, err)
+	}
+	return id, nil
+}
