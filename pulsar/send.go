@@ -186,12 +186,13 @@ func properties(p *babelqueue.Projection, extra map[string]string, intent babelq
 	return props
 }
 
-// verbatim returns the non-blank entries of headers as a new map, or nil
-// when there are none (IntentForward, IntentRestore).
+// verbatim returns the entries of headers whose key is not blank (blank
+// values kept) as a new map, or nil when there are none (IntentForward,
+// IntentRestore).
 func verbatim(headers map[string]string) map[string]string {
 	var props map[string]string
 	for k, v := range headers {
-		if babelqueue.IsBlank(k) || babelqueue.IsBlank(v) {
+		if babelqueue.IsBlank(k) {
 			continue
 		}
 		if props == nil {
