@@ -11,10 +11,19 @@ package babelqueue
 // be that member. Otherwise it walks the top-level members without
 // decoding the values. It never decodes the body, so a malformed body may
 // be read as holding attempts; SetAttempts refuses to edit such a body.
-func BodyAttempts(body []byte) (int, bool) {
+//
+// It takes the body as bytes or as a string; a string body is copied only
+// when the end does not tell.
+func BodyAttempts[B ~string | ~[]byte](body B) (int, bool) {
 	if n, ok := trailingAttempts(body); ok {
 		return n, true
 	}
+	return walkAttempts([]byte(body))
+}
+
+// walkAttempts reads the attempts of body by walking its top-level
+// members.
+func walkAttempts(body []byte) (int, bool) {
 	open := skipWS(body, 0)
 	if open >= len(body) || body[open] != '{' {
 		return 0, false
@@ -34,7 +43,7 @@ func BodyAttempts(body []byte) (int, bool) {
 
 // trailingAttempts reads a body that ends with `"attempts":<digits>}`,
 // blanks allowed around the colon, the digits and the brace.
-func trailingAttempts(body []byte) (int, bool) {
+func trailingAttempts[B ~string | ~[]byte](body B) (int, bool) {
 	i := len(body) - 1
 	for i >= 0 && isBlankByte(body[i]) {
 		i--
@@ -77,7 +86,22 @@ func trailingAttempts(body []byte) (int, bool) {
 	if j < 0 || (body[j] != ',' && body[j] != '{') {
 		return 0, false
 	}
-	return parseUint31(body[start:end])
+	return parseDigits31(body[start:end])
+}
+
+// parseDigits31 is parseUint31 for a run of ASCII digits.
+func parseDigits31[B ~string | ~[]byte](digits B) (int, bool) {
+	if len(digits) == 0 || (digits[0] == '0' && len(digits) > 1) {
+		return 0, false
+	}
+	n := 0
+	for i := 0; i < len(digits); i++ {
+		n = n*10 + int(digits[i]-'0')
+		if n > MaxAttemptsValue {
+			return 0, false
+		}
+	}
+	return n, true
 }
 
 func isBlankByte(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

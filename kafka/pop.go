@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"strconv"
 	"sync"
 	"time"
 
@@ -222,7 +221,7 @@ func reconcileBody(body string, hs []kafkago.Header) string {
 	if !ok {
 		return body
 	}
-	if endsWithAttempts(body, n) {
+	if m, ok := babelqueue.BodyAttempts(body); ok && m == n {
 		return body
 	}
 	out, err := babelqueue.SetAttempts([]byte(body), n)
@@ -280,54 +279,6 @@ func (t *Transport) Rewind(_ context.Context, msg *babelqueue.ReceivedMessage) e
 	return nil
 }
 
-// endsWithAttempts reports whether body ends with the member
-// ,"attempts":n of its top-level object, as every SDK writes it. It is a
-// fast path that saves a scan of the body in the common case where the
-// header and the body agree: in valid JSON a final `,"attempts":n}` can
-// only be the last top-level member (the one a reader keeps), and a body
-// that is not valid JSON is left as received either way.
-func endsWithAttempts(body string, n int) bool {
-	i := len(body) - 1
-	for i >= 0 && isSpace(body[i]) {
-		i--
-	}
-	if i < 0 || body[i] != '}' {
-		return false
-	}
-	i--
-	for i >= 0 && isSpace(body[i]) {
-		i--
-	}
-	digits := strconv.Itoa(n)
-	if i+1 < len(digits) || body[i+1-len(digits):i+1] != digits {
-		return false
-	}
-	i -= len(digits)
-	if i >= 0 && body[i] >= '0' && body[i] <= '9' {
-		return false // more digits: another number
-	}
-	for i >= 0 && isSpace(body[i]) {
-		i--
-	}
-	if i < 0 || body[i] != ':' {
-		return false
-	}
-	i--
-	for i >= 0 && isSpace(body[i]) {
-		i--
-	}
-	const key = `"attempts"`
-	if i+1 < len(key) || body[i+1-len(key):i+1] != key {
-		return false
-	}
-	i -= len(key)
-	for i >= 0 && isSpace(body[i]) {
-		i--
-	}
-	return i >= 0 && body[i] == ','
-}
-
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // fetchContext is the context of the FetchMessage call of one Pop: a
 // babelqueue.CallContext that follows the caller's context and ends at the

@@ -597,27 +597,3 @@ func headerKeys(hs []kafkago.Header) []string {
 	return ks
 }
 
-func TestEndsWithAttemptsFastPath(t *testing.T) {
-	cases := []struct {
-		body string
-		n    int
-		want bool
-	}{
-		{`{"job":"x","attempts":3}`, 3, true},
-		{"{\"job\":\"x\" , \"attempts\" : 3 }\n", 3, true},
-		{`{"job":"x","attempts":13}`, 3, false},
-		{`{"job":"x","attempts":3}`, 13, false},
-		{`{"attempts":3}`, 3, false}, // no comma: left to the full scan
-		{`{"job":"x","attempts":3,"dead_letter":{}}`, 3, false},
-		{`{"job":"x","data":{"attempts":3}}`, 3, false},
-		{`{"job":"x","y\"attempts":3}`, 3, false},
-		{`{"job":"x","attempts":"3"}`, 3, false},
-		{`3}`, 3, false},
-		{``, 0, false},
-	}
-	for _, c := range cases {
-		if got := endsWithAttempts(c.body, c.n); got != c.want {
-			t.Errorf("endsWithAttempts(%q, %d) = %v, want %v", c.body, c.n, got, c.want)
-		}
-	}
-}

@@ -67,7 +67,7 @@ func (b conformanceBinding) ReconcilePulsar(bodyAttempts int, property string, p
 	if err != nil || msg == nil {
 		b.t.Fatalf("Pop: %v %v", msg, err)
 	}
-	n, ok := integerAttempts([]byte(msg.Body))
+	n, ok := babelqueue.BodyAttempts([]byte(msg.Body))
 	if !ok {
 		b.t.Fatalf("Pop handed over a body without attempts: %s", msg.Body)
 	}

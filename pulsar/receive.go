@@ -144,7 +144,7 @@ func reconcileBody(payload []byte, headers map[string]string, redelivery int) []
 			return payload
 		}
 	}
-	bodyAttempts, ok := integerAttempts(payload)
+	bodyAttempts, ok := babelqueue.BodyAttempts(payload)
 	if !ok {
 		return payload
 	}

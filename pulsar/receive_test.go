@@ -54,7 +54,7 @@ func TestPopAppliesThePulsarAttemptsRule(t *testing.T) {
 			}
 			want := tt.body
 			if tt.want != "" {
-				if n, _ := integerAttempts([]byte(msg.Body)); strconv.Itoa(n) != tt.want {
+				if n, _ := babelqueue.BodyAttempts([]byte(msg.Body)); strconv.Itoa(n) != tt.want {
 					t.Fatalf("body attempts = %d in %s, want %s", n, msg.Body, tt.want)
 				}
 				// Everything but the attempts value is kept.

@@ -49,7 +49,7 @@ func TestRetryRepublishesThroughGivenProducer(t *testing.T) {
 	if diff := cmp.Diff(want, m.Properties); diff != "" {
 		t.Errorf("properties (-want +got):\n%s", diff)
 	}
-	if n, ok := integerAttempts(m.Payload); !ok || n != 1 {
+	if n, ok := babelqueue.BodyAttempts(m.Payload); !ok || n != 1 {
 		t.Errorf("body attempts = %d (%v), want 1: %s", n, ok, m.Payload)
 	}
 	if m.Key != "key-1" || m.OrderingKey != "ord-1" || m.EventTime.UnixMilli() != 42 {

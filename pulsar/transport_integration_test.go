@@ -57,7 +57,7 @@ func TestIntegrationPopAttemptsAfterNack(t *testing.T) {
 		if err != nil || msg == nil {
 			t.Fatalf("Pop %d = %v, %v", want, msg, err)
 		}
-		if n, _ := integerAttempts([]byte(msg.Body)); n != want {
+		if n, _ := babelqueue.BodyAttempts([]byte(msg.Body)); n != want {
 			t.Fatalf("delivery %d: body attempts %d (redelivery count %d)", want, n, Message(msg).RedeliveryCount())
 		}
 		if want < 2 {
@@ -126,7 +126,7 @@ func TestIntegrationKeysKeptOnSendAndRetry(t *testing.T) {
 	if diff := cmp.Diff(wantProps, pm.Properties()); diff != "" {
 		t.Errorf("retry properties (-want +got):\n%s", diff)
 	}
-	if n, _ := integerAttempts([]byte(again.Body)); n != 1 {
+	if n, _ := babelqueue.BodyAttempts([]byte(again.Body)); n != 1 {
 		t.Errorf("retried body attempts %d, want 1", n)
 	}
 	if err := tr.Ack(ctx, again); err != nil {
