@@ -279,7 +279,6 @@ func (t *Transport) Rewind(_ context.Context, msg *babelqueue.ReceivedMessage) e
 	return nil
 }
 
-
 // fetchContext is the context of the FetchMessage call of one Pop: a
 // babelqueue.CallContext that follows the caller's context and ends at the
 // poll deadline, like context.WithTimeout, re-armed from a small free list

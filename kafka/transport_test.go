@@ -596,4 +596,3 @@ func headerKeys(hs []kafkago.Header) []string {
 	}
 	return ks
 }
-
