@@ -4,8 +4,8 @@ go 1.26.0
 
 require (
 	github.com/apache/pulsar-client-go v0.19.0
+	github.com/babelqueue/babelqueue-go/brokertest v0.1.0
 	github.com/babelqueue/babelqueue-go/core v0.1.0
-	github.com/babelqueue/babelqueue-go/tools v0.1.0
 	github.com/segmentio/kafka-go v0.4.51
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/metric v1.47.0
@@ -77,13 +77,3 @@ require (
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 )
-
-replace github.com/babelqueue/babelqueue-go/core => ../core
-
-replace github.com/babelqueue/babelqueue-go/kafka => ../kafka
-
-replace github.com/babelqueue/babelqueue-go/pulsar => ../pulsar
-
-replace github.com/babelqueue/babelqueue-go/tools => ../tools
-
-replace github.com/babelqueue/babelqueue-go/conformance => ../conformance

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	apachepulsar "github.com/apache/pulsar-client-go/pulsar"
+	"github.com/babelqueue/babelqueue-go/brokertest"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/babelqueue/babelqueue-go/pulsar"
-	"github.com/babelqueue/babelqueue-go/tools/brokertest"
 )
 
 // testPulsarRetry publishes a message that fails once on a Pulsar
