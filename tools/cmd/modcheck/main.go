@@ -7,6 +7,7 @@
 //	go run ./tools/cmd/modcheck graph [-leaf core,brokertest]   # cycles, replace directives, stand-alone modules
 //	go run ./tools/cmd/modcheck tidy [-w]                       # go mod tidy changes nothing (-w: apply it)
 //	go run ./tools/cmd/modcheck proxy -dir DIR                  # write the proxy, print nothing else
+//	go run ./tools/cmd/modcheck release all|MODULE...           # print the tags that release them together
 //
 // The modules are those of versions.txt, each at its listed version. graph
 // fails (exit 1) on a module that requires a module that requires it, on any
@@ -15,7 +16,11 @@
 // listed version with its directory. tidy runs
 // `go mod tidy` on copies of each go.mod and go.sum with the siblings
 // resolved from a proxy of the working tree (never from the network or
-// go.work; see modgraph.ProxyEnv) and fails on any change.
+// go.work; see modgraph.ProxyEnv) and fails on any change. release prints,
+// dependencies first, the tags ("<dir>/<version>") that release the named
+// modules ("all": every module but the examples) and fails when a tag exists
+// or a named module requires a sibling version that is neither tagged (git
+// tag in -root) nor named too.
 package main
 
 import (
@@ -25,6 +30,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -44,7 +50,7 @@ func main() {
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: modcheck graph|tidy|proxy [flags]")
+		return fmt.Errorf("usage: modcheck graph|tidy|proxy|release [flags]")
 	}
 	fs := flag.NewFlagSet("modcheck "+args[0], flag.ContinueOnError)
 	root := fs.String("root", ".", "repository root holding versions.txt")
@@ -72,13 +78,31 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return nil
 	case "tidy":
 		return tidy(ctx, *root, mods, *write, stdout)
+	case "release":
+		set := fs.Args()
+		if len(set) == 1 && set[0] == "all" {
+			set = modgraph.Releasable(mods)
+		}
+		if len(set) == 0 {
+			return fmt.Errorf("release: name the modules to release, or all")
+		}
+		tags, err := modgraph.ReleasePlan(mods, set, func(tag string) bool {
+			return exec.CommandContext(ctx, "git", "-C", *root, "rev-parse", "-q", "--verify", "refs/tags/"+tag).Run() == nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, t := range tags {
+			fmt.Fprintln(stdout, t)
+		}
+		return nil
 	case "proxy":
 		if *dir == "" {
 			return fmt.Errorf("proxy: -dir is required")
 		}
 		return modgraph.WriteProxy(*root, *dir, mods)
 	default:
-		return fmt.Errorf("unknown command %q (graph, tidy, proxy)", args[0])
+		return fmt.Errorf("unknown command %q (graph, tidy, proxy, release)", args[0])
 	}
 }
 
