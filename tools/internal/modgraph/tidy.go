@@ -221,6 +221,9 @@ func lineDiff(a, b []byte) string {
 				other[l]--
 				continue
 			}
+			if strings.TrimSpace(l) == "" {
+				continue
+			}
 			fmt.Fprintf(&out, "\n    %s %s", sign, strings.TrimSpace(l))
 		}
 	}
