@@ -86,6 +86,11 @@ service() {
     return
   fi
   sed 's/^/  | /' "$dir/go.mod"
+  # go.sum also holds what `go test all` needs: the tests of the required
+  # module (kafka's use the embedded kfake broker). Reported, not checked.
+  zips() { grep -v '/go.mod ' "$dir/go.sum" 2>/dev/null | grep -c "^$1[ /]" || true; }
+  echo "  go.sum: $(wc -l <"$dir/go.sum" 2>/dev/null || echo 0) lines; module zips of franz-go: $(zips github.com/twmb/franz-go)," \
+    "kafka-go: $(zips "$KAFKA_CLIENT"), pulsar-client-go: $(zips "$PULSAR_CLIENT") (for go test all, not in go.mod)"
   local got
   got="$(awk '$1 == "go" {print $2}' "$dir/go.mod")"
   [ "$got" = "$goline" ] || bad "$m: go mod tidy moved the go line from $goline to $got"
