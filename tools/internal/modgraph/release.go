@@ -86,13 +86,15 @@ func ReleasePlan(mods []Module, set []string, tagged func(tag string) bool) ([]s
 }
 
 // Releasable returns the directories of the modules that are released:
-// every module except the examples.
+// every module except the examples (examples/...) and modules that hold
+// only integration tests (a directory named integration, as otel/integration).
 func Releasable(mods []Module) []string {
 	var out []string
 	for _, m := range mods {
-		if !strings.HasPrefix(m.Dir, "examples/") {
-			out = append(out, m.Dir)
+		if strings.HasPrefix(m.Dir, "examples/") || m.Dir == "integration" || strings.HasSuffix(m.Dir, "/integration") {
+			continue
 		}
+		out = append(out, m.Dir)
 	}
 	return out
 }

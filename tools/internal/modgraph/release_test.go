@@ -15,6 +15,7 @@ func TestReleasePlan(t *testing.T) {
 		mod("kafka", "brokertest", "conformance", "core"),
 		mod("otel", "core", "kafka"),
 		mod("examples/orderstatus", "core"),
+		mod("otel/integration", "core", "kafka", "otel"),
 	}
 	none := func(string) bool { return false }
 	got, err := ReleasePlan(mods, Releasable(mods), none)
