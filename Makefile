@@ -8,8 +8,9 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help
 
-# Modules in dependency order. examples/* modules are added here as they land.
-MODULES := core conformance kafka pulsar tools otel examples/orderstatus
+# Modules in dependency order. examples/* modules are added here as they land
+# (and in versions.txt and go.work; `make modgraph` checks the last two agree).
+MODULES := core brokertest conformance kafka pulsar tools otel otel/integration examples/orderstatus
 
 GO ?= go
 GOTEST_FLAGS ?= -count=1 -p 2
@@ -95,7 +96,7 @@ fuzz: ## Run every fuzz target for FUZZTIME (default 10s) each.
 	done
 
 .PHONY: lint
-lint: verify-versions ## gofmt check, go vet, staticcheck (pinned), actionlint (pinned), version list check.
+lint: verify-versions modgraph tidy-check ## gofmt check, go vet, staticcheck (pinned), actionlint (pinned), version list, module graph, tidy go.mod files.
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@$(MAKE) --no-print-directory vet
 	@for m in $(MODULES); do echo "== staticcheck $$m"; (cd $$m && $(GO) run $(STATICCHECK) ./... && $(GO) run $(STATICCHECK) -tags integration ./...); done
@@ -105,9 +106,25 @@ lint: verify-versions ## gofmt check, go vet, staticcheck (pinned), actionlint (
 verify-versions: ## Check every module requires its siblings at the versions in versions.txt.
 	$(GO) run ./tools/cmd/verify-versions
 
+.PHONY: modgraph
+modgraph: ## Fail on a module cycle, a replace directive in a go.mod, a sibling requirement of core or brokertest, or a go.work that disagrees with versions.txt.
+	$(GO) run ./tools/cmd/modcheck graph -leaf core,brokertest
+
+.PHONY: tidy-check
+tidy-check: ## Fail when go mod tidy would change a go.mod or go.sum (siblings resolved from a file proxy of the tree).
+	$(GO) run ./tools/cmd/modcheck tidy
+
+.PHONY: tidy
+tidy: ## Run go mod tidy in every module, siblings resolved from a file proxy of the tree (never commit sibling go.sum lines).
+	$(GO) run ./tools/cmd/modcheck tidy -w
+
+.PHONY: proxytest
+proxytest: ## Install bq@<version> and tidy scratch services from a file-based module proxy of the tree (GOWORK=off).
+	tools/release/proxytest.sh
+
 .PHONY: demo
 demo: ## Run the order status processor demo on the embedded Kafka-protocol broker (no setup besides Go).
 	$(GO) run ./examples/orderstatus/cmd/demo
 
 .PHONY: ci
-ci: lint test conformance integration ## Everything CI runs: lint, unit tests, conformance, real-broker integration tests.
+ci: lint test conformance proxytest integration ## Everything CI runs: lint, unit tests, conformance, the release proxy test, real-broker integration tests.

@@ -9,5 +9,3 @@ require (
 )
 
 require golang.org/x/text v0.14.0 // indirect
-
-replace github.com/babelqueue/babelqueue-go/core => ../core

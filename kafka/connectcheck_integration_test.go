@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/babelqueue/babelqueue-go/brokertest"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
-	"github.com/babelqueue/babelqueue-go/tools/brokertest"
 )
 
 // TestIntegrationRejectedConnectionSettingsFailFast checks, against the real

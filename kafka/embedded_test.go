@@ -1,7 +1,7 @@
 package kafka
 
 // Fast end-to-end tests through the real Transport, the core App and the
-// Reinjector against the embedded Kafka-protocol broker of tools/devkafka
+// Reinjector against the embedded Kafka-protocol broker of brokertest/devkafka
 // (kfake, in process, on 127.0.0.1). kfake is a fake: LogAppendTime and
 // rebalances are left to the real-broker tests (build tag integration).
 
@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/babelqueue/babelqueue-go/brokertest/devkafka"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
-	"github.com/babelqueue/babelqueue-go/tools/devkafka"
 	"github.com/google/go-cmp/cmp"
 	kafkago "github.com/segmentio/kafka-go"
 )

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/babelqueue/babelqueue-go/brokertest"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
-	"github.com/babelqueue/babelqueue-go/tools/brokertest"
 	kafkago "github.com/segmentio/kafka-go"
 )
 

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/babelqueue/babelqueue-go/brokertest"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
-	"github.com/babelqueue/babelqueue-go/tools/brokertest"
 	"github.com/google/go-cmp/cmp"
 	kafkago "github.com/segmentio/kafka-go"
 )

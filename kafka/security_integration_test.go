@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/babelqueue/babelqueue-go/tools/brokertest"
+	"github.com/babelqueue/babelqueue-go/brokertest"
 )
 
 // roundTrip provisions a fresh topic through tr, publishes one envelope and

@@ -21,4 +21,3 @@ require (
 	golang.org/x/sys v0.48.0 // indirect
 )
 
-replace github.com/babelqueue/babelqueue-go/core => ../core

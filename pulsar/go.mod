@@ -5,10 +5,14 @@ go 1.25.0
 require (
 	github.com/babelqueue/babelqueue-go/conformance v0.1.0
 	github.com/babelqueue/babelqueue-go/core v0.1.0
-	github.com/babelqueue/babelqueue-go/tools v0.1.0
 )
 
-require github.com/google/go-cmp v0.7.0
+require (
+	github.com/babelqueue/babelqueue-go/brokertest v0.1.0
+	github.com/google/go-cmp v0.7.0
+)
+
+require github.com/kr/text v0.2.0 // indirect
 
 require (
 	github.com/AthenZ/athenz v1.12.13 // indirect
@@ -49,7 +53,7 @@ require (
 	golang.org/x/mod v0.35.0 // indirect
 	golang.org/x/net v0.53.0 // indirect
 	golang.org/x/oauth2 v0.28.0 // indirect
-	golang.org/x/sys v0.44.0 // indirect
+	golang.org/x/sys v0.46.0 // indirect
 	golang.org/x/text v0.37.0 // indirect
 	google.golang.org/protobuf v1.36.5 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
@@ -62,9 +66,3 @@ require (
 	sigs.k8s.io/structured-merge-diff/v4 v4.4.2 // indirect
 	sigs.k8s.io/yaml v1.4.0 // indirect
 )
-
-replace github.com/babelqueue/babelqueue-go/core => ../core
-
-replace github.com/babelqueue/babelqueue-go/conformance => ../conformance
-
-replace github.com/babelqueue/babelqueue-go/tools => ../tools

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
-	"github.com/babelqueue/babelqueue-go/tools/brokertest"
+	"github.com/babelqueue/babelqueue-go/brokertest"
 )
 
 // brokerURL returns the service URL of the Pulsar standalone started by

@@ -4,6 +4,7 @@ go 1.25.0
 
 require (
 	github.com/apache/pulsar-client-go v0.19.0
+	github.com/babelqueue/babelqueue-go/brokertest v0.1.0
 	github.com/babelqueue/babelqueue-go/core v0.1.0
 	github.com/babelqueue/babelqueue-go/kafka v0.1.0
 	github.com/babelqueue/babelqueue-go/pulsar v0.1.0
@@ -11,7 +12,7 @@ require (
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/segmentio/kafka-go v0.4.51
 	github.com/twmb/franz-go v1.21.7
-	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260905045312-d70fc1b5b9f8
+	golang.org/x/mod v0.35.0
 )
 
 require (
@@ -34,7 +35,6 @@ require (
 	github.com/hamba/avro/v2 v2.29.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/klauspost/compress v1.20.4 // indirect
-	github.com/kr/text v0.2.0 // indirect
 	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.2 // indirect
@@ -49,6 +49,7 @@ require (
 	github.com/rivo/uniseg v0.4.7 // indirect
 	github.com/sirupsen/logrus v1.9.3 // indirect
 	github.com/spaolacci/murmur3 v1.1.0 // indirect
+	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260905045312-d70fc1b5b9f8 // indirect
 	github.com/twmb/franz-go/pkg/kmsg v1.13.1 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	github.com/xdg-go/pbkdf2 v1.0.0 // indirect
@@ -56,7 +57,6 @@ require (
 	github.com/xdg-go/stringprep v1.0.4 // indirect
 	go.uber.org/atomic v1.11.0 // indirect
 	golang.org/x/crypto v0.51.0 // indirect
-	golang.org/x/mod v0.35.0 // indirect
 	golang.org/x/net v0.53.0 // indirect
 	golang.org/x/oauth2 v0.28.0 // indirect
 	golang.org/x/sys v0.46.0 // indirect
@@ -73,9 +73,3 @@ require (
 	sigs.k8s.io/structured-merge-diff/v4 v4.4.2 // indirect
 	sigs.k8s.io/yaml v1.4.0 // indirect
 )
-
-replace github.com/babelqueue/babelqueue-go/core => ../core
-
-replace github.com/babelqueue/babelqueue-go/kafka => ../kafka
-
-replace github.com/babelqueue/babelqueue-go/pulsar => ../pulsar

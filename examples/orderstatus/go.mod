@@ -3,8 +3,8 @@ module github.com/babelqueue/babelqueue-go/examples/orderstatus
 go 1.26.0
 
 require (
+	github.com/babelqueue/babelqueue-go/brokertest v0.1.0
 	github.com/babelqueue/babelqueue-go/core v0.1.0
-	github.com/babelqueue/babelqueue-go/tools v0.1.0
 	github.com/google/go-cmp v0.7.0
 	github.com/segmentio/kafka-go v0.4.51
 	go.opentelemetry.io/otel v1.47.0
@@ -31,12 +31,10 @@ require (
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
 	go.opentelemetry.io/otel/sdk v1.47.0 // indirect
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
+	golang.org/x/net v0.53.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/text v0.37.0 // indirect
 	modernc.org/libc v1.80.1 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 )
-
-replace github.com/babelqueue/babelqueue-go/core => ../../core
-
-replace github.com/babelqueue/babelqueue-go/tools => ../../tools

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/babelqueue/babelqueue-go/tools/devkafka"
+	"github.com/babelqueue/babelqueue-go/brokertest/devkafka"
 	"github.com/segmentio/kafka-go"
 )
 

@@ -76,10 +76,6 @@ require (
 	sigs.k8s.io/yaml v1.4.0 // indirect
 )
 
-replace github.com/babelqueue/babelqueue-go/core => ../../core
 
-replace github.com/babelqueue/babelqueue-go/kafka => ../../kafka
 
-replace github.com/babelqueue/babelqueue-go/otel => ..
 
-replace github.com/babelqueue/babelqueue-go/pulsar => ../../pulsar

@@ -15,7 +15,7 @@ import (
 	"github.com/segmentio/kafka-go/sasl/scram"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/babelqueue/babelqueue-go/tools/brokertest"
+	"github.com/babelqueue/babelqueue-go/brokertest"
 )
 
 func kafkaClient(brokers []string) *kafka.Client {

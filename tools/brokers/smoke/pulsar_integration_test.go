@@ -14,7 +14,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	pulsarlog "github.com/apache/pulsar-client-go/pulsar/log"
 
-	"github.com/babelqueue/babelqueue-go/tools/brokertest"
+	"github.com/babelqueue/babelqueue-go/brokertest"
 )
 
 func pulsarClient(t *testing.T) pulsar.Client {

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/babelqueue/babelqueue-go/tools/devkafka"
+	"github.com/babelqueue/babelqueue-go/brokertest/devkafka"
 )
 
 // defaultDevKafkaAddr is where the demo and the README expect the broker.

@@ -19,9 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/babelqueue/babelqueue-go/brokertest"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	bqkafka "github.com/babelqueue/babelqueue-go/kafka"
-	"github.com/babelqueue/babelqueue-go/tools/brokertest"
 	kafkago "github.com/segmentio/kafka-go"
 )
 

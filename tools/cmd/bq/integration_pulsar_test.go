@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/babelqueue/babelqueue-go/brokertest"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
-	"github.com/babelqueue/babelqueue-go/tools/brokertest"
 )
 
 // seedPulsarDLQ writes dead letters with their contract properties.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/babelqueue/babelqueue-go/tools/brokertest"
+	"github.com/babelqueue/babelqueue-go/brokertest"
 )
 
 // clearConnEnv empties the connection variables bq reads, so a test sees

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/babelqueue/babelqueue-go/brokertest/devkafka"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
-	"github.com/babelqueue/babelqueue-go/tools/devkafka"
 	"github.com/google/go-cmp/cmp"
 )
 

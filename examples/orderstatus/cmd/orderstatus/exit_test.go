@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/babelqueue/babelqueue-go/brokertest/devkafka"
 	"github.com/babelqueue/babelqueue-go/examples/orderstatus"
-	"github.com/babelqueue/babelqueue-go/tools/devkafka"
 	"github.com/segmentio/kafka-go"
 )
 

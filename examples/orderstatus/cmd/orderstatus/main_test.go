@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/babelqueue/babelqueue-go/brokertest/devkafka"
 	"github.com/babelqueue/babelqueue-go/examples/orderstatus"
-	"github.com/babelqueue/babelqueue-go/tools/devkafka"
 )
 
 func TestRunRefusesBadSettings(t *testing.T) {

@@ -13,8 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/babelqueue/babelqueue-go/brokertest/devkafka"
 	"github.com/babelqueue/babelqueue-go/examples/orderstatus"
-	"github.com/babelqueue/babelqueue-go/tools/devkafka"
 	"github.com/segmentio/kafka-go"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 )

@@ -5,7 +5,7 @@ package demo
 import (
 	"testing"
 
-	"github.com/babelqueue/babelqueue-go/tools/brokertest"
+	"github.com/babelqueue/babelqueue-go/brokertest"
 )
 
 // TestDemoOnKafka runs the whole example on the real Kafka broker started by
