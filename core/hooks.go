@@ -240,11 +240,5 @@ func (s *hookSet) onSettle(ctx context.Context, d *Delivery, st *Settlement) {
 	}
 }
 
-func (s *hookSet) onRedrive(ctx context.Context, dlq string, it RedriveItem) {
-	for _, h := range s.redrive {
-		safely(func() { h.OnRedrive(ctx, dlq, it) })
-	}
-}
-
 // observed reports whether any hook looks at deliveries.
 func (s *hookSet) observed() bool { return len(s.delivery) > 0 || len(s.settle) > 0 }

@@ -214,26 +214,6 @@ func promoteLocked(q *memQueue, now time.Time) {
 	}
 }
 
-func projectHeaders(body string, extra map[string]string) map[string]string {
-	hs := MergeHeaders(ProjectBody([]byte(body)).Headers(), extra)
-	out := make(map[string]string, len(hs))
-	for _, h := range hs {
-		out[h.Key] = h.Value
-	}
-	return out
-}
-
-func (t *InMemoryTransport) write(op, queue, body string, headers map[string]string, key []byte, due time.Time) error {
-	if err := t.check(op, queue); err != nil {
-		return err
-	}
-	m := newMemMessage(body, headers, key)
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.enqueueLocked(queue, m, due)
-	return nil
-}
-
 // newMemMessage stores body, reading its attempts once for the
 // reconciliation of every later delivery.
 func newMemMessage(body string, headers map[string]string, key []byte) *memMessage {
