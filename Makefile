@@ -57,7 +57,7 @@ integration-tests: ## Integration tests against brokers already described by BQ_
 .PHONY: cluster-tests
 cluster-tests: ## Start a three-node Kafka KRaft cluster, run the leader- and controller-kill tests on it, stop it.
 	@started=0; if ! tools/brokers/kafka-cluster.sh status 2>/dev/null; then started=1; tools/brokers/kafka-cluster.sh up >/dev/null; fi; \
-	trap '[ $$started = 0 ] || tools/brokers/kafka-cluster.sh down' EXIT; \
+	trap '[ $$started = 0 ] || $(CURDIR)/tools/brokers/kafka-cluster.sh down' EXIT; \
 	eval "$$(tools/brokers/kafka-cluster.sh env | sed 's/^/export /')"; \
 	cd kafka && $(GO) test -tags cluster -run '^TestCluster' -count=1 -p 1 -timeout 20m -v .
 

@@ -128,6 +128,19 @@ func (e *clusterEnv) client(t testing.TB) *kafkago.Client {
 	return &kafkago.Client{Addr: kafkago.TCP(e.brokers...), Transport: tr, Timeout: 10 * time.Second}
 }
 
+// coordinator returns the node coordinating group, or -1 when it cannot
+// be found.
+func (e *clusterEnv) coordinator(t *testing.T, group string) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := e.client(t).FindCoordinator(ctx, &kafkago.FindCoordinatorRequest{
+		Addr: kafkago.TCP(e.brokers[0]), Key: group, KeyType: kafkago.CoordinatorKeyTypeConsumer})
+	if err != nil || res.Error != nil || res.Coordinator == nil {
+		return -1
+	}
+	return int(res.Coordinator.NodeID)
+}
+
 // leaders returns the leader node of each partition of topic.
 func (e *clusterEnv) leaders(t *testing.T, topic string) map[int]int {
 	t.Helper()
@@ -486,81 +499,55 @@ func (e *clusterEnv) sampleCommits(t *testing.T, ctx context.Context, group, top
 
 // commitsAhead checks every sample against the records of a topic: a
 // committed offset c of partition p says every record of p below c was
-// settled, so each must have been settled before the sample was read.
-// settled(r, copy) gives when record r was settled, where copy counts the
-// records with r's id and attempts before it (in partition, offset order).
-// It returns the violations, described.
-func commitsAhead(samples []commitSample, recs []clRecord, settled func(r clRecord, copy int) (time.Time, bool)) []string {
-	type slot struct {
-		offset int64
-		at     time.Time // zero: never settled
-	}
-	byPart := map[int][]slot{}
-	copies := map[hkey]int{}
+// settled, so each must have been settled before the sample was read. A
+// record is known by its id and attempts, and a topic may hold copies of
+// one (a producer's retry, a redelivery carried twice): at each sample, the
+// copies of a key below the committed offsets must not outnumber the
+// settlements of that key made before the sample. settledBefore(k, at)
+// counts those settlements. It returns the violations, described.
+func commitsAhead(samples []commitSample, recs []clRecord, settledBefore func(k hkey, at time.Time) int) []string {
+	last := map[int]int64{}
 	for _, r := range recs {
-		k := hkey{r.id, r.attempts}
-		at, ok := settled(r, copies[k])
-		copies[k]++
-		if !ok {
-			at = time.Time{}
+		if r.offset > last[r.partition] {
+			last[r.partition] = r.offset
 		}
-		byPart[r.partition] = append(byPart[r.partition], slot{r.offset, at})
-	}
-	// latest[p][i]: the latest settlement among the first i+1 records of p,
-	// zero once one of them was never settled.
-	latest := map[int][]time.Time{}
-	for p, slots := range byPart {
-		acc := make([]time.Time, len(slots))
-		var cur time.Time
-		never := false
-		for i, s := range slots {
-			never = never || s.at.IsZero()
-			if s.at.After(cur) {
-				cur = s.at
-			}
-			if !never {
-				acc[i] = cur
-			}
-		}
-		latest[p] = acc
 	}
 	var bad []string
 	for _, s := range samples {
 		for p, c := range s.offsets {
-			if c <= 0 {
-				continue
+			if end, ok := last[p]; c > 0 && (!ok || c > end+1) {
+				bad = append(bad, fmt.Sprintf("partition %d committed %d, past its last record %d", p, c, end))
 			}
-			slots := byPart[p]
-			i := sort.Search(len(slots), func(i int) bool { return slots[i].offset >= c }) // records below c: slots[:i]
-			if i == 0 {
-				bad = append(bad, fmt.Sprintf("partition %d committed %d, but the topic holds no record below it", p, c))
-				continue
+		}
+		need := map[hkey]int{}
+		for _, r := range recs {
+			if c, ok := s.offsets[r.partition]; ok && r.offset < c {
+				need[hkey{r.id, r.attempts}]++
 			}
-			if c > slots[len(slots)-1].offset+1 {
-				bad = append(bad, fmt.Sprintf("partition %d committed %d, past its last record %d", p, c, slots[len(slots)-1].offset))
-			}
-			l := latest[p][i-1]
-			if l.IsZero() || !l.Before(s.at) {
-				bad = append(bad, fmt.Sprintf("partition %d committed %d at %s, before all records below it were settled (latest %s)",
-					p, c, s.at.Format("15:04:05.000"), l.Format("15:04:05.000")))
+		}
+		for k, n := range need {
+			if got := settledBefore(k, s.at); got < n {
+				bad = append(bad, fmt.Sprintf("at %s the commits (%v) passed %d copies of %s attempts=%d, but only %d were settled by then",
+					s.at.Format("15:04:05.000"), s.offsets, n, k.id, k.attempts, got))
 			}
 		}
 	}
 	return bad
 }
 
-// settledByHandler is the settled function of commitsAhead for a work
-// topic consumed by an App: the copy-th handler return of the record's id
-// and attempts (the handler returns before the App settles).
-func (l *ledger) settledByHandler(r clRecord, copy int) (time.Time, bool) {
+// settledByHandler is the settledBefore function of commitsAhead for a
+// work topic consumed by an App: the handler runs of the key that returned
+// before at (the handler returns before the App settles).
+func (l *ledger) settledByHandler(k hkey, at time.Time) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	ts := slices.Clone(l.handled[hkey{r.id, r.attempts}])
-	slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
-	if copy < len(ts) {
-		return ts[copy], true
+	n := 0
+	for _, x := range l.handled[k] {
+		if x.Before(at) {
+			n++
+		}
 	}
-	return time.Time{}, false
+	return n
 }
 
 // maxGap returns the longest interval between consecutive times of ts
