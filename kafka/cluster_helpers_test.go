@@ -600,3 +600,37 @@ func waitFor(d time.Duration, cond func() bool) bool {
 }
 
 func ms(d time.Duration) int64 { return d.Milliseconds() }
+
+// TestClusterCheckCommitsAhead proves the commit check catches a commit
+// that passed a record not yet handled, and accepts copies of one id each
+// handled before the commit. It needs no cluster.
+func TestClusterCheckCommitsAhead(t *testing.T) {
+	t0 := time.Now()
+	recs := []clRecord{{partition: 0, offset: 0, id: "a"}, {partition: 0, offset: 1, id: "b"}, {partition: 0, offset: 2, id: "b"}}
+	handled := map[hkey][]time.Time{
+		{"a", 0}: {t0.Add(1 * time.Millisecond)},
+		{"b", 0}: {t0.Add(2 * time.Millisecond), t0.Add(5 * time.Millisecond)},
+	}
+	before := func(k hkey, at time.Time) int {
+		n := 0
+		for _, x := range handled[k] {
+			if x.Before(at) {
+				n++
+			}
+		}
+		return n
+	}
+	ok := []commitSample{{at: t0.Add(3 * time.Millisecond), offsets: map[int]int64{0: 2}}, {at: t0.Add(6 * time.Millisecond), offsets: map[int]int64{0: 3}}}
+	if bad := commitsAhead(ok, recs, before); len(bad) != 0 {
+		t.Fatalf("settled commits reported ahead: %v", bad)
+	}
+	// At 4ms only one copy of b was handled, but offset 3 covers both.
+	ahead := []commitSample{{at: t0.Add(4 * time.Millisecond), offsets: map[int]int64{0: 3}}}
+	if bad := commitsAhead(ahead, recs, before); len(bad) != 1 {
+		t.Fatalf("a commit past an unhandled copy: %d violations reported, want 1: %v", len(bad), bad)
+	}
+	past := []commitSample{{at: t0.Add(time.Second), offsets: map[int]int64{0: 4}}}
+	if bad := commitsAhead(past, recs, before); len(bad) == 0 {
+		t.Fatal("a commit past the partition's last record was not reported")
+	}
+}
