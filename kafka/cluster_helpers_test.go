@@ -283,6 +283,9 @@ type logTail struct {
 }
 
 func (l *logTail) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte(errFirstAttempt.Error())) {
+		return len(p), nil // the handler's planned failures
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.n++
@@ -440,11 +443,14 @@ func supervise(ctx context.Context, app *babelqueue.App, queue string, restarts 
 type commitSample struct {
 	at      time.Time // just after the broker answered
 	offsets map[int]int64
+	ends    map[int]int64 // high watermarks of the ends topic, read after the offsets
 }
 
 // sampleCommits reads the committed offsets of group on topic every 200ms
-// until ctx ends, and returns the samples and the failed reads.
-func (e *clusterEnv) sampleCommits(t *testing.T, ctx context.Context, group, topic string, partitions int) func() ([]commitSample, int) {
+// until ctx ends, and returns the samples and the failed reads. With an
+// ends topic, each sample also holds that topic's high watermarks, read
+// just after the committed offsets.
+func (e *clusterEnv) sampleCommits(t *testing.T, ctx context.Context, group, topic string, partitions int, ends ...string) func() ([]commitSample, int) {
 	var (
 		mu      sync.Mutex
 		samples []commitSample
@@ -484,6 +490,15 @@ func (e *clusterEnv) sampleCommits(t *testing.T, ctx context.Context, group, top
 					s.offsets[p.Partition] = p.CommittedOffset
 				}
 			}
+			if len(ends) > 0 {
+				if s.ends, err = highWatermarks(ctx, client, ends[0], partitions); err != nil {
+					mu.Lock()
+					fails++
+					mu.Unlock()
+					client = e.client(t)
+					continue
+				}
+			}
 			mu.Lock()
 			samples = append(samples, s)
 			mu.Unlock()
@@ -495,6 +510,63 @@ func (e *clusterEnv) sampleCommits(t *testing.T, ctx context.Context, group, top
 		defer mu.Unlock()
 		return samples, fails
 	}
+}
+
+// highWatermarks returns the end offset of each partition of topic.
+func highWatermarks(ctx context.Context, client *kafkago.Client, topic string, partitions int) (map[int]int64, error) {
+	req := &kafkago.ListOffsetsRequest{Topics: map[string][]kafkago.OffsetRequest{}}
+	for p := 0; p < partitions; p++ {
+		req.Topics[topic] = append(req.Topics[topic], kafkago.LastOffsetOf(p))
+	}
+	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	res, err := client.ListOffsets(rctx, req)
+	if err != nil {
+		return nil, err
+	}
+	out := map[int]int64{}
+	for _, po := range res.Topics[topic] {
+		if po.Error != nil {
+			return nil, po.Error
+		}
+		out[po.Partition] = po.LastOffset
+	}
+	if len(out) != partitions {
+		return nil, fmt.Errorf("%d of %d high watermarks of %s", len(out), partitions, topic)
+	}
+	return out, nil
+}
+
+// commitsAheadOfCopies checks the commits of a Reinjector: a tier record
+// below its committed offset must already have its copy in the work topic
+// (same id and attempts), below the work topic's high watermark read just
+// after that commit. Copies are counted per key as in commitsAhead.
+func commitsAheadOfCopies(samples []commitSample, tier, work []clRecord) []string {
+	var bad []string
+	for _, s := range samples {
+		need := map[hkey]int{}
+		for _, r := range tier {
+			if c, ok := s.offsets[r.partition]; ok && r.offset < c {
+				need[hkey{r.id, r.attempts}]++
+			}
+		}
+		if len(need) == 0 {
+			continue
+		}
+		have := map[hkey]int{}
+		for _, r := range work {
+			if k := (hkey{r.id, r.attempts}); need[k] > 0 && r.offset < s.ends[r.partition] {
+				have[k]++
+			}
+		}
+		for k, n := range need {
+			if have[k] < n {
+				bad = append(bad, fmt.Sprintf("at %s the commits (%v) passed %d tier copies of %s attempts=%d, but the work topic (ends %v) held %d",
+					s.at.Format("15:04:05.000"), s.offsets, n, k.id, k.attempts, s.ends, have[k]))
+			}
+		}
+	}
+	return bad
 }
 
 // commitsAhead checks every sample against the records of a topic: a
@@ -632,5 +704,18 @@ func TestClusterCheckCommitsAhead(t *testing.T) {
 	past := []commitSample{{at: t0.Add(time.Second), offsets: map[int]int64{0: 4}}}
 	if bad := commitsAhead(past, recs, before); len(bad) == 0 {
 		t.Fatal("a commit past the partition's last record was not reported")
+	}
+
+	// A Reinjector's commit must not pass a tier record whose copy is not
+	// yet below the work topic's high watermark.
+	tier := []clRecord{{partition: 0, offset: 0, id: "a", attempts: 1}, {partition: 0, offset: 1, id: "b", attempts: 1}}
+	work := []clRecord{{partition: 1, offset: 7, id: "a", attempts: 1}, {partition: 2, offset: 3, id: "b", attempts: 1}}
+	fine := []commitSample{{offsets: map[int]int64{0: 2}, ends: map[int]int64{1: 8, 2: 4}}}
+	if bad := commitsAheadOfCopies(fine, tier, work); len(bad) != 0 {
+		t.Fatalf("carried records reported ahead: %v", bad)
+	}
+	early := []commitSample{{offsets: map[int]int64{0: 2}, ends: map[int]int64{1: 8, 2: 3}}}
+	if bad := commitsAheadOfCopies(early, tier, work); len(bad) != 1 {
+		t.Fatalf("a tier commit past a record not yet carried: %d violations reported, want 1: %v", len(bad), bad)
 	}
 }

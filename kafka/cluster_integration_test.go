@@ -29,12 +29,15 @@ package kafka_test
 //	                     before its handler returned
 //	lag                  records left uncommitted after the drain and the consumer's close
 //
-// The tier-leader-kill line: failover_ms is the first carry-back (write
-// acknowledged, from WithReinjectObserver) of a record written to the killed
-// tier partition after the kill, so it includes the tier's own delay
-// (tier_ms); gap_ms the time between the last carry-back from that
-// partition before the kill and that one; resume_ms the first carry-back
-// from that partition after the kill.
+// The tier-leader-kill line: a tier record counts as carried back when its
+// copy (same id and attempts) is handled from the work topic. failover_ms
+// is the first such handler run of a record written to the killed tier
+// partition after the kill, so it includes the tier's own delay (tier_ms);
+// gap_ms is the time between the last such run of a record from that
+// partition before the kill and that one; resume_ms the first run after the
+// kill of any record from that partition. A Reinjector's commit on the tier
+// topic must never pass a record whose copy is not yet in the work topic
+// (below its high watermark, read just after the commit).
 
 import (
 	"context"
@@ -503,27 +506,9 @@ func TestClusterLeaderKillTierTopic(t *testing.T) {
 	w := startWork(t, e, "cl-tier", tiers, true)
 	tier1 := kafka.RetryTopic(w.topic, 1)
 
-	// The re-injector, in its own group, observed record by record.
-	type carried struct {
-		partition int
-		offset    int64
-	}
-	var (
-		evMu    sync.Mutex
-		written = map[carried]time.Time{}
-	)
+	// The re-injector, in its own group.
 	rgroup := w.topic + "-reinject"
-	rtr := newClusterTransport(t, e, w.logs, kafka.WithGroupID(rgroup), kafka.WithRetryTiers(tiers...),
-		kafka.WithReinjectObserver(func(ev kafka.ReinjectEvent) {
-			if ev.RetryTopic != tier1 {
-				return
-			}
-			evMu.Lock()
-			if _, ok := written[carried{ev.Partition, ev.Offset}]; !ok {
-				written[carried{ev.Partition, ev.Offset}] = ev.Written
-			}
-			evMu.Unlock()
-		}))
+	rtr := newClusterTransport(t, e, w.logs, kafka.WithGroupID(rgroup), kafka.WithRetryTiers(tiers...))
 	r, err := rtr.NewReinjector(w.topic)
 	if err != nil {
 		t.Fatal(err)
@@ -544,7 +529,7 @@ func TestClusterLeaderKillTierTopic(t *testing.T) {
 	stopReinjector := func() { stopR(); <-rdone; _ = rtr.Close() }
 	t.Cleanup(stopReinjector)
 	sctx, stopRS := context.WithCancel(context.Background())
-	rsamples := e.sampleCommits(t, sctx, rgroup, tier1, clusterPartitions)
+	rsamples := e.sampleCommits(t, sctx, rgroup, tier1, clusterPartitions, w.topic)
 	t.Cleanup(stopRS)
 
 	w.warmUp(t, 400) // first attempts and carried-back retries
@@ -577,35 +562,15 @@ func TestClusterLeaderKillTierTopic(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	stopRS()
 
-	// The work topic: nothing lost, no commit ahead of its handling.
 	work := e.readAll(t, w.topic, clusterPartitions)
 	tierRecs := e.readAll(t, tier1, clusterPartitions)
 	dlq := e.readAll(t, w.topic+kafka.DeadLetterSuffix, clusterPartitions)
 	wsamples, wfails := w.samples()
 	rs, rfails := rsamples()
+	// The App settles a work record when its handler returned; the
+	// Reinjector a tier record once its copy is in the work topic.
 	aheadWork := commitsAhead(wsamples, work, w.led.settledByHandler)
-	evMu.Lock()
-	// The Reinjector settles a tier record by writing it back: count the
-	// acknowledged write-backs of each key's tier copies.
-	tierKey := map[carried]hkey{}
-	for _, rec := range tierRecs {
-		tierKey[carried{rec.partition, rec.offset}] = hkey{rec.id, rec.attempts}
-	}
-	carriedAt := map[hkey][]time.Time{}
-	for c, at := range written {
-		if k, ok := tierKey[c]; ok {
-			carriedAt[k] = append(carriedAt[k], at)
-		}
-	}
-	aheadTier := commitsAhead(rs, tierRecs, func(k hkey, at time.Time) int {
-		n := 0
-		for _, x := range carriedAt[k] {
-			if x.Before(at) {
-				n++
-			}
-		}
-		return n
-	})
+	aheadTier := commitsAheadOfCopies(rs, tierRecs, work)
 	copies := func(recs []clRecord) int {
 		seen, n := map[hkey]bool{}, 0
 		for _, r := range recs {
@@ -618,24 +583,26 @@ func TestClusterLeaderKillTierTopic(t *testing.T) {
 		return n
 	}
 	workCopies, tierCopies := copies(work), copies(tierRecs)
-	var lastBefore, firstAfter, failoverAt time.Time
-	carriedN := len(written)
-	firstAttempt := map[string]time.Time{}
-	w.led.mu.Lock()
-	for _, rec := range tierRecs {
-		if hs := w.led.handled[hkey{rec.id, 0}]; len(hs) > 0 {
-			firstAttempt[rec.id] = hs[0]
+	carriedN := 0
+	for _, r := range work {
+		if r.attempts > 0 {
+			carriedN++
 		}
 	}
-	w.led.mu.Unlock()
+
+	// A tier record is back when its copy (same id and attempts) is handled
+	// from the work topic: that time bounds its carry-back from above.
+	var lastBefore, firstAfter, failoverAt time.Time
+	w.led.mu.Lock()
 	for _, rec := range tierRecs {
 		if rec.partition != p {
 			continue
 		}
-		at, ok := written[carried{rec.partition, rec.offset}]
-		if !ok {
+		hs := w.led.handled[hkey{rec.id, rec.attempts}]
+		if len(hs) == 0 {
 			continue
 		}
+		at := hs[0]
 		if at.Before(killAt) && at.After(lastBefore) {
 			lastBefore = at
 		}
@@ -644,13 +611,10 @@ func TestClusterLeaderKillTierTopic(t *testing.T) {
 		}
 		// A record whose first attempt failed after the kill was written
 		// to the tier partition through its new leader.
-		if fa, ok := firstAttempt[rec.id]; ok && fa.After(killAt) && (failoverAt.IsZero() || at.Before(failoverAt)) {
+		if fa := w.led.handled[hkey{rec.id, 0}]; len(fa) > 0 && fa[0].After(killAt) && (failoverAt.IsZero() || at.Before(failoverAt)) {
 			failoverAt = at
 		}
 	}
-	evMu.Unlock()
-
-	w.led.mu.Lock()
 	var acked, pubErrs, lost, dups, handled int
 	var lostIDs []string
 	for id, pr := range w.led.pub {
@@ -674,6 +638,7 @@ func TestClusterLeaderKillTierTopic(t *testing.T) {
 	for _, ts := range w.led.handled {
 		handled += len(ts)
 	}
+	published := len(w.led.pub)
 	w.led.mu.Unlock()
 	var failover, gap, resume time.Duration
 	if !failoverAt.IsZero() {
@@ -690,7 +655,7 @@ func TestClusterLeaderKillTierTopic(t *testing.T) {
 		"published=%d acked=%d publish_errors=%d work_copies=%d tier_copies=%d handled=%d carried=%d lost=%d duplicates=%d dead_lettered=%d "+
 		"consume_restarts=%d reinjector_restarts=%d settle_errors=%d commit_samples=%d/%d commit_read_failures=%d/%d commits_ahead=%d/%d",
 		node, p, node == ctrl, node == coord, node == rcoord, ms(tiers[0]), ms(failover), ms(gap), ms(resume),
-		len(w.led.pub), acked, pubErrs, workCopies, tierCopies, handled, carriedN, lost, dups, len(dlq),
+		published, acked, pubErrs, workCopies, tierCopies, handled, carriedN, lost, dups, len(dlq),
 		w.restarts.Load(), runRestarts.Load(), w.onErr.Load(), len(wsamples), len(rs), wfails, rfails, len(aheadWork), len(aheadTier))
 	if lost != 0 {
 		t.Errorf("%d acknowledged publishes never handled successfully, e.g. %v", lost, lostIDs[:min(10, len(lostIDs))])
@@ -704,7 +669,7 @@ func TestClusterLeaderKillTierTopic(t *testing.T) {
 		}
 	}
 	if failoverAt.IsZero() {
-		t.Errorf("no record written to tier partition %d after the kill was carried back", p)
+		t.Errorf("no record written to tier partition %d after the kill was carried back and handled", p)
 	} else if failover > clusterFailoverBound+tiers[0] {
 		t.Errorf("re-injection resumed %v after the kill, over the %v bound", failover, clusterFailoverBound+tiers[0])
 	}
