@@ -29,6 +29,7 @@ build: ## Build every module.
 .PHONY: vet
 vet: ## go vet every module (integration-tagged files included).
 	@for m in $(MODULES); do echo "== vet $$m"; (cd $$m && $(GO) vet ./... && $(GO) vet -tags integration ./...); done
+	@echo "== vet kafka (cluster tests)"; cd kafka && $(GO) vet -tags cluster ./...
 
 .PHONY: test
 test: build vet ## Build, vet and run every module's unit tests with the race detector (no broker needed).

@@ -13,7 +13,8 @@ package kafka_test
 // of each test.
 //
 // Figures of the leader-kill and controller-kill lines ("the killed
-// partitions" are those the killed node led; times from the kill):
+// partitions" are those the killed node led; times from the moment the kill
+// was confirmed, the node's process gone):
 //
 //	failover_ms          first handler run of a record published after the kill to a killed
 //	                     partition (producer and consumer both on the new leader); worst partition
