@@ -278,9 +278,11 @@ func (e *clusterEnv) readAll(t *testing.T, topic string, partitions int) []clRec
 
 // logTail is a log destination that counts lines and keeps the first few.
 type logTail struct {
-	mu    sync.Mutex
-	n     int
-	lines []string
+	mu     sync.Mutex
+	n      int
+	lines  []string
+	reinj  []string // the first lines of the Reinjector (re-inject ...)
+	latest []string // the last lines
 }
 
 func (l *logTail) Write(p []byte) (int, error) {
@@ -290,8 +292,15 @@ func (l *logTail) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.n++
+	line := strings.TrimSpace(string(p))
 	if len(l.lines) < 12 {
-		l.lines = append(l.lines, strings.TrimSpace(string(p)))
+		l.lines = append(l.lines, line)
+	}
+	if strings.Contains(line, "re-inject") && len(l.reinj) < 20 {
+		l.reinj = append(l.reinj, line)
+	}
+	if l.latest = append(l.latest, line); len(l.latest) > 12 {
+		l.latest = l.latest[1:]
 	}
 	return len(p), nil
 }
@@ -302,6 +311,18 @@ func (l *logTail) report(t *testing.T, name string) {
 	t.Logf("%s: %d warning/error log lines; first ones:", name, l.n)
 	for _, s := range l.lines {
 		t.Logf("  %s", s)
+	}
+	if len(l.reinj) > 0 {
+		t.Logf("%s: the Reinjector's first lines:", name)
+		for _, s := range l.reinj {
+			t.Logf("  %s", s)
+		}
+	}
+	if l.n > len(l.lines) {
+		t.Logf("%s: the last lines:", name)
+		for _, s := range l.latest {
+			t.Logf("  %s", s)
+		}
 	}
 }
 

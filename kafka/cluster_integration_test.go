@@ -660,6 +660,41 @@ func TestClusterLeaderKillTierTopic(t *testing.T) {
 		w.restarts.Load(), runRestarts.Load(), w.onErr.Load(), len(wsamples), len(rs), wfails, rfails, len(aheadWork), len(aheadTier))
 	if lost != 0 {
 		t.Errorf("%d acknowledged publishes never handled successfully, e.g. %v", lost, lostIDs[:min(10, len(lostIDs))])
+		// Where they stopped: not handled at all, in which tier partition
+		// (not carried back), or carried back but not handled.
+		inTier, inWork := map[string]int{}, map[string]bool{}
+		for _, r := range tierRecs {
+			inTier[r.id] = r.partition
+		}
+		for _, r := range work {
+			if r.attempts > 0 {
+				inWork[r.id] = true
+			}
+		}
+		where := map[string]int{}
+		w.led.mu.Lock()
+		for _, id := range lostIDs {
+			tp, tiered := inTier[id]
+			switch {
+			case len(w.led.handled[hkey{id, 0}]) == 0:
+				where["first attempt never handled"]++
+			case !tiered:
+				where["first attempt handled, no tier record"]++
+			case !inWork[id]:
+				where[fmt.Sprintf("in tier partition %d, not carried back", tp)]++
+			default:
+				where["carried back, not handled"]++
+			}
+		}
+		w.led.mu.Unlock()
+		t.Errorf("the lost records stopped at: %v", where)
+		if len(rs) > 0 {
+			ends := map[int]int64{}
+			for _, r := range tierRecs {
+				ends[r.partition] = r.offset + 1
+			}
+			t.Errorf("Reinjector's last committed offsets on %s: %v; tier ends: %v", tier1, rs[len(rs)-1].offsets, ends)
+		}
 	}
 	if len(dlq) != 0 {
 		t.Errorf("%d records dead-lettered; every message should succeed at its second attempt", len(dlq))
