@@ -44,6 +44,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -380,17 +381,20 @@ func (f workFigures) check(t *testing.T) {
 	}
 }
 
-// pickPartition returns a partition led by a node other than avoid, when
-// there is one.
-func pickPartition(leaders map[int]int, avoid int) int {
+// pickPartition returns a partition led by none of the avoid nodes when
+// there is one, so the kill takes a partition leader and nothing else: the
+// active controller and the group coordinators are avoided.
+func pickPartition(leaders map[int]int, avoid ...int) int {
 	ps := make([]int, 0, len(leaders))
 	for p := range leaders {
 		ps = append(ps, p)
 	}
 	sort.Ints(ps)
-	for _, p := range ps {
-		if leaders[p] != avoid {
-			return p
+	for n := len(avoid); n >= 0; n-- {
+		for _, p := range ps {
+			if !slices.Contains(avoid[:n], leaders[p]) {
+				return p
+			}
 		}
 	}
 	return ps[0]
@@ -418,10 +422,10 @@ func TestClusterLeaderKillWorkTopic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := pickPartition(leaders, ctrl)
+	coord := e.coordinator(t, w.group)
+	p := pickPartition(leaders, ctrl, coord)
 	node := leaders[p]
 	killed := ledBy(leaders, node)
-	coord := e.coordinator(t, w.group)
 	killAt := e.kill(t, node)
 	t.Logf("killed node %d, leader of %s partitions %v (controller: node %d, group coordinator: node %d)", node, w.topic, killed, ctrl, coord)
 	time.Sleep(clusterPostKill)
@@ -539,10 +543,10 @@ func TestClusterLeaderKillTierTopic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := pickPartition(leaders, ctrl)
+	coord, rcoord := e.coordinator(t, w.group), e.coordinator(t, rgroup)
+	p := pickPartition(leaders, ctrl, rcoord, coord)
 	node := leaders[p]
 	killed := ledBy(leaders, node)
-	coord, rcoord := e.coordinator(t, w.group), e.coordinator(t, rgroup)
 	killAt := e.kill(t, node)
 	t.Logf("killed node %d, leader of %s partitions %v (controller: node %d, coordinators: App group node %d, Reinjector group node %d)",
 		node, tier1, killed, ctrl, coord, rcoord)
