@@ -30,6 +30,7 @@ build: ## Build every module.
 .PHONY: vet
 vet: ## go vet every module (integration-tagged files included).
 	@for m in $(MODULES); do echo "== vet $$m"; (cd $$m && $(GO) vet ./... && $(GO) vet -tags integration ./...); done
+	@echo "== vet kafka (cluster tests)"; cd kafka && $(GO) vet -tags cluster ./...
 
 .PHONY: test
 test: build vet ## Build, vet and run every module's unit tests with the race detector (no broker needed).
@@ -74,6 +75,13 @@ integration: ## Start the real brokers, run every module's integration tests aga
 .PHONY: integration-tests
 integration-tests: ## Integration tests against brokers already described by BQ_* variables (see brokers-up).
 	@for m in $(MODULES); do echo "== integration $$m"; (cd $$m && $(GO) test -tags integration $(GOTEST_FLAGS) -p 1 -timeout 20m ./...); done
+
+.PHONY: cluster-tests
+cluster-tests: ## Start a three-node Kafka KRaft cluster, run the leader- and controller-kill tests on it, stop it.
+	@started=0; if ! tools/brokers/kafka-cluster.sh status 2>/dev/null; then started=1; tools/brokers/kafka-cluster.sh up >/dev/null; fi; \
+	trap '[ $$started = 0 ] || $(CURDIR)/tools/brokers/kafka-cluster.sh down' EXIT; \
+	eval "$$(tools/brokers/kafka-cluster.sh env | sed 's/^/export /')"; \
+	cd kafka && $(GO) test -tags cluster -run '^TestCluster' -count=1 -p 1 -timeout 20m -v .
 
 .PHONY: bench
 bench: ## Benchmarks: codec micro-benchmarks, then broker benchmarks (ours vs the raw clients) on real brokers.

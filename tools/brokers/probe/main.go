@@ -8,6 +8,8 @@
 //	             [-tls-brokers 127.0.0.1:19095 -sasl-tls-brokers 127.0.0.1:19096 -ca ca.pem] [-timeout 3m] [-pid N]
 //	probe pulsar -url pulsar://127.0.0.1:16650 -admin http://127.0.0.1:18080
 //	             [-tls-url pulsar+ssl://127.0.0.1:16651 -ca ca.pem] [-token-file token.jwt] [-timeout 3m] [-pid N]
+//	probe kafka-cluster -brokers 127.0.0.1:29092,... -nodes 1,2,3 [-replicas 3] [-pids p1,...] (see cluster.go)
+//	probe kafka-leader  -brokers 127.0.0.1:29092,... -topic T -partition P
 //	probe certs  -dir DIR [-hosts 127.0.0.1,localhost]
 //	probe token  -dir DIR [-subject bq-client]
 //
@@ -40,7 +42,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: probe kafka|pulsar|certs|token [flags]")
+		fmt.Fprintln(os.Stderr, "usage: probe kafka|kafka-cluster|kafka-leader|pulsar|certs|token [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -49,12 +51,16 @@ func main() {
 		err = runKafka(os.Args[2:])
 	case "pulsar":
 		err = runPulsar(os.Args[2:])
+	case "kafka-cluster":
+		err = runKafkaCluster(os.Args[2:])
+	case "kafka-leader":
+		err = runKafkaLeader(os.Args[2:])
 	case "certs":
 		err = runCerts(os.Args[2:])
 	case "token":
 		err = runToken(os.Args[2:])
 	default:
-		err = fmt.Errorf("unknown command %q (want kafka, pulsar, certs or token)", os.Args[1])
+		err = fmt.Errorf("unknown command %q (want kafka, kafka-cluster, kafka-leader, pulsar, certs or token)", os.Args[1])
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "probe:", err)
