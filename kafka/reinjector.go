@@ -262,20 +262,40 @@ func (w *partitionWorker) due(ts, now time.Time) time.Time {
 	return ts.Add(w.tier)
 }
 
+// reinjectFetchPause is the most fetch waits after an error. kafka-go's
+// partition reader paces its own reconnections (ReadBackoffMax) and queues
+// one error per failed attempt; a longer pause here would drain that queue
+// slower than it fills, and keep the partition stalled for minutes after
+// its new leader is up.
+const reinjectFetchPause = 250 * time.Millisecond
+
+// fetchErrorLogEvery bounds how often fetch logs a run of errors.
+const fetchErrorLogEvery = 5 * time.Second
+
 // fetch reads src into out until ctx ends.
 func (w *partitionWorker) fetch(ctx context.Context, src partitionReader, out chan<- kafkago.Message) {
 	backoff := newBackoff()
+	var failed int
+	var logged time.Time
 	for {
 		m, err := src.FetchMessage(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
-			w.r.log.Warn("kafka: re-injector fetch failed", "topic", w.topic, "partition", w.partition, "err", err)
-			if !sleep(ctx, w.r.clock, backoff.next()) {
+			failed++
+			if now := w.r.clock.Now(); failed == 1 || now.Sub(logged) >= fetchErrorLogEvery {
+				w.r.log.Warn("kafka: re-injector fetch failed", "topic", w.topic, "partition", w.partition, "failures", failed, "err", err)
+				logged = now
+			}
+			if !sleep(ctx, w.r.clock, min(backoff.next(), reinjectFetchPause)) {
 				return
 			}
 			continue
+		}
+		if failed > 0 {
+			w.r.log.Info("kafka: re-injector fetch recovered", "topic", w.topic, "partition", w.partition, "failures", failed)
+			failed = 0
 		}
 		backoff.reset()
 		select {

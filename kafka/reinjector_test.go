@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -406,4 +409,61 @@ func TestReinjectorKeepsFailedCommitsForTheNextFlush(t *testing.T) {
 	rg.log.append("orders.retry.1", 0, kafkago.Message{Value: []byte("b"), Time: t0.Add(-time.Hour)})
 	rg.waitRecords("orders", 2)
 	rg.waitCommitted("orders.retry.1", 0, 2)
+}
+
+// erroringPartition returns errs queued errors, as kafka-go's partition
+// reader does after failed reconnections to a dead leader, then a record.
+type erroringPartition struct {
+	mu   sync.Mutex
+	errs int
+}
+
+func (p *erroringPartition) FetchMessage(ctx context.Context) (kafkago.Message, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.errs > 0 {
+		p.errs--
+		return kafkago.Message{}, errors.New("failed to dial: connection refused")
+	}
+	return kafkago.Message{Topic: "orders.retry.1", Offset: 7}, nil
+}
+
+func (p *erroringPartition) Close() error { return nil }
+
+// After a leader loss the partition reader hands back the errors it queued
+// while the leader was down. The worker must drain them at the reader's
+// own pace, not its write backoff's: 40 queued errors may cost at most
+// 40 × 250ms of waiting, where a 5 s backoff would stall the partition for
+// minutes after the new leader is up.
+func TestReinjectorFetchDrainsQueuedErrorsQuickly(t *testing.T) {
+	clock := babelqueue.NewFakeClock(t0)
+	w := &partitionWorker{r: &Reinjector{clock: clock, log: slog.New(slog.NewTextHandler(io.Discard, nil))}, topic: "orders.retry.1"}
+	src := &erroringPartition{errs: 40}
+	out := make(chan kafkago.Message, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go w.fetch(ctx, src, out)
+	var waited time.Duration
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case m := <-out:
+			if m.Offset != 7 {
+				t.Fatalf("fetched offset %d, want 7", m.Offset)
+			}
+			if limit := 40 * 250 * time.Millisecond; waited > limit {
+				t.Fatalf("40 queued errors cost %v of waiting, want at most %v", waited, limit)
+			}
+			return
+		case <-deadline:
+			t.Fatalf("no record after %v of fake time", waited)
+		default:
+		}
+		wctx, wcancel := context.WithTimeout(ctx, 20*time.Millisecond)
+		if clock.WaitForTimers(wctx, 1) == nil {
+			clock.Advance(250 * time.Millisecond)
+			waited += 250 * time.Millisecond
+		}
+		wcancel()
+	}
 }
