@@ -35,10 +35,14 @@ type Windows struct {
 	// (unacknowledged on Pulsar) by a healthy process: the binding's commit
 	// interval plus its batching plus a round trip, with margin.
 	Commit time.Duration
-	// Reach is how long after a group change (a consumer started, killed or
-	// stopped) another consumer may still hand out and handle records whose
-	// commit the change makes it lose, and how long after the broker is
-	// back commits may still be refused.
+	// Rebalance is how long after a group change (a consumer started,
+	// killed or stopped) another consumer may still hand out and handle
+	// records whose commit the change makes it lose (Kafka: the rebalance
+	// revokes its partitions). 0 means a group change costs the other
+	// consumers nothing (a Pulsar Shared subscription) and adds no window.
+	Rebalance time.Duration
+	// Reach is how long after the broker is back commits (acknowledgements)
+	// may still be refused or lost.
 	Reach time.Duration
 	// BrokerLoss is how far back a broker killed with -9 may forget
 	// acknowledgements it had confirmed: Kafka's committed offsets are
@@ -178,9 +182,9 @@ func IsReinjector(proc string) bool { return strings.HasPrefix(proc, "reinjector
 //   - at a SIGKILL (or a crash) of a consumer at t: the record in its handler (1) and
 //     every record it handled in (t - Commit, t], whose commit may not have
 //     reached the broker;
-//   - at any group change at t (a consumer killed, stopped or started):
-//     every record the other consumers handled in [t - Commit, t + Reach],
-//     whose commit the rebalance may refuse;
+//   - at any group change at t (a consumer killed, stopped or started),
+//     when Rebalance is not 0: every record the other consumers handled in
+//     [t - Commit, t + Rebalance], whose commit the rebalance may refuse;
 //   - at a SIGKILL of the re-injector at t: every copy it wrote to the work
 //     topic in (t - Commit, t], whose tier offset may not be committed (each
 //     such copy can be handled once more);
@@ -219,9 +223,11 @@ func Bound(rec *Records, rb ReadBack, w Windows) int {
 		case (e.Kind == Kill || e.Kind == Crash) && IsConsumer(e.Proc):
 			n++ // the record in its handler
 			markH(e.At.Add(-w.Commit), e.At, func(h Handling) bool { return h.Proc == e.Proc }, true)
-			markH(e.At.Add(-w.Commit), e.At.Add(w.Reach), func(h Handling) bool { return h.Proc != e.Proc }, false)
-		case (e.Kind == Term || e.Kind == Start) && IsConsumer(e.Proc):
-			markH(e.At.Add(-w.Commit), e.At.Add(w.Reach), func(h Handling) bool { return h.Proc != e.Proc }, false)
+			if w.Rebalance > 0 {
+				markH(e.At.Add(-w.Commit), e.At.Add(w.Rebalance), func(h Handling) bool { return h.Proc != e.Proc }, false)
+			}
+		case (e.Kind == Term || e.Kind == Start) && IsConsumer(e.Proc) && w.Rebalance > 0:
+			markH(e.At.Add(-w.Commit), e.At.Add(w.Rebalance), func(h Handling) bool { return h.Proc != e.Proc }, false)
 		case (e.Kind == Kill || e.Kind == Crash) && IsReinjector(e.Proc):
 			markC(e.At.Add(-w.Commit), e.At, true)
 		case e.Kind == BrokerKill:

@@ -112,7 +112,7 @@ func TestFailed(t *testing.T) {
 }
 
 func TestBound(t *testing.T) {
-	w := Windows{Commit: 100 * time.Millisecond, Reach: 1000 * time.Millisecond, BrokerLoss: 500 * time.Millisecond}
+	w := Windows{Commit: 100 * time.Millisecond, Rebalance: 1000 * time.Millisecond, Reach: 1000 * time.Millisecond, BrokerLoss: 500 * time.Millisecond}
 	h := func(proc string, ms int) Handling { return Handling{At: at(ms), Proc: proc, ID: "x", OK: true} }
 	cases := []struct {
 		name   string
@@ -125,7 +125,7 @@ func TestBound(t *testing.T) {
 		{name: "no events", hs: []Handling{h("consumer-1.1", 10)}, want: 0},
 		{name: "publish retries", retry: 3, want: 3},
 		{
-			name: "kill: the one in the handler, own window (t-Commit, t], others [t-Commit, t+Reach]",
+			name: "kill: the one in the handler, own window (t-Commit, t], others [t-Commit, t+Rebalance]",
 			hs: []Handling{
 				h("consumer-1.1", 900),  // own, exactly t-Commit: open end, out
 				h("consumer-1.1", 950),  // own, in
@@ -181,6 +181,18 @@ func TestBound(t *testing.T) {
 		if got := Bound(rec, ReadBack{Reinjected: c.copies, PublishRetries: c.retry}, w); got != c.want {
 			t.Errorf("%s: Bound = %d; want %d", c.name, got, c.want)
 		}
+	}
+
+	// Without a rebalance window (Pulsar Shared), a group change costs the
+	// other consumers nothing.
+	shared := w
+	shared.Rebalance = 0
+	rec := &Records{
+		Handlings: []Handling{h("consumer-1.1", 950), h("consumer-2.1", 1000), h("consumer-2.1", 1500)},
+		Events:    []Event{{At: at(1000), Kind: Kill, Proc: "consumer-1.1"}, {At: at(1200), Kind: Start, Proc: "consumer-1.2"}},
+	}
+	if got := Bound(rec, ReadBack{}, shared); got != 1+1 {
+		t.Errorf("no rebalance window: Bound = %d; want 2 (the one in the handler and its own window)", got)
 	}
 }
 

@@ -61,14 +61,16 @@ func runMain(args []string) int {
 	fs.DurationVar(&c.duration, "duration", 90*time.Second, "length of the chaos phase (production spreads over 70% of it)")
 	fs.BoolVar(&c.graceful, "graceful", false, "SIGTERM instead of SIGKILL, and no broker restart")
 	restart := fs.String("broker-restart", "auto", "kill -9 the broker once and start it on its kept data: auto (yes unless -graceful), yes, no")
-	fs.StringVar(&c.dir, "dir", "", "run directory for the records and logs (default: a new temporary directory)")
+	fs.StringVar(&c.dir, "dir", "", "run directory for the records and logs (default: a new temporary directory, removed after a passing run unless -keep)")
+	keep := fs.Bool("keep", false, "keep the temporary run directory after a passing run")
 	fs.StringVar(&c.scripts, "scripts", "tools/brokers", "directory of the broker scripts (kafka.sh, pulsar.sh)")
 	fs.StringVar(&c.bq, "bq", "", "the bq binary for the Kafka re-injector (default: go build ./tools/cmd/bq into the run directory)")
 	fs.Uint64Var(&c.seed, "seed", 0, "random seed (0: from the clock; printed)")
 	fs.DurationVar(&c.work, "work", time.Millisecond, "time each handler takes")
 	fs.DurationVar(&c.drain, "drain", 150*time.Second, "longest wait for the drain after the chaos phase")
 	fs.DurationVar(&c.windows.Commit, "window-commit", time.Second, "bound: how long a handled record may stay uncommitted")
-	fs.DurationVar(&c.windows.Reach, "window-reach", 0, "bound: how long a group change or the broker's return may cost commits (default 10s)")
+	fs.DurationVar(&c.windows.Reach, "window-reach", 0, "bound: how long after the broker's return commits may be refused (default 10s)")
+	fs.DurationVar(&c.windows.Rebalance, "window-rebalance", 0, "bound: how long after a group change the other consumers may lose commits (default: 10s on Kafka, 0 on Pulsar: a Shared subscription does not rebalance)")
 	fs.DurationVar(&c.windows.BrokerLoss, "window-broker-loss", 0, "bound: how far back a broker kill may forget acknowledgements (default: 2s on Kafka, 30s on Pulsar)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -91,6 +93,11 @@ func runMain(args []string) int {
 	if !set["window-reach"] {
 		c.windows.Reach = 10 * time.Second
 	}
+	if !set["window-rebalance"] && c.broker == "kafka" {
+		// kafka-go's heartbeat interval is 3 s: a member learns of a
+		// rebalance that late, and keeps handing out what it fetched.
+		c.windows.Rebalance = 10 * time.Second
+	}
 	if !set["window-broker-loss"] {
 		c.windows.BrokerLoss = 2 * time.Second
 		if c.broker == "pulsar" {
@@ -106,23 +113,30 @@ func runMain(args []string) int {
 	// restart, plus slack for provisioning and the read-back.
 	ctx, cancel := context.WithTimeout(ctx, c.duration+c.drain+6*time.Minute)
 	defer cancel()
+	temp := c.dir == ""
+	if temp {
+		d, err := os.MkdirTemp("", "bqchaos-")
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bqchaos: %v\n", err)
+			return 1
+		}
+		c.dir = d
+	}
 	code, err := run(ctx, c, log)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "bqchaos: %v\n", err)
+		fmt.Fprintf(os.Stderr, "bqchaos: %v (records and logs in %s)\n", err, c.dir)
 		return 1
+	}
+	if code == 0 && temp && !*keep {
+		_ = os.RemoveAll(c.dir)
+	} else if code != 0 {
+		fmt.Fprintf(os.Stderr, "bqchaos: records and logs in %s\n", c.dir)
 	}
 	return code
 }
 
 func run(ctx context.Context, c runConfig, log *slog.Logger) (int, error) {
 	started := time.Now()
-	if c.dir == "" {
-		d, err := os.MkdirTemp("", "bqchaos-")
-		if err != nil {
-			return 1, err
-		}
-		c.dir = d
-	}
 	if err := os.MkdirAll(filepath.Join(c.dir, "logs"), 0o755); err != nil {
 		return 1, err
 	}
@@ -241,6 +255,8 @@ func run(ctx context.Context, c runConfig, log *slog.Logger) (int, error) {
 				return 1, err
 			}
 			downFor, restarted = d, true
+			// The kills still to come keep their spacing.
+			chaosStart = chaosStart.Add(d)
 		}
 		if i == len(killAt) {
 			break
