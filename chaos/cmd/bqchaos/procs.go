@@ -155,21 +155,6 @@ func (sl *slot) signal(sig syscall.Signal, wait time.Duration) string {
 	return proc
 }
 
-// running reports whether an incarnation of sl is alive.
-func (sl *slot) running() bool {
-	sl.mu.Lock()
-	defer sl.mu.Unlock()
-	if sl.exited == nil {
-		return false
-	}
-	select {
-	case <-sl.exited:
-		return false
-	default:
-		return true
-	}
-}
-
 // stopAll stops every incarnation (SIGTERM, SIGKILL after grace) without
 // recording events, and refuses later starts.
 func (s *supervisor) stopAll(grace time.Duration) {

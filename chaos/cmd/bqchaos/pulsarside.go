@@ -35,13 +35,13 @@ type pulsarSide struct {
 	log        *slog.Logger
 }
 
-func newPulsarSide(run string, partitions int, log *slog.Logger) (*pulsarSide, error) {
+func newPulsarSide(run string, partitions int) (*pulsarSide, error) {
 	url, admin := os.Getenv("BQ_PULSAR_URL"), os.Getenv("BQ_PULSAR_ADMIN_URL")
 	if url == "" || admin == "" {
 		return nil, errors.New("BQ_PULSAR_URL and BQ_PULSAR_ADMIN_URL must be set")
 	}
 	// The client logs every reconnection at Info; the driver keeps Warn.
-	log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	tr, err := pulsar.New(pulsar.WithServiceURL(url), pulsar.WithSubscriptionType(pulsarclient.Shared), pulsar.WithLogger(log))
 	if err != nil {
 		return nil, fmt.Errorf("pulsar transport: %w", err)

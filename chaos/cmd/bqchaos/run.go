@@ -163,7 +163,7 @@ func run(ctx context.Context, c runConfig, log *slog.Logger) (int, error) {
 		}
 		s, err = newKafkaSide(runID, 6, c.bq, log)
 	case "pulsar":
-		s, err = newPulsarSide(runID, 6, log)
+		s, err = newPulsarSide(runID, 6)
 	default:
 		return 2, fmt.Errorf("-broker must be kafka or pulsar, not %q", c.broker)
 	}
