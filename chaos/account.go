@@ -49,6 +49,9 @@ type Windows struct {
 	// appended to its log at once (a process kill keeps the page cache),
 	// Pulsar persists a cursor's acknowledgements lazily.
 	BrokerLoss time.Duration
+	// PerStop is what each SIGTERM (a Term event) adds: the graceful
+	// variant allows one record whose commit races the shutdown.
+	PerStop int
 }
 
 // Report is the outcome of a run.
@@ -194,7 +197,7 @@ func IsReinjector(proc string) bool { return strings.HasPrefix(proc, "reinjector
 //   - every publish the producer repeated after an error (PublishRetries).
 //
 // A SIGTERM'd process commits what it handled before it exits, so a Term
-// adds only its group change.
+// adds only PerStop and its group change.
 func Bound(rec *Records, rb ReadBack, w Windows) int {
 	countedH := make([]bool, len(rec.Handlings))
 	countedC := make([]bool, len(rb.Reinjected))
@@ -226,7 +229,12 @@ func Bound(rec *Records, rb ReadBack, w Windows) int {
 			if w.Rebalance > 0 {
 				markH(e.At.Add(-w.Commit), e.At.Add(w.Rebalance), func(h Handling) bool { return h.Proc != e.Proc }, false)
 			}
-		case (e.Kind == Term || e.Kind == Start) && IsConsumer(e.Proc) && w.Rebalance > 0:
+		case e.Kind == Term:
+			n += w.PerStop
+			if IsConsumer(e.Proc) && w.Rebalance > 0 {
+				markH(e.At.Add(-w.Commit), e.At.Add(w.Rebalance), func(h Handling) bool { return h.Proc != e.Proc }, false)
+			}
+		case e.Kind == Start && IsConsumer(e.Proc) && w.Rebalance > 0:
 			markH(e.At.Add(-w.Commit), e.At.Add(w.Rebalance), func(h Handling) bool { return h.Proc != e.Proc }, false)
 		case (e.Kind == Kill || e.Kind == Crash) && IsReinjector(e.Proc):
 			markC(e.At.Add(-w.Commit), e.At, true)

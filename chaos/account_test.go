@@ -194,6 +194,17 @@ func TestBound(t *testing.T) {
 	if got := Bound(rec, ReadBack{}, shared); got != 1+1 {
 		t.Errorf("no rebalance window: Bound = %d; want 2 (the one in the handler and its own window)", got)
 	}
+
+	// The graceful variant: PerStop per SIGTERM, nothing else.
+	graceful := Windows{Commit: time.Second, PerStop: 1}
+	rec = &Records{
+		Handlings: []Handling{h("consumer-1.1", 950), h("consumer-2.1", 1000), h("reinjector.1", 1000)},
+		Events: []Event{{At: at(1000), Kind: Term, Proc: "consumer-1.1"}, {At: at(1200), Kind: Start, Proc: "consumer-1.2"},
+			{At: at(2000), Kind: Term, Proc: "reinjector.1"}},
+	}
+	if got := Bound(rec, ReadBack{Reinjected: []Copy{{At: at(1990)}}}, graceful); got != 2 {
+		t.Errorf("graceful: Bound = %d; want 2 (one per SIGTERM)", got)
+	}
 }
 
 func TestRecordsRoundTrip(t *testing.T) {

@@ -71,6 +71,7 @@ func runMain(args []string) int {
 	fs.DurationVar(&c.windows.Commit, "window-commit", time.Second, "bound: how long a handled record may stay uncommitted")
 	fs.DurationVar(&c.windows.Reach, "window-reach", 0, "bound: how long after the broker's return commits may be refused (default 10s)")
 	fs.DurationVar(&c.windows.Rebalance, "window-rebalance", 0, "bound: how long after a group change the other consumers may lose commits (default: 10s on Kafka, 0 on Pulsar: a Shared subscription does not rebalance)")
+	fs.IntVar(&c.windows.PerStop, "window-per-stop", 0, "bound: duplicates each SIGTERM may cost (default: 1 with -graceful)")
 	fs.DurationVar(&c.windows.BrokerLoss, "window-broker-loss", 0, "bound: how far back a broker kill may forget acknowledgements (default: 2s on Kafka, 30s on Pulsar)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -93,7 +94,10 @@ func runMain(args []string) int {
 	if !set["window-reach"] {
 		c.windows.Reach = 10 * time.Second
 	}
-	if !set["window-rebalance"] && c.broker == "kafka" {
+	if !set["window-per-stop"] && c.graceful {
+		c.windows.PerStop = 1
+	}
+	if !set["window-rebalance"] && c.broker == "kafka" && !c.graceful {
 		// kafka-go's heartbeat interval is 3 s: a member learns of a
 		// rebalance that late, and keeps handing out what it fetched.
 		c.windows.Rebalance = 10 * time.Second
