@@ -84,6 +84,22 @@ func TestAccount(t *testing.T) {
 	}
 }
 
+func TestUnexplained(t *testing.T) {
+	a, b := ID("r", 1), ID("r", 2)
+	rec := &Records{
+		Produced: []string{a, b},
+		Handlings: []Handling{
+			ok("consumer-1.1", a, 1000), ok("consumer-2.1", a, 1500), // a: first handling right before the kill
+			ok("consumer-2.1", b, 5000), ok("consumer-2.1", b, 9000), // b: no disruption near its first handling
+		},
+		Events: []Event{{At: at(1000), Kind: Kill, Proc: "consumer-1.1"}},
+	}
+	r := Account(rec, ReadBack{}, Windows{Commit: 100 * time.Millisecond})
+	if r.Duplicates != 2 || r.Unexplained != 1 {
+		t.Fatalf("duplicates %d unexplained %d; want 2 and 1 (b)", r.Duplicates, r.Unexplained)
+	}
+}
+
 func TestAccountDoomedHandled(t *testing.T) {
 	doomed := ID("r", 7)
 	rec := &Records{Produced: []string{doomed}, Handlings: []Handling{ok("consumer-1.1", doomed, 1)}}
@@ -244,6 +260,20 @@ func TestRecordsRoundTrip(t *testing.T) {
 	}
 	if rec.Torn != 1 {
 		t.Errorf("torn = %d; want 1", rec.Torn)
+	}
+
+	rb := ReadBack{PublishRetries: 2, DeadLetters: []Copy{{ID: ID("r", 7), Attempts: 4, At: at(9)}},
+		Reinjected: []Copy{{ID: ID("r", 13), Attempts: 1, At: at(10)}, {ID: ID("r", 13), Attempts: 2, At: at(11)}}}
+	if err := WriteReadBack(dir, rb); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadReadBack(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.PublishRetries != 2 || len(got.DeadLetters) != 1 || got.DeadLetters[0] != rb.DeadLetters[0] ||
+		len(got.Reinjected) != 2 || got.Reinjected[1] != rb.Reinjected[1] {
+		t.Errorf("read-back round trip = %+v; want %+v", got, rb)
 	}
 
 	os.WriteFile(filepath.Join(dir, HandledFile("consumer-2.1")), []byte("garbage line\n"), 0o644)

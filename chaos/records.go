@@ -200,6 +200,7 @@ func (j *Journal) Close() error { return j.f.Close() }
 const (
 	ProducedFile = "produced.log"
 	EventsFile   = "events.log"
+	ReadBackFile = "readback.log"
 	handledGlob  = "handled-*.log"
 )
 
@@ -282,4 +283,58 @@ func ReadRecords(dir string) (*Records, error) {
 		}
 	}
 	return rec, nil
+}
+
+// WriteReadBack stores rb in dir (ReadBackFile), so that a kept run
+// directory can be accounted again (`bqchaos account`).
+func WriteReadBack(dir string, rb ReadBack) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "publish_retries %d\nlag %d\n", rb.PublishRetries, rb.Lag)
+	for _, c := range rb.DeadLetters {
+		fmt.Fprintf(&b, "dead %s %d %d\n", c.ID, c.Attempts, c.At.UnixMilli())
+	}
+	for _, c := range rb.Reinjected {
+		fmt.Fprintf(&b, "reinjected %s %d %d\n", c.ID, c.Attempts, c.At.UnixMilli())
+	}
+	if err := os.WriteFile(filepath.Join(dir, ReadBackFile), []byte(b.String()), 0o644); err != nil {
+		return fmt.Errorf("chaos: %w", err)
+	}
+	return nil
+}
+
+// ReadReadBack reads what WriteReadBack stored.
+func ReadReadBack(dir string) (ReadBack, error) {
+	var rb ReadBack
+	lines, _, err := readLines(filepath.Join(dir, ReadBackFile))
+	if err != nil {
+		return rb, err
+	}
+	for _, l := range lines {
+		f := strings.Fields(l)
+		switch {
+		case len(f) == 2 && f[0] == "publish_retries":
+			rb.PublishRetries, err = strconv.Atoi(f[1])
+		case len(f) == 2 && f[0] == "lag":
+			rb.Lag, err = strconv.ParseInt(f[1], 10, 64)
+		case len(f) == 4 && (f[0] == "dead" || f[0] == "reinjected"):
+			var c Copy
+			var ms int64
+			c.ID = f[1]
+			if c.Attempts, err = strconv.Atoi(f[2]); err == nil {
+				ms, err = strconv.ParseInt(f[3], 10, 64)
+				c.At = time.UnixMilli(ms)
+			}
+			if f[0] == "dead" {
+				rb.DeadLetters = append(rb.DeadLetters, c)
+			} else {
+				rb.Reinjected = append(rb.Reinjected, c)
+			}
+		default:
+			err = errors.New("unknown line")
+		}
+		if err != nil {
+			return rb, fmt.Errorf("chaos: %s: %q: %w", ReadBackFile, l, err)
+		}
+	}
+	return rb, nil
 }

@@ -18,7 +18,7 @@
 // `leak` opens and closes the binding's transport, a Reinjector (Kafka) and
 // an App consume loop -cycles times and prints one `leak:` line, exiting 1
 // when goroutines or broker connections do not return to the baseline.
-// See chaos/README.md.
+// `account -dir D` accounts a kept run directory again. See chaos/README.md.
 package main
 
 import (
@@ -38,6 +38,8 @@ func main() {
 		os.Exit(consumerMain(os.Args[2:]))
 	case "leak":
 		os.Exit(leakMain(os.Args[2:]))
+	case "account":
+		os.Exit(accountMain(os.Args[2:]))
 	default:
 		usage()
 		os.Exit(2)

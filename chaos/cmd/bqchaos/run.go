@@ -68,11 +68,7 @@ func runMain(args []string) int {
 	fs.Uint64Var(&c.seed, "seed", 0, "random seed (0: from the clock; printed)")
 	fs.DurationVar(&c.work, "work", time.Millisecond, "time each handler takes")
 	fs.DurationVar(&c.drain, "drain", 150*time.Second, "longest wait for the drain after the chaos phase")
-	fs.DurationVar(&c.windows.Commit, "window-commit", time.Second, "bound: how long a handled record may stay uncommitted")
-	fs.DurationVar(&c.windows.Reach, "window-reach", 0, "bound: how long after the broker's return commits may be refused (default 10s)")
-	fs.DurationVar(&c.windows.Rebalance, "window-rebalance", 0, "bound: how long after a group change the other consumers may lose commits (default: 10s on Kafka, 0 on Pulsar: a Shared subscription does not rebalance)")
-	fs.IntVar(&c.windows.PerStop, "window-per-stop", 0, "bound: duplicates each SIGTERM may cost (default: 1 with -graceful)")
-	fs.DurationVar(&c.windows.BrokerLoss, "window-broker-loss", 0, "bound: how far back a broker kill may forget acknowledgements (default: 2s on Kafka, 30s on Pulsar)")
+	windows := windowFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -89,27 +85,7 @@ func runMain(args []string) int {
 	if c.seed == 0 {
 		c.seed = uint64(time.Now().UnixNano())
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if !set["window-reach"] {
-		c.windows.Reach = 10 * time.Second
-	}
-	if !set["window-per-stop"] && c.graceful {
-		c.windows.PerStop = 1
-	}
-	if !set["window-rebalance"] && c.broker == "kafka" && !c.graceful {
-		// kafka-go's heartbeat interval is 3 s: a member learns of a
-		// rebalance that late, and keeps handing out what it fetched.
-		c.windows.Rebalance = 10 * time.Second
-	}
-	if !set["window-broker-loss"] {
-		c.windows.BrokerLoss = 2 * time.Second
-		if c.broker == "pulsar" {
-			// Measured: acknowledgements confirmed up to 11 s before a
-			// kill -9 of the standalone came back after its restart.
-			c.windows.BrokerLoss = 30 * time.Second
-		}
-	}
+	c.windows = windows(c.broker, c.graceful)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -348,6 +324,10 @@ func run(ctx context.Context, c runConfig, log *slog.Logger) (int, error) {
 		return 1, fmt.Errorf("read back: %w", err)
 	}
 	rb.PublishRetries = int(publishRetries.Load())
+	rb.Lag = lag
+	if err := chaos.WriteReadBack(c.dir, rb); err != nil {
+		return 1, err
+	}
 	rec, err := chaos.ReadRecords(c.dir)
 	if err != nil {
 		return 1, err
@@ -358,8 +338,8 @@ func run(ctx context.Context, c runConfig, log *slog.Logger) (int, error) {
 		st = append(st, fmt.Sprintf("%s=%d", k, v))
 	}
 	sort.Strings(st)
-	fmt.Fprintf(os.Stderr, "chaos detail: bound=%d crashes=%d publish_retries=%d handlings=%d torn_lines=%d broker_down=%s elapsed=%s seed=%d dir=%s %s\n",
-		rep.Bound, rep.Crashes, rb.PublishRetries, len(rec.Handlings), rec.Torn, downFor.Round(100*time.Millisecond),
+	fmt.Fprintf(os.Stderr, "chaos detail: bound=%d unexplained=%d crashes=%d publish_retries=%d handlings=%d torn_lines=%d broker_down=%s elapsed=%s seed=%d dir=%s %s\n",
+		rep.Bound, rep.Unexplained, rep.Crashes, rb.PublishRetries, len(rec.Handlings), rec.Torn, downFor.Round(100*time.Millisecond),
 		time.Since(started).Round(time.Second), c.seed, c.dir, strings.Join(st, " "))
 	if len(rep.LostIDs) > 0 {
 		fmt.Fprintf(os.Stderr, "chaos lost (first %d): %s\n", len(rep.LostIDs), strings.Join(rep.LostIDs, " "))
@@ -377,6 +357,74 @@ func run(ctx context.Context, c runConfig, log *slog.Logger) (int, error) {
 		return 1, nil
 	}
 	return 0, nil
+}
+
+// windowFlags registers the flags of the bound's windows on fs; the
+// returned function gives the windows after parsing, each unset one at its
+// default for the broker and the variant.
+func windowFlags(fs *flag.FlagSet) func(broker string, graceful bool) chaos.Windows {
+	var w chaos.Windows
+	fs.DurationVar(&w.Commit, "window-commit", time.Second, "bound: how long a handled record may stay uncommitted")
+	fs.DurationVar(&w.Reach, "window-reach", 0, "bound: how long after the broker's return commits may be refused (default 10s)")
+	fs.DurationVar(&w.Rebalance, "window-rebalance", 0, "bound: how long after a group change the other consumers may lose commits (default: 10s on Kafka, 0 on Pulsar: a Shared subscription does not rebalance; 0 with -graceful)")
+	fs.IntVar(&w.PerStop, "window-per-stop", 0, "bound: duplicates each SIGTERM may cost (default: 1 with -graceful)")
+	fs.DurationVar(&w.BrokerLoss, "window-broker-loss", 0, "bound: how far back a broker kill may forget acknowledgements (default: 2s on Kafka, 30s on Pulsar)")
+	return func(broker string, graceful bool) chaos.Windows {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["window-reach"] {
+			w.Reach = 10 * time.Second
+		}
+		if !set["window-per-stop"] && graceful {
+			w.PerStop = 1
+		}
+		if !set["window-rebalance"] && broker == "kafka" && !graceful {
+			// kafka-go's heartbeat interval is 3 s: a member learns of a
+			// rebalance that late, and keeps handing out what it fetched.
+			w.Rebalance = 10 * time.Second
+		}
+		if !set["window-broker-loss"] {
+			w.BrokerLoss = 2 * time.Second
+			if broker == "pulsar" {
+				// Measured: acknowledgements confirmed up to 11 s before a
+				// kill -9 of the standalone came back after its restart.
+				w.BrokerLoss = 30 * time.Second
+			}
+		}
+		return w
+	}
+}
+
+// accountMain is `bqchaos account -dir D -broker B [-graceful]`: the
+// accounting of a kept run directory again, from its records and the
+// read-back a run stored, with the given windows.
+func accountMain(args []string) int {
+	fs := flag.NewFlagSet("bqchaos account", flag.ContinueOnError)
+	dir := fs.String("dir", "", "a kept run directory")
+	broker := fs.String("broker", "", "kafka or pulsar")
+	graceful := fs.Bool("graceful", false, "the run was graceful")
+	windows := windowFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	rec, err := chaos.ReadRecords(*dir)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bqchaos account: %v\n", err)
+		return 1
+	}
+	rb, err := chaos.ReadReadBack(*dir)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bqchaos account: %v\n", err)
+		return 1
+	}
+	rep := chaos.Account(rec, rb, windows(*broker, *graceful))
+	fmt.Fprintf(os.Stderr, "chaos detail: bound=%d unexplained=%d crashes=%d publish_retries=%d handlings=%d\n",
+		rep.Bound, rep.Unexplained, rep.Crashes, rb.PublishRetries, len(rec.Handlings))
+	fmt.Println(rep.Line(*broker, rb.Lag))
+	if rep.Failed(rb.Lag) {
+		return 1
+	}
+	return 0
 }
 
 // produce publishes n envelopes spread over d, recording each batch of ids
