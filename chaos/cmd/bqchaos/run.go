@@ -309,6 +309,9 @@ func run(ctx context.Context, c runConfig, log *slog.Logger) (int, error) {
 		}
 		log.Info("draining", "handled", len(okIDs), "want", c.n-doomed, "dead_letters", dl, "want_dl", doomed, "lag", lag)
 	}
+	if settledTwice < 2 {
+		log.Warn("the drain did not settle in time; accounting what there is", "drain", c.drain)
+	}
 	sup.stopAll(15 * time.Second)
 
 	lctx, lcancel := context.WithTimeout(ctx, 30*time.Second)
