@@ -426,9 +426,12 @@ func accountMain(args []string) int {
 		fmt.Fprintf(os.Stderr, "bqchaos account: %v\n", err)
 		return 1
 	}
-	rep := chaos.Account(rec, rb, windows(*broker, *graceful))
+	w := windows(*broker, *graceful)
+	rep := chaos.Account(rec, rb, w)
+	strict := w
+	strict.Rebalance = 0
 	fmt.Fprintf(os.Stderr, "chaos detail: bound=%d bound_without_rebalance=%d unexplained=%d crashes=%d publish_retries=%d handlings=%d\n",
-		rep.Bound, rep.Unexplained, rep.Crashes, rb.PublishRetries, len(rec.Handlings))
+		rep.Bound, chaos.Bound(rec, rb, strict), rep.Unexplained, rep.Crashes, rb.PublishRetries, len(rec.Handlings))
 	fmt.Println(rep.Line(*broker, rb.Lag))
 	if rep.Failed(rb.Lag) {
 		return 1
