@@ -10,7 +10,7 @@ SHELL := /bin/bash
 
 # Modules in dependency order. examples/* modules are added here as they land
 # (and in versions.txt and go.work; `make modgraph` checks the last two agree).
-MODULES := core brokertest conformance kafka pulsar tools otel otel/integration examples/orderstatus
+MODULES := core brokertest conformance kafka pulsar tools otel otel/integration chaos examples/orderstatus
 
 GO ?= go
 GOTEST_FLAGS ?= -count=1 -p 2
@@ -134,5 +134,37 @@ proxytest: ## Install bq@<version> and tidy scratch services from a file-based m
 demo: ## Run the order status processor demo on the embedded Kafka-protocol broker (no setup besides Go).
 	$(GO) run ./examples/orderstatus/cmd/demo
 
+# The chaos suite (chaos/README.md) starts its own brokers, with their own
+# state directory and ports, so it never disturbs brokers started by
+# brokers-up or by another checkout; it kills and restarts them itself.
+CHAOS_STATE ?= $(or $(TMPDIR),/tmp)/babelqueue-chaos-brokers
+CHAOS_ENV := BQ_BROKERS_STATE=$(CHAOS_STATE) \
+  BQ_KAFKA_PORT=24192 BQ_KAFKA_SASL_PORT=24193 BQ_KAFKA_CONTROLLER_PORT=24194 BQ_KAFKA_TLS_PORT=24195 BQ_KAFKA_SASL_TLS_PORT=24196 \
+  BQ_PULSAR_PORT=24650 BQ_PULSAR_WEB_PORT=24080 BQ_PULSAR_BOOKIE_PORT=24181 BQ_PULSAR_TLS_PORT=24651
+CHAOS_BIN = $(CHAOS_STATE)/bin
+CHAOS_BROKER_LIST ?= kafka pulsar
+
+.PHONY: chaos
+chaos: ## Chaos suite, full: per broker 10,000 envelopes, 22 SIGKILLs, a broker kill -9 and restart; then the SIGTERM variant and the leak check.
+	@$(MAKE) --no-print-directory chaos-run CHAOS_RUNS='run -n 10000 -kills 22 -duration 6m;run -graceful -n 3000 -kills 8 -duration 80s;leak -cycles 50'
+
+.PHONY: chaos-short
+chaos-short: ## Chaos suite, short (for CI): per broker 3,000 envelopes, 6 SIGKILLs, a broker kill -9 and restart.
+	@$(MAKE) --no-print-directory chaos-run CHAOS_RUNS='run -n 3000 -kills 6 -duration 75s'
+
+.PHONY: chaos-run
+chaos-run: # CHAOS_RUNS: ';'-separated bqchaos command lines, run on each broker of CHAOS_BROKER_LIST in turn.
+	@mkdir -p $(CHAOS_BIN)
+	$(GO) build -o $(CHAOS_BIN)/bqchaos ./chaos/cmd/bqchaos
+	$(GO) build -o $(CHAOS_BIN)/bq ./tools/cmd/bq
+	@for b in $(CHAOS_BROKER_LIST); do \
+	  echo "== chaos $$b"; \
+	  env $(CHAOS_ENV) BQ_BROKERS=$$b $(BROKERS) bash -c 'set -e; IFS=";" read -r -a runs <<<"$$3"; \
+	    for r in "$${runs[@]}"; do read -r -a a <<<"$$r"; start=$$(date +%s); \
+	      echo "== bqchaos $${a[*]} -broker $$1"; "$$0" "$${a[@]}" -broker "$$1" $$( [ "$${a[0]}" = run ] && echo -bq "$$2" ); \
+	      echo "== took $$(( $$(date +%s) - start ))s"; done' \
+	    $(CHAOS_BIN)/bqchaos $$b $(CHAOS_BIN)/bq '$(CHAOS_RUNS)' || exit 1; \
+	done
+
 .PHONY: ci
-ci: lint test conformance proxytest integration ## Everything CI runs: lint, unit tests, conformance, the release proxy test, real-broker integration tests.
+ci: lint test conformance proxytest integration chaos-short ## Everything CI runs: lint, unit tests, conformance, the release proxy test, real-broker integration tests, the short chaos run.

@@ -4,6 +4,9 @@
 #
 #   kafka.sh up      start (or find running) and print the BQ_KAFKA_* lines
 #   kafka.sh down    stop and remove the data
+#   kafka.sh kill    kill -9 the JVM, keeping its data, certificates and env
+#   kafka.sh start   start the JVM again on the data a kill kept; print the lines
+#   kafka.sh restart kill, then start (fault injection: the data survives)
 #   kafka.sh status  exit 0 when running and serving
 #   kafka.sh env     print the BQ_KAFKA_* lines of the running broker
 #
@@ -51,7 +54,7 @@ probe() {
 }
 
 do_up() {
-  local probe_bin cp_file cluster_id started rc
+  local probe_bin cp_file cluster_id
   cp_file="$(resolve_classpath kafka "$BQ_BROKERS_DIR/kafka")"
   probe_bin="$(probe_bin)"
 
@@ -105,6 +108,19 @@ do_up() {
     die "kafka: formatting the storage failed"
   fi
 
+  launch
+}
+
+# launch: starts the JVM on the prepared $DIR (server.properties and a
+# formatted data directory), waits until it serves, writes and prints the
+# BQ_* lines.
+launch() {
+  local probe_bin cp_file started rc
+  cp_file="$(resolve_classpath kafka "$BQ_BROKERS_DIR/kafka")"
+  probe_bin="$(probe_bin)"
+  local java_common=(-cp "$(cat "$cp_file")"
+    "-Dlog4j2.configurationFile=$BQ_BROKERS_DIR/kafka/log4j2.xml"
+    "-Dbq.log.dir=$DIR/logs" -Djava.awt.headless=true)
   log "kafka: starting on $BQ_HOST:$KAFKA_PORT (PLAINTEXT), $BQ_HOST:$KAFKA_SASL_PORT (SASL_PLAINTEXT, SCRAM-SHA-256/512), $BQ_HOST:$KAFKA_TLS_PORT (SSL), $BQ_HOST:$KAFKA_SASL_TLS_PORT (SASL_SSL)"
   started=$(date +%s)
   local java_args=("${java_common[@]}")
@@ -139,6 +155,30 @@ do_up() {
   cat "$ENVFILE"
 }
 
+# do_kill: kill -9 the JVM (no shutdown hook runs) and keep everything on
+# disk, as a crash would.
+do_kill() {
+  kill9_pid "$PIDFILE" kafka
+}
+
+# do_start: starts the JVM again on the data a kill kept (no format, same
+# cluster id, same certificates).
+do_start() {
+  if pid_alive "$PIDFILE"; then
+    die "kafka: already running (pid $(cat "$PIDFILE")); kill it first"
+  fi
+  [ -s "$DIR/server.properties" ] && [ -d "$DIR/data" ] ||
+    die "kafka: no kept data in $DIR (start it with up first)"
+  local p
+  for p in "$KAFKA_PORT" "$KAFKA_SASL_PORT" "$KAFKA_CONTROLLER_PORT" "$KAFKA_TLS_PORT" "$KAFKA_SASL_TLS_PORT"; do
+    if port_busy "$p"; then
+      die "kafka: port $BQ_HOST:$p is still taken; cannot start again"
+    fi
+  done
+  log "kafka: starting again on the kept data in $DIR/data"
+  launch
+}
+
 do_down() {
   stop_pid "$PIDFILE" kafka
   # Data goes; logs stay for a post-mortem until the next up.
@@ -160,10 +200,13 @@ do_env() {
 case "${1:-}" in
 up) with_lock kafka do_up ;;
 down) with_lock kafka do_down ;;
+kill) with_lock kafka do_kill ;;
+start) with_lock kafka do_start ;;
+restart) with_lock kafka do_kill && with_lock kafka do_start ;;
 status) do_status ;;
 env) do_env ;;
 *)
-  echo "usage: $0 up|down|status|env" >&2
+  echo "usage: $0 up|down|kill|start|restart|status|env" >&2
   exit 2
   ;;
 esac

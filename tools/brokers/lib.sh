@@ -4,7 +4,7 @@
 # Layout:
 #   BQ_BROKERS_STATE  (default ${TMPDIR:-/tmp}/babelqueue-brokers)
 #       <broker>/pid         pid of the running JVM
-#       <broker>/data/       broker data, removed by down
+#       <broker>/data/       broker data, removed by down (kept by kill/restart)
 #       <broker>/logs/       broker log files (kept by down for post-mortems
 #                            until the next up)
 #       <broker>/env         the BQ_* lines of the running broker
@@ -163,6 +163,27 @@ stop_pid() {
       kill -KILL "$pid" 2>/dev/null || true
       sleep 1
     fi
+  fi
+  rm -f "$pidfile"
+}
+
+# kill9_pid PIDFILE NAME: kill -9 the process, as a crash would (no
+# shutdown hook runs), waits until it is gone and removes the pid file. The
+# data, certificates and env file stay, for the broker's start verb.
+kill9_pid() {
+  local pidfile="$1" name="$2" pid
+  if ! pid_alive "$pidfile"; then
+    die "$name: not running (nothing to kill)"
+  fi
+  pid="$(cat "$pidfile")"
+  log "$name: kill -9 pid $pid (data kept)"
+  kill -KILL "$pid" 2>/dev/null || true
+  for _ in $(seq 1 100); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    die "$name: pid $pid survived kill -9"
   fi
   rm -f "$pidfile"
 }

@@ -5,6 +5,9 @@
 #
 #   pulsar.sh up      start (or find running) and print the BQ_PULSAR_* lines
 #   pulsar.sh down    stop and remove the data
+#   pulsar.sh kill    kill -9 the JVM, keeping its data, certificates and env
+#   pulsar.sh start   start the JVM again on the data a kill kept; print the lines
+#   pulsar.sh restart kill, then start (fault injection: the data survives)
 #   pulsar.sh status  exit 0 when running and serving
 #   pulsar.sh env     print the BQ_PULSAR_* lines of the running broker
 set -euo pipefail
@@ -46,7 +49,7 @@ probe() {
 }
 
 do_up() {
-  local probe_bin cp_file started rc p
+  local probe_bin cp_file p
   cp_file="$(resolve_classpath pulsar "$BQ_BROKERS_DIR/pulsar")"
   probe_bin="$(probe_bin)"
 
@@ -85,6 +88,17 @@ do_up() {
     -e "s#@TOKEN_FILE@#$AUTHDIR/token.jwt#g" \
     "$BQ_BROKERS_DIR/pulsar/standalone.conf.in" >"$DIR/standalone.conf"
 
+  launch --wipe-data
+}
+
+# launch [--wipe-data]: starts the JVM on the prepared $DIR, waits until it
+# serves, writes and prints the BQ_* lines. Without --wipe-data the
+# metadata and bookie data a previous run left are used as they are.
+launch() {
+  local probe_bin cp_file started rc wipe=()
+  [ "${1:-}" != --wipe-data ] || wipe=(--wipe-data)
+  cp_file="$(resolve_classpath pulsar "$BQ_BROKERS_DIR/pulsar")"
+  probe_bin="$(probe_bin)"
   # JVM flags follow Pulsar's own launch script: BookKeeper finds its
   # metadata through Pulsar's metadata store, Netty and BookKeeper need a few
   # JDK internals opened.
@@ -105,7 +119,7 @@ do_up() {
   # shellcheck disable=SC2206
   java_args+=($PULSAR_HEAP)
   java_args+=(org.apache.pulsar.PulsarStandaloneStarter
-    --config "$DIR/standalone.conf" --no-functions-worker --no-stream-storage --wipe-data
+    --config "$DIR/standalone.conf" --no-functions-worker --no-stream-storage "${wipe[@]}"
     --bookkeeper-dir "$DIR/data/bookkeeper" --metadata-dir "$DIR/data/metadata"
     --bookkeeper-port "$PULSAR_BOOKIE_PORT")
 
@@ -137,6 +151,31 @@ do_up() {
   cat "$ENVFILE"
 }
 
+# do_kill: kill -9 the JVM (no shutdown hook runs) and keep everything on
+# disk, as a crash would.
+do_kill() {
+  kill9_pid "$PIDFILE" pulsar
+}
+
+# do_start: starts the JVM again on the data a kill kept (same metadata,
+# ledgers, certificates and token).
+do_start() {
+  local p
+  if pid_alive "$PIDFILE"; then
+    die "pulsar: already running (pid $(cat "$PIDFILE")); kill it first"
+  fi
+  if [ ! -s "$DIR/standalone.conf" ] || [ ! -d "$DIR/data" ]; then
+    die "pulsar: no kept data in $DIR (start it with up first)"
+  fi
+  for p in "$PULSAR_PORT" "$PULSAR_WEB_PORT" "$PULSAR_BOOKIE_PORT" "$PULSAR_TLS_PORT"; do
+    if port_busy "$p"; then
+      die "pulsar: port $BQ_HOST:$p is still taken; cannot start again"
+    fi
+  done
+  log "pulsar: starting again on the kept data in $DIR/data"
+  launch
+}
+
 do_down() {
   stop_pid "$PIDFILE" pulsar
   rm -rf "$DIR/data" "$ENVFILE" "$DIR/standalone.conf" "$TLSDIR" "$AUTHDIR"
@@ -157,10 +196,13 @@ do_env() {
 case "${1:-}" in
 up) with_lock pulsar do_up ;;
 down) with_lock pulsar do_down ;;
+kill) with_lock pulsar do_kill ;;
+start) with_lock pulsar do_start ;;
+restart) with_lock pulsar do_kill && with_lock pulsar do_start ;;
 status) do_status ;;
 env) do_env ;;
 *)
-  echo "usage: $0 up|down|status|env" >&2
+  echo "usage: $0 up|down|kill|start|restart|status|env" >&2
   exit 2
   ;;
 esac
