@@ -145,8 +145,9 @@ CHAOS_BIN = $(CHAOS_STATE)/bin
 CHAOS_BROKER_LIST ?= kafka pulsar
 
 .PHONY: chaos
-chaos: ## Chaos suite, full: per broker 10,000 envelopes, 22 SIGKILLs, a broker kill -9 and restart; then the SIGTERM variant and the leak check.
+chaos: ## Chaos suite, full: per broker 10,000 envelopes, 22 SIGKILLs, a broker kill -9 and restart; the SIGTERM variant and the leak check; then the three-node Kafka cluster scenarios.
 	@$(MAKE) --no-print-directory chaos-run CHAOS_RUNS='run -n 10000 -kills 22 -duration 6m;run -graceful -n 3000 -kills 8 -duration 80s;leak -cycles 50'
+	@$(MAKE) --no-print-directory cluster-tests
 
 .PHONY: chaos-short
 chaos-short: ## Chaos suite, short (for CI): per broker 3,000 envelopes, 6 SIGKILLs, a broker kill -9 and restart.
