@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	kafkago "github.com/segmentio/kafka-go"
 )
 
@@ -18,8 +19,9 @@ import (
 // or commits anything, when another run holds the cursor: a member of the
 // lock group RedriveLockGroup(cursor) exists, or joined at the same time.
 // A run that was killed holds the cursor until its membership expires,
-// the lock's session timeout (6 s) after its last heartbeat.
-var ErrRedriveBusy = errors.New("kafka: another redrive holds the cursor")
+// the lock's session timeout (6 s) after its last heartbeat. It matches
+// babelqueue.ErrRedriveBusy.
+var ErrRedriveBusy = fmt.Errorf("kafka: %w", babelqueue.ErrRedriveBusy)
 
 // RedriveLockSuffix ends the name of the lock group of a redrive cursor.
 const RedriveLockSuffix = ".lock"

@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -183,4 +184,11 @@ func scenarioLockDeadRunExpires(t *testing.T, e rdEnv) {
 		t.Errorf("target holds %d records, want %d", n, len(seeds))
 	}
 	t.Logf("runs refused before the dead run's session expired: %d", refused)
+}
+
+func TestErrRedriveBusyMatchesTheCoreSentinel(t *testing.T) {
+	err := fmt.Errorf("redrive orders.dlq: %w", ErrRedriveBusy)
+	if !errors.Is(err, babelqueue.ErrRedriveBusy) || !errors.Is(err, ErrRedriveBusy) {
+		t.Fatalf("%v matches neither ErrRedriveBusy", err)
+	}
 }

@@ -33,8 +33,8 @@ const (
 
 // ErrRedriveBusy is returned (wrapped) by Redrive when another run holds
 // the redrive cursor of the dead-letter queue: its Exclusive subscription
-// already has a consumer.
-var ErrRedriveBusy = errors.New("pulsar: redrive: another redrive of this dead-letter queue is running (its subscription has a consumer)")
+// already has a consumer. It matches babelqueue.ErrRedriveBusy.
+var ErrRedriveBusy = fmt.Errorf("pulsar: %w (the dead-letter queue's redrive subscription has a consumer)", babelqueue.ErrRedriveBusy)
 
 // ErrBatchEntryKept is the Err of a dead letter that would have moved but
 // shares a broker batch entry with a message that stays: Pulsar

@@ -193,3 +193,9 @@ func TestExamineAcknowledgesWhatAnInterruptedRunCopied(t *testing.T) {
 		t.Fatalf("entry %+v, act %v", e.item, e.act)
 	}
 }
+
+func TestErrRedriveBusyMatchesTheCoreSentinel(t *testing.T) {
+	if err := fmt.Errorf("redrive: %w", ErrRedriveBusy); !errors.Is(err, babelqueue.ErrRedriveBusy) {
+		t.Fatalf("%v does not match babelqueue.ErrRedriveBusy", err)
+	}
+}
