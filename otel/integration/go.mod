@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/apache/pulsar-client-go v0.19.0
+	github.com/babelqueue/babelqueue-go/brokertest v0.1.0
 	github.com/babelqueue/babelqueue-go/core v0.1.0
 	github.com/babelqueue/babelqueue-go/kafka v0.1.0
 	github.com/babelqueue/babelqueue-go/otel v0.1.0

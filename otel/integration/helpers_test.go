@@ -4,11 +4,7 @@ package integration
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
-	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,27 +22,6 @@ import (
 )
 
 const testURN = "urn:babel:orders:created"
-
-// env returns the variable name, failing the test when it is not set: a
-// broker test never passes by skipping.
-func env(t *testing.T, name string) string {
-	t.Helper()
-	v := strings.TrimSpace(os.Getenv(name))
-	if v == "" {
-		t.Fatalf("%s is not set: start the brokers (make brokers-up) and export what tools/brokers/env.sh --export prints", name)
-	}
-	return v
-}
-
-// topic returns a topic name unique to this call.
-func topic(t *testing.T, prefix string) string {
-	t.Helper()
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		t.Fatal(err)
-	}
-	return prefix + "-" + hex.EncodeToString(b[:])
-}
 
 // harness is a Telemetry recording into in-memory exporters.
 type harness struct {

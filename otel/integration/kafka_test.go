@@ -4,8 +4,8 @@ package integration
 
 import (
 	"context"
+	"github.com/babelqueue/babelqueue-go/brokertest"
 	"log/slog"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,7 +16,7 @@ import (
 
 func kafkaTransport(t *testing.T, opts ...kafka.Option) *kafka.Transport {
 	t.Helper()
-	brokers := strings.Split(env(t, "BQ_KAFKA_BROKERS"), ",")
+	brokers := brokertest.KafkaBrokers(t)
 	tr, err := kafka.New(append([]kafka.Option{kafka.WithBrokers(brokers...), kafka.WithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -34,17 +34,17 @@ func kafkaTransport(t *testing.T, opts ...kafka.Option) *kafka.Transport {
 // every outcome is counted once, and the re-injector's carry is measured
 // in babelqueue.reinject.lag.
 func TestKafkaTraceFromPublishThroughRetryTierToDeadLetter(t *testing.T) {
-	queue := topic(t, "otel")
+	queue := brokertest.Topic(t, "otel")
 	tiers := kafka.WithRetryTiers(300 * time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	tr := kafkaTransport(t, kafka.WithGroupID(topic(t, "g")), tiers)
+	tr := kafkaTransport(t, kafka.WithGroupID(brokertest.Topic(t, "g")), tiers)
 	if err := tr.EnsureTopics(ctx, queue, 1, 1); err != nil {
 		t.Fatal(err)
 	}
 	h := newHarness(t, "kafka")
 
-	reinjector, err := kafkaTransport(t, kafka.WithGroupID(topic(t, "reinject")), tiers, kafka.WithReinjectHooks(h.tel.Hooks())).NewReinjector(queue)
+	reinjector, err := kafkaTransport(t, kafka.WithGroupID(brokertest.Topic(t, "reinject")), tiers, kafka.WithReinjectHooks(h.tel.Hooks())).NewReinjector(queue)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestKafkaTraceFromPublishThroughRetryTierToDeadLetter(t *testing.T) {
 		t.Errorf("%s: %d observations summing %vs, want 1 between 0 and 10s", bqotel.MetricReinjectLag, n, sum)
 	}
 
-	reader := babelqueue.NewApp(kafkaTransport(t, kafka.WithGroupID(topic(t, "dlq-reader"))), babelqueue.WithHooks(h.tel.Hooks()),
+	reader := babelqueue.NewApp(kafkaTransport(t, kafka.WithGroupID(brokertest.Topic(t, "dlq-reader"))), babelqueue.WithHooks(h.tel.Hooks()),
 		babelqueue.WithPollTimeout(200*time.Millisecond), babelqueue.WithLogger(slog.New(slog.DiscardHandler)))
 	reader.Handle(testURN, func(context.Context, *babelqueue.Envelope) error { return nil })
 	consume(t, reader, queue+".dlq")

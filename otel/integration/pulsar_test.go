@@ -4,6 +4,7 @@ package integration
 
 import (
 	"context"
+	"github.com/babelqueue/babelqueue-go/brokertest"
 	"log/slog"
 	"testing"
 	"time"
@@ -15,7 +16,7 @@ import (
 
 func pulsarTransport(t *testing.T, opts ...pulsar.Option) *pulsar.Transport {
 	t.Helper()
-	all := append([]pulsar.Option{pulsar.WithServiceURL(env(t, "BQ_PULSAR_URL")), pulsar.WithTimeouts(10*time.Second, 10*time.Second),
+	all := append([]pulsar.Option{pulsar.WithServiceURL(brokertest.PulsarURL(t)), pulsar.WithTimeouts(10*time.Second, 10*time.Second),
 		pulsar.WithNackRedeliveryDelay(200 * time.Millisecond), pulsar.WithMaxAttempts(2), pulsar.WithLogger(slog.New(slog.DiscardHandler))}, opts...)
 	tr, err := pulsar.New(all...)
 	if err != nil {
@@ -29,7 +30,7 @@ func pulsarTransport(t *testing.T, opts ...pulsar.Option) *pulsar.Transport {
 // subscription configured by opts: it is retried once, then dead-lettered,
 // and a second consumer reads the dead letter; see checkRetryToDeadLetter.
 func testPulsarRetryToDeadLetter(t *testing.T, viaHeader bool, opts ...pulsar.Option) {
-	queue := topic(t, "otel")
+	queue := brokertest.Topic(t, "otel")
 	h := newHarness(t, "pulsar")
 	app := babelqueue.NewApp(pulsarTransport(t, opts...), babelqueue.WithHooks(h.tel.Hooks()), babelqueue.WithDefaultQueue(queue),
 		babelqueue.WithMaxAttempts(2), babelqueue.WithPollTimeout(200*time.Millisecond), babelqueue.WithLogger(slog.New(slog.DiscardHandler)))
@@ -46,7 +47,7 @@ func testPulsarRetryToDeadLetter(t *testing.T, viaHeader bool, opts ...pulsar.Op
 	consume(t, app, queue)
 	process := checkRetryToDeadLetter(t, h, rec, root.SpanContext(), queue, "pulsar", queue, viaHeader)
 
-	reader := babelqueue.NewApp(pulsarTransport(t, pulsar.WithSubscription(topic(t, "dlq-reader")), pulsar.WithSubscriptionType(apachepulsar.Shared)), babelqueue.WithHooks(h.tel.Hooks()),
+	reader := babelqueue.NewApp(pulsarTransport(t, pulsar.WithSubscription(brokertest.Topic(t, "dlq-reader")), pulsar.WithSubscriptionType(apachepulsar.Shared)), babelqueue.WithHooks(h.tel.Hooks()),
 		babelqueue.WithPollTimeout(200*time.Millisecond), babelqueue.WithLogger(slog.New(slog.DiscardHandler)))
 	reader.Handle(testURN, func(context.Context, *babelqueue.Envelope) error { return nil })
 	consume(t, reader, queue+".dlq")
