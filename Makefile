@@ -104,11 +104,17 @@ fuzz: ## Run every fuzz target for FUZZTIME (default 10s) each.
 	done
 
 .PHONY: lint
-lint: verify-versions modgraph tidy-check ## gofmt check, go vet, staticcheck (pinned), actionlint (pinned), version list, module graph, tidy go.mod files.
+lint: verify-versions modgraph tidy-check sizecheck ## gofmt check, go vet, staticcheck (pinned), actionlint (pinned), version list, module graph, tidy go.mod files, no large file.
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@$(MAKE) --no-print-directory vet
 	@for m in $(MODULES); do echo "== staticcheck $$m"; (cd $$m && $(GO) run $(STATICCHECK) ./... && $(GO) run $(STATICCHECK) -tags integration ./...); done
 	$(GO) run $(ACTIONLINT) -no-color .github/workflows/*.yml
+
+.PHONY: sizecheck
+sizecheck: ## Fail when a tracked file is over 1 MiB or looks like a build output (an executable ELF file).
+	@bad=$$(git ls-files -z | xargs -0 -r stat -c '%s %n' | awk '$$1 > 1048576 {print "  over 1 MiB: " $$2}'); \
+	elf=$$( (git ls-files -z | xargs -0 -r grep -l -m1 -P '^\x7fELF' 2>/dev/null || true) | sed 's/^/  executable: /'); \
+	if [ -n "$$bad$$elf" ]; then echo "sizecheck: files that must not be tracked:"; printf '%s\n' "$$bad" "$$elf" | sed '/^$$/d'; exit 1; fi
 
 .PHONY: verify-versions
 verify-versions: ## Check every module requires its siblings at the versions in versions.txt.
