@@ -8,6 +8,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // ---- helpers shared by the runtime tests ----
@@ -35,7 +38,7 @@ func envBody(t *testing.T, urn string, attempts int, opts ...MakeOption) string 
 		t.Fatalf("Encode: %v", err)
 	}
 	if attempts != 0 {
-		b, err = SetAttempts(b, attempts)
+		b, err = wire.SetAttempts(b, attempts)
 		if err != nil {
 			t.Fatalf("SetAttempts: %v", err)
 		}
@@ -101,7 +104,7 @@ func anyIs(errs []error, target error) bool {
 // ---- App.Publish ----
 
 func TestPublishReturnsMetaIDAndWritesToDefaultQueue(t *testing.T) {
-	mem := NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	a := testApp(mem, WithDefaultQueue("orders"))
 	id, err := a.Publish(context.Background(), "urn:babel:orders:created", map[string]any{"order_id": 1042})
 	if err != nil {
@@ -118,13 +121,13 @@ func TestPublishReturnsMetaIDAndWritesToDefaultQueue(t *testing.T) {
 	if env.Meta.Queue != "orders" || env.URN() != "urn:babel:orders:created" || env.Attempts != 0 {
 		t.Errorf("envelope = queue %q urn %q attempts %d", env.Meta.Queue, env.URN(), env.Attempts)
 	}
-	if got := msgs[0].Headers[HeaderJob]; got != "urn:babel:orders:created" {
+	if got := msgs[0].Headers[wire.HeaderJob]; got != "urn:babel:orders:created" {
 		t.Errorf("bq-job header = %q", got)
 	}
 }
 
 func TestPublishToQueueAndEnvelopeOptions(t *testing.T) {
-	mem := NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	a := testApp(mem)
 	id, err := a.Publish(context.Background(), "urn:x", nil, ToQueue("billing"),
 		WithEnvelopeOptions(WithTraceID("trace-1"), WithQueue("ignored")))
@@ -141,10 +144,10 @@ func TestPublishToQueueAndEnvelopeOptions(t *testing.T) {
 }
 
 func TestPublishWithHeaders(t *testing.T) {
-	mem := NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	a := testApp(mem)
 	_, err := a.PublishWithHeaders(context.Background(), "urn:x", nil,
-		map[string]string{"traceparent": "00-abc-def-01", HeaderJob: "urn:spoof", "blank": " "})
+		map[string]string{"traceparent": "00-abc-def-01", wire.HeaderJob: "urn:spoof", "blank": " "})
 	if err != nil {
 		t.Fatalf("PublishWithHeaders: %v", err)
 	}
@@ -152,14 +155,14 @@ func TestPublishWithHeaders(t *testing.T) {
 	if h["traceparent"] != "00-abc-def-01" {
 		t.Errorf("traceparent = %q", h["traceparent"])
 	}
-	if h[HeaderJob] != "urn:x" {
-		t.Errorf("bq-job = %q, the contract header must win", h[HeaderJob])
+	if h[wire.HeaderJob] != "urn:x" {
+		t.Errorf("bq-job = %q, the contract header must win", h[wire.HeaderJob])
 	}
 	if _, ok := h["blank"]; ok {
 		t.Error("a blank header value was written")
 	}
 
-	// Without HeaderPublisher, headers cannot be honoured: nothing written.
+	// Without wire.HeaderPublisher, headers cannot be honoured: nothing written.
 	b := testApp(only(mem))
 	_, err = b.PublishWithHeaders(context.Background(), "urn:x", nil, map[string]string{"traceparent": "x"})
 	if !errors.Is(err, errors.ErrUnsupported) {
@@ -175,8 +178,8 @@ func TestPublishWithHeaders(t *testing.T) {
 }
 
 func TestPublishDelayed(t *testing.T) {
-	clock := NewFakeClock(epoch)
-	mem := NewInMemoryTransport(WithMemoryClock(clock))
+	clock := bqtest.NewFakeClock(epoch)
+	mem := bqtest.NewInMemoryTransport(bqtest.WithMemoryClock(clock))
 	a := testApp(mem)
 	ctx := context.Background()
 	if _, err := a.Publish(ctx, "urn:x", nil, WithDelay(time.Minute)); err != nil {
@@ -206,13 +209,13 @@ func TestPublishDelayed(t *testing.T) {
 }
 
 func TestPublishDelayedWithHeaders(t *testing.T) {
-	clock := NewFakeClock(epoch)
-	mem := NewInMemoryTransport(WithMemoryClock(clock))
+	clock := bqtest.NewFakeClock(epoch)
+	mem := bqtest.NewInMemoryTransport(bqtest.WithMemoryClock(clock))
 	var ops []string
 	mem.SetFault(func(op, queue string) error { ops = append(ops, op); return nil })
 	a := testApp(mem)
 	ctx := context.Background()
-	headers := map[string]string{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", HeaderJob: "urn:spoofed", " ": "blank key", "empty": ""}
+	headers := map[string]string{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", wire.HeaderJob: "urn:spoofed", " ": "blank key", "empty": ""}
 	if _, err := a.PublishWithHeaders(ctx, "urn:x", nil, headers, WithDelay(time.Minute)); err != nil {
 		t.Fatalf("PublishWithHeaders with a delay: %v", err)
 	}
@@ -231,7 +234,7 @@ func TestPublishDelayedWithHeaders(t *testing.T) {
 	if got := m.Headers["traceparent"]; got != headers["traceparent"] {
 		t.Errorf("traceparent = %q, want %q", got, headers["traceparent"])
 	}
-	if got := m.Headers[HeaderJob]; got != "urn:x" {
+	if got := m.Headers[wire.HeaderJob]; got != "urn:x" {
 		t.Errorf("bq-job = %q: the contract header must win a collision", got)
 	}
 	if _, ok := m.Headers[" "]; ok {
@@ -256,7 +259,7 @@ func TestInvalidOptionsSurfaceFromEveryEntryPoint(t *testing.T) {
 	}
 	for name, opt := range cases {
 		t.Run(name, func(t *testing.T) {
-			a := NewApp(NewInMemoryTransport(), opt)
+			a := NewApp(bqtest.NewInMemoryTransport(), opt)
 			ctx := context.Background()
 			if _, err := a.Publish(ctx, "urn:x", nil); !errors.Is(err, ErrInvalidOption) {
 				t.Errorf("Publish: %v", err)
@@ -272,13 +275,13 @@ func TestInvalidOptionsSurfaceFromEveryEntryPoint(t *testing.T) {
 	if _, err := NewApp(nil).Publish(context.Background(), "urn:x", nil); !errors.Is(err, ErrInvalidOption) {
 		t.Errorf("nil transport: %v", err)
 	}
-	if _, err := NewApp(NewInMemoryTransport()).Drain(context.Background(), "a", " "); !errors.Is(err, ErrInvalidOption) {
+	if _, err := NewApp(bqtest.NewInMemoryTransport()).Drain(context.Background(), "a", " "); !errors.Is(err, ErrInvalidOption) {
 		t.Errorf("blank queue name: %v", err)
 	}
 }
 
 func TestPublishRejectsBlankURN(t *testing.T) {
-	mem := NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	if _, err := testApp(mem).Publish(context.Background(), " ", nil); err == nil {
 		t.Fatal("Publish with a blank URN succeeded")
 	}

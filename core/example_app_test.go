@@ -7,13 +7,16 @@ import (
 	"time"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
+	"github.com/babelqueue/babelqueue-go/core/redrive"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // An App publishes envelopes and routes each consumed message to the
 // handler of its URN. Drain handles what is queued and returns.
 func Example() {
 	ctx := context.Background()
-	mem := babelqueue.NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	app := babelqueue.NewApp(mem, babelqueue.WithDefaultQueue("orders"), babelqueue.WithPollTimeout(10*time.Millisecond))
 
 	app.Handle("urn:babel:orders:created", func(ctx context.Context, env *babelqueue.Envelope) error {
@@ -42,7 +45,7 @@ func Example() {
 // dead-lettered to <queue>.dlq with the reason, the error and its Go type.
 func ExampleWithMaxAttempts() {
 	ctx := context.Background()
-	mem := babelqueue.NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	app := babelqueue.NewApp(mem,
 		babelqueue.WithDefaultQueue("payments"),
 		babelqueue.WithMaxAttempts(3),
@@ -56,7 +59,7 @@ func ExampleWithMaxAttempts() {
 	app.Publish(ctx, "urn:babel:payments:charge", map[string]any{"amount": 10})
 	app.Drain(ctx)
 
-	dl, _ := babelqueue.DeadLetterOf([]byte(mem.Messages("payments.dlq")[0].Body))
+	dl, _ := wire.DeadLetterOf([]byte(mem.Messages("payments.dlq")[0].Body))
 	fmt.Println(dl.Reason, *dl.Error, *dl.Exception, dl.OriginalQueue, dl.Attempts)
 	// Output:
 	// charging, attempt 0
@@ -65,11 +68,11 @@ func ExampleWithMaxAttempts() {
 	// failed card declined *errors.errorString payments 3
 }
 
-// Redrive moves dead letters back to the queue they failed on. With the
+// App.Redrive moves dead letters back to the queue they failed on. With the
 // replay bypass, the handler can skip the effects already done.
-func ExampleRedrive() {
+func ExampleApp_Redrive() {
 	ctx := context.Background()
-	mem := babelqueue.NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	app := babelqueue.NewApp(mem,
 		babelqueue.WithDefaultQueue("mail"),
 		babelqueue.WithMaxAttempts(1),
@@ -95,9 +98,9 @@ func ExampleRedrive() {
 	app.Drain(ctx)
 	broken = false
 
-	res, err := babelqueue.Redrive(ctx, mem, "mail.dlq",
-		babelqueue.WithRedriveReplayBypass(),
-		babelqueue.WithRedrivePollTimeout(10*time.Millisecond))
+	res, err := redrive.Run(ctx, mem, "mail.dlq",
+		redrive.WithReplayBypass(),
+		redrive.WithPollTimeout(10*time.Millisecond))
 	fmt.Println("moved", res.Moved, "kept", res.Kept, err)
 	app.Drain(ctx)
 	// Output:
@@ -106,11 +109,11 @@ func ExampleRedrive() {
 	// stored, replay: true
 }
 
-// A FakeClock drives delayed delivery in tests.
+// A bqtest.FakeClock drives delayed delivery in tests.
 func ExampleFakeClock() {
 	ctx := context.Background()
-	clock := babelqueue.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	mem := babelqueue.NewInMemoryTransport(babelqueue.WithMemoryClock(clock))
+	clock := bqtest.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	mem := bqtest.NewInMemoryTransport(bqtest.WithMemoryClock(clock))
 	app := babelqueue.NewApp(mem, babelqueue.WithPollTimeout(10*time.Millisecond))
 	app.Handle("urn:babel:reminders:due", func(context.Context, *babelqueue.Envelope) error {
 		fmt.Println("reminder at", clock.Now().Format(time.TimeOnly))

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // Defaults of the App options. Every option and its default is listed here:
@@ -17,7 +20,7 @@ import (
 //	WithPollTimeout                DefaultPollTimeout (1s)
 //	WithUnknownURNStrategy         StrategyFail
 //	WithLogger                     slog.Default() at the time of each log call
-//	WithClock                      SystemClock{}
+//	WithClock                      driver.SystemClock{}
 //	WithOnError                    none (errors are logged at level Error)
 //	WithOnWarning                  none (warnings are logged at level Warn)
 //	WithOnSchemaVersionRejected    none
@@ -27,7 +30,8 @@ import (
 //	WithHooks                      none
 const (
 	DefaultQueue            = "default"
-	DefaultDeadLetterSuffix = ".dlq"
+	DefaultMaxAttempts      = 3
+	DefaultDeadLetterSuffix = driver.DefaultDeadLetterSuffix
 	DefaultPollTimeout      = time.Second
 	DefaultSettleTimeout    = 10 * time.Second
 	DefaultFailureBackoff   = time.Second
@@ -101,7 +105,7 @@ func defaultConfig() config {
 		deadLetterSuffix: DefaultDeadLetterSuffix,
 		pollTimeout:      DefaultPollTimeout,
 		unknownURN:       StrategyFail,
-		clock:            SystemClock{},
+		clock:            driver.SystemClock{},
 		settleTimeout:    DefaultSettleTimeout,
 		failureBackoff:   DefaultFailureBackoff,
 	}
@@ -116,7 +120,7 @@ func invalid(format string, args ...any) error {
 // queues. A blank name is rejected.
 func WithDefaultQueue(queue string) Option {
 	return func(c *config) error {
-		if IsBlank(queue) {
+		if wire.IsBlank(queue) {
 			return invalid("default queue is blank")
 		}
 		c.defaultQueue = queue
@@ -151,7 +155,7 @@ func WithDeadLetter(on bool) Option {
 // message came from. A blank name is rejected.
 func WithDeadLetterQueue(queue string) Option {
 	return func(c *config) error {
-		if IsBlank(queue) {
+		if wire.IsBlank(queue) {
 			return invalid("dead-letter queue is blank")
 		}
 		c.deadLetterQueue = queue
@@ -164,7 +168,7 @@ func WithDeadLetterQueue(queue string) Option {
 // would dead-letter a message onto its own queue.
 func WithDeadLetterSuffix(suffix string) Option {
 	return func(c *config) error {
-		if IsBlank(suffix) {
+		if wire.IsBlank(suffix) {
 			return invalid("dead-letter suffix is blank")
 		}
 		c.deadLetterSuffix = suffix
