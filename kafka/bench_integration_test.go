@@ -14,8 +14,10 @@ import (
 	"testing"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	kafkago "github.com/segmentio/kafka-go"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
 )
 
 // The broker benchmarks run only with BQ_BENCH=1 (make bench). Each is
@@ -330,7 +332,7 @@ func consumeApp(t *testing.T, ctx context.Context, topic string, total int) floa
 
 // stampClock is a Clock whose Now is the time last set.
 type stampClock struct {
-	babelqueue.SystemClock
+	driver.SystemClock
 	now atomic.Int64
 }
 

@@ -14,10 +14,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/babelqueue/babelqueue-go/brokertest/devkafka"
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/google/go-cmp/cmp"
 	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/babelqueue/babelqueue-go/brokertest/devkafka"
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // embBroker starts an embedded broker closed at cleanup.
@@ -255,8 +257,8 @@ func TestEmbeddedAppRetryWithoutTiersThenDeadLetter(t *testing.T) {
 	if v, _ := lastHeader(dead.Headers, "bq-attempts"); v != "2" {
 		t.Fatalf("dead letter bq-attempts %q, want 2", v)
 	}
-	dl, ok := babelqueue.DeadLetterOf(dead.Value)
-	if !ok || dl.Reason != babelqueue.ReasonFailed || dl.Attempts != 2 || dl.OriginalQueue != topic || dl.Lang != "go" {
+	dl, ok := wire.DeadLetterOf(dead.Value)
+	if !ok || dl.Reason != wire.ReasonFailed || dl.Attempts != 2 || dl.OriginalQueue != topic || dl.Lang != "go" {
 		t.Fatalf("dead_letter %+v (found %v) in %s", dl, ok, dead.Value)
 	}
 

@@ -4,9 +4,9 @@ import (
 	"context"
 	"testing"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
-
 	kafkago "github.com/segmentio/kafka-go"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
 )
 
 // loopReader returns the same record forever and drops commits: it

@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	kafkago "github.com/segmentio/kafka-go"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
 )
 
 // DeadLetterSuffix names the dead-letter topic of a work topic:

@@ -8,8 +8,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	kafkago "github.com/segmentio/kafka-go"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
 )
 
 // Writer is the subset of *kafkago.Writer the transport writes through.

@@ -7,10 +7,12 @@ import (
 	"log/slog"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
-	bqotel "github.com/babelqueue/babelqueue-go/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
+	bqotel "github.com/babelqueue/babelqueue-go/otel"
 )
 
 // A message fails once and is retried. Every attempt is a child of the
@@ -25,7 +27,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	app := babelqueue.NewApp(babelqueue.NewInMemoryTransport(), babelqueue.WithHooks(tel.Hooks()),
+	app := babelqueue.NewApp(bqtest.NewInMemoryTransport(), babelqueue.WithHooks(tel.Hooks()),
 		babelqueue.WithDefaultQueue("orders"), babelqueue.WithPollTimeout(10*time.Millisecond),
 		babelqueue.WithLogger(slog.New(slog.DiscardHandler)))
 	calls := 0

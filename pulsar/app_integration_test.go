@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/google/go-cmp/cmp"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/redrive"
 )
 
 // runApp consumes queue with app until the end of the test.
@@ -354,8 +356,8 @@ func TestIntegrationRedriveKeepsKey(t *testing.T) {
 	dlBody, _ := json.Marshal(dl)
 	rawSend(t, c, dlq, &pulsar.ProducerMessage{Payload: dlBody, Key: "redrive-key", Properties: map[string]string{"bq-job": "urn:babel:orders:created"}})
 
-	res, err := babelqueue.Redrive(context.Background(), tr, dlq, babelqueue.WithRedriveTarget(q+"-redriven"),
-		babelqueue.WithRedrivePollTimeout(2*time.Second))
+	res, err := redrive.Run(context.Background(), tr, dlq, redrive.WithTarget(q+"-redriven"),
+		redrive.WithPollTimeout(2*time.Second))
 	if err != nil {
 		t.Fatalf("Redrive = %v (%+v)", err, res)
 	}
@@ -371,7 +373,7 @@ func TestIntegrationRedriveKeepsKey(t *testing.T) {
 		t.Errorf("redrive duplicated the dead letter")
 	}
 	// The DLQ was emptied for the redrive cursor: a second run finds nothing.
-	again, err := babelqueue.Redrive(context.Background(), tr, dlq, babelqueue.WithRedrivePollTimeout(time.Second))
+	again, err := redrive.Run(context.Background(), tr, dlq, redrive.WithPollTimeout(time.Second))
 	if err != nil || again.Examined != 0 {
 		t.Errorf("the DLQ still holds a redriven message: %+v, %v", again, err)
 	}

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/google/go-cmp/cmp"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
 )
 
 // runConsumer runs c until stop is called or the test ends.
@@ -263,7 +265,7 @@ func TestConsumerPoisonRetriesThenDrops(t *testing.T) {
 // stampHook adds a header to every write the App makes.
 type stampHook struct{}
 
-func (stampHook) OnPublish(ctx context.Context, out *babelqueue.Outgoing) context.Context {
+func (stampHook) OnPublish(ctx context.Context, out *driver.Outgoing) context.Context {
 	out.Headers["x-stamp"] = out.Intent.String()
 	return ctx
 }

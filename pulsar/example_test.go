@@ -7,6 +7,7 @@ import (
 	"syscall"
 
 	pulsarclient "github.com/apache/pulsar-client-go/pulsar"
+
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/babelqueue/babelqueue-go/pulsar"
 )

@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // Defaults applied by New. They are listed here, in one place.
@@ -81,7 +83,7 @@ func invalid(format string, args ...any) error {
 // WithServiceURL and WithClient is required.
 func WithServiceURL(url string) Option {
 	return func(c *config) error {
-		if babelqueue.IsBlank(url) {
+		if wire.IsBlank(url) {
 			return invalid("service URL is blank")
 		}
 		c.serviceURL = url
@@ -108,7 +110,7 @@ func WithClient(client pulsar.Client) Option {
 // queue name that already holds "://" is always used as it is.
 func WithTopicPrefix(tenant, namespace string) Option {
 	return func(c *config) error {
-		if babelqueue.IsBlank(tenant) || babelqueue.IsBlank(namespace) {
+		if wire.IsBlank(tenant) || wire.IsBlank(namespace) {
 			return invalid("tenant and namespace must not be blank")
 		}
 		c.topicPrefix = "persistent://" + tenant + "/" + namespace + "/"
@@ -120,7 +122,7 @@ func WithTopicPrefix(tenant, namespace string) Option {
 // (default DefaultSubscription).
 func WithSubscription(name string) Option {
 	return func(c *config) error {
-		if babelqueue.IsBlank(name) {
+		if wire.IsBlank(name) {
 			return invalid("subscription name is blank")
 		}
 		c.subscription = name
@@ -202,7 +204,7 @@ func WithMaxAttempts(n int) Option {
 // WithRepublishRetries.
 func WithRetryProducer(queue string, p pulsar.Producer) Option {
 	return func(c *config) error {
-		if babelqueue.IsBlank(queue) || p == nil {
+		if wire.IsBlank(queue) || p == nil {
 			return invalid("retry producer needs a queue and a producer")
 		}
 		if c.retryProducers == nil {
@@ -239,7 +241,7 @@ func WithRepublishRetries() Option {
 // WithToken authenticates the client the Transport builds with a JWT token.
 func WithToken(token string) Option {
 	return func(c *config) error {
-		if babelqueue.IsBlank(token) {
+		if wire.IsBlank(token) {
 			return invalid("token is blank")
 		}
 		c.auth = pulsar.NewAuthenticationToken(token)
@@ -251,7 +253,7 @@ func WithToken(token string) Option {
 // certificate and its private key (PEM files).
 func WithTLSAuth(certFile, keyFile string) Option {
 	return func(c *config) error {
-		if babelqueue.IsBlank(certFile) || babelqueue.IsBlank(keyFile) {
+		if wire.IsBlank(certFile) || wire.IsBlank(keyFile) {
 			return invalid("TLS certificate and key files are required")
 		}
 		c.auth = pulsar.NewAuthenticationTLS(certFile, keyFile)
@@ -264,7 +266,7 @@ func WithTLSAuth(certFile, keyFile string) Option {
 // checks the broker's host name against its certificate.
 func WithTLSTrustCerts(file string, validateHostname bool) Option {
 	return func(c *config) error {
-		if babelqueue.IsBlank(file) {
+		if wire.IsBlank(file) {
 			return invalid("TLS trust certificate file is blank")
 		}
 		c.tlsTrustCertsFile = file

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
 )
 
 func TestNewRejectsUnboundedRetries(t *testing.T) {
@@ -125,7 +127,7 @@ func TestCloseReleasesAndRejects(t *testing.T) {
 	checks := map[string]error{
 		"Publish":        s.tr.Publish(ctx, "orders", envelope),
 		"PublishDelayed": s.tr.PublishDelayed(ctx, "orders", envelope, time.Second),
-		"Send":           sendErr(s.tr.Send(ctx, &babelqueue.Outgoing{Intent: babelqueue.IntentForward, Queue: "orders.dlq", Body: envelope, From: msg})),
+		"Send":           sendErr(s.tr.Send(ctx, &driver.Outgoing{Intent: driver.IntentForward, Queue: "orders.dlq", Body: envelope, From: msg})),
 		"HandBack":       s.tr.HandBack(ctx, msg),
 		"Ack":            s.tr.Ack(ctx, msg),
 		"Nack":           s.tr.Nack(ctx, msg),
@@ -133,7 +135,7 @@ func TestCloseReleasesAndRejects(t *testing.T) {
 	}
 	_, checks["Pop"] = s.tr.Pop(ctx, "orders", time.Millisecond)
 	_, checks["Receive"] = s.tr.Receive(ctx, "orders", time.Millisecond)
-	_, checks["Send retry"] = s.tr.Send(ctx, &babelqueue.Outgoing{Intent: babelqueue.IntentRetry, Queue: "orders", Body: envelope, From: msg})
+	_, checks["Send retry"] = s.tr.Send(ctx, &driver.Outgoing{Intent: driver.IntentRetry, Queue: "orders", Body: envelope, From: msg})
 	for op, err := range checks {
 		if !errors.Is(err, babelqueue.ErrClosed) {
 			t.Errorf("%s after Close = %v, want ErrClosed", op, err)
@@ -234,4 +236,4 @@ type authProvider interface {
 	GetData() ([]byte, error)
 }
 
-func sendErr(_ babelqueue.Receipt, err error) error { return err }
+func sendErr(_ driver.Receipt, err error) error { return err }

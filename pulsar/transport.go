@@ -8,11 +8,12 @@ import (
 	"sync/atomic"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 )
 
 // Transport is the Pulsar binding of babelqueue.Transport (broker-bindings
-// §5), and a babelqueue.Redriver (see Redrive). Every write goes through
+// §5), and a redrive.Redriver (see Redrive). Every write goes through
 // Send; Publish, PublishWithHeaders, PublishDelayed and Retry are thin
 // methods over it, Pop is Receive, Nack is HandBack.
 //

@@ -4,11 +4,11 @@ package integration
 
 import (
 	"context"
-	"github.com/babelqueue/babelqueue-go/brokertest"
 	"log/slog"
 	"testing"
 	"time"
 
+	"github.com/babelqueue/babelqueue-go/brokertest"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/babelqueue/babelqueue-go/kafka"
 	bqotel "github.com/babelqueue/babelqueue-go/otel"

@@ -4,12 +4,13 @@ package integration
 
 import (
 	"context"
-	"github.com/babelqueue/babelqueue-go/brokertest"
 	"log/slog"
 	"testing"
 	"time"
 
 	apachepulsar "github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/babelqueue/babelqueue-go/brokertest"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/babelqueue/babelqueue-go/pulsar"
 )

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	pulsarclient "github.com/apache/pulsar-client-go/pulsar"
+
 	"github.com/babelqueue/babelqueue-go/chaos"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/babelqueue/babelqueue-go/kafka"
