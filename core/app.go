@@ -21,7 +21,6 @@ type App struct {
 	t        Transport
 	features driver.Features // t.Features(), read once
 	cfg      config
-	cfgErr   error
 
 	mu       sync.RWMutex
 	handlers map[string]Handler
@@ -30,28 +29,26 @@ type App struct {
 }
 
 // NewApp returns an App over t configured by opts (see options.go for every
-// option and its default). A rejected option does not panic: its error,
-// wrapping ErrInvalidOption, is returned by every later Publish,
-// PublishWithHeaders, Consume and Drain. A nil t is reported the same way.
-func NewApp(t Transport, opts ...Option) *App {
+// option and its default). It reports every configuration problem at once,
+// joined, each wrapping ErrInvalidOption: a nil t, a rejected option value,
+// options that contradict each other. A nil Option is ignored.
+func NewApp(t Transport, opts ...Option) (*App, error) {
 	a := &App{t: t, cfg: defaultConfig(), handlers: make(map[string]Handler)}
-	var errs []error
 	if t == nil {
-		errs = append(errs, invalid("transport is nil"))
+		a.cfg.fail("transport is nil")
 	}
 	for _, o := range opts {
-		if o == nil {
-			continue
-		}
-		if err := o(&a.cfg); err != nil {
-			errs = append(errs, err)
+		if o != nil {
+			o(&a.cfg)
 		}
 	}
-	a.cfgErr = errors.Join(errs...)
-	if t != nil {
-		a.features = t.Features()
+	a.cfg.check()
+	if err := errors.Join(a.cfg.errs...); err != nil {
+		return nil, err
 	}
-	return a
+	a.cfg.errs = nil
+	a.features = t.Features()
+	return a, nil
 }
 
 // Transport returns the transport the App was built on.
@@ -116,9 +113,6 @@ func (a *App) Publish(ctx context.Context, urn string, data any, opts ...Publish
 // headers fail with an error matching errors.ErrUnsupported, having
 // written nothing.
 func (a *App) PublishWithHeaders(ctx context.Context, urn string, data any, headers map[string]string, opts ...PublishOption) (string, error) {
-	if a.cfgErr != nil {
-		return "", a.cfgErr
-	}
 	var p publishConfig
 	for _, o := range opts {
 		if o != nil {
@@ -181,9 +175,6 @@ func (a *App) deadLetterQueue(queue string) string {
 // Redrive runs Redrive on the App's transport, reporting every examined
 // message to the App's RedriveHooks as well as to opts.
 func (a *App) Redrive(ctx context.Context, dlq string, opts ...redrive.Option) (*redrive.Result, error) {
-	if a.cfgErr != nil {
-		return &redrive.Result{}, a.cfgErr
-	}
 	if len(a.cfg.hooks.redrive) > 0 {
 		hooks := make([]Hook, len(a.cfg.hooks.redrive))
 		for i, h := range a.cfg.hooks.redrive {

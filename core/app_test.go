@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,7 +24,11 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 // failure backoff, silent logger. opts come last and win.
 func testApp(t Transport, opts ...Option) *App {
 	base := []Option{WithPollTimeout(5 * time.Millisecond), WithFailureBackoff(0), WithLogger(quietLogger())}
-	return NewApp(t, append(base, opts...)...)
+	a, err := NewApp(t, append(base, opts...)...)
+	if err != nil {
+		panic(err) // a test's own options are valid
+	}
+	return a
 }
 
 // envBody returns the encoded envelope of urn with the given attempts.
@@ -259,24 +264,39 @@ func TestInvalidOptionsSurfaceFromEveryEntryPoint(t *testing.T) {
 	}
 	for name, opt := range cases {
 		t.Run(name, func(t *testing.T) {
-			a := NewApp(bqtest.NewInMemoryTransport(), opt)
-			ctx := context.Background()
-			if _, err := a.Publish(ctx, "urn:x", nil); !errors.Is(err, ErrInvalidOption) {
-				t.Errorf("Publish: %v", err)
-			}
-			if err := a.Consume(ctx); !errors.Is(err, ErrInvalidOption) {
-				t.Errorf("Consume: %v", err)
-			}
-			if _, err := a.Drain(ctx); !errors.Is(err, ErrInvalidOption) {
-				t.Errorf("Drain: %v", err)
+			a, err := NewApp(bqtest.NewInMemoryTransport(), opt)
+			if !errors.Is(err, ErrInvalidOption) || a != nil {
+				t.Errorf("NewApp = %v, %v; want no App and ErrInvalidOption", a, err)
 			}
 		})
 	}
-	if _, err := NewApp(nil).Publish(context.Background(), "urn:x", nil); !errors.Is(err, ErrInvalidOption) {
+	if _, err := NewApp(nil); !errors.Is(err, ErrInvalidOption) {
 		t.Errorf("nil transport: %v", err)
 	}
-	if _, err := NewApp(bqtest.NewInMemoryTransport()).Drain(context.Background(), "a", " "); !errors.Is(err, ErrInvalidOption) {
+	a, err := NewApp(bqtest.NewInMemoryTransport())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Drain(context.Background(), "a", " "); !errors.Is(err, ErrInvalidOption) {
 		t.Errorf("blank queue name: %v", err)
+	}
+}
+
+// TestNewAppReportsEveryProblem: the problems of all options, and of
+// options that contradict each other, come back together.
+func TestNewAppReportsEveryProblem(t *testing.T) {
+	_, err := NewApp(nil, WithMaxAttempts(0), nil, WithPollTimeout(0),
+		WithDeadLetterQueue("orders.failed"), WithDeadLetterSuffix(".dead"))
+	for _, want := range []string{"transport is nil", "max attempts 0", "poll timeout 0s", "both name the dead-letter queue"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("NewApp error %v does not report %q", err, want)
+		}
+	}
+	if _, err := NewApp(bqtest.NewInMemoryTransport(), WithDeadLetter(false), WithDeadLetterQueue("x.dlq")); !errors.Is(err, ErrInvalidOption) {
+		t.Errorf("a dead-letter queue with dead-lettering off: %v", err)
+	}
+	if _, err := NewApp(bqtest.NewInMemoryTransport(), WithDeadLetterSuffix(".dead"), WithDeadLetterQueue("")); !errors.Is(err, ErrInvalidOption) {
+		t.Errorf("a blank dead-letter queue: %v", err)
 	}
 }
 

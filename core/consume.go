@@ -62,9 +62,6 @@ func (a *App) Consume(ctx context.Context, queues ...string) error {
 
 // queuesToRead validates the queue list of Consume and Drain.
 func (a *App) queuesToRead(queues []string) ([]string, error) {
-	if a.cfgErr != nil {
-		return nil, a.cfgErr
-	}
 	if len(queues) == 0 {
 		return []string{a.cfg.defaultQueue}, nil
 	}

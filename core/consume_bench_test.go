@@ -43,7 +43,10 @@ func BenchmarkDrainInMemory(b *testing.B) {
 	b.StopTimer()
 	mem := bqtest.NewInMemoryTransport()
 	fill(mem)
-	a := NewApp(mem, WithPollTimeout(time.Microsecond), WithLogger(quietLogger()))
+	a, err := NewApp(mem, WithPollTimeout(time.Microsecond), WithLogger(quietLogger()))
+	if err != nil {
+		b.Fatal(err)
+	}
 	a.Handle("urn:bench", func(context.Context, *Envelope) error { return nil })
 	b.StartTimer()
 	start = time.Now()
@@ -70,8 +73,11 @@ func BenchmarkRetryPathInMemory(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		mem.Publish(ctx, "bench", string(raw))
 	}
-	a := NewApp(mem, WithPollTimeout(time.Microsecond), WithLogger(quietLogger()),
+	a, err := NewApp(mem, WithPollTimeout(time.Microsecond), WithLogger(quietLogger()),
 		WithMaxAttempts(1<<30), WithOnError(func(error) {}))
+	if err != nil {
+		b.Fatal(err)
+	}
 	a.Handle("urn:bench", func(context.Context, *Envelope) error { return errBench })
 	b.ResetTimer()
 	start := time.Now()
@@ -110,7 +116,10 @@ func BenchmarkDrainHooks(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			mem.Publish(ctx, "bench", string(raw))
 		}
-		a := NewApp(mem, append(opts, WithPollTimeout(time.Microsecond), WithLogger(quietLogger()))...)
+		a, err := NewApp(mem, append(opts, WithPollTimeout(time.Microsecond), WithLogger(quietLogger()))...)
+		if err != nil {
+			b.Fatal(err)
+		}
 		a.Handle("urn:bench", func(context.Context, *Envelope) error { return nil })
 		start := time.Now()
 		if n, err := a.Drain(ctx, "bench"); err != nil || n != b.N {

@@ -17,7 +17,10 @@ import (
 func Example() {
 	ctx := context.Background()
 	mem := bqtest.NewInMemoryTransport()
-	app := babelqueue.NewApp(mem, babelqueue.WithDefaultQueue("orders"), babelqueue.WithPollTimeout(10*time.Millisecond))
+	app, err := babelqueue.NewApp(mem, babelqueue.WithDefaultQueue("orders"), babelqueue.WithPollTimeout(10*time.Millisecond))
+	if err != nil {
+		panic(err)
+	}
 
 	app.Handle("urn:babel:orders:created", func(ctx context.Context, env *babelqueue.Envelope) error {
 		var order struct {
@@ -46,12 +49,15 @@ func Example() {
 func ExampleWithMaxAttempts() {
 	ctx := context.Background()
 	mem := bqtest.NewInMemoryTransport()
-	app := babelqueue.NewApp(mem,
+	app, err := babelqueue.NewApp(mem,
 		babelqueue.WithDefaultQueue("payments"),
 		babelqueue.WithMaxAttempts(3),
 		babelqueue.WithPollTimeout(10*time.Millisecond),
 		babelqueue.WithOnError(func(error) {}), // errors are also logged
 	)
+	if err != nil {
+		panic(err)
+	}
 	app.Handle("urn:babel:payments:charge", func(ctx context.Context, env *babelqueue.Envelope) error {
 		fmt.Println("charging, attempt", env.Attempts)
 		return errors.New("card declined")
@@ -73,12 +79,15 @@ func ExampleWithMaxAttempts() {
 func ExampleApp_Redrive() {
 	ctx := context.Background()
 	mem := bqtest.NewInMemoryTransport()
-	app := babelqueue.NewApp(mem,
+	app, err := babelqueue.NewApp(mem,
 		babelqueue.WithDefaultQueue("mail"),
 		babelqueue.WithMaxAttempts(1),
 		babelqueue.WithPollTimeout(10*time.Millisecond),
 		babelqueue.WithOnError(func(error) {}),
 	)
+	if err != nil {
+		panic(err)
+	}
 	broken := true
 	app.Handle("urn:babel:mail:welcome", func(ctx context.Context, env *babelqueue.Envelope) error {
 		err := babelqueue.BypassExternalEffects(ctx, func() error {
@@ -114,7 +123,10 @@ func ExampleFakeClock() {
 	ctx := context.Background()
 	clock := bqtest.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	mem := bqtest.NewInMemoryTransport(bqtest.WithMemoryClock(clock))
-	app := babelqueue.NewApp(mem, babelqueue.WithPollTimeout(10*time.Millisecond))
+	app, err := babelqueue.NewApp(mem, babelqueue.WithPollTimeout(10*time.Millisecond))
+	if err != nil {
+		panic(err)
+	}
 	app.Handle("urn:babel:reminders:due", func(context.Context, *babelqueue.Envelope) error {
 		fmt.Println("reminder at", clock.Now().Format(time.TimeOnly))
 		return nil

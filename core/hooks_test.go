@@ -228,10 +228,10 @@ func (panicky) OnSettle(context.Context, *Delivery, *Settlement) { panic("hook b
 
 func TestHookOptionsAndPanics(t *testing.T) {
 	mem := bqtest.NewInMemoryTransport()
-	if _, err := testApp(mem, WithHooks(nil)).Publish(context.Background(), "urn:x", nil); !errors.Is(err, ErrInvalidOption) {
+	if _, err := NewApp(mem, WithHooks(nil)); !errors.Is(err, ErrInvalidOption) {
 		t.Errorf("a nil hook: %v, want ErrInvalidOption", err)
 	}
-	if _, err := testApp(mem, WithHooks(42)).Publish(context.Background(), "urn:x", nil); !errors.Is(err, ErrInvalidOption) {
+	if _, err := NewApp(mem, WithHooks(42)); !errors.Is(err, ErrInvalidOption) {
 		t.Errorf("a hook of no kind: %v, want ErrInvalidOption", err)
 	}
 	a := testApp(mem, WithHooks(panicky{}))

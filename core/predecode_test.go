@@ -35,7 +35,10 @@ func TestAppUsesThePredecodedEnvelopeOfAnUnchangedBody(t *testing.T) {
 	ctx := context.Background()
 	mem := bqtest.NewInMemoryTransport()
 	tr := &predecodingTransport{InMemoryTransport: mem}
-	a := NewApp(tr, WithPollTimeout(time.Millisecond), WithLogger(quietLogger()))
+	a, err := NewApp(tr, WithPollTimeout(time.Millisecond), WithLogger(quietLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
 	var got []*Envelope
 	a.Handle("urn:a", func(_ context.Context, env *Envelope) error {
 		got = append(got, env)
@@ -67,7 +70,10 @@ func TestAppDecodesAgainABodyChangedAfterPredecode(t *testing.T) {
 		}
 		return string(out)
 	}}
-	a := NewApp(tr, WithPollTimeout(time.Millisecond), WithLogger(quietLogger()))
+	a, err := NewApp(tr, WithPollTimeout(time.Millisecond), WithLogger(quietLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
 	attempts := -1
 	a.Handle("urn:a", func(_ context.Context, env *Envelope) error {
 		attempts = env.Attempts

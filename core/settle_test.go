@@ -829,7 +829,10 @@ func (b blockingAck) Ack(ctx context.Context, _ *ReceivedMessage) error {
 func TestAckIsBoundedBySettleTimeoutEveryTime(t *testing.T) {
 	mem := bqtest.NewInMemoryTransport()
 	tr := blockingAck{mem, make(chan any, 3)}
-	a := NewApp(tr, WithDefaultQueue("orders"), WithSettleTimeout(20*time.Millisecond), WithLogger(quietLogger()))
+	a, err := NewApp(tr, WithDefaultQueue("orders"), WithSettleTimeout(20*time.Millisecond), WithLogger(quietLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
 	a.Handle("urn:x", func(context.Context, *Envelope) error { return nil })
 	ctx := context.WithValue(context.Background(), ctxKey{}, "v")
 	for i := 0; i < 3; i++ {

@@ -303,7 +303,10 @@ func consumeRaw(t *testing.T, ctx context.Context, topic string, total int) floa
 func consumeApp(t *testing.T, ctx context.Context, topic string, total int) float64 {
 	tr := itTransport(t, WithGroupID(uniq("bench-app")))
 	defer tr.Close()
-	app := babelqueue.NewApp(tr, babelqueue.WithDefaultQueue(topic), babelqueue.WithPollTimeout(time.Second))
+	app, err := babelqueue.NewApp(tr, babelqueue.WithDefaultQueue(topic), babelqueue.WithPollTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
 	var n atomic.Int64
 	var start, end time.Time
 	finished := make(chan struct{})

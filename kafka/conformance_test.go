@@ -276,7 +276,10 @@ func (b conformanceBinding) SettleVersionGated(ctx context.Context, in conforman
 	if in.UnknownURNStrategy != "" {
 		opts = append(opts, babelqueue.WithUnknownURNStrategy(babelqueue.UnknownURNStrategy(in.UnknownURNStrategy)))
 	}
-	app := babelqueue.NewApp(m.tr, opts...)
+	app, err := babelqueue.NewApp(m.tr, opts...)
+	if err != nil {
+		return out, err
+	}
 	if p := wire.ProjectBody(in.Body); p.Job != "" {
 		app.Handle(p.Job, func(context.Context, *babelqueue.Envelope) error {
 			out.HandlerCalled = true

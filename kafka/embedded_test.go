@@ -230,9 +230,12 @@ func TestEmbeddedAppRetryWithoutTiersThenDeadLetter(t *testing.T) {
 
 	var mu sync.Mutex
 	var attempts []int
-	app := babelqueue.NewApp(tr, babelqueue.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
+	app, err := babelqueue.NewApp(tr, babelqueue.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
 		babelqueue.WithDefaultQueue(topic), babelqueue.WithMaxAttempts(2),
 		babelqueue.WithPollTimeout(200*time.Millisecond), babelqueue.WithOnError(func(error) {}))
+	if err != nil {
+		t.Fatal(err)
+	}
 	app.Handle("urn:babel:orders:created", func(_ context.Context, env *babelqueue.Envelope) error {
 		mu.Lock()
 		attempts = append(attempts, env.Attempts)

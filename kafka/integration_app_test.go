@@ -71,8 +71,11 @@ func TestIntegrationAppRetriesThroughTiersThenDeadLetters(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var deliveries []seen
-	app := babelqueue.NewApp(tr, quiet, babelqueue.WithDefaultQueue(topic), babelqueue.WithMaxAttempts(3),
+	app, err := babelqueue.NewApp(tr, quiet, babelqueue.WithDefaultQueue(topic), babelqueue.WithMaxAttempts(3),
 		babelqueue.WithPollTimeout(200*time.Millisecond), babelqueue.WithOnError(func(error) {}))
+	if err != nil {
+		t.Fatal(err)
+	}
 	app.Handle("urn:babel:orders:created", func(ctx context.Context, env *babelqueue.Envelope) error {
 		mu.Lock()
 		deliveries = append(deliveries, seen{env.Attempts, time.Now(), babelqueue.IsReplay(ctx), babelqueue.HeadersFromContext(ctx)})
@@ -141,9 +144,12 @@ func TestIntegrationAppPoisonAndVersionGateGoToDLQ(t *testing.T) {
 	var mu sync.Mutex
 	var versions []string
 	called := 0
-	app := babelqueue.NewApp(tr, quiet, babelqueue.WithDefaultQueue(topic), babelqueue.WithPollTimeout(200*time.Millisecond),
+	app, err := babelqueue.NewApp(tr, quiet, babelqueue.WithDefaultQueue(topic), babelqueue.WithPollTimeout(200*time.Millisecond),
 		babelqueue.WithUnknownURNStrategy(babelqueue.StrategyRelease), babelqueue.WithOnError(func(error) {}), babelqueue.WithOnWarning(func(error) {}),
 		babelqueue.WithOnSchemaVersionRejected(func(v, q string) { mu.Lock(); versions = append(versions, v); mu.Unlock() }))
+	if err != nil {
+		t.Fatal(err)
+	}
 	app.Handle("urn:x", func(context.Context, *babelqueue.Envelope) error { mu.Lock(); called++; mu.Unlock(); return nil })
 	gatedHeaders := []kafkago.Header{h("bq-job", "urn:x"), h("bq-schema-version", "2"), h("bq-attempts", "7"), h("x-custom", "c")}
 	produceRaw(t,
@@ -274,7 +280,7 @@ func TestIntegrationAppFailedDeadLetterWriteLeavesOriginal(t *testing.T) {
 	var mu sync.Mutex
 	calls := 0
 	var settleErrs int
-	app := babelqueue.NewApp(tr, quiet, babelqueue.WithDefaultQueue(topic), babelqueue.WithMaxAttempts(1),
+	app, err := babelqueue.NewApp(tr, quiet, babelqueue.WithDefaultQueue(topic), babelqueue.WithMaxAttempts(1),
 		babelqueue.WithPollTimeout(200*time.Millisecond), babelqueue.WithFailureBackoff(100*time.Millisecond),
 		babelqueue.WithOnError(func(err error) {
 			if errors.Is(err, babelqueue.ErrSettle) {
@@ -283,6 +289,9 @@ func TestIntegrationAppFailedDeadLetterWriteLeavesOriginal(t *testing.T) {
 				mu.Unlock()
 			}
 		}))
+	if err != nil {
+		t.Fatal(err)
+	}
 	app.Handle("urn:babel:orders:created", func(context.Context, *babelqueue.Envelope) error {
 		mu.Lock()
 		calls++

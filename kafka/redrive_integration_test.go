@@ -75,8 +75,11 @@ func TestIntegrationRedriveCountSurvivesRetryAndDeadLetter(t *testing.T) {
 	ensure(t, tr, topic, 2)
 	runReinjector(t, topic, tiers)
 	var runs atomic.Int32
-	app := babelqueue.NewApp(tr, quiet, babelqueue.WithDefaultQueue(topic), babelqueue.WithMaxAttempts(2),
+	app, err := babelqueue.NewApp(tr, quiet, babelqueue.WithDefaultQueue(topic), babelqueue.WithMaxAttempts(2),
 		babelqueue.WithPollTimeout(200*time.Millisecond), babelqueue.WithOnError(func(error) {}))
+	if err != nil {
+		t.Fatal(err)
+	}
 	app.Handle("urn:babel:orders:created", func(context.Context, *babelqueue.Envelope) error {
 		runs.Add(1)
 		return errors.New("still down")

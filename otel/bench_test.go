@@ -23,7 +23,10 @@ func runPublishDrain(b *testing.B, hooks ...babelqueue.Hook) {
 	if len(hooks) > 0 {
 		opts = append(opts, babelqueue.WithHooks(hooks...))
 	}
-	app := babelqueue.NewApp(bqtest.NewInMemoryTransport(), opts...)
+	app, err := babelqueue.NewApp(bqtest.NewInMemoryTransport(), opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
 	app.Handle(testURN, ok)
 	ctx := context.Background()
 	data := map[string]any{"order_id": 1042}

@@ -27,9 +27,12 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	app := babelqueue.NewApp(bqtest.NewInMemoryTransport(), babelqueue.WithHooks(tel.Hooks()),
+	app, err := babelqueue.NewApp(bqtest.NewInMemoryTransport(), babelqueue.WithHooks(tel.Hooks()),
 		babelqueue.WithDefaultQueue("orders"), babelqueue.WithPollTimeout(10*time.Millisecond),
 		babelqueue.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		panic(err)
+	}
 	calls := 0
 	app.Handle("urn:babel:orders:created", func(ctx context.Context, env *babelqueue.Envelope) error {
 		if calls++; calls == 1 {

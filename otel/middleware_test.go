@@ -23,7 +23,10 @@ func TestMiddlewareWithoutHooksMakesItsOwnSpan(t *testing.T) {
 	if _, err := producer.Publish(context.Background(), testURN, nil); err != nil {
 		t.Fatal(err)
 	}
-	app := babelqueue.NewApp(mem, babelqueue.WithDefaultQueue("orders"), babelqueue.WithPollTimeout(20*time.Millisecond))
+	app, err := babelqueue.NewApp(mem, babelqueue.WithDefaultQueue("orders"), babelqueue.WithPollTimeout(20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
 	app.Handle(testURN, h.tel.Middleware(func(context.Context, *babelqueue.Envelope) error { return errors.New("no") }))
 	if _, err := app.Drain(context.Background()); err != nil {
 		t.Fatal(err)

@@ -30,7 +30,11 @@ func newApp(h *harness, mem babelqueue.Transport, opts ...babelqueue.Option) *ba
 func newAppOf(tel *Telemetry, mem babelqueue.Transport, opts ...babelqueue.Option) *babelqueue.App {
 	base := []babelqueue.Option{babelqueue.WithDefaultQueue("orders"), babelqueue.WithPollTimeout(20 * time.Millisecond),
 		babelqueue.WithFailureBackoff(0), babelqueue.WithLogger(slog.New(slog.DiscardHandler)), babelqueue.WithHooks(tel.Hooks())}
-	return babelqueue.NewApp(mem, append(base, opts...)...)
+	app, err := babelqueue.NewApp(mem, append(base, opts...)...)
+	if err != nil {
+		panic(err) // a test's own options are valid
+	}
+	return app
 }
 
 func drain(t *testing.T, app *babelqueue.App, queues ...string) {

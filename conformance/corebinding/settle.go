@@ -67,7 +67,10 @@ func (Binding) SettleVersionGated(ctx context.Context, in conformance.GatedDeliv
 	if in.UnknownURNStrategy != "" {
 		opts = append(opts, babelqueue.WithUnknownURNStrategy(babelqueue.UnknownURNStrategy(in.UnknownURNStrategy)))
 	}
-	app := babelqueue.NewApp(t, opts...)
+	app, err := babelqueue.NewApp(t, opts...)
+	if err != nil {
+		return out, err
+	}
 	handler := func(context.Context, *babelqueue.Envelope) error {
 		out.HandlerCalled = true
 		return fmt.Errorf("the handler of a version-gated message ran")
