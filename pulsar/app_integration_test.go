@@ -396,7 +396,7 @@ func TestIntegrationRedriveKeepsKey(t *testing.T) {
 
 func TestIntegrationConsumerHandlesByURN(t *testing.T) {
 	q := uniqueQueue(t)
-	tr := newIntegrationTransport(t, WithSubscriptionType(pulsar.KeyShared), WithMaxWait(200*time.Millisecond))
+	tr := newIntegrationTransport(t, WithSubscriptionType(pulsar.KeyShared), WithMaxWaitTime(200*time.Millisecond))
 	got := make(chan *babelqueue.Envelope, 1)
 	c := NewConsumer(tr, q, map[string]babelqueue.Handler{
 		"urn:babel:orders:created": func(ctx context.Context, env *babelqueue.Envelope) error {

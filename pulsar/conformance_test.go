@@ -88,7 +88,7 @@ type drained struct {
 // drainOne delivers m to a Consumer of "orders" with handlers for urns and
 // drains the queue.
 func (b conformanceBinding) drainOne(m *fakeMessage, urns []string, trOpts []Option, appOpts ...babelqueue.Option) *drained {
-	d := &drained{s: newFake(b.t, append([]Option{WithSubscriptionType(pulsar.Shared), WithMaxWait(5 * time.Millisecond)}, trOpts...)...)}
+	d := &drained{s: newFake(b.t, append([]Option{WithSubscriptionType(pulsar.Shared), WithMaxWaitTime(5 * time.Millisecond)}, trOpts...)...)}
 	handlers := map[string]babelqueue.Handler{}
 	for _, u := range urns {
 		handlers[u] = func(context.Context, *babelqueue.Envelope) error {

@@ -64,7 +64,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		"blank subscription":    {url, shared, WithSubscription("\t")},
 		"bad subscription type": {url, WithSubscriptionType(pulsar.SubscriptionType(9))},
 		"blank tenant":          {url, shared, WithTopicPrefix("", "ns")},
-		"zero max wait":         {url, shared, WithMaxWait(0)},
+		"zero max wait":         {url, shared, WithMaxWaitTime(0)},
 		"zero nack delay":       {url, shared, WithNackRedeliveryDelay(0)},
 		"token with client":     {WithClient(stubClient{}), shared, WithToken("jwt")},
 		"blank token":           {url, shared, WithToken("")},
@@ -194,8 +194,8 @@ func TestClientOptionsCarryAuthAndTLS(t *testing.T) {
 		WithTLSTrustCerts("/etc/ca.pem", true),
 		WithTimeouts(2*time.Second, 3*time.Second),
 	} {
-		if err := o(&cfg); err != nil {
-			t.Fatal(err)
+		if o(&cfg); len(cfg.errs) > 0 {
+			t.Fatal(cfg.errs)
 		}
 	}
 	co := cfg.clientOptions()
@@ -216,11 +216,11 @@ func TestClientOptionsCarryAuthAndTLS(t *testing.T) {
 	}
 
 	cfg = defaultConfig()
-	if err := WithTLSAuth("client.pem", "client.key")(&cfg); err != nil {
-		t.Fatal(err)
+	if WithTLSAuth("client.pem", "client.key")(&cfg); len(cfg.errs) > 0 {
+		t.Fatal(cfg.errs)
 	}
-	if err := WithTLSAllowInsecure()(&cfg); err != nil {
-		t.Fatal(err)
+	if WithTLSAllowInsecure()(&cfg); len(cfg.errs) > 0 {
+		t.Fatal(cfg.errs)
 	}
 	co = cfg.clientOptions()
 	if p, ok := co.Authentication.(authProvider); !ok || p.Name() != "tls" || !co.TLSAllowInsecureConnection {

@@ -99,7 +99,7 @@ func TestPopKeepsBodyBytesWhenAttemptsUnchanged(t *testing.T) {
 }
 
 func TestPopTimeoutReturnsNil(t *testing.T) {
-	s := newFake(t, WithSubscriptionType(pulsar.Shared), WithMaxWait(20*time.Millisecond))
+	s := newFake(t, WithSubscriptionType(pulsar.Shared), WithMaxWaitTime(20*time.Millisecond))
 	msg, err := s.tr.Pop(context.Background(), "q", 0)
 	if msg != nil || err != nil {
 		t.Fatalf("Pop on an empty queue = %v, %v; want nil, nil", msg, err)

@@ -1,6 +1,7 @@
 package pulsar
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -52,14 +53,12 @@ var _ babelqueue.Transport = (*Transport)(nil)
 func New(opts ...Option) (*Transport, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
-		if o == nil {
-			continue
-		}
-		if err := o(&cfg); err != nil {
-			return nil, err
+		if o != nil {
+			o(&cfg)
 		}
 	}
-	if err := cfg.validate(); err != nil {
+	cfg.validate()
+	if err := errors.Join(cfg.errs...); err != nil {
 		return nil, err
 	}
 	var c client
