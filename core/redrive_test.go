@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -494,5 +495,16 @@ func TestRedriveResultCountsRecoveredItems(t *testing.T) {
 	plan.Report(res, redrive.Item{Outcome: redrive.Moved, Disposition: redrive.DispositionRemoved})
 	if res.Examined != 3 || res.Recovered != 1 || res.Kept != 1 || res.Moved != 1 {
 		t.Errorf("result %+v; want 3 examined, 1 recovered, 1 kept, 1 moved", res)
+	}
+}
+
+// TestRedriveReportsEveryProblem: the problems of the options and of the
+// call come back together, and nothing is read.
+func TestRedriveReportsEveryProblem(t *testing.T) {
+	_, err := redrive.Run(context.Background(), nil, " ", redrive.WithMax(-1), redrive.WithPollTimeout(0), redrive.WithMaxRedrives(-2))
+	for _, want := range []string{"max -1", "poll timeout 0s", "max redrives -2", "transport is nil", "dead-letter queue is blank"} {
+		if !errors.Is(err, driver.ErrInvalidOption) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Run error %v does not report %q", err, want)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package bqtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -41,6 +42,7 @@ type InMemoryTransport struct {
 	clock    driver.Clock
 	tiers    []time.Duration
 	features driver.Features
+	errs     []error // the problems the options found
 
 	mu      sync.Mutex
 	queues  map[string]*memQueue
@@ -50,15 +52,20 @@ type InMemoryTransport struct {
 	nextID  uint64
 }
 
-// MemoryOption configures NewInMemoryTransport.
+// MemoryOption configures NewInMemoryTransport. An option that rejects its
+// value records the problem; NewInMemoryTransport panics with all of them
+// joined, as a test kit does on misuse (see net/http/httptest). A nil
+// MemoryOption is ignored.
 type MemoryOption func(*InMemoryTransport)
 
 // WithMemoryClock sets the clock of delayed delivery (default driver.SystemClock{}).
 func WithMemoryClock(c driver.Clock) MemoryOption {
 	return func(t *InMemoryTransport) {
-		if c != nil {
-			t.clock = c
+		if c == nil {
+			t.errs = append(t.errs, fmt.Errorf("bqtest: %w: memory clock is nil", driver.ErrInvalidOption))
+			return
 		}
+		t.clock = c
 	}
 }
 
@@ -68,6 +75,12 @@ func WithMemoryClock(c driver.Clock) MemoryOption {
 // Without tiers a retry goes to the tail of its queue at once.
 func WithMemoryRetryTiers(tiers ...time.Duration) MemoryOption {
 	return func(t *InMemoryTransport) {
+		for _, d := range tiers {
+			if d <= 0 {
+				t.errs = append(t.errs, fmt.Errorf("bqtest: %w: retry tier %v is not positive", driver.ErrInvalidOption, d))
+				return
+			}
+		}
 		t.tiers = slices.Clone(tiers)
 		slices.Sort(t.tiers)
 	}
@@ -93,6 +106,9 @@ func NewInMemoryTransport(opts ...MemoryOption) *InMemoryTransport {
 		if o != nil {
 			o(t)
 		}
+	}
+	if err := errors.Join(t.errs...); err != nil {
+		panic(err)
 	}
 	return t
 }

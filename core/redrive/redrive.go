@@ -153,11 +153,8 @@ func (r *Result) add(it Item) {
 func Run(ctx context.Context, t driver.Transport, dlq string, opts ...Option) (*Result, error) {
 	plan := NewPlan(opts...)
 	res := &Result{DryRun: plan.DryRun}
-	if t == nil {
-		return res, invalid("redrive: transport is nil")
-	}
-	if wire.IsBlank(dlq) {
-		return res, invalid("redrive: dead-letter queue is blank")
+	if t == nil || wire.IsBlank(dlq) || len(plan.errs) > 0 {
+		return res, plan.check(t, dlq)
 	}
 	if rd, ok := t.(Redriver); ok {
 		out, err := rd.Redrive(ctx, dlq, plan.reporting(ctx, dlq))
@@ -176,17 +173,11 @@ func Run(ctx context.Context, t driver.Transport, dlq string, opts ...Option) (*
 // has no redrive of its own.
 func RunPlan(ctx context.Context, t driver.Transport, dlq string, plan Plan) (*Result, error) {
 	res := &Result{DryRun: plan.DryRun}
-	if t == nil {
-		return res, invalid("redrive: transport is nil")
-	}
-	if wire.IsBlank(dlq) {
-		return res, invalid("redrive: dead-letter queue is blank")
+	if err := plan.check(t, dlq); err != nil {
+		return res, err
 	}
 	if plan.PollTimeout <= 0 {
 		plan.PollTimeout = DefaultPollTimeout
-	}
-	if plan.ReplayBypass && !t.Features().Headers {
-		return res, invalid("redrive: replay bypass needs a transport that publishes headers, %T does not", t)
 	}
 	plan = plan.reporting(ctx, dlq)
 	if plan.OnTotal != nil {

@@ -60,6 +60,7 @@ type Plan struct {
 	OnTotal func(n int)
 
 	hooks []hook
+	errs  []error // the problems the options found, reported by Run
 
 	selectors []func(*driver.ReceivedMessage, *wire.Envelope) bool
 }
@@ -85,9 +86,16 @@ func WithTarget(queue string) Option {
 }
 
 // WithMax stops the run once n messages were moved (in a dry run:
-// would have been moved). n <= 0 means no limit, the default.
+// would have been moved). 0 means no limit, the default; a negative n is
+// rejected.
 func WithMax(n int) Option {
-	return func(p *Plan) { p.Max = n }
+	return func(p *Plan) {
+		if n < 0 {
+			p.fail("max %d is negative", n)
+			return
+		}
+		p.Max = n
+	}
 }
 
 // WithDryRun makes the run write and settle nothing: it reports
@@ -131,18 +139,27 @@ func WithReplayBypass() Option {
 
 // WithMaxRedrives is the replay-count guard: a dead letter whose
 // bq-redrive-count is n or more stays in the dead-letter queue and is
-// reported as Guarded. n <= 0 means no guard, the default.
+// reported as Guarded. 0 means no guard, the default; a negative n is
+// rejected.
 func WithMaxRedrives(n int) Option {
-	return func(p *Plan) { p.MaxRedrives = max(n, 0) }
+	return func(p *Plan) {
+		if n < 0 {
+			p.fail("max redrives %d is negative", n)
+			return
+		}
+		p.MaxRedrives = n
+	}
 }
 
 // WithPollTimeout sets how long Run waits for the next dead
-// letter before it ends (default DefaultPollTimeout).
+// letter before it ends (default DefaultPollTimeout); it must be positive.
 func WithPollTimeout(d time.Duration) Option {
 	return func(p *Plan) {
-		if d > 0 {
-			p.PollTimeout = d
+		if d <= 0 {
+			p.fail("poll timeout %v is not positive", d)
+			return
 		}
+		p.PollTimeout = d
 	}
 }
 
@@ -320,4 +337,24 @@ func safely(fn func()) {
 // invalid returns an error wrapping driver.ErrInvalidOption.
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{driver.ErrInvalidOption}, args...)...)
+}
+
+// fail records a problem of an option; Run and RunPlan report it.
+func (p *Plan) fail(format string, args ...any) {
+	p.errs = append(p.errs, invalid("redrive: "+format, args...))
+}
+
+// check returns every problem of a run of plan on t and dlq, joined.
+func (p *Plan) check(t driver.Transport, dlq string) error {
+	errs := slices.Clone(p.errs)
+	if t == nil {
+		errs = append(errs, invalid("redrive: transport is nil"))
+	}
+	if wire.IsBlank(dlq) {
+		errs = append(errs, invalid("redrive: dead-letter queue is blank"))
+	}
+	if t != nil && p.ReplayBypass && !t.Features().Headers {
+		errs = append(errs, invalid("redrive: replay bypass needs a transport that publishes headers, %T does not", t))
+	}
+	return errors.Join(errs...)
 }
