@@ -1,8 +1,6 @@
 package bqtest
 
 import (
-	"context"
-	"maps"
 	"testing"
 	"time"
 
@@ -34,28 +32,6 @@ func envBody(t *testing.T, urn string, attempts int, opts ...wire.MakeOption) st
 	return string(b)
 }
 
-// only views mem as a binding with no features at all.
-func only(mem *InMemoryTransport) driver.Transport { return mem.View(driver.Features{}) }
-
-// with views mem with its features changed by fn.
-func with(mem *InMemoryTransport, fn func(*driver.Features)) driver.Transport {
-	f := mem.Features()
-	fn(&f)
-	return mem.View(f)
-}
-
-// publishH writes a new message with out-of-band headers.
-func publishH(mem *InMemoryTransport, queue, body string, headers map[string]string) error {
-	_, err := mem.Send(context.Background(), &driver.Outgoing{Intent: driver.IntentPublish, Queue: queue, Body: body, Headers: headers})
-	return err
-}
-
-// forward writes body with exactly headers, as a foreign producer would.
-func forward(mem *InMemoryTransport, queue, body string, headers map[string]string) error {
-	_, err := mem.Send(context.Background(), &driver.Outgoing{Intent: driver.IntentForward, Queue: queue, Body: body, Headers: maps.Clone(headers)})
-	return err
-}
-
 // mustDecode decodes body or fails the test.
 func mustDecode(t *testing.T, body string) *wire.Envelope {
 	t.Helper()
@@ -64,4 +40,11 @@ func mustDecode(t *testing.T, body string) *wire.Envelope {
 		t.Fatalf("Decode(%s): %v", body, err)
 	}
 	return env
+}
+
+// with views mem with its features changed by fn.
+func with(mem *InMemoryTransport, fn func(*driver.Features)) driver.Transport {
+	f := mem.Features()
+	fn(&f)
+	return mem.View(f)
 }

@@ -65,13 +65,4 @@ func withHeader(hs []wire.Header, key, value string) []wire.Header {
 	return append(hs, wire.Header{Key: key, Value: value})
 }
 
-// headerMap returns hs as a map.
-func headerMap(hs []wire.Header) map[string]string {
-	m := make(map[string]string, len(hs))
-	for _, h := range hs {
-		m[h.Key] = h.Value
-	}
-	return m
-}
-
 func itoa(n int) string { return strconv.Itoa(n) }
