@@ -79,6 +79,7 @@ type config struct {
 	commitInterval time.Duration
 	tls            *tls.Config
 	sasl           sasl.Mechanism
+	saslBy         string // the option that set sasl, to report a second one
 	logger         *slog.Logger
 	clock          babelqueue.Clock
 	reinjectBuffer int
