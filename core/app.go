@@ -7,6 +7,10 @@ import (
 	"maps"
 	"sync"
 	"time"
+
+	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/redrive"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // App is the BabelQueue runtime: it publishes envelopes through a
@@ -15,39 +19,36 @@ import (
 // rules. An App is safe for concurrent use.
 type App struct {
 	t        Transport
-	features Features // t.Features(), read once
+	features driver.Features // t.Features(), read once
 	cfg      config
-	cfgErr   error
 
 	mu       sync.RWMutex
 	handlers map[string]Handler
 
-	ackCtxs sync.Pool // of detached *CallContext, see ackWithin
+	ackCtxs sync.Pool // of detached *driver.CallContext, see ackWithin
 }
 
 // NewApp returns an App over t configured by opts (see options.go for every
-// option and its default). A rejected option does not panic: its error,
-// wrapping ErrInvalidOption, is returned by every later Publish,
-// PublishWithHeaders, Consume and Drain. A nil t is reported the same way.
-func NewApp(t Transport, opts ...Option) *App {
+// option and its default). It reports every configuration problem at once,
+// joined, each wrapping ErrInvalidOption: a nil t, a rejected option value,
+// options that contradict each other. A nil Option is ignored.
+func NewApp(t Transport, opts ...Option) (*App, error) {
 	a := &App{t: t, cfg: defaultConfig(), handlers: make(map[string]Handler)}
-	var errs []error
 	if t == nil {
-		errs = append(errs, invalid("transport is nil"))
+		a.cfg.fail("transport is nil")
 	}
 	for _, o := range opts {
-		if o == nil {
-			continue
-		}
-		if err := o(&a.cfg); err != nil {
-			errs = append(errs, err)
+		if o != nil {
+			o(&a.cfg)
 		}
 	}
-	a.cfgErr = errors.Join(errs...)
-	if t != nil {
-		a.features = t.Features()
+	a.cfg.check()
+	if err := errors.Join(a.cfg.errs...); err != nil {
+		return nil, err
 	}
-	return a
+	a.cfg.errs = nil
+	a.features = t.Features()
+	return a, nil
 }
 
 // Transport returns the transport the App was built on.
@@ -112,9 +113,6 @@ func (a *App) Publish(ctx context.Context, urn string, data any, opts ...Publish
 // headers fail with an error matching errors.ErrUnsupported, having
 // written nothing.
 func (a *App) PublishWithHeaders(ctx context.Context, urn string, data any, headers map[string]string, opts ...PublishOption) (string, error) {
-	if a.cfgErr != nil {
-		return "", a.cfgErr
-	}
 	var p publishConfig
 	for _, o := range opts {
 		if o != nil {
@@ -125,7 +123,7 @@ func (a *App) PublishWithHeaders(ctx context.Context, urn string, data any, head
 	if p.queue != "" {
 		queue = p.queue
 	}
-	if IsBlank(queue) {
+	if wire.IsBlank(queue) {
 		return "", invalid("publish queue is blank")
 	}
 	switch {
@@ -144,7 +142,7 @@ func (a *App) PublishWithHeaders(ctx context.Context, urn string, data any, head
 	if err != nil {
 		return "", fmt.Errorf("babelqueue: publish %s: %w", urn, err)
 	}
-	out := &Outgoing{Intent: IntentPublish, Queue: queue, Body: string(raw), Key: p.key, Headers: headers, Delay: p.delay}
+	out := &driver.Outgoing{Intent: driver.IntentPublish, Queue: queue, Body: string(raw), Key: p.key, Headers: headers, Delay: p.delay}
 	if len(a.cfg.hooks.publish) > 0 {
 		// The hooks may add headers; the caller's map stays untouched.
 		out.Headers = maps.Clone(headers)
@@ -156,7 +154,7 @@ func (a *App) PublishWithHeaders(ctx context.Context, urn string, data any, head
 }
 
 // send makes one write through the transport, between the publish hooks.
-func (a *App) send(ctx context.Context, out *Outgoing) (Receipt, error) {
+func (a *App) send(ctx context.Context, out *driver.Outgoing) (driver.Receipt, error) {
 	if len(a.cfg.hooks.publish) == 0 && len(a.cfg.hooks.published) == 0 {
 		return a.t.Send(ctx, out)
 	}
@@ -176,16 +174,13 @@ func (a *App) deadLetterQueue(queue string) string {
 
 // Redrive runs Redrive on the App's transport, reporting every examined
 // message to the App's RedriveHooks as well as to opts.
-func (a *App) Redrive(ctx context.Context, dlq string, opts ...RedriveOption) (*RedriveResult, error) {
-	if a.cfgErr != nil {
-		return &RedriveResult{}, a.cfgErr
-	}
+func (a *App) Redrive(ctx context.Context, dlq string, opts ...redrive.Option) (*redrive.Result, error) {
 	if len(a.cfg.hooks.redrive) > 0 {
 		hooks := make([]Hook, len(a.cfg.hooks.redrive))
 		for i, h := range a.cfg.hooks.redrive {
 			hooks[i] = h
 		}
-		opts = append(opts[:len(opts):len(opts)], WithRedriveHooks(hooks...))
+		opts = append(opts[:len(opts):len(opts)], redrive.WithHooks(hooks...))
 	}
-	return Redrive(ctx, a.t, dlq, opts...)
+	return redrive.Run(ctx, a.t, dlq, opts...)
 }

@@ -5,9 +5,13 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // ---- helpers shared by the runtime tests ----
@@ -20,7 +24,11 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 // failure backoff, silent logger. opts come last and win.
 func testApp(t Transport, opts ...Option) *App {
 	base := []Option{WithPollTimeout(5 * time.Millisecond), WithFailureBackoff(0), WithLogger(quietLogger())}
-	return NewApp(t, append(base, opts...)...)
+	a, err := NewApp(t, append(base, opts...)...)
+	if err != nil {
+		panic(err) // a test's own options are valid
+	}
+	return a
 }
 
 // envBody returns the encoded envelope of urn with the given attempts.
@@ -35,7 +43,7 @@ func envBody(t *testing.T, urn string, attempts int, opts ...MakeOption) string 
 		t.Fatalf("Encode: %v", err)
 	}
 	if attempts != 0 {
-		b, err = SetAttempts(b, attempts)
+		b, err = wire.SetAttempts(b, attempts)
 		if err != nil {
 			t.Fatalf("SetAttempts: %v", err)
 		}
@@ -101,7 +109,7 @@ func anyIs(errs []error, target error) bool {
 // ---- App.Publish ----
 
 func TestPublishReturnsMetaIDAndWritesToDefaultQueue(t *testing.T) {
-	mem := NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	a := testApp(mem, WithDefaultQueue("orders"))
 	id, err := a.Publish(context.Background(), "urn:babel:orders:created", map[string]any{"order_id": 1042})
 	if err != nil {
@@ -118,13 +126,13 @@ func TestPublishReturnsMetaIDAndWritesToDefaultQueue(t *testing.T) {
 	if env.Meta.Queue != "orders" || env.URN() != "urn:babel:orders:created" || env.Attempts != 0 {
 		t.Errorf("envelope = queue %q urn %q attempts %d", env.Meta.Queue, env.URN(), env.Attempts)
 	}
-	if got := msgs[0].Headers[HeaderJob]; got != "urn:babel:orders:created" {
+	if got := msgs[0].Headers[wire.HeaderJob]; got != "urn:babel:orders:created" {
 		t.Errorf("bq-job header = %q", got)
 	}
 }
 
 func TestPublishToQueueAndEnvelopeOptions(t *testing.T) {
-	mem := NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	a := testApp(mem)
 	id, err := a.Publish(context.Background(), "urn:x", nil, ToQueue("billing"),
 		WithEnvelopeOptions(WithTraceID("trace-1"), WithQueue("ignored")))
@@ -141,10 +149,10 @@ func TestPublishToQueueAndEnvelopeOptions(t *testing.T) {
 }
 
 func TestPublishWithHeaders(t *testing.T) {
-	mem := NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	a := testApp(mem)
 	_, err := a.PublishWithHeaders(context.Background(), "urn:x", nil,
-		map[string]string{"traceparent": "00-abc-def-01", HeaderJob: "urn:spoof", "blank": " "})
+		map[string]string{"traceparent": "00-abc-def-01", wire.HeaderJob: "urn:spoof", "blank": " "})
 	if err != nil {
 		t.Fatalf("PublishWithHeaders: %v", err)
 	}
@@ -152,14 +160,14 @@ func TestPublishWithHeaders(t *testing.T) {
 	if h["traceparent"] != "00-abc-def-01" {
 		t.Errorf("traceparent = %q", h["traceparent"])
 	}
-	if h[HeaderJob] != "urn:x" {
-		t.Errorf("bq-job = %q, the contract header must win", h[HeaderJob])
+	if h[wire.HeaderJob] != "urn:x" {
+		t.Errorf("bq-job = %q, the contract header must win", h[wire.HeaderJob])
 	}
 	if _, ok := h["blank"]; ok {
 		t.Error("a blank header value was written")
 	}
 
-	// Without HeaderPublisher, headers cannot be honoured: nothing written.
+	// Without wire.HeaderPublisher, headers cannot be honoured: nothing written.
 	b := testApp(only(mem))
 	_, err = b.PublishWithHeaders(context.Background(), "urn:x", nil, map[string]string{"traceparent": "x"})
 	if !errors.Is(err, errors.ErrUnsupported) {
@@ -175,8 +183,8 @@ func TestPublishWithHeaders(t *testing.T) {
 }
 
 func TestPublishDelayed(t *testing.T) {
-	clock := NewFakeClock(epoch)
-	mem := NewInMemoryTransport(WithMemoryClock(clock))
+	clock := bqtest.NewFakeClock(epoch)
+	mem := bqtest.NewInMemoryTransport(bqtest.WithMemoryClock(clock))
 	a := testApp(mem)
 	ctx := context.Background()
 	if _, err := a.Publish(ctx, "urn:x", nil, WithDelay(time.Minute)); err != nil {
@@ -206,13 +214,13 @@ func TestPublishDelayed(t *testing.T) {
 }
 
 func TestPublishDelayedWithHeaders(t *testing.T) {
-	clock := NewFakeClock(epoch)
-	mem := NewInMemoryTransport(WithMemoryClock(clock))
+	clock := bqtest.NewFakeClock(epoch)
+	mem := bqtest.NewInMemoryTransport(bqtest.WithMemoryClock(clock))
 	var ops []string
 	mem.SetFault(func(op, queue string) error { ops = append(ops, op); return nil })
 	a := testApp(mem)
 	ctx := context.Background()
-	headers := map[string]string{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", HeaderJob: "urn:spoofed", " ": "blank key", "empty": ""}
+	headers := map[string]string{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", wire.HeaderJob: "urn:spoofed", " ": "blank key", "empty": ""}
 	if _, err := a.PublishWithHeaders(ctx, "urn:x", nil, headers, WithDelay(time.Minute)); err != nil {
 		t.Fatalf("PublishWithHeaders with a delay: %v", err)
 	}
@@ -231,7 +239,7 @@ func TestPublishDelayedWithHeaders(t *testing.T) {
 	if got := m.Headers["traceparent"]; got != headers["traceparent"] {
 		t.Errorf("traceparent = %q, want %q", got, headers["traceparent"])
 	}
-	if got := m.Headers[HeaderJob]; got != "urn:x" {
+	if got := m.Headers[wire.HeaderJob]; got != "urn:x" {
 		t.Errorf("bq-job = %q: the contract header must win a collision", got)
 	}
 	if _, ok := m.Headers[" "]; ok {
@@ -256,29 +264,44 @@ func TestInvalidOptionsSurfaceFromEveryEntryPoint(t *testing.T) {
 	}
 	for name, opt := range cases {
 		t.Run(name, func(t *testing.T) {
-			a := NewApp(NewInMemoryTransport(), opt)
-			ctx := context.Background()
-			if _, err := a.Publish(ctx, "urn:x", nil); !errors.Is(err, ErrInvalidOption) {
-				t.Errorf("Publish: %v", err)
-			}
-			if err := a.Consume(ctx); !errors.Is(err, ErrInvalidOption) {
-				t.Errorf("Consume: %v", err)
-			}
-			if _, err := a.Drain(ctx); !errors.Is(err, ErrInvalidOption) {
-				t.Errorf("Drain: %v", err)
+			a, err := NewApp(bqtest.NewInMemoryTransport(), opt)
+			if !errors.Is(err, ErrInvalidOption) || a != nil {
+				t.Errorf("NewApp = %v, %v; want no App and ErrInvalidOption", a, err)
 			}
 		})
 	}
-	if _, err := NewApp(nil).Publish(context.Background(), "urn:x", nil); !errors.Is(err, ErrInvalidOption) {
+	if _, err := NewApp(nil); !errors.Is(err, ErrInvalidOption) {
 		t.Errorf("nil transport: %v", err)
 	}
-	if _, err := NewApp(NewInMemoryTransport()).Drain(context.Background(), "a", " "); !errors.Is(err, ErrInvalidOption) {
+	a, err := NewApp(bqtest.NewInMemoryTransport())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Drain(context.Background(), "a", " "); !errors.Is(err, ErrInvalidOption) {
 		t.Errorf("blank queue name: %v", err)
 	}
 }
 
+// TestNewAppReportsEveryProblem: the problems of all options, and of
+// options that contradict each other, come back together.
+func TestNewAppReportsEveryProblem(t *testing.T) {
+	_, err := NewApp(nil, WithMaxAttempts(0), nil, WithPollTimeout(0),
+		WithDeadLetterQueue("orders.failed"), WithDeadLetterSuffix(".dead"))
+	for _, want := range []string{"transport is nil", "max attempts 0", "poll timeout 0s", "both name the dead-letter queue"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("NewApp error %v does not report %q", err, want)
+		}
+	}
+	if _, err := NewApp(bqtest.NewInMemoryTransport(), WithDeadLetter(false), WithDeadLetterQueue("x.dlq")); !errors.Is(err, ErrInvalidOption) {
+		t.Errorf("a dead-letter queue with dead-lettering off: %v", err)
+	}
+	if _, err := NewApp(bqtest.NewInMemoryTransport(), WithDeadLetterSuffix(".dead"), WithDeadLetterQueue("")); !errors.Is(err, ErrInvalidOption) {
+		t.Errorf("a blank dead-letter queue: %v", err)
+	}
+}
+
 func TestPublishRejectsBlankURN(t *testing.T) {
-	mem := NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	if _, err := testApp(mem).Publish(context.Background(), " ", nil); err == nil {
 		t.Fatal("Publish with a blank URN succeeded")
 	}

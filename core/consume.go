@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // Consume reads queues (the default queue when none is given) until ctx is
@@ -60,16 +62,13 @@ func (a *App) Consume(ctx context.Context, queues ...string) error {
 
 // queuesToRead validates the queue list of Consume and Drain.
 func (a *App) queuesToRead(queues []string) ([]string, error) {
-	if a.cfgErr != nil {
-		return nil, a.cfgErr
-	}
 	if len(queues) == 0 {
 		return []string{a.cfg.defaultQueue}, nil
 	}
 	seen := make(map[string]bool, len(queues))
 	out := make([]string, 0, len(queues))
 	for _, q := range queues {
-		if IsBlank(q) {
+		if wire.IsBlank(q) {
 			return nil, invalid("queue name is blank")
 		}
 		if !seen[q] {
@@ -261,17 +260,16 @@ func (a *App) deliver(ctx context.Context, msg *ReceivedMessage) outcome {
 // the handler's run and the attempt number.
 func (a *App) settle(ctx context.Context, msg *ReceivedMessage, d *Delivery) (out outcome) {
 	// Version gate, before the body is decoded.
-	version, present := msg.Header(HeaderSchemaVersion)
-	if err := CheckSchemaVersionHeader(version, present); err != nil {
+	version, present := msg.Header(wire.HeaderSchemaVersion)
+	if err := wire.CheckSchemaVersionHeader(version, present); err != nil {
 		return a.settleVersionGated(ctx, msg, version, err)
 	}
 
-	dl, err := decodeDelivery(msg)
-	env := &dl.env
+	env, err := msg.Decoded()
 	if err != nil {
 		if errors.Is(err, ErrUnsupportedSchemaVersion) {
-			rejected := ProjectBody([]byte(msg.Body)).SchemaVersion
-			var sv *SchemaVersionError
+			rejected := wire.ProjectBody([]byte(msg.Body)).SchemaVersion
+			var sv *wire.SchemaVersionError
 			if errors.As(err, &sv) {
 				rejected = sv.Version
 			}
@@ -279,14 +277,14 @@ func (a *App) settle(ctx context.Context, msg *ReceivedMessage, d *Delivery) (ou
 		}
 		out = a.settlePoison(ctx, msg, err)
 		if d != nil {
-			d.URN, _ = msg.Header(HeaderJob)
+			d.URN, _ = msg.Header(wire.HeaderJob)
 			out.st.Attempts = poisonAttempts(msg) + 1
 		}
 		return out
 	}
 
 	route := env.URN()
-	if h, ok := msg.Header(HeaderJob); ok && !IsBlank(h) {
+	if h, ok := msg.Header(wire.HeaderJob); ok && !wire.IsBlank(h) {
 		route = h
 		if h != env.URN() && a.cfg.onMismatch != nil {
 			fn := a.cfg.onMismatch
@@ -303,12 +301,12 @@ func (a *App) settle(ctx context.Context, msg *ReceivedMessage, d *Delivery) (ou
 		return a.settleUnknownURN(ctx, msg, env, route)
 	}
 
-	dl.ctx = deliveredContext{Context: ctx, headers: viewOf(msg)}
+	hctx := &deliveredContext{Context: ctx, msg: msg}
 	var began time.Time
 	if d != nil {
 		began = a.cfg.clock.Now()
 	}
-	herr := runHandler(&dl.ctx, h, env)
+	herr := runHandler(hctx, h, env)
 	var took time.Duration
 	if d != nil {
 		took = a.cfg.clock.Now().Sub(began)
@@ -327,7 +325,7 @@ func (a *App) settle(ctx context.Context, msg *ReceivedMessage, d *Delivery) (ou
 	}
 	a.reportError(ctx, "babelqueue: handler failed", &DeliveryError{Queue: msg.Queue, URN: route, MessageID: env.Meta.ID, Err: herr},
 		a.attrs(msg, env, route)...)
-	return a.settleRetryable(ctx, msg, env, route, ReasonFailed, herr)
+	return a.settleRetryable(ctx, msg, env, route, wire.ReasonFailed, herr)
 }
 
 // attrs returns the log attributes of a delivery.

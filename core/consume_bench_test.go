@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
+	"github.com/babelqueue/babelqueue-go/core/driver"
 )
 
 // BenchmarkDrainInMemory measures the App's per-message cost (version gate,
 // decode, routing, handler call, ack) against a bare Pop+Ack loop on the
-// same InMemoryTransport. It prints
+// same bqtest.InMemoryTransport. It prints
 // "bench: app_drain_inmemory ours=<ns/msg> raw=<ns/msg> ratio=<ours/raw>".
 func BenchmarkDrainInMemory(b *testing.B) {
 	ctx := context.Background()
@@ -18,13 +21,13 @@ func BenchmarkDrainInMemory(b *testing.B) {
 		raw, _ := env.Encode()
 		return string(raw)
 	}()
-	fill := func(mem *InMemoryTransport) {
+	fill := func(mem *bqtest.InMemoryTransport) {
 		for i := 0; i < b.N; i++ {
 			mem.Publish(ctx, "bench", body)
 		}
 	}
 
-	raw := NewInMemoryTransport()
+	raw := bqtest.NewInMemoryTransport()
 	fill(raw)
 	b.ResetTimer()
 	start := time.Now()
@@ -38,9 +41,12 @@ func BenchmarkDrainInMemory(b *testing.B) {
 	rawNs := float64(time.Since(start).Nanoseconds()) / float64(b.N)
 
 	b.StopTimer()
-	mem := NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	fill(mem)
-	a := NewApp(mem, WithPollTimeout(time.Microsecond), WithLogger(quietLogger()))
+	a, err := NewApp(mem, WithPollTimeout(time.Microsecond), WithLogger(quietLogger()))
+	if err != nil {
+		b.Fatal(err)
+	}
 	a.Handle("urn:bench", func(context.Context, *Envelope) error { return nil })
 	b.StartTimer()
 	start = time.Now()
@@ -57,18 +63,21 @@ func BenchmarkDrainInMemory(b *testing.B) {
 }
 
 // BenchmarkRetryPathInMemory measures a failing delivery settled by the
-// generic republish retry (SetAttempts, header republish, ack). It prints
+// generic republish retry (wire.SetAttempts, header republish, ack). It prints
 // "bench: app_retry_inmemory value=<ns/msg>".
 func BenchmarkRetryPathInMemory(b *testing.B) {
 	ctx := context.Background()
-	mem := NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	env, _ := Make("urn:bench", map[string]any{"order_id": 1042}, WithQueue("bench"))
 	raw, _ := env.Encode()
 	for i := 0; i < b.N; i++ {
 		mem.Publish(ctx, "bench", string(raw))
 	}
-	a := NewApp(mem, WithPollTimeout(time.Microsecond), WithLogger(quietLogger()),
+	a, err := NewApp(mem, WithPollTimeout(time.Microsecond), WithLogger(quietLogger()),
 		WithMaxAttempts(1<<30), WithOnError(func(error) {}))
+	if err != nil {
+		b.Fatal(err)
+	}
 	a.Handle("urn:bench", func(context.Context, *Envelope) error { return errBench })
 	b.ResetTimer()
 	start := time.Now()
@@ -89,10 +98,10 @@ var errBench = fmt.Errorf("bench failure")
 // noopHooks implements every App hook and does nothing.
 type noopHooks struct{}
 
-func (noopHooks) OnPublish(ctx context.Context, _ *Outgoing) context.Context  { return ctx }
-func (noopHooks) OnPublished(context.Context, *Outgoing, Receipt, error)      {}
-func (noopHooks) OnDelivery(ctx context.Context, _ *Delivery) context.Context { return ctx }
-func (noopHooks) OnSettle(context.Context, *Delivery, *Settlement)            {}
+func (noopHooks) OnPublish(ctx context.Context, _ *driver.Outgoing) context.Context    { return ctx }
+func (noopHooks) OnPublished(context.Context, *driver.Outgoing, driver.Receipt, error) {}
+func (noopHooks) OnDelivery(ctx context.Context, _ *Delivery) context.Context          { return ctx }
+func (noopHooks) OnSettle(context.Context, *Delivery, *Settlement)                     {}
 
 // BenchmarkDrainHooks measures what hooks cost the App's consume path: the
 // same Drain with no hooks and with no-op hooks of every kind, in
@@ -103,11 +112,14 @@ func BenchmarkDrainHooks(b *testing.B) {
 	env, _ := Make("urn:bench", map[string]any{"order_id": 1042, "sku": "A-1"}, WithQueue("bench"))
 	raw, _ := env.Encode()
 	round := func(opts ...Option) float64 {
-		mem := NewInMemoryTransport()
+		mem := bqtest.NewInMemoryTransport()
 		for i := 0; i < b.N; i++ {
 			mem.Publish(ctx, "bench", string(raw))
 		}
-		a := NewApp(mem, append(opts, WithPollTimeout(time.Microsecond), WithLogger(quietLogger()))...)
+		a, err := NewApp(mem, append(opts, WithPollTimeout(time.Microsecond), WithLogger(quietLogger()))...)
+		if err != nil {
+			b.Fatal(err)
+		}
 		a.Handle("urn:bench", func(context.Context, *Envelope) error { return nil })
 		start := time.Now()
 		if n, err := a.Drain(ctx, "bench"); err != nil || n != b.N {

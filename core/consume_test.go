@@ -11,6 +11,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
+	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // settleGoroutines waits for the goroutine count to come back to at most
@@ -26,7 +30,7 @@ func settleGoroutines(want int) (int, bool) {
 
 func TestConsumeHandlesUntilCancelledAndLeaksNothing(t *testing.T) {
 	before := runtime.NumGoroutine()
-	mem := NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	a := testApp(mem, WithPollTimeout(time.Hour)) // Pop must wake on a publish, not on a timeout
 	var mu sync.Mutex
 	seen := map[string]int{}
@@ -77,7 +81,7 @@ func TestConsumeHandlesUntilCancelledAndLeaksNothing(t *testing.T) {
 }
 
 func TestConsumeBadMessagesDoNotStopTheLoop(t *testing.T) {
-	mem := NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	a := testApp(mem, WithMaxAttempts(1))
 	good := make(chan struct{}, 1)
 	a.Handle("urn:ok", func(context.Context, *Envelope) error { good <- struct{}{}; return nil })
@@ -89,7 +93,7 @@ func TestConsumeBadMessagesDoNotStopTheLoop(t *testing.T) {
 	go func() { errc <- a.Consume(ctx, "orders") }()
 	bg := context.Background()
 	mem.Publish(bg, "orders", "{not json")
-	mem.Send(bg, &Outgoing{Intent: IntentForward, Queue: "orders", Body: envBody(t, "urn:ok", 0), From: nil, Headers: map[string]string{HeaderSchemaVersion: "9"}})
+	mem.Send(bg, &driver.Outgoing{Intent: driver.IntentForward, Queue: "orders", Body: envBody(t, "urn:ok", 0), From: nil, Headers: map[string]string{wire.HeaderSchemaVersion: "9"}})
 	a.Publish(bg, "urn:fail", nil, ToQueue("orders"))
 	a.Publish(bg, "urn:panic", nil, ToQueue("orders"))
 	a.Publish(bg, "urn:nobody", nil, ToQueue("orders"))
@@ -112,7 +116,7 @@ func TestConsumeBadMessagesDoNotStopTheLoop(t *testing.T) {
 
 // popFails fails Pop on one queue.
 type popFails struct {
-	*InMemoryTransport
+	*bqtest.InMemoryTransport
 	queue string
 	err   error
 }
@@ -127,7 +131,7 @@ func (p popFails) Receive(ctx context.Context, queue string, timeout time.Durati
 func TestConsumeReturnsUnrecoverableTransportErrors(t *testing.T) {
 	before := runtime.NumGoroutine()
 	broken := errors.New("connection reset for good")
-	a := testApp(popFails{NewInMemoryTransport(), "bad", broken}, WithPollTimeout(time.Hour))
+	a := testApp(popFails{bqtest.NewInMemoryTransport(), "bad", broken}, WithPollTimeout(time.Hour))
 	errc := make(chan error, 1)
 	go func() { errc <- a.Consume(context.Background(), "good", "bad") }()
 	select {
@@ -142,7 +146,7 @@ func TestConsumeReturnsUnrecoverableTransportErrors(t *testing.T) {
 		t.Errorf("goroutines: %d before, %d after", before, n)
 	}
 
-	mem := NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	b := testApp(mem)
 	errc = make(chan error, 1)
 	go func() { errc <- b.Consume(context.Background(), "orders") }()
@@ -158,7 +162,7 @@ func TestConsumeReturnsUnrecoverableTransportErrors(t *testing.T) {
 }
 
 func TestConsumeStoppingMidHandlerHandsTheMessageBack(t *testing.T) {
-	mem := NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	a := testApp(mem)
 	started := make(chan struct{})
 	a.Handle("urn:slow", func(ctx context.Context, env *Envelope) error {
@@ -182,8 +186,8 @@ func TestConsumeStoppingMidHandlerHandsTheMessageBack(t *testing.T) {
 }
 
 func TestConsumeBacksOffAfterAFailedWrite(t *testing.T) {
-	clock := NewFakeClock(epoch)
-	mem := NewInMemoryTransport()
+	clock := bqtest.NewFakeClock(epoch)
+	mem := bqtest.NewInMemoryTransport()
 	a := testApp(mem, WithClock(clock), WithFailureBackoff(time.Minute), WithMaxAttempts(1))
 	var calls atomic.Int32
 	a.Handle("urn:x", func(context.Context, *Envelope) error { calls.Add(1); return errors.New("boom") })
@@ -220,7 +224,7 @@ func TestConsumeBacksOffAfterAFailedWrite(t *testing.T) {
 }
 
 func TestDrainFollowsMessagesAcrossQueues(t *testing.T) {
-	mem := NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	a := testApp(mem)
 	var order []string
 	a.Handle("urn:step1", func(ctx context.Context, env *Envelope) error {
@@ -239,7 +243,7 @@ func TestDrainFollowsMessagesAcrossQueues(t *testing.T) {
 }
 
 func TestDrainDefaultQueueAndContext(t *testing.T) {
-	mem := NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	a := testApp(mem)
 	a.Handle("urn:x", func(context.Context, *Envelope) error { return nil })
 	a.Publish(context.Background(), "urn:x", nil)
@@ -255,7 +259,7 @@ func TestDrainDefaultQueueAndContext(t *testing.T) {
 
 func TestLogsGoToTheConfiguredLogger(t *testing.T) {
 	var buf syncBuffer
-	mem := NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	a := testApp(mem, WithLogger(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))), WithMaxAttempts(1))
 	a.Handle("urn:x", func(context.Context, *Envelope) error { return errors.New("boom") })
 	id, _ := a.Publish(context.Background(), "urn:x", nil, ToQueue("orders"))
@@ -282,8 +286,8 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 func TestConsumeDoesNotSpinOnAReleasedMessage(t *testing.T) {
-	clock := NewFakeClock(epoch)
-	mem := NewInMemoryTransport()
+	clock := bqtest.NewFakeClock(epoch)
+	mem := bqtest.NewInMemoryTransport()
 	a := testApp(mem, WithUnknownURNStrategy(StrategyRelease), WithClock(clock), WithFailureBackoff(time.Minute))
 	mem.Publish(context.Background(), "orders", envBody(t, "urn:nobody", 0))
 	var releases atomic.Int32

@@ -3,6 +3,9 @@ package babelqueue
 import (
 	"context"
 	"maps"
+
+	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 type headersKey struct{}
@@ -12,25 +15,24 @@ type headersKey struct{}
 // every delivery; tests of a handler can use it to run the handler as if a
 // message with those headers had been delivered. headers is copied.
 func ContextWithHeaders(ctx context.Context, headers map[string]string) context.Context {
-	return context.WithValue(ctx, headersKey{}, &headerView{m: maps.Clone(headers)})
+	return context.WithValue(ctx, headersKey{}, &driver.ReceivedMessage{Headers: maps.Clone(headers)})
 }
 
 // deliveredContext is the handler context of one App delivery:
-// ContextWithHeaders for the App's own deliveries, allocated with the
-// delivery's Envelope (see delivery) instead of on its own. It holds the
-// delivered map itself, or the binding's source of deferred headers, not a
-// copy. That is safe because neither the App nor a transport changes
+// ContextWithHeaders for the App's own deliveries. It holds the delivered
+// message itself, whose headers are a map or the binding's source of
+// deferred headers, not a copy. That is safe because neither the App nor a transport changes
 // delivered headers, and every reader below copies or only looks.
 type deliveredContext struct {
 	context.Context
-	headers headerView
+	msg *driver.ReceivedMessage
 }
 
 // Value returns the delivered headers for headersKey, else the parent's
 // value.
 func (c *deliveredContext) Value(key any) any {
 	if _, ok := key.(headersKey); ok {
-		return &c.headers
+		return c.msg
 	}
 	return c.Context.Value(key)
 }
@@ -39,17 +41,17 @@ func (c *deliveredContext) Value(key any) any {
 // with the message being handled (contract bq- headers included), or nil
 // outside a handler.
 func HeadersFromContext(ctx context.Context) map[string]string {
-	h, _ := ctx.Value(headersKey{}).(*headerView)
-	return h.clone()
+	m, _ := ctx.Value(headersKey{}).(*driver.ReceivedMessage)
+	return m.CloneHeaders()
 }
 
 // IsReplay reports whether the message being handled is a replay: it was
-// redriven with the replay bypass (see WithRedriveReplayBypass), which
+// redriven with the replay bypass (see redrive.WithReplayBypass), which
 // shows as a bq-replay-bypass header that is present and not blank.
 func IsReplay(ctx context.Context) bool {
-	h, _ := ctx.Value(headersKey{}).(*headerView)
-	v, ok := h.lookup(HeaderReplayBypass)
-	return ok && !IsBlank(v)
+	m, _ := ctx.Value(headersKey{}).(*driver.ReceivedMessage)
+	v, ok := m.Header(wire.HeaderReplayBypass)
+	return ok && !wire.IsBlank(v)
 }
 
 // BypassExternalEffects runs fn and returns its error, unless the message

@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"testing"
+
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
+	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 func TestHeadersAndReplayInTheHandlerContext(t *testing.T) {
@@ -13,13 +17,13 @@ func TestHeadersAndReplayInTheHandlerContext(t *testing.T) {
 		wantReplay bool
 	}{
 		{name: "no replay header", headers: map[string]string{"traceparent": "tp"}},
-		{name: "replay", headers: map[string]string{HeaderReplayBypass: "true"}, wantReplay: true},
-		{name: "blank replay", headers: map[string]string{HeaderReplayBypass: " \t"}},
-		{name: "nbsp is not blank", headers: map[string]string{HeaderReplayBypass: "\u00a0"}, wantReplay: true},
+		{name: "replay", headers: map[string]string{wire.HeaderReplayBypass: "true"}, wantReplay: true},
+		{name: "blank replay", headers: map[string]string{wire.HeaderReplayBypass: " \t"}},
+		{name: "nbsp is not blank", headers: map[string]string{wire.HeaderReplayBypass: "\u00a0"}, wantReplay: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			mem := NewInMemoryTransport()
+			mem := bqtest.NewInMemoryTransport()
 			a := testApp(mem)
 			var got map[string]string
 			var replay bool
@@ -28,14 +32,14 @@ func TestHeadersAndReplayInTheHandlerContext(t *testing.T) {
 				got, replay = HeadersFromContext(ctx), IsReplay(ctx)
 				return BypassExternalEffects(ctx, func() error { effects++; return nil })
 			})
-			mem.Send(context.Background(), &Outgoing{Intent: IntentForward, Queue: "orders", Body: envBody(t, "urn:x", 0), From: nil, Headers: tc.headers})
+			mem.Send(context.Background(), &driver.Outgoing{Intent: driver.IntentForward, Queue: "orders", Body: envBody(t, "urn:x", 0), From: nil, Headers: tc.headers})
 			drain(t, a, "orders")
 			for k, v := range tc.headers {
 				if got[k] != v {
 					t.Errorf("header %s = %q, want %q", k, got[k], v)
 				}
 			}
-			if tc.headers[HeaderJob] != got[HeaderJob] {
+			if tc.headers[wire.HeaderJob] != got[wire.HeaderJob] {
 				t.Errorf("contract headers missing from the context: %v", got)
 			}
 			if replay != tc.wantReplay {
@@ -57,9 +61,9 @@ func TestContextHelpersOutsideAHandler(t *testing.T) {
 	if err := BypassExternalEffects(ctx, func() error { return boom }); err != boom {
 		t.Errorf("BypassExternalEffects = %v, want fn's error", err)
 	}
-	h := map[string]string{HeaderReplayBypass: "1"}
+	h := map[string]string{wire.HeaderReplayBypass: "1"}
 	ctx = ContextWithHeaders(ctx, h)
-	h[HeaderReplayBypass] = ""
+	h[wire.HeaderReplayBypass] = ""
 	if !IsReplay(ctx) {
 		t.Error("ContextWithHeaders did not copy its map")
 	}

@@ -8,6 +8,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
+	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // countingSource is a HeaderSource over a map that counts the maps built.
@@ -29,11 +33,11 @@ func (s countingSource) HeaderMap() map[string]string {
 // deferringTransport is the in-memory transport whose Receive hands its
 // messages out with their headers deferred, as the Kafka binding does.
 type deferringTransport struct {
-	*InMemoryTransport
+	*bqtest.InMemoryTransport
 	built atomic.Int64 // header maps built from the sources
 }
 
-func (t *deferringTransport) Receive(ctx context.Context, queue string, timeout time.Duration) (*ReceivedMessage, error) {
+func (t *deferringTransport) Receive(ctx context.Context, queue string, timeout time.Duration) (*driver.ReceivedMessage, error) {
 	m, err := t.Pop(ctx, queue, timeout)
 	if m != nil && m.Headers != nil {
 		m.DeferHeaders(countingSource{m: m.Headers, built: &t.built})
@@ -43,7 +47,7 @@ func (t *deferringTransport) Receive(ctx context.Context, queue string, timeout 
 
 func TestReceivedMessageDeferredHeaders(t *testing.T) {
 	var built atomic.Int64
-	m := &ReceivedMessage{Headers: map[string]string{"stale": "1"}}
+	m := &driver.ReceivedMessage{Headers: map[string]string{"stale": "1"}}
 	m.DeferHeaders(countingSource{m: map[string]string{"x-tenant": "acme"}, built: &built})
 	if m.Headers != nil {
 		t.Fatal("Headers is not nil while deferred")
@@ -63,7 +67,7 @@ func TestReceivedMessageDeferredHeaders(t *testing.T) {
 		t.Fatalf("after FillHeaders twice: Headers %v, %d maps built (want 1)", m.Headers, built.Load())
 	}
 	// Headers set on a deferred message win over the source.
-	set := &ReceivedMessage{}
+	set := &driver.ReceivedMessage{}
 	set.DeferHeaders(countingSource{m: map[string]string{"x-tenant": "acme"}, built: &built})
 	set.Headers = map[string]string{"x-link": "1"}
 	if _, ok := set.Header("x-tenant"); ok {
@@ -73,7 +77,7 @@ func TestReceivedMessageDeferredHeaders(t *testing.T) {
 	if len(set.Headers) != 1 || set.Headers["x-link"] != "1" || built.Load() != 1 {
 		t.Fatalf("FillHeaders replaced Headers that were set: %v", set.Headers)
 	}
-	plain := &ReceivedMessage{Headers: map[string]string{"a": "b"}}
+	plain := &driver.ReceivedMessage{Headers: map[string]string{"a": "b"}}
 	plain.FillHeaders()
 	if plain.Headers["a"] != "b" {
 		t.Fatal("FillHeaders changed a message whose headers were not deferred")
@@ -81,7 +85,7 @@ func TestReceivedMessageDeferredHeaders(t *testing.T) {
 }
 
 func TestAppHandlesWithDeferredHeadersWithoutBuildingTheMap(t *testing.T) {
-	tr := &deferringTransport{InMemoryTransport: NewInMemoryTransport()}
+	tr := &deferringTransport{InMemoryTransport: bqtest.NewInMemoryTransport()}
 	a := testApp(tr)
 	var replay bool
 	var tenant string
@@ -93,7 +97,7 @@ func TestAppHandlesWithDeferredHeadersWithoutBuildingTheMap(t *testing.T) {
 		tenant = HeadersFromContext(ctx)["x-tenant"]
 		return nil
 	})
-	headers := map[string]string{"x-tenant": "acme", HeaderReplayBypass: "1"}
+	headers := map[string]string{"x-tenant": "acme", wire.HeaderReplayBypass: "1"}
 	if err := publishH(tr.InMemoryTransport, "orders", envBody(t, "urn:x", 0), headers); err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +140,7 @@ func TestAppFillsDeferredHeadersOnEveryOtherPath(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			tr := &deferringTransport{InMemoryTransport: NewInMemoryTransport()}
+			tr := &deferringTransport{InMemoryTransport: bqtest.NewInMemoryTransport()}
 			a := testApp(tr, tc.opts...)
 			a.Handle("urn:fail", func(context.Context, *Envelope) error { return errors.New("declined") })
 			ctx := context.Background()

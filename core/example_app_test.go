@@ -7,14 +7,20 @@ import (
 	"time"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
+	"github.com/babelqueue/babelqueue-go/core/redrive"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // An App publishes envelopes and routes each consumed message to the
 // handler of its URN. Drain handles what is queued and returns.
 func Example() {
 	ctx := context.Background()
-	mem := babelqueue.NewInMemoryTransport()
-	app := babelqueue.NewApp(mem, babelqueue.WithDefaultQueue("orders"), babelqueue.WithPollTimeout(10*time.Millisecond))
+	mem := bqtest.NewInMemoryTransport()
+	app, err := babelqueue.NewApp(mem, babelqueue.WithDefaultQueue("orders"), babelqueue.WithPollTimeout(10*time.Millisecond))
+	if err != nil {
+		panic(err)
+	}
 
 	app.Handle("urn:babel:orders:created", func(ctx context.Context, env *babelqueue.Envelope) error {
 		var order struct {
@@ -42,13 +48,16 @@ func Example() {
 // dead-lettered to <queue>.dlq with the reason, the error and its Go type.
 func ExampleWithMaxAttempts() {
 	ctx := context.Background()
-	mem := babelqueue.NewInMemoryTransport()
-	app := babelqueue.NewApp(mem,
+	mem := bqtest.NewInMemoryTransport()
+	app, err := babelqueue.NewApp(mem,
 		babelqueue.WithDefaultQueue("payments"),
 		babelqueue.WithMaxAttempts(3),
 		babelqueue.WithPollTimeout(10*time.Millisecond),
 		babelqueue.WithOnError(func(error) {}), // errors are also logged
 	)
+	if err != nil {
+		panic(err)
+	}
 	app.Handle("urn:babel:payments:charge", func(ctx context.Context, env *babelqueue.Envelope) error {
 		fmt.Println("charging, attempt", env.Attempts)
 		return errors.New("card declined")
@@ -56,7 +65,7 @@ func ExampleWithMaxAttempts() {
 	app.Publish(ctx, "urn:babel:payments:charge", map[string]any{"amount": 10})
 	app.Drain(ctx)
 
-	dl, _ := babelqueue.DeadLetterOf([]byte(mem.Messages("payments.dlq")[0].Body))
+	dl, _ := wire.DeadLetterOf([]byte(mem.Messages("payments.dlq")[0].Body))
 	fmt.Println(dl.Reason, *dl.Error, *dl.Exception, dl.OriginalQueue, dl.Attempts)
 	// Output:
 	// charging, attempt 0
@@ -65,17 +74,20 @@ func ExampleWithMaxAttempts() {
 	// failed card declined *errors.errorString payments 3
 }
 
-// Redrive moves dead letters back to the queue they failed on. With the
+// App.Redrive moves dead letters back to the queue they failed on. With the
 // replay bypass, the handler can skip the effects already done.
-func ExampleRedrive() {
+func ExampleApp_Redrive() {
 	ctx := context.Background()
-	mem := babelqueue.NewInMemoryTransport()
-	app := babelqueue.NewApp(mem,
+	mem := bqtest.NewInMemoryTransport()
+	app, err := babelqueue.NewApp(mem,
 		babelqueue.WithDefaultQueue("mail"),
 		babelqueue.WithMaxAttempts(1),
 		babelqueue.WithPollTimeout(10*time.Millisecond),
 		babelqueue.WithOnError(func(error) {}),
 	)
+	if err != nil {
+		panic(err)
+	}
 	broken := true
 	app.Handle("urn:babel:mail:welcome", func(ctx context.Context, env *babelqueue.Envelope) error {
 		err := babelqueue.BypassExternalEffects(ctx, func() error {
@@ -95,9 +107,9 @@ func ExampleRedrive() {
 	app.Drain(ctx)
 	broken = false
 
-	res, err := babelqueue.Redrive(ctx, mem, "mail.dlq",
-		babelqueue.WithRedriveReplayBypass(),
-		babelqueue.WithRedrivePollTimeout(10*time.Millisecond))
+	res, err := redrive.Run(ctx, mem, "mail.dlq",
+		redrive.WithReplayBypass(),
+		redrive.WithPollTimeout(10*time.Millisecond))
 	fmt.Println("moved", res.Moved, "kept", res.Kept, err)
 	app.Drain(ctx)
 	// Output:
@@ -106,12 +118,15 @@ func ExampleRedrive() {
 	// stored, replay: true
 }
 
-// A FakeClock drives delayed delivery in tests.
+// A bqtest.FakeClock drives delayed delivery in tests.
 func ExampleFakeClock() {
 	ctx := context.Background()
-	clock := babelqueue.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	mem := babelqueue.NewInMemoryTransport(babelqueue.WithMemoryClock(clock))
-	app := babelqueue.NewApp(mem, babelqueue.WithPollTimeout(10*time.Millisecond))
+	clock := bqtest.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	mem := bqtest.NewInMemoryTransport(bqtest.WithMemoryClock(clock))
+	app, err := babelqueue.NewApp(mem, babelqueue.WithPollTimeout(10*time.Millisecond))
+	if err != nil {
+		panic(err)
+	}
 	app.Handle("urn:babel:reminders:due", func(context.Context, *babelqueue.Envelope) error {
 		fmt.Println("reminder at", clock.Now().Format(time.TimeOnly))
 		return nil

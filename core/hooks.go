@@ -2,12 +2,16 @@ package babelqueue
 
 import (
 	"context"
+	"strconv"
 	"time"
+
+	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/redrive"
 )
 
 // Hook is a value that implements one or more of the hook interfaces
 // below: PublishHook, PublishedHook, DeliveryHook, SettleHook, RedriveHook
-// and ReinjectHook. The App (WithHooks), Redrive (WithRedriveHooks) and a
+// and ReinjectHook. The App (WithHooks), Redrive (redrive.WithHooks) and a
 // binding's re-injector report their own decisions to the hooks they hold,
 // so that telemetry never has to guess them from the traffic.
 //
@@ -16,7 +20,7 @@ import (
 // concurrent use, and must not keep the values it is handed past the call
 // unless it copies them. A panic in a hook is recovered and ignored. An App
 // without hooks pays nothing for them.
-type Hook any
+type Hook = any
 
 // PublishHook is called before every write the App makes: a new message
 // and every settle write (a retry copy, a dead letter, a release, a
@@ -24,14 +28,14 @@ type Hook any
 // which is never nil here (a traceparent, say), and returns the context
 // the write, and the PublishedHook after it, run with.
 type PublishHook interface {
-	OnPublish(ctx context.Context, out *Outgoing) context.Context
+	OnPublish(ctx context.Context, out *driver.Outgoing) context.Context
 }
 
 // PublishedHook is called after every write the App made, with what the
 // binding reported of it and its error (nil once the broker acknowledged
 // it).
 type PublishedHook interface {
-	OnPublished(ctx context.Context, out *Outgoing, r Receipt, err error)
+	OnPublished(ctx context.Context, out *driver.Outgoing, r driver.Receipt, err error)
 }
 
 // DeliveryHook is called when the App starts on a delivery, before the
@@ -50,7 +54,7 @@ type SettleHook interface {
 // RedriveHook is called once per dead letter a Redrive run examined, after
 // it was settled.
 type RedriveHook interface {
-	OnRedrive(ctx context.Context, dlq string, item RedriveItem)
+	OnRedrive(ctx context.Context, dlq string, item redrive.Item)
 }
 
 // ReinjectHook is called by a binding's re-injector for every retry record
@@ -110,19 +114,14 @@ func (o Outcome) String() string {
 	if o != 0 && int(o) < len(outcomeNames) {
 		return outcomeNames[o]
 	}
-	return "outcome(" + itoa(int(o)) + ")"
+	return "outcome(" + strconv.Itoa(int(o)) + ")"
 }
-
-// ReasonVersionGated is the Settlement.Reason of a message the version
-// gate rejected. It is not a dead_letter.reason: such a message goes to its
-// dead-letter queue unchanged.
-const ReasonVersionGated = "version_gated"
 
 // Settlement is what the App decided for one delivery.
 type Settlement struct {
 	Outcome Outcome
 	// Reason is why a message was retried, dead-lettered or dropped:
-	// ReasonFailed, ReasonUnknownURN, ReasonPoison or ReasonVersionGated;
+	// wire.ReasonFailed, wire.ReasonUnknownURN, wire.ReasonPoison or wire.ReasonVersionGated;
 	// empty for the other outcomes.
 	Reason string
 	// Target is the queue the settle write went to (the retry tier topic
@@ -200,7 +199,7 @@ func (s *hookSet) add(h Hook) bool {
 	return n > 0
 }
 
-func (s *hookSet) onPublish(ctx context.Context, out *Outgoing) context.Context {
+func (s *hookSet) onPublish(ctx context.Context, out *driver.Outgoing) context.Context {
 	if len(s.publish) == 0 {
 		return ctx
 	}
@@ -217,7 +216,7 @@ func (s *hookSet) onPublish(ctx context.Context, out *Outgoing) context.Context 
 	return ctx
 }
 
-func (s *hookSet) onPublished(ctx context.Context, out *Outgoing, r Receipt, err error) {
+func (s *hookSet) onPublished(ctx context.Context, out *driver.Outgoing, r driver.Receipt, err error) {
 	for _, h := range s.published {
 		safely(func() { h.OnPublished(ctx, out, r, err) })
 	}

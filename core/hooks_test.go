@@ -7,6 +7,11 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
+	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/redrive"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // hookLog is a hook of every App kind that records what it is told.
@@ -15,18 +20,18 @@ type hookLog struct {
 	published  []string // intent queue err
 	settled    []Settlement
 	deliveries []*Delivery
-	redriven   []RedriveItem
+	redriven   []redrive.Item
 	ctxSeen    []any // the value of ctxKey in the settle hook's context
 }
 
 type hookCtxKey struct{}
 
-func (h *hookLog) OnPublish(ctx context.Context, out *Outgoing) context.Context {
+func (h *hookLog) OnPublish(ctx context.Context, out *driver.Outgoing) context.Context {
 	out.Headers["x-hooked"] = out.Intent.String()
 	return ctx
 }
 
-func (h *hookLog) OnPublished(_ context.Context, out *Outgoing, r Receipt, err error) {
+func (h *hookLog) OnPublished(_ context.Context, out *driver.Outgoing, r driver.Receipt, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.published = append(h.published, fmt.Sprintf("%v %s %v", out.Intent, target(r, out.Queue), err != nil))
@@ -44,7 +49,7 @@ func (h *hookLog) OnSettle(ctx context.Context, d *Delivery, s *Settlement) {
 	h.ctxSeen = append(h.ctxSeen, ctx.Value(hookCtxKey{}))
 }
 
-func (h *hookLog) OnRedrive(_ context.Context, _ string, it RedriveItem) {
+func (h *hookLog) OnRedrive(_ context.Context, _ string, it redrive.Item) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.redriven = append(h.redriven, it)
@@ -76,7 +81,7 @@ func TestSettleHookReportsEveryOutcome(t *testing.T) {
 	cases := []struct {
 		name    string
 		opts    []Option
-		mem     []MemoryOption
+		mem     []bqtest.MemoryOption
 		body    func(t *testing.T) string
 		headers map[string]string
 		handler Handler
@@ -86,29 +91,29 @@ func TestSettleHookReportsEveryOutcome(t *testing.T) {
 		{name: "handled", handler: func(context.Context, *Envelope) error { return nil },
 			want: want{outcome: OutcomeHandled, attempts: 1, ran: true}},
 		{name: "retried by republish", handler: func(context.Context, *Envelope) error { return boom },
-			want: want{outcome: OutcomeRetried, reason: ReasonFailed, target: "orders", attempts: 1, ran: true, errIs: boom}},
-		{name: "retried on a tier", mem: []MemoryOption{WithMemoryRetryTiers(5 * time.Second)},
+			want: want{outcome: OutcomeRetried, reason: wire.ReasonFailed, target: "orders", attempts: 1, ran: true, errIs: boom}},
+		{name: "retried on a tier", mem: []bqtest.MemoryOption{bqtest.WithMemoryRetryTiers(5 * time.Second)},
 			handler: func(context.Context, *Envelope) error { return boom },
-			want:    want{outcome: OutcomeRetried, reason: ReasonFailed, target: "orders", delay: 5 * time.Second, attempts: 1, ran: true, errIs: boom}},
+			want:    want{outcome: OutcomeRetried, reason: wire.ReasonFailed, target: "orders", delay: 5 * time.Second, attempts: 1, ran: true, errIs: boom}},
 		{name: "dead-lettered after the last attempt", opts: []Option{WithMaxAttempts(1)},
 			handler: func(context.Context, *Envelope) error { return boom },
-			want:    want{outcome: OutcomeDeadLettered, reason: ReasonFailed, target: "orders.dlq", attempts: 1, ran: true, errIs: boom}},
+			want:    want{outcome: OutcomeDeadLettered, reason: wire.ReasonFailed, target: "orders.dlq", attempts: 1, ran: true, errIs: boom}},
 		{name: "dropped after the last attempt", opts: []Option{WithMaxAttempts(1), WithDeadLetter(false)},
 			handler: func(context.Context, *Envelope) error { return boom },
-			want:    want{outcome: OutcomeDropped, reason: ReasonFailed, attempts: 1, ran: true, errIs: boom}},
+			want:    want{outcome: OutcomeDropped, reason: wire.ReasonFailed, attempts: 1, ran: true, errIs: boom}},
 		{name: "poison", body: func(*testing.T) string { return "%%not json" },
-			want: want{outcome: OutcomeDeadLettered, reason: ReasonPoison, target: "orders.dlq", attempts: 1, errIs: ErrPoison}},
-		{name: "version-gated", headers: map[string]string{HeaderSchemaVersion: "2"},
-			want: want{outcome: OutcomeDeadLettered, reason: ReasonVersionGated, target: "orders.dlq", errIs: ErrUnsupportedSchemaVersion}},
-		{name: "version-gated, dead-lettering off", opts: []Option{WithDeadLetter(false)}, headers: map[string]string{HeaderSchemaVersion: "2"},
-			want: want{outcome: OutcomeDropped, reason: ReasonVersionGated, errIs: ErrUnsupportedSchemaVersion}},
-		{name: "unknown URN retried", want: want{outcome: OutcomeRetried, reason: ReasonUnknownURN, target: "orders", attempts: 1, errIs: ErrNoHandler}},
+			want: want{outcome: OutcomeDeadLettered, reason: wire.ReasonPoison, target: "orders.dlq", attempts: 1, errIs: ErrPoison}},
+		{name: "version-gated", headers: map[string]string{wire.HeaderSchemaVersion: "2"},
+			want: want{outcome: OutcomeDeadLettered, reason: wire.ReasonVersionGated, target: "orders.dlq", errIs: ErrUnsupportedSchemaVersion}},
+		{name: "version-gated, dead-lettering off", opts: []Option{WithDeadLetter(false)}, headers: map[string]string{wire.HeaderSchemaVersion: "2"},
+			want: want{outcome: OutcomeDropped, reason: wire.ReasonVersionGated, errIs: ErrUnsupportedSchemaVersion}},
+		{name: "unknown URN retried", want: want{outcome: OutcomeRetried, reason: wire.ReasonUnknownURN, target: "orders", attempts: 1, errIs: ErrNoHandler}},
 		{name: "unknown URN dead-lettered", opts: []Option{WithUnknownURNStrategy(StrategyDeadLetter)},
-			want: want{outcome: OutcomeDeadLettered, reason: ReasonUnknownURN, target: "orders.dlq", attempts: 1, errIs: ErrNoHandler}},
+			want: want{outcome: OutcomeDeadLettered, reason: wire.ReasonUnknownURN, target: "orders.dlq", attempts: 1, errIs: ErrNoHandler}},
 		{name: "unknown URN deleted", opts: []Option{WithUnknownURNStrategy(StrategyDelete)},
-			want: want{outcome: OutcomeDeleted, reason: ReasonUnknownURN, attempts: 1, errIs: ErrNoHandler}},
+			want: want{outcome: OutcomeDeleted, reason: wire.ReasonUnknownURN, attempts: 1, errIs: ErrNoHandler}},
 		{name: "unknown URN released", opts: []Option{WithUnknownURNStrategy(StrategyRelease)},
-			want: want{outcome: OutcomeReleased, reason: ReasonUnknownURN, target: "orders", attempts: 1, errIs: ErrNoHandler}},
+			want: want{outcome: OutcomeReleased, reason: wire.ReasonUnknownURN, target: "orders", attempts: 1, errIs: ErrNoHandler}},
 		{name: "handed back after a failed retry write", fault: "retry",
 			handler: func(context.Context, *Envelope) error { return boom },
 			want:    want{outcome: OutcomeHandedBack, attempts: 1, ran: true, errIs: ErrSettle}},
@@ -119,8 +124,8 @@ func TestSettleHookReportsEveryOutcome(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			clock := NewFakeClock(epoch)
-			mem := NewInMemoryTransport(append([]MemoryOption{WithMemoryClock(clock)}, tc.mem...)...)
+			clock := bqtest.NewFakeClock(epoch)
+			mem := bqtest.NewInMemoryTransport(append([]bqtest.MemoryOption{bqtest.WithMemoryClock(clock)}, tc.mem...)...)
 			log := &hookLog{}
 			a := testApp(mem, append([]Option{WithHooks(log), WithClock(clock)}, tc.opts...)...)
 			if tc.handler != nil {
@@ -177,7 +182,7 @@ func TestSettleHookReportsEveryOutcome(t *testing.T) {
 
 func TestPublishHooksSeeEveryWriteAndMayAddHeaders(t *testing.T) {
 	ctx := context.Background()
-	mem := NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	log := &hookLog{}
 	a := testApp(mem, WithHooks(log), WithMaxAttempts(2))
 	a.Handle("urn:x", func(context.Context, *Envelope) error { return errors.New("boom") })
@@ -202,17 +207,17 @@ func TestPublishHooksSeeEveryWriteAndMayAddHeaders(t *testing.T) {
 }
 
 func TestRedriveHooksOfTheApp(t *testing.T) {
-	mem := NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	deadLetters(t, mem, "urn:a", "urn:b")
 	log := &hookLog{}
 	a := testApp(mem, WithHooks(log))
 	var progress int
-	res, err := a.Redrive(context.Background(), "orders.dlq", WithRedriveSelector(SelectURN("urn:a")),
-		WithRedrivePollTimeout(5*time.Millisecond), WithRedriveProgress(nil, func(RedriveItem) { progress++ }))
+	res, err := a.Redrive(context.Background(), "orders.dlq", redrive.WithSelector(redrive.SelectURN("urn:a")),
+		redrive.WithPollTimeout(5*time.Millisecond), redrive.WithProgress(nil, func(redrive.Item) { progress++ }))
 	if err != nil || res.Moved != 1 {
 		t.Fatalf("redrive: %v %v", err, outcomes(res))
 	}
-	if len(log.redriven) != res.Examined || progress != res.Examined || log.redriven[0].Outcome != RedriveMoved {
+	if len(log.redriven) != res.Examined || progress != res.Examined || log.redriven[0].Outcome != redrive.Moved {
 		t.Errorf("hook saw %v, progress %d, examined %d", log.redriven, progress, res.Examined)
 	}
 }
@@ -222,11 +227,11 @@ type panicky struct{}
 func (panicky) OnSettle(context.Context, *Delivery, *Settlement) { panic("hook bug") }
 
 func TestHookOptionsAndPanics(t *testing.T) {
-	mem := NewInMemoryTransport()
-	if _, err := testApp(mem, WithHooks(nil)).Publish(context.Background(), "urn:x", nil); !errors.Is(err, ErrInvalidOption) {
+	mem := bqtest.NewInMemoryTransport()
+	if _, err := NewApp(mem, WithHooks(nil)); !errors.Is(err, ErrInvalidOption) {
 		t.Errorf("a nil hook: %v, want ErrInvalidOption", err)
 	}
-	if _, err := testApp(mem, WithHooks(42)).Publish(context.Background(), "urn:x", nil); !errors.Is(err, ErrInvalidOption) {
+	if _, err := NewApp(mem, WithHooks(42)); !errors.Is(err, ErrInvalidOption) {
 		t.Errorf("a hook of no kind: %v, want ErrInvalidOption", err)
 	}
 	a := testApp(mem, WithHooks(panicky{}))

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // Defaults of the App options. Every option and its default is listed here:
@@ -17,7 +20,7 @@ import (
 //	WithPollTimeout                DefaultPollTimeout (1s)
 //	WithUnknownURNStrategy         StrategyFail
 //	WithLogger                     slog.Default() at the time of each log call
-//	WithClock                      SystemClock{}
+//	WithClock                      driver.SystemClock{}
 //	WithOnError                    none (errors are logged at level Error)
 //	WithOnWarning                  none (warnings are logged at level Warn)
 //	WithOnSchemaVersionRejected    none
@@ -27,7 +30,8 @@ import (
 //	WithHooks                      none
 const (
 	DefaultQueue            = "default"
-	DefaultDeadLetterSuffix = ".dlq"
+	DefaultMaxAttempts      = 3
+	DefaultDeadLetterSuffix = driver.DefaultDeadLetterSuffix
 	DefaultPollTimeout      = time.Second
 	DefaultSettleTimeout    = 10 * time.Second
 	DefaultFailureBackoff   = time.Second
@@ -68,10 +72,10 @@ func (s UnknownURNStrategy) valid() bool {
 	return false
 }
 
-// Option configures an App. A rejected value does not panic: NewApp keeps
-// the error and Publish, PublishWithHeaders, Consume and Drain return it,
-// wrapping ErrInvalidOption.
-type Option func(*config) error
+// Option configures an App. An option that rejects its value records the
+// problem; NewApp reports every problem of its options at once, each
+// wrapping ErrInvalidOption. A nil Option is ignored.
+type Option func(*config)
 
 // config holds the resolved options of an App.
 type config struct {
@@ -91,6 +95,24 @@ type config struct {
 	settleTimeout    time.Duration
 	failureBackoff   time.Duration
 	hooks            hookSet
+
+	suffixSet bool    // WithDeadLetterSuffix was given
+	errs      []error // the problems the options found
+}
+
+// fail records a problem of an option, wrapping ErrInvalidOption.
+func (c *config) fail(format string, args ...any) {
+	c.errs = append(c.errs, invalid(format, args...))
+}
+
+// check records the problems of the options taken together.
+func (c *config) check() {
+	if c.deadLetterQueue != "" && c.suffixSet {
+		c.fail("WithDeadLetterQueue and WithDeadLetterSuffix both name the dead-letter queue")
+	}
+	if !c.deadLetter && (c.deadLetterQueue != "" || c.suffixSet) {
+		c.fail("a dead-letter queue is named but dead-lettering is off (WithDeadLetter(false))")
+	}
 }
 
 func defaultConfig() config {
@@ -101,7 +123,7 @@ func defaultConfig() config {
 		deadLetterSuffix: DefaultDeadLetterSuffix,
 		pollTimeout:      DefaultPollTimeout,
 		unknownURN:       StrategyFail,
-		clock:            SystemClock{},
+		clock:            driver.SystemClock{},
 		settleTimeout:    DefaultSettleTimeout,
 		failureBackoff:   DefaultFailureBackoff,
 	}
@@ -115,24 +137,24 @@ func invalid(format string, args ...any) error {
 // is given, and the queue Consume and Drain read when called without
 // queues. A blank name is rejected.
 func WithDefaultQueue(queue string) Option {
-	return func(c *config) error {
-		if IsBlank(queue) {
-			return invalid("default queue is blank")
+	return func(c *config) {
+		if wire.IsBlank(queue) {
+			c.fail("default queue is blank")
+			return
 		}
 		c.defaultQueue = queue
-		return nil
 	}
 }
 
 // WithMaxAttempts sets the total number of deliveries of a message that
 // keeps failing, the first included; 1 means no retry. It must be at least 1.
 func WithMaxAttempts(n int) Option {
-	return func(c *config) error {
+	return func(c *config) {
 		if n < 1 {
-			return invalid("max attempts %d is below 1", n)
+			c.fail("max attempts %d is below 1", n)
+			return
 		}
 		c.maxAttempts = n
-		return nil
 	}
 }
 
@@ -141,21 +163,20 @@ func WithMaxAttempts(n int) Option {
 // poison body is retried like a failure, and a version-gated message is
 // acknowledged with a warning.
 func WithDeadLetter(on bool) Option {
-	return func(c *config) error {
+	return func(c *config) {
 		c.deadLetter = on
-		return nil
 	}
 }
 
 // WithDeadLetterQueue sends every dead letter to queue, whatever queue the
 // message came from. A blank name is rejected.
 func WithDeadLetterQueue(queue string) Option {
-	return func(c *config) error {
-		if IsBlank(queue) {
-			return invalid("dead-letter queue is blank")
+	return func(c *config) {
+		if wire.IsBlank(queue) {
+			c.fail("dead-letter queue is blank")
+			return
 		}
 		c.deadLetterQueue = queue
-		return nil
 	}
 }
 
@@ -163,12 +184,12 @@ func WithDeadLetterQueue(queue string) Option {
 // (when WithDeadLetterQueue is not set). A blank suffix is rejected: it
 // would dead-letter a message onto its own queue.
 func WithDeadLetterSuffix(suffix string) Option {
-	return func(c *config) error {
-		if IsBlank(suffix) {
-			return invalid("dead-letter suffix is blank")
+	return func(c *config) {
+		if wire.IsBlank(suffix) {
+			c.fail("dead-letter suffix is blank")
+			return
 		}
-		c.deadLetterSuffix = suffix
-		return nil
+		c.deadLetterSuffix, c.suffixSet = suffix, true
 	}
 }
 
@@ -176,45 +197,44 @@ func WithDeadLetterSuffix(suffix string) Option {
 // reading a queue after a Pop that waited this long for nothing. It must be
 // positive.
 func WithPollTimeout(d time.Duration) Option {
-	return func(c *config) error {
+	return func(c *config) {
 		if d <= 0 {
-			return invalid("poll timeout %v is not positive", d)
+			c.fail("poll timeout %v is not positive", d)
+			return
 		}
 		c.pollTimeout = d
-		return nil
 	}
 }
 
 // WithUnknownURNStrategy sets what happens to a message whose URN has no
 // handler; see UnknownURNStrategy.
 func WithUnknownURNStrategy(s UnknownURNStrategy) Option {
-	return func(c *config) error {
+	return func(c *config) {
 		if !s.valid() {
-			return invalid("unknown-URN strategy %q", string(s))
+			c.fail("unknown-URN strategy %q", string(s))
+			return
 		}
 		c.unknownURN = s
-		return nil
 	}
 }
 
 // WithLogger sets the logger of the App. nil means slog.Default(), looked
 // up at each log call.
 func WithLogger(l *slog.Logger) Option {
-	return func(c *config) error {
+	return func(c *config) {
 		c.logger = l
-		return nil
 	}
 }
 
 // WithClock sets the clock that stamps dead_letter.failed_at and times the
 // failure backoff. nil is rejected.
 func WithClock(clock Clock) Option {
-	return func(c *config) error {
+	return func(c *config) {
 		if clock == nil {
-			return invalid("clock is nil")
+			c.fail("clock is nil")
+			return
 		}
 		c.clock = clock
-		return nil
 	}
 }
 
@@ -224,9 +244,8 @@ func WithClock(clock Clock) Option {
 // when it concerns one message. fn is called from the queue's consume
 // goroutine; a panic in it is recovered. The error is logged either way.
 func WithOnError(fn func(error)) Option {
-	return func(c *config) error {
+	return func(c *config) {
 		c.onError = fn
-		return nil
 	}
 }
 
@@ -236,9 +255,8 @@ func WithOnError(fn func(error)) Option {
 // they can be matched (errors.Is(w, ErrNoHandler), ...). A panic in fn is
 // recovered. The warning is logged either way.
 func WithOnWarning(fn func(error)) Option {
-	return func(c *config) error {
+	return func(c *config) {
 		c.onWarning = fn
-		return nil
 	}
 }
 
@@ -248,9 +266,8 @@ func WithOnWarning(fn func(error)) Option {
 // is absent) and queue the queue it was read from. A panic in fn is
 // recovered and ignored; fn never changes how the message is settled.
 func WithOnSchemaVersionRejected(fn func(version, queue string)) Option {
-	return func(c *config) error {
+	return func(c *config) {
 		c.onVersion = fn
-		return nil
 	}
 }
 
@@ -260,9 +277,8 @@ func WithOnSchemaVersionRejected(fn func(version, queue string)) Option {
 // panic in fn is recovered and ignored; fn never changes how the message is
 // settled.
 func WithOnRoutingMismatch(fn func(headerURN, bodyURN string, env *Envelope)) Option {
-	return func(c *config) error {
+	return func(c *config) {
 		c.onMismatch = fn
-		return nil
 	}
 }
 
@@ -272,12 +288,12 @@ func WithOnRoutingMismatch(fn func(headerURN, bodyURN string, env *Envelope)) Op
 // when Consume stops is settled and not left half done. It must be
 // positive.
 func WithSettleTimeout(d time.Duration) Option {
-	return func(c *config) error {
+	return func(c *config) {
 		if d <= 0 {
-			return invalid("settle timeout %v is not positive", d)
+			c.fail("settle timeout %v is not positive", d)
+			return
 		}
 		c.settleTimeout = d
-		return nil
 	}
 }
 
@@ -286,12 +302,12 @@ func WithSettleTimeout(d time.Duration) Option {
 // so that a broker that refuses writes is not hammered with the same
 // message. Zero turns the pause off; a negative value is rejected.
 func WithFailureBackoff(d time.Duration) Option {
-	return func(c *config) error {
+	return func(c *config) {
 		if d < 0 {
-			return invalid("failure backoff %v is negative", d)
+			c.fail("failure backoff %v is negative", d)
+			return
 		}
 		c.failureBackoff = d
-		return nil
 	}
 }
 
@@ -300,15 +316,15 @@ func WithFailureBackoff(d time.Duration) Option {
 // the runs of App.Redrive. A value that implements none of the hook
 // interfaces, or a nil one, is rejected. Several WithHooks add up.
 func WithHooks(hooks ...Hook) Option {
-	return func(c *config) error {
+	return func(c *config) {
 		for i, h := range hooks {
 			if h == nil {
-				return invalid("hook %d is nil", i)
+				c.fail("hook %d is nil", i)
+				continue
 			}
 			if !c.hooks.add(h) {
-				return invalid("hook %d (%T) implements no hook interface", i, h)
+				c.fail("hook %d (%T) implements no hook interface", i, h)
 			}
 		}
-		return nil
 	}
 }

@@ -5,20 +5,26 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
+	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/redrive"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // deadLetters fills orders.dlq through the App: one dead letter per urn,
 // keyed key-<i>, failed at epoch + i minutes. It returns the bodies first
 // published, in order.
-func deadLetters(t *testing.T, mem *InMemoryTransport, urns ...string) []string {
+func deadLetters(t *testing.T, mem *bqtest.InMemoryTransport, urns ...string) []string {
 	t.Helper()
-	clock := NewFakeClock(epoch)
+	clock := bqtest.NewFakeClock(epoch)
 	a := testApp(mem, WithMaxAttempts(1), WithClock(clock))
 	var published []string
 	for i, urn := range urns {
-		a.Handle(urn, func(context.Context, *Envelope) error { return errors.New("boom " + urn) })
+		a.Handle(urn, func(context.Context, *wire.Envelope) error { return errors.New("boom " + urn) })
 		body := envBody(t, urn, 0)
 		published = append(published, body)
 		mem.PublishKeyed(context.Background(), "orders", []byte(fmt.Sprintf("key-%d", i)), body, map[string]string{"traceparent": "tp"})
@@ -31,18 +37,18 @@ func deadLetters(t *testing.T, mem *InMemoryTransport, urns ...string) []string 
 	return published
 }
 
-func redrive(t *testing.T, tr Transport, opts ...RedriveOption) (*RedriveResult, error) {
+func runRedrive(t *testing.T, tr driver.Transport, opts ...redrive.Option) (*redrive.Result, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	res, err := Redrive(ctx, tr, "orders.dlq", append([]RedriveOption{WithRedrivePollTimeout(5 * time.Millisecond)}, opts...)...)
+	res, err := redrive.Run(ctx, tr, "orders.dlq", append([]redrive.Option{redrive.WithPollTimeout(5 * time.Millisecond)}, opts...)...)
 	if res == nil {
 		t.Fatal("Redrive returned a nil result")
 	}
 	return res, err
 }
 
-func outcomes(res *RedriveResult) []string {
+func outcomes(res *redrive.Result) []string {
 	var out []string
 	for _, it := range res.Items {
 		out = append(out, string(it.Outcome)+"/"+string(it.Disposition))
@@ -51,9 +57,9 @@ func outcomes(res *RedriveResult) []string {
 }
 
 func TestRedriveMovesDeadLettersBack(t *testing.T) {
-	mem := NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	published := deadLetters(t, mem, "urn:a", "urn:b")
-	res, err := redrive(t, mem)
+	res, err := runRedrive(t, mem)
 	if err != nil {
 		t.Fatalf("Redrive: %v", err)
 	}
@@ -76,49 +82,49 @@ func TestRedriveMovesDeadLettersBack(t *testing.T) {
 		if string(m.Key) != fmt.Sprintf("key-%d", i) {
 			t.Errorf("redriven %d key = %q", i, m.Key)
 		}
-		if _, ok := m.Headers[HeaderReplayBypass]; ok {
+		if _, ok := m.Headers[wire.HeaderReplayBypass]; ok {
 			t.Error("replay header stamped without the option")
 		}
-		if res.Items[i].Target != "orders" || res.Items[i].MessageID != orig.Meta.ID || res.Items[i].Reason != ReasonFailed {
+		if res.Items[i].Target != "orders" || res.Items[i].MessageID != orig.Meta.ID || res.Items[i].Reason != wire.ReasonFailed {
 			t.Errorf("item %d = %+v", i, res.Items[i])
 		}
 	}
 }
 
 func TestRedriveTargetAndMetaQueueFallback(t *testing.T) {
-	mem := NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	deadLetters(t, mem, "urn:a")
-	res, err := redrive(t, mem, WithRedriveTarget("elsewhere"))
+	res, err := runRedrive(t, mem, redrive.WithTarget("elsewhere"))
 	if err != nil || res.Moved != 1 || mem.Len("elsewhere") != 1 {
-		t.Fatalf("WithRedriveTarget: %v %+v", err, res)
+		t.Fatalf("WithTarget: %v %+v", err, res)
 	}
 
 	// A dead letter without original_queue goes to meta.queue.
-	mem2 := NewInMemoryTransport()
-	body, err := AnnotateDeadLetter([]byte(envBody(t, "urn:a", 0, WithQueue("from-meta"))), DeadLetter{Reason: ReasonFailed, Attempts: 3, Lang: Lang})
+	mem2 := bqtest.NewInMemoryTransport()
+	body, err := wire.AnnotateDeadLetter([]byte(envBody(t, "urn:a", 0, wire.WithQueue("from-meta"))), wire.DeadLetter{Reason: wire.ReasonFailed, Attempts: 3, Lang: wire.Lang})
 	if err != nil {
 		t.Fatal(err)
 	}
 	mem2.Publish(context.Background(), "orders.dlq", string(body))
-	if res, err := redrive(t, mem2); err != nil || res.Moved != 1 || mem2.Len("from-meta") != 1 {
+	if res, err := runRedrive(t, mem2); err != nil || res.Moved != 1 || mem2.Len("from-meta") != 1 {
 		t.Fatalf("meta.queue fallback: %v %+v queues %v", err, res, mem2.Queues())
 	}
 
 	// A target that is the DLQ itself is refused, and the message stays.
-	mem3 := NewInMemoryTransport()
+	mem3 := bqtest.NewInMemoryTransport()
 	deadLetters(t, mem3, "urn:a")
-	res, err = redrive(t, mem3, WithRedriveTarget("orders.dlq"))
-	if err != nil || res.Moved != 0 || res.Items[0].Outcome != RedriveNoTarget || mem3.Len("orders.dlq") != 1 {
+	res, err = runRedrive(t, mem3, redrive.WithTarget("orders.dlq"))
+	if err != nil || res.Moved != 0 || res.Items[0].Outcome != redrive.NoTarget || mem3.Len("orders.dlq") != 1 {
 		t.Fatalf("target = DLQ: %v %v", err, outcomes(res))
 	}
 }
 
 func TestRedriveDryRunChangesNothing(t *testing.T) {
-	mem := NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	deadLetters(t, mem, "urn:a", "urn:b")
 	mem.Publish(context.Background(), "orders.dlq", `{"raw":"garbage","dead_letter":{"reason":"poison"}}`)
 	before := mem.Messages("orders.dlq")
-	res, err := redrive(t, mem, WithRedriveDryRun())
+	res, err := runRedrive(t, mem, redrive.WithDryRun())
 	if err != nil {
 		t.Fatalf("Redrive: %v", err)
 	}
@@ -136,11 +142,11 @@ func TestRedriveDryRunChangesNothing(t *testing.T) {
 }
 
 func TestRedriveSelectorKeepsTheOthersExactly(t *testing.T) {
-	mem := NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	deadLetters(t, mem, "urn:a", "urn:b", "urn:a")
-	mem.PublishKeyed(context.Background(), "orders.dlq", []byte("pk"), "not json at all", map[string]string{HeaderJob: "urn:a"})
+	mem.PublishKeyed(context.Background(), "orders.dlq", []byte("pk"), "not json at all", map[string]string{wire.HeaderJob: "urn:a"})
 	before := mem.Messages("orders.dlq")
-	res, err := redrive(t, mem, WithRedriveSelector(SelectURN("urn:a")))
+	res, err := runRedrive(t, mem, redrive.WithSelector(redrive.SelectURN("urn:a")))
 	if err != nil {
 		t.Fatalf("Redrive: %v", err)
 	}
@@ -156,44 +162,44 @@ func TestRedriveSelectorKeepsTheOthersExactly(t *testing.T) {
 		t.Errorf("orders=%d inflight=%d", mem.Len("orders"), mem.InFlight("orders.dlq"))
 	}
 	// A second run sees the kept ones once each and moves nothing.
-	res, err = redrive(t, mem, WithRedriveSelector(SelectURN("urn:a")))
+	res, err = runRedrive(t, mem, redrive.WithSelector(redrive.SelectURN("urn:a")))
 	if err != nil || res.Examined != 2 || res.Moved != 0 || mem.Len("orders.dlq") != 2 {
 		t.Errorf("second run: %v %v", err, outcomes(res))
 	}
 }
 
 func TestRedriveSelectors(t *testing.T) {
-	mem := NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	deadLetters(t, mem, "urn:a", "urn:b", "urn:c") // failed at epoch, +1m, +2m
 	cases := []struct {
 		name string
-		sel  func(*Envelope) bool
+		sel  func(*wire.Envelope) bool
 		want int
 	}{
-		{"reason failed", SelectReason(ReasonFailed), 3},
-		{"reason poison", SelectReason(ReasonPoison), 0},
-		{"failed in [+1m, +2m)", SelectFailedBetween(epoch.Add(time.Minute), epoch.Add(2*time.Minute)), 1},
-		{"failed from +1m", SelectFailedBetween(epoch.Add(time.Minute), time.Time{}), 2},
-		{"urn b or c", SelectURN("urn:b", "urn:c"), 2},
+		{"reason failed", redrive.SelectReason(wire.ReasonFailed), 3},
+		{"reason poison", redrive.SelectReason(wire.ReasonPoison), 0},
+		{"failed in [+1m, +2m)", redrive.SelectFailedBetween(epoch.Add(time.Minute), epoch.Add(2*time.Minute)), 1},
+		{"failed from +1m", redrive.SelectFailedBetween(epoch.Add(time.Minute), time.Time{}), 2},
+		{"urn b or c", redrive.SelectURN("urn:b", "urn:c"), 2},
 	}
 	for _, tc := range cases {
-		res, err := redrive(t, mem, WithRedriveDryRun(), WithRedriveSelector(tc.sel))
+		res, err := runRedrive(t, mem, redrive.WithDryRun(), redrive.WithSelector(tc.sel))
 		if err != nil || res.Moved != tc.want || res.Examined != 3 {
 			t.Errorf("%s: would move %d of %d (%v), want %d", tc.name, res.Moved, res.Examined, err, tc.want)
 		}
 	}
 	// Selectors combine: both must agree.
-	res, _ := redrive(t, mem, WithRedriveDryRun(), WithRedriveSelector(SelectURN("urn:a", "urn:b")),
-		WithRedriveSelector(SelectFailedBetween(epoch.Add(time.Minute), time.Time{})))
+	res, _ := runRedrive(t, mem, redrive.WithDryRun(), redrive.WithSelector(redrive.SelectURN("urn:a", "urn:b")),
+		redrive.WithSelector(redrive.SelectFailedBetween(epoch.Add(time.Minute), time.Time{})))
 	if res.Moved != 1 {
 		t.Errorf("combined selectors would move %d, want 1", res.Moved)
 	}
 }
 
 func TestRedriveMax(t *testing.T) {
-	mem := NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	deadLetters(t, mem, "urn:a", "urn:b", "urn:c")
-	res, err := redrive(t, mem, WithRedriveMax(2))
+	res, err := runRedrive(t, mem, redrive.WithMax(2))
 	if err != nil || res.Moved != 2 || res.Examined != 2 || mem.Len("orders.dlq") != 1 || mem.Len("orders") != 2 {
 		t.Fatalf("max 2: %v %+v dlq %d", err, res, mem.Len("orders.dlq"))
 	}
@@ -203,22 +209,22 @@ func TestRedriveMax(t *testing.T) {
 }
 
 func TestRedriveReplayBypassReachesTheHandler(t *testing.T) {
-	mem := NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	deadLetters(t, mem, "urn:a")
-	if _, err := redrive(t, only(mem), WithRedriveReplayBypass()); !errors.Is(err, ErrInvalidOption) || mem.Len("orders.dlq") != 1 {
+	if _, err := runRedrive(t, only(mem), redrive.WithReplayBypass()); !errors.Is(err, driver.ErrInvalidOption) || mem.Len("orders.dlq") != 1 {
 		t.Fatalf("replay on a transport without headers: %v", err)
 	}
-	res, err := redrive(t, mem, WithRedriveReplayBypass())
+	res, err := runRedrive(t, mem, redrive.WithReplayBypass())
 	if err != nil || res.Moved != 1 {
 		t.Fatalf("Redrive: %v", err)
 	}
 	m := mem.Messages("orders")[0]
-	if IsBlank(m.Headers[HeaderReplayBypass]) || string(m.Key) != "key-0" {
+	if wire.IsBlank(m.Headers[wire.HeaderReplayBypass]) || string(m.Key) != "key-0" {
 		t.Fatalf("redriven copy headers %v key %q", m.Headers, m.Key)
 	}
 	a := testApp(mem)
 	charged, replay := 0, false
-	a.Handle("urn:a", func(ctx context.Context, env *Envelope) error {
+	a.Handle("urn:a", func(ctx context.Context, env *wire.Envelope) error {
 		replay = IsReplay(ctx)
 		return BypassExternalEffects(ctx, func() error { charged++; return nil })
 	})
@@ -229,7 +235,7 @@ func TestRedriveReplayBypassReachesTheHandler(t *testing.T) {
 }
 
 func TestRedriveFailedWriteKeepsTheMessage(t *testing.T) {
-	mem := NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	deadLetters(t, mem, "urn:a", "urn:b")
 	writes := 0
 	mem.SetFault(func(op, q string) error {
@@ -241,7 +247,7 @@ func TestRedriveFailedWriteKeepsTheMessage(t *testing.T) {
 		}
 		return nil
 	})
-	res, err := redrive(t, mem)
+	res, err := runRedrive(t, mem)
 	if !errors.Is(err, ErrSettle) {
 		t.Fatalf("err = %v, want ErrSettle", err)
 	}
@@ -260,14 +266,14 @@ func TestRedriveFailedWriteKeepsTheMessage(t *testing.T) {
 
 func TestRedriveOnAMinimalTransportLosesAndDuplicatesNothing(t *testing.T) {
 	for _, dry := range []bool{false, true} {
-		mem := NewInMemoryTransport()
+		mem := bqtest.NewInMemoryTransport()
 		deadLetters(t, mem, "urn:a", "urn:b", "urn:c")
 		before := mem.Messages("orders.dlq")
-		opts := []RedriveOption{WithRedriveSelector(SelectURN("urn:b"))}
+		opts := []redrive.Option{redrive.WithSelector(redrive.SelectURN("urn:b"))}
 		if dry {
-			opts = append(opts, WithRedriveDryRun())
+			opts = append(opts, redrive.WithDryRun())
 		}
-		res, err := redrive(t, with(mem, func(f *Features) { f.Headers, f.HandBack = false, HandBackNone }), opts...)
+		res, err := runRedrive(t, with(mem, func(f *driver.Features) { f.Headers, f.HandBack = false, driver.HandBackNone }), opts...)
 		if err != nil || res.Examined != 3 {
 			t.Fatalf("dry=%v: %v %v", dry, err, outcomes(res))
 		}
@@ -292,32 +298,32 @@ func TestRedriveOnAMinimalTransportLosesAndDuplicatesNothing(t *testing.T) {
 }
 
 func TestRedriveArguments(t *testing.T) {
-	if _, err := Redrive(context.Background(), nil, "x"); !errors.Is(err, ErrInvalidOption) {
+	if _, err := redrive.Run(context.Background(), nil, "x"); !errors.Is(err, driver.ErrInvalidOption) {
 		t.Errorf("nil transport: %v", err)
 	}
-	if _, err := Redrive(context.Background(), NewInMemoryTransport(), " "); !errors.Is(err, ErrInvalidOption) {
+	if _, err := redrive.Run(context.Background(), bqtest.NewInMemoryTransport(), " "); !errors.Is(err, driver.ErrInvalidOption) {
 		t.Errorf("blank dlq: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := Redrive(ctx, NewInMemoryTransport(), "x"); !errors.Is(err, context.Canceled) {
+	if _, err := redrive.Run(ctx, bqtest.NewInMemoryTransport(), "x"); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
 	}
 }
 
 func TestRedriveDryRunHandsBackWhenCancelled(t *testing.T) {
-	mem := NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	deadLetters(t, mem, "urn:a", "urn:b")
 	ctx, cancel := context.WithCancel(context.Background())
 	n := 0
-	sel := func(*Envelope) bool {
+	sel := func(*wire.Envelope) bool {
 		if n++; n == 2 {
 			cancel()
 		}
 		return true
 	}
-	res, err := Redrive(ctx, with(mem, func(f *Features) { f.Headers, f.HandBack = false, HandBackNone }), "orders.dlq", WithRedriveDryRun(), WithRedriveSelector(sel),
-		WithRedrivePollTimeout(5*time.Millisecond))
+	res, err := redrive.Run(ctx, with(mem, func(f *driver.Features) { f.Headers, f.HandBack = false, driver.HandBackNone }), "orders.dlq", redrive.WithDryRun(), redrive.WithSelector(sel),
+		redrive.WithPollTimeout(5*time.Millisecond))
 	if !errors.Is(err, context.Canceled) || res.Examined != 2 {
 		t.Fatalf("err %v examined %d", err, res.Examined)
 	}
@@ -329,23 +335,23 @@ func TestRedriveDryRunHandsBackWhenCancelled(t *testing.T) {
 func TestRedriveWritesByFeatures(t *testing.T) {
 	cases := []struct {
 		name        string
-		f           func(*Features)
+		f           func(*driver.Features)
 		sentinel    string // how the run hands back the copy it wrote back
 		keyKept     bool
 		headersKept bool
 	}{
-		{"every feature", func(*Features) {}, ", HandBack orders.dlq", true, true},
-		{"keys, no headers, no hand-back", func(f *Features) { f.Headers, f.HandBack = false, HandBackNone }, ", restore orders.dlq, Ack orders.dlq", true, false},
-		{"headers, no keys", func(f *Features) { f.Keys = false }, ", HandBack orders.dlq", false, true},
-		{"nothing", func(f *Features) { *f = Features{} }, ", restore orders.dlq, Ack orders.dlq", false, false},
+		{"every feature", func(*driver.Features) {}, ", HandBack orders.dlq", true, true},
+		{"keys, no headers, no hand-back", func(f *driver.Features) { f.Headers, f.HandBack = false, driver.HandBackNone }, ", restore orders.dlq, Ack orders.dlq", true, false},
+		{"headers, no keys", func(f *driver.Features) { f.Keys = false }, ", HandBack orders.dlq", false, true},
+		{"nothing", func(f *driver.Features) { *f = driver.Features{} }, ", restore orders.dlq, Ack orders.dlq", false, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			mem := NewInMemoryTransport()
+			mem := bqtest.NewInMemoryTransport()
 			deadLetters(t, mem, "urn:a", "urn:b")
 			var log opLog
 			log.install(mem)
-			res, err := redrive(t, with(mem, tc.f), WithRedriveSelector(SelectURN("urn:a")))
+			res, err := runRedrive(t, with(mem, tc.f), redrive.WithSelector(redrive.SelectURN("urn:a")))
 			if err != nil || res.Moved != 1 || res.Kept != 1 {
 				t.Fatalf("%v %v", err, outcomes(res))
 			}
@@ -356,7 +362,7 @@ func TestRedriveWritesByFeatures(t *testing.T) {
 				t.Errorf("operations = %q, want %q", log.String(), want)
 			}
 			moved, kept := mem.Messages("orders")[0], mem.Messages("orders.dlq")[0]
-			if tc.headersKept != (moved.Headers[HeaderRedriveCount] == "1") || tc.headersKept != (moved.Headers["traceparent"] == "tp") {
+			if tc.headersKept != (moved.Headers[wire.HeaderRedriveCount] == "1") || tc.headersKept != (moved.Headers["traceparent"] == "tp") {
 				t.Errorf("moved copy headers %v: want bq-redrive-count=1 and traceparent exactly when headers are written", moved.Headers)
 			}
 			if (string(moved.Key) == "key-0") != tc.keyKept || (string(kept.Key) == "key-1") != tc.keyKept {
@@ -365,17 +371,17 @@ func TestRedriveWritesByFeatures(t *testing.T) {
 			if tc.headersKept && kept.Headers["traceparent"] != "tp" {
 				t.Errorf("kept message lost its out-of-band headers: %v", kept.Headers)
 			}
-			if mustDecode(t, kept.Body).URN() != "urn:b" || dlqEntry(t, kept.Body).Reason != ReasonFailed {
+			if mustDecode(t, kept.Body).URN() != "urn:b" || dlqEntry(t, kept.Body).Reason != wire.ReasonFailed {
 				t.Errorf("kept message changed: %s", kept.Body)
 			}
 
-			mem2 := NewInMemoryTransport()
+			mem2 := bqtest.NewInMemoryTransport()
 			deadLetters(t, mem2, "urn:a")
-			_, err = redrive(t, with(mem2, tc.f), WithRedriveReplayBypass())
+			_, err = runRedrive(t, with(mem2, tc.f), redrive.WithReplayBypass())
 			if tc.headersKept != (err == nil) {
 				t.Errorf("replay bypass: err = %v, want valid=%v", err, tc.headersKept)
 			}
-			if tc.headersKept && mem2.Messages("orders")[0].Headers[HeaderReplayBypass] == "" {
+			if tc.headersKept && mem2.Messages("orders")[0].Headers[wire.HeaderReplayBypass] == "" {
 				t.Error("replay header missing")
 			}
 		})
@@ -383,16 +389,16 @@ func TestRedriveWritesByFeatures(t *testing.T) {
 }
 
 func TestRedriveGuardLeavesMessagesRedrivenTooOften(t *testing.T) {
-	mem := NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	deadLetters(t, mem, "urn:a")
 	// Three rounds: dead letter -> redrive -> fail again. The guard at 2
 	// lets two redrives through and holds the third.
 	a := testApp(mem, WithMaxAttempts(1))
-	a.Handle("urn:a", func(context.Context, *Envelope) error { return errors.New("still broken") })
+	a.Handle("urn:a", func(context.Context, *wire.Envelope) error { return errors.New("still broken") })
 	var outs []string
 	for round := 1; round <= 3; round++ {
-		var seen []RedriveItem
-		res, err := redrive(t, mem, WithRedriveMaxRedrives(2), WithRedriveProgress(nil, func(it RedriveItem) { seen = append(seen, it) }))
+		var seen []redrive.Item
+		res, err := runRedrive(t, mem, redrive.WithMaxRedrives(2), redrive.WithProgress(nil, func(it redrive.Item) { seen = append(seen, it) }))
 		if err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}
@@ -400,10 +406,10 @@ func TestRedriveGuardLeavesMessagesRedrivenTooOften(t *testing.T) {
 			t.Fatalf("round %d: progress saw %d items, result examined %d", round, len(seen), res.Examined)
 		}
 		outs = append(outs, string(res.Items[0].Outcome))
-		if res.Items[0].Outcome == RedriveMoved {
+		if res.Items[0].Outcome == redrive.Moved {
 			moved := mem.Messages("orders")
-			if got := moved[len(moved)-1].Headers[HeaderRedriveCount]; got != fmt.Sprint(round) {
-				t.Fatalf("round %d: moved copy has %s=%q", round, HeaderRedriveCount, got)
+			if got := moved[len(moved)-1].Headers[wire.HeaderRedriveCount]; got != fmt.Sprint(round) {
+				t.Fatalf("round %d: moved copy has %s=%q", round, wire.HeaderRedriveCount, got)
 			}
 			drain(t, a, "orders")
 		}
@@ -417,10 +423,10 @@ func TestRedriveGuardLeavesMessagesRedrivenTooOften(t *testing.T) {
 }
 
 func TestRedriveMessageSelectorSeesHeaders(t *testing.T) {
-	mem := NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	deadLetters(t, mem, "urn:a", "urn:b")
 	var keys []string
-	res, err := redrive(t, mem, WithRedriveMessageSelector(func(m *ReceivedMessage, env *Envelope) bool {
+	res, err := runRedrive(t, mem, redrive.WithMessageSelector(func(m *driver.ReceivedMessage, env *wire.Envelope) bool {
 		keys = append(keys, m.Headers["traceparent"])
 		return env.URN() == "urn:b"
 	}))
@@ -434,60 +440,71 @@ func TestRedriveMessageSelectorSeesHeaders(t *testing.T) {
 
 // selfRedriver is a transport that runs its own redrive.
 type selfRedriver struct {
-	*InMemoryTransport
-	got  RedrivePlan
+	*bqtest.InMemoryTransport
+	got  redrive.Plan
 	dlq  string
 	runs int
 }
 
-func (s *selfRedriver) Redrive(_ context.Context, dlq string, plan RedrivePlan) (*RedriveResult, error) {
+func (s *selfRedriver) Redrive(_ context.Context, dlq string, plan redrive.Plan) (*redrive.Result, error) {
 	s.runs++
 	s.dlq, s.got = dlq, plan
-	res := &RedriveResult{DryRun: plan.DryRun}
-	plan.Report(res, RedriveItem{Outcome: RedriveAlreadyMoved})
+	res := &redrive.Result{DryRun: plan.DryRun}
+	plan.Report(res, redrive.Item{Outcome: redrive.AlreadyMoved})
 	return res, nil
 }
 
 func TestRedriveHandsTheRunToARedriver(t *testing.T) {
-	s := &selfRedriver{InMemoryTransport: NewInMemoryTransport()}
+	s := &selfRedriver{InMemoryTransport: bqtest.NewInMemoryTransport()}
 	var items int
-	res, err := Redrive(context.Background(), s, "orders.dlq", WithRedriveTarget("elsewhere"), WithRedriveMax(7),
-		WithRedriveDryRun(), WithRedriveCursor("c1"), WithRedriveMaxRedrives(4), WithRedriveProgress(nil, func(RedriveItem) { items++ }))
+	res, err := redrive.Run(context.Background(), s, "orders.dlq", redrive.WithTarget("elsewhere"), redrive.WithMax(7),
+		redrive.WithDryRun(), redrive.WithCursor("c1"), redrive.WithMaxRedrives(4), redrive.WithProgress(nil, func(redrive.Item) { items++ }))
 	if err != nil || s.runs != 1 || s.dlq != "orders.dlq" {
 		t.Fatalf("err %v runs %d dlq %q", err, s.runs, s.dlq)
 	}
 	p := s.got
-	if p.Target != "elsewhere" || p.Max != 7 || !p.DryRun || p.Cursor != "c1" || p.MaxRedrives != 4 || p.PollTimeout != DefaultRedrivePollTimeout {
+	if p.Target != "elsewhere" || p.Max != 7 || !p.DryRun || p.Cursor != "c1" || p.MaxRedrives != 4 || p.PollTimeout != redrive.DefaultPollTimeout {
 		t.Fatalf("plan %+v", p)
 	}
 	if !res.DryRun || res.Recovered != 1 || res.Examined != 1 || items != 1 {
 		t.Fatalf("result %+v, progress items %d", res, items)
 	}
-	if _, err := Redrive(context.Background(), s, " "); !errors.Is(err, ErrInvalidOption) || s.runs != 1 {
+	if _, err := redrive.Run(context.Background(), s, " "); !errors.Is(err, driver.ErrInvalidOption) || s.runs != 1 {
 		t.Fatalf("blank DLQ: %v (runs %d)", err, s.runs)
 	}
 }
 
 func TestRedrivePlanMovedHeaders(t *testing.T) {
-	p := NewRedrivePlan(WithRedriveReplayBypass())
-	from := &ReceivedMessage{Headers: map[string]string{"traceparent": "tp", HeaderAttempts: "3", HeaderRedriveCount: "2", HeaderJob: "urn:x"}}
+	p := redrive.NewPlan(redrive.WithReplayBypass())
+	from := &driver.ReceivedMessage{Headers: map[string]string{"traceparent": "tp", wire.HeaderAttempts: "3", wire.HeaderRedriveCount: "2", wire.HeaderJob: "urn:x"}}
 	h := p.MovedHeaders(from)
-	want := map[string]string{"traceparent": "tp", HeaderRedriveCount: "3", HeaderReplayBypass: "true"}
+	want := map[string]string{"traceparent": "tp", wire.HeaderRedriveCount: "3", wire.HeaderReplayBypass: "true"}
 	if fmt.Sprint(h) != fmt.Sprint(want) {
 		t.Fatalf("moved headers %v, want %v", h, want)
 	}
-	if RedriveCount(map[string]string{HeaderRedriveCount: "-1"}) != 0 || RedriveCount(map[string]string{HeaderRedriveCount: " 5 "}) != 5 {
+	if redrive.Count(map[string]string{wire.HeaderRedriveCount: "-1"}) != 0 || redrive.Count(map[string]string{wire.HeaderRedriveCount: " 5 "}) != 5 {
 		t.Fatal("RedriveCount must read a non-negative integer, else 0")
 	}
 }
 
 func TestRedriveResultCountsRecoveredItems(t *testing.T) {
-	plan := NewRedrivePlan()
-	res := &RedriveResult{}
-	plan.Report(res, RedriveItem{Outcome: RedriveAlreadyMoved, Disposition: DispositionRemoved})
-	plan.Report(res, RedriveItem{Outcome: RedriveAlreadyKept, Disposition: DispositionRestored})
-	plan.Report(res, RedriveItem{Outcome: RedriveMoved, Disposition: DispositionRemoved})
+	plan := redrive.NewPlan()
+	res := &redrive.Result{}
+	plan.Report(res, redrive.Item{Outcome: redrive.AlreadyMoved, Disposition: redrive.DispositionRemoved})
+	plan.Report(res, redrive.Item{Outcome: redrive.AlreadyKept, Disposition: redrive.DispositionRestored})
+	plan.Report(res, redrive.Item{Outcome: redrive.Moved, Disposition: redrive.DispositionRemoved})
 	if res.Examined != 3 || res.Recovered != 1 || res.Kept != 1 || res.Moved != 1 {
 		t.Errorf("result %+v; want 3 examined, 1 recovered, 1 kept, 1 moved", res)
+	}
+}
+
+// TestRedriveReportsEveryProblem: the problems of the options and of the
+// call come back together, and nothing is read.
+func TestRedriveReportsEveryProblem(t *testing.T) {
+	_, err := redrive.Run(context.Background(), nil, " ", redrive.WithMax(-1), redrive.WithPollTimeout(0), redrive.WithMaxRedrives(-2))
+	for _, want := range []string{"max -1", "poll timeout 0s", "max redrives -2", "transport is nil", "dead-letter queue is blank"} {
+		if !errors.Is(err, driver.ErrInvalidOption) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Run error %v does not report %q", err, want)
+		}
 	}
 }

@@ -6,6 +6,9 @@ import (
 	"log/slog"
 	"maps"
 	"strconv"
+
+	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // This file holds every way the App settles a delivery. Every path but the
@@ -54,9 +57,9 @@ func (a *App) ackAfterWrite(ctx context.Context, msg *ReceivedMessage, env *Enve
 // delivery, so its context comes from a pool of re-armable ones instead of
 // a context and a timer made for each call.
 func (a *App) ackWithin(ctx context.Context, msg *ReceivedMessage) error {
-	sctx, _ := a.ackCtxs.Get().(*CallContext)
+	sctx, _ := a.ackCtxs.Get().(*driver.CallContext)
 	if sctx == nil {
-		sctx = NewCallContext(true)
+		sctx = driver.NewCallContext(true)
 	}
 	sctx.Arm(ctx, a.cfg.settleTimeout)
 	err := a.t.Ack(sctx, msg)
@@ -90,7 +93,7 @@ func (a *App) leftFailed(ctx context.Context, msg *ReceivedMessage, env *Envelop
 // unsettle hands a message back without settling it (Transport.HandBack).
 func (a *App) unsettle(ctx context.Context, msg *ReceivedMessage, why string) {
 	msg.FillHeaders()
-	if a.features.HandBack == HandBackNone {
+	if a.features.HandBack == driver.HandBackNone {
 		a.logger().LogAttrs(ctx, slog.LevelDebug, "babelqueue: message left reserved for redelivery",
 			slog.String("queue", msg.Queue), slog.String("why", why))
 	}
@@ -118,8 +121,8 @@ func (a *App) deliveryErr(msg *ReceivedMessage, env *Envelope, route string, err
 // from the body.
 func retryHeaders(msg *ReceivedMessage) map[string]string {
 	h := deadLetterHeaders(msg)
-	if v, ok := msg.Header(HeaderReplayBypass); ok && !IsBlank(v) {
-		h[HeaderReplayBypass] = v
+	if v, ok := msg.Header(wire.HeaderReplayBypass); ok && !wire.IsBlank(v) {
+		h[wire.HeaderReplayBypass] = v
 	}
 	return h
 }
@@ -131,12 +134,12 @@ func retryHeaders(msg *ReceivedMessage) map[string]string {
 func deadLetterHeaders(msg *ReceivedMessage) map[string]string {
 	h := make(map[string]string)
 	for k, v := range msg.Headers {
-		if !IsContractHeader(k) {
+		if !wire.IsContractHeader(k) {
 			h[k] = v
 		}
 	}
-	for _, k := range [...]string{HeaderJob, HeaderRedriveCount} {
-		if v, ok := msg.Header(k); ok && !IsBlank(v) {
+	for _, k := range [...]string{wire.HeaderJob, wire.HeaderRedriveCount} {
+		if v, ok := msg.Header(k); ok && !wire.IsBlank(v) {
 			h[k] = v
 		}
 	}
@@ -145,12 +148,12 @@ func deadLetterHeaders(msg *ReceivedMessage) map[string]string {
 
 // writeFrom writes a settle copy of from (intent says which) and returns
 // the binding's receipt. Its context is a settle context.
-func (a *App) writeFrom(ctx context.Context, intent Intent, queue, body string, from *ReceivedMessage, headers map[string]string, attempt int) (Receipt, error) {
-	return a.send(ctx, &Outgoing{Intent: intent, Queue: queue, Body: body, From: from, Headers: headers, Attempt: attempt})
+func (a *App) writeFrom(ctx context.Context, intent driver.Intent, queue, body string, from *ReceivedMessage, headers map[string]string, attempt int) (driver.Receipt, error) {
+	return a.send(ctx, &driver.Outgoing{Intent: intent, Queue: queue, Body: body, From: from, Headers: headers, Attempt: attempt})
 }
 
 // target is where a write went: the binding's choice, else the queue asked.
-func target(r Receipt, queue string) string {
+func target(r driver.Receipt, queue string) string {
 	if r.Queue != "" {
 		return r.Queue
 	}
@@ -160,7 +163,7 @@ func target(r Receipt, queue string) string {
 // settleVersionGated settles a message rejected by the version gate (its
 // bq-schema-version header, or meta.schema_version of its body, is not 1).
 // It is never retried: with dead-lettering on its body and headers go to
-// the DLQ exactly as received (IntentForward), else it is acknowledged with
+// the DLQ exactly as received (driver.IntentForward), else it is acknowledged with
 // a warning. Handlers, the unknown-URN strategy and the routing-mismatch
 // hook are not involved.
 func (a *App) settleVersionGated(ctx context.Context, msg *ReceivedMessage, version string, cause error) outcome {
@@ -177,17 +180,17 @@ func (a *App) settleVersionGated(ctx context.Context, msg *ReceivedMessage, vers
 			a.reportWarning(ctx, "babelqueue: version-gated message dropped", &DeliveryError{Queue: msg.Queue,
 				Err: fmt.Errorf("schema version %q rejected and dropped (dead-lettering off): %w", version, cause)}, attrs...)
 		}
-		return settled(out, Settlement{Outcome: OutcomeDropped, Reason: ReasonVersionGated, Err: rejected})
+		return settled(out, Settlement{Outcome: OutcomeDropped, Reason: wire.ReasonVersionGated, Err: rejected})
 	}
 	dlq := a.deadLetterQueue(msg.Queue)
 	sctx, cancel := a.settleCtx(ctx)
 	defer cancel()
-	r, err := a.writeFrom(sctx, IntentForward, dlq, msg.Body, msg, maps.Clone(msg.Headers), 0)
+	r, err := a.writeFrom(sctx, driver.IntentForward, dlq, msg.Body, msg, maps.Clone(msg.Headers), 0)
 	if err != nil {
 		return a.writeFailed(ctx, msg, nil, "", "dead-letter write to "+dlq, err)
 	}
 	return a.ackAfterWrite(ctx, msg, nil, "", "dead letter",
-		Settlement{Outcome: OutcomeDeadLettered, Reason: ReasonVersionGated, Target: target(r, dlq), Err: rejected})
+		Settlement{Outcome: OutcomeDeadLettered, Reason: wire.ReasonVersionGated, Target: target(r, dlq), Err: rejected})
 }
 
 // poisonAttempts returns the reconciled attempts of a body that did not
@@ -195,11 +198,11 @@ func (a *App) settleVersionGated(ctx context.Context, msg *ReceivedMessage, vers
 // be read, else 0.
 func poisonAttempts(msg *ReceivedMessage) int {
 	body := 0
-	if n, ok := BodyAttempts([]byte(msg.Body)); ok {
+	if n, ok := wire.BodyAttempts([]byte(msg.Body)); ok {
 		body = n
 	}
-	h, present := msg.Header(HeaderAttempts)
-	return ReconcileKafka(body, h, present)
+	h, present := msg.Header(wire.HeaderAttempts)
+	return wire.ReconcileKafka(body, h, present)
 }
 
 // settlePoison settles a body that is not a conformant envelope. With
@@ -207,14 +210,14 @@ func poisonAttempts(msg *ReceivedMessage) int {
 // incoming bq-job and the key kept; off, it takes the bounded retry.
 func (a *App) settlePoison(ctx context.Context, msg *ReceivedMessage, cause error) outcome {
 	msg.FillHeaders()
-	route, _ := msg.Header(HeaderJob)
+	route, _ := msg.Header(wire.HeaderJob)
 	a.reportError(ctx, "babelqueue: poison message", &DeliveryError{Queue: msg.Queue, URN: route, Err: cause}, slog.String("queue", msg.Queue))
 	if !a.cfg.deadLetter {
-		return a.settleRetryable(ctx, msg, nil, route, ReasonPoison, cause)
+		return a.settleRetryable(ctx, msg, nil, route, wire.ReasonPoison, cause)
 	}
 	counted := poisonAttempts(msg) + 1
-	body := PoisonBody([]byte(msg.Body), a.deadLetterBlock(msg, ReasonPoison, cause, counted))
-	return a.writeDeadLetter(ctx, msg, nil, route, string(body), ReasonPoison, cause)
+	body := wire.PoisonBody([]byte(msg.Body), a.deadLetterBlock(msg, wire.ReasonPoison, cause, counted))
+	return a.writeDeadLetter(ctx, msg, nil, route, string(body), wire.ReasonPoison, cause)
 }
 
 // settleUnknownURN applies the unknown-URN strategy.
@@ -228,7 +231,7 @@ func (a *App) settleUnknownURN(ctx context.Context, msg *ReceivedMessage, env *E
 		if out.err == nil {
 			a.reportWarning(ctx, "babelqueue: message without handler deleted", a.deliveryErr(msg, env, route, fmt.Errorf("deleted: %w", cause)), attrs...)
 		}
-		return settled(out, Settlement{Outcome: OutcomeDeleted, Reason: ReasonUnknownURN, Err: cause})
+		return settled(out, Settlement{Outcome: OutcomeDeleted, Reason: wire.ReasonUnknownURN, Err: cause})
 	case StrategyRelease:
 		return a.release(ctx, msg, env, route, cause)
 	case StrategyDeadLetter:
@@ -237,14 +240,14 @@ func (a *App) settleUnknownURN(ctx context.Context, msg *ReceivedMessage, env *E
 			if out.err == nil {
 				a.reportWarning(ctx, "babelqueue: message without handler dropped", a.deliveryErr(msg, env, route, fmt.Errorf("dropped (dead-lettering off): %w", cause)), attrs...)
 			}
-			return settled(out, Settlement{Outcome: OutcomeDropped, Reason: ReasonUnknownURN, Err: cause})
+			return settled(out, Settlement{Outcome: OutcomeDropped, Reason: wire.ReasonUnknownURN, Err: cause})
 		}
-		counted := Decide(env.Attempts, 1, true).Counted
+		counted := wire.Decide(env.Attempts, 1, true).Counted
 		a.reportError(ctx, "babelqueue: no handler", a.deliveryErr(msg, env, route, cause), attrs...)
-		return a.deadLetter(ctx, msg, env, route, ReasonUnknownURN, cause, counted)
+		return a.deadLetter(ctx, msg, env, route, wire.ReasonUnknownURN, cause, counted)
 	default: // StrategyFail
 		a.reportError(ctx, "babelqueue: no handler", a.deliveryErr(msg, env, route, cause), attrs...)
-		return a.settleRetryable(ctx, msg, env, route, ReasonUnknownURN, cause)
+		return a.settleRetryable(ctx, msg, env, route, wire.ReasonUnknownURN, cause)
 	}
 }
 
@@ -253,14 +256,14 @@ func (a *App) settleUnknownURN(ctx context.Context, msg *ReceivedMessage, env *E
 func (a *App) release(ctx context.Context, msg *ReceivedMessage, env *Envelope, route string, cause error) outcome {
 	sctx, cancel := a.settleCtx(ctx)
 	defer cancel()
-	r, err := a.writeFrom(sctx, IntentRelease, msg.Queue, msg.Body, msg, retryHeaders(msg), 0)
+	r, err := a.writeFrom(sctx, driver.IntentRelease, msg.Queue, msg.Body, msg, retryHeaders(msg), 0)
 	if err != nil {
 		out := a.writeFailed(ctx, msg, env, route, "release to "+msg.Queue, err)
 		out.released, out.key = true, msg.Body
 		return out
 	}
 	out := a.ackAfterWrite(ctx, msg, env, route, "released copy",
-		Settlement{Outcome: OutcomeReleased, Reason: ReasonUnknownURN, Target: target(r, msg.Queue), Err: cause})
+		Settlement{Outcome: OutcomeReleased, Reason: wire.ReasonUnknownURN, Target: target(r, msg.Queue), Err: cause})
 	if out.err == nil {
 		a.reportWarning(ctx, "babelqueue: message without handler released", a.deliveryErr(msg, env, route, fmt.Errorf("released to %s: %w", msg.Queue, cause)),
 			a.attrs(msg, env, route)...)
@@ -279,11 +282,11 @@ func (a *App) settleRetryable(ctx context.Context, msg *ReceivedMessage, env *En
 	} else {
 		reconciled = poisonAttempts(msg)
 	}
-	d := Decide(reconciled, a.cfg.maxAttempts, a.cfg.deadLetter)
+	d := wire.Decide(reconciled, a.cfg.maxAttempts, a.cfg.deadLetter)
 	switch d.Action {
-	case ActionRetry:
+	case wire.ActionRetry:
 		return a.retry(ctx, msg, env, route, reconciled, d.Counted, reason, cause)
-	case ActionDeadLetter:
+	case wire.ActionDeadLetter:
 		return a.deadLetter(ctx, msg, env, route, reason, cause, d.Counted)
 	default:
 		out := a.ack(ctx, msg, env, route)
@@ -296,7 +299,7 @@ func (a *App) settleRetryable(ctx context.Context, msg *ReceivedMessage, env *En
 	}
 }
 
-// retry asks the binding for the message's next attempt (IntentRetry): the
+// retry asks the binding for the message's next attempt (driver.IntentRetry): the
 // body with attempts = counted (a poison body byte for byte),
 // the retry headers with bq-attempts = counted, the key kept. A binding
 // with retry tiers delays it by the tier of its attempts. Unless the
@@ -310,13 +313,13 @@ func (a *App) retry(ctx context.Context, msg *ReceivedMessage, env *Envelope, ro
 	if env != nil {
 		// A poison body is republished byte for byte: only bq-attempts
 		// moves (SPEC 7).
-		if b, err := SetAttempts([]byte(msg.Body), counted); err == nil {
+		if b, err := wire.SetAttempts([]byte(msg.Body), counted); err == nil {
 			body = string(b)
 		}
 	}
 	headers := retryHeaders(msg)
-	headers[HeaderAttempts] = strconv.Itoa(counted)
-	r, err := a.writeFrom(sctx, IntentRetry, msg.Queue, body, msg, headers, reconciled)
+	headers[wire.HeaderAttempts] = strconv.Itoa(counted)
+	r, err := a.writeFrom(sctx, driver.IntentRetry, msg.Queue, body, msg, headers, reconciled)
 	if err != nil {
 		if a.features.SettlesRetry {
 			// The binding handed the original back itself.
@@ -333,16 +336,16 @@ func (a *App) retry(ctx context.Context, msg *ReceivedMessage, env *Envelope, ro
 
 // deadLetterBlock returns the dead_letter block of a message failed for
 // reason by cause at its counted-th delivery.
-func (a *App) deadLetterBlock(msg *ReceivedMessage, reason string, cause error, counted int) DeadLetter {
+func (a *App) deadLetterBlock(msg *ReceivedMessage, reason string, cause error, counted int) wire.DeadLetter {
 	errText, exc := cause.Error(), exceptionName(cause)
-	return DeadLetter{
+	return wire.DeadLetter{
 		Reason:        reason,
 		Error:         &errText,
 		Exception:     &exc,
 		FailedAt:      a.cfg.clock.Now().UnixMilli(),
 		OriginalQueue: msg.Queue,
 		Attempts:      counted,
-		Lang:          Lang,
+		Lang:          wire.Lang,
 	}
 }
 
@@ -350,10 +353,10 @@ func (a *App) deadLetterBlock(msg *ReceivedMessage, reason string, cause error, 
 // dead_letter block, to the dead-letter queue, then acknowledges.
 func (a *App) deadLetter(ctx context.Context, msg *ReceivedMessage, env *Envelope, route, reason string, cause error, counted int) outcome {
 	dl := a.deadLetterBlock(msg, reason, cause, counted)
-	body, err := AnnotateDeadLetter([]byte(msg.Body), dl)
+	body, err := wire.AnnotateDeadLetter([]byte(msg.Body), dl)
 	if err != nil {
 		// The body decoded, so this should not happen; never lose it.
-		body = PoisonBody([]byte(msg.Body), dl)
+		body = wire.PoisonBody([]byte(msg.Body), dl)
 	}
 	return a.writeDeadLetter(ctx, msg, env, route, string(body), reason, cause)
 }
@@ -362,7 +365,7 @@ func (a *App) writeDeadLetter(ctx context.Context, msg *ReceivedMessage, env *En
 	dlq := a.deadLetterQueue(msg.Queue)
 	sctx, cancel := a.settleCtx(ctx)
 	defer cancel()
-	r, err := a.writeFrom(sctx, IntentDeadLetter, dlq, body, msg, deadLetterHeaders(msg), 0)
+	r, err := a.writeFrom(sctx, driver.IntentDeadLetter, dlq, body, msg, deadLetterHeaders(msg), 0)
 	if err != nil {
 		return a.writeFailed(ctx, msg, env, route, "dead-letter write to "+dlq, err)
 	}

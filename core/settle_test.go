@@ -12,6 +12,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
+	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // payError is a handler error of a named type, for dead_letter.exception.
@@ -20,9 +24,9 @@ type payError struct{ code int }
 func (e *payError) Error() string { return "payment declined " + strconv.Itoa(e.code) }
 
 // dlqEntry decodes the dead_letter block of a DLQ body.
-func dlqEntry(t *testing.T, body string) DeadLetter {
+func dlqEntry(t *testing.T, body string) wire.DeadLetter {
 	t.Helper()
-	dl, ok := DeadLetterOf([]byte(body))
+	dl, ok := wire.DeadLetterOf([]byte(body))
 	if !ok || dl == nil {
 		t.Fatalf("no dead_letter block in %s", body)
 	}
@@ -42,8 +46,8 @@ func TestMaxAttemptsRetryThenDeadLetterOrDrop(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("max=%d,dlq=%v", tc.max, tc.deadLetter), func(t *testing.T) {
-			clock := NewFakeClock(epoch)
-			mem := NewInMemoryTransport()
+			clock := bqtest.NewFakeClock(epoch)
+			mem := bqtest.NewInMemoryTransport()
 			var rec recorder
 			a := testApp(mem, append(rec.options(), WithMaxAttempts(tc.max), WithDeadLetter(tc.deadLetter), WithClock(clock))...)
 			var calls []int
@@ -87,7 +91,7 @@ func TestMaxAttemptsRetryThenDeadLetterOrDrop(t *testing.T) {
 			if got.Attempts != tc.max || dl.Attempts != tc.max {
 				t.Errorf("attempts body=%d dead_letter=%d, want %d", got.Attempts, dl.Attempts, tc.max)
 			}
-			if dl.Reason != ReasonFailed || dl.OriginalQueue != "orders" || dl.Lang != "go" {
+			if dl.Reason != wire.ReasonFailed || dl.OriginalQueue != "orders" || dl.Lang != "go" {
 				t.Errorf("dead_letter = %+v", dl)
 			}
 			if dl.Error == nil || *dl.Error != "charging: payment declined 51" {
@@ -114,7 +118,7 @@ func TestMaxAttemptsRetryThenDeadLetterOrDrop(t *testing.T) {
 }
 
 func TestGenericRetryRepublishesWithCountedAttemptsKeyAndHeaders(t *testing.T) {
-	mem := NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	a := testApp(mem, WithMaxAttempts(5))
 	fail := true
 	a.Handle("urn:x", func(ctx context.Context, env *Envelope) error {
@@ -127,7 +131,7 @@ func TestGenericRetryRepublishesWithCountedAttemptsKeyAndHeaders(t *testing.T) {
 	ctx := context.Background()
 	body := envBody(t, "urn:x", 2)
 	mem.PublishKeyed(ctx, "orders", []byte("key-7"), body, map[string]string{
-		"traceparent": "tp", "tracestate": "ts", "x-tenant": "acme", HeaderReplayBypass: "yes"})
+		"traceparent": "tp", "tracestate": "ts", "x-tenant": "acme", wire.HeaderReplayBypass: "yes"})
 	msg, _ := mem.Pop(ctx, "orders", 0)
 	out := a.deliver(ctx, msg)
 	if out.err != nil {
@@ -144,8 +148,8 @@ func TestGenericRetryRepublishesWithCountedAttemptsKeyAndHeaders(t *testing.T) {
 	if env := mustDecode(t, r.Body); env.Attempts != 3 {
 		t.Errorf("retry copy attempts = %d, want 3", env.Attempts)
 	}
-	if r.Headers[HeaderAttempts] != "3" || r.Headers["traceparent"] != "tp" || r.Headers["tracestate"] != "ts" ||
-		r.Headers["x-tenant"] != "acme" || r.Headers[HeaderReplayBypass] != "yes" {
+	if r.Headers[wire.HeaderAttempts] != "3" || r.Headers["traceparent"] != "tp" || r.Headers["tracestate"] != "ts" ||
+		r.Headers["x-tenant"] != "acme" || r.Headers[wire.HeaderReplayBypass] != "yes" {
 		t.Errorf("retry headers = %v", r.Headers)
 	}
 	if string(r.Key) != "key-7" {
@@ -160,8 +164,8 @@ func TestGenericRetryRepublishesWithCountedAttemptsKeyAndHeaders(t *testing.T) {
 }
 
 func TestTieredRetryIsDelayedOnTheClock(t *testing.T) {
-	clock := NewFakeClock(epoch)
-	mem := NewInMemoryTransport(WithMemoryClock(clock), WithMemoryRetryTiers(30*time.Second, 5*time.Second))
+	clock := bqtest.NewFakeClock(epoch)
+	mem := bqtest.NewInMemoryTransport(bqtest.WithMemoryClock(clock), bqtest.WithMemoryRetryTiers(30*time.Second, 5*time.Second))
 	a := testApp(mem)
 	var calls atomic.Int32
 	a.Handle("urn:x", func(ctx context.Context, env *Envelope) error {
@@ -198,7 +202,7 @@ func TestVersionGate(t *testing.T) {
 	for _, version := range []string{"2", "x", "01", " 1", "1 "} {
 		t.Run(strconv.Quote(version), func(t *testing.T) {
 			for _, strategy := range []UnknownURNStrategy{StrategyFail, StrategyRelease} {
-				mem := NewInMemoryTransport()
+				mem := bqtest.NewInMemoryTransport()
 				var rec recorder
 				var hookVersion, hookQueue string
 				a := testApp(mem, append(rec.options(), WithMaxAttempts(5), WithUnknownURNStrategy(strategy),
@@ -207,8 +211,8 @@ func TestVersionGate(t *testing.T) {
 				)...)
 				a.Handle("urn:x", func(context.Context, *Envelope) error { t.Error("handler called"); return nil })
 				body := envBody(t, "urn:x", 1)
-				headers := map[string]string{HeaderSchemaVersion: version, HeaderJob: "urn:other", HeaderAttempts: "1", "traceparent": "tp"}
-				mem.Send(context.Background(), &Outgoing{Intent: IntentForward, Queue: "orders", Body: body, From: nil, Headers: headers})
+				headers := map[string]string{wire.HeaderSchemaVersion: version, wire.HeaderJob: "urn:other", wire.HeaderAttempts: "1", "traceparent": "tp"}
+				mem.Send(context.Background(), &driver.Outgoing{Intent: driver.IntentForward, Queue: "orders", Body: body, From: nil, Headers: headers})
 				mem.SetFault(nil)
 				if n := drain(t, a, "orders"); n != 1 {
 					t.Fatalf("handled %d", n)
@@ -238,11 +242,11 @@ func TestVersionGate(t *testing.T) {
 }
 
 func TestVersionGateDeadLetterOffAcksAndWarns(t *testing.T) {
-	mem := NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	var rec recorder
 	a := testApp(mem, append(rec.options(), WithDeadLetter(false))...)
 	a.Handle("urn:x", func(context.Context, *Envelope) error { t.Error("handler called"); return nil })
-	publishH(mem, "orders", "not even json", map[string]string{HeaderSchemaVersion: "3"})
+	publishH(mem, "orders", "not even json", map[string]string{wire.HeaderSchemaVersion: "3"})
 	// The projection of a non-JSON body has no bq-schema-version, so ours stays.
 	drain(t, a, "orders")
 	if mem.Acked("orders") != 1 || len(mem.Queues()) != 1 {
@@ -254,11 +258,11 @@ func TestVersionGateDeadLetterOffAcksAndWarns(t *testing.T) {
 }
 
 func TestBodySchemaVersionIsGatedToo(t *testing.T) {
-	mem := NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	var got string
 	a := testApp(mem, WithOnSchemaVersionRejected(func(v, q string) { got = v }))
 	body := strings.Replace(envBody(t, "urn:x", 0), `"schema_version":1`, `"schema_version":2`, 1)
-	mem.Send(context.Background(), &Outgoing{Intent: IntentForward, Queue: "orders", Body: body, From: nil, Headers: nil})
+	mem.Send(context.Background(), &driver.Outgoing{Intent: driver.IntentForward, Queue: "orders", Body: body, From: nil, Headers: nil})
 	drain(t, a, "orders")
 	if dlq := mem.Messages("orders.dlq"); len(dlq) != 1 || dlq[0].Body != body {
 		t.Fatalf("DLQ = %+v, want the body unchanged", dlq)
@@ -269,10 +273,10 @@ func TestBodySchemaVersionIsGatedToo(t *testing.T) {
 }
 
 func TestVersionGateFailedWriteIsNotCounted(t *testing.T) {
-	mem := NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	var rec recorder
 	a := testApp(mem, rec.options()...)
-	mem.Send(context.Background(), &Outgoing{Intent: IntentForward, Queue: "orders", Body: envBody(t, "urn:x", 0), From: nil, Headers: map[string]string{HeaderSchemaVersion: "2"}})
+	mem.Send(context.Background(), &driver.Outgoing{Intent: driver.IntentForward, Queue: "orders", Body: envBody(t, "urn:x", 0), From: nil, Headers: map[string]string{wire.HeaderSchemaVersion: "2"}})
 	mem.SetFault(func(op, q string) error {
 		if q == "orders.dlq" {
 			return errors.New("broker down")
@@ -311,11 +315,11 @@ func TestPoisonDeadLetteredAtOnce(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			mem := NewInMemoryTransport()
+			mem := bqtest.NewInMemoryTransport()
 			var rec recorder
 			a := testApp(mem, append(rec.options(), WithMaxAttempts(3))...)
 			a.Handle("urn:x", func(context.Context, *Envelope) error { t.Error("handler called"); return nil })
-			mem.PublishKeyed(context.Background(), "orders", []byte("pk"), tc.body, map[string]string{HeaderJob: "urn:x", "traceparent": "tp"})
+			mem.PublishKeyed(context.Background(), "orders", []byte("pk"), tc.body, map[string]string{wire.HeaderJob: "urn:x", "traceparent": "tp"})
 			if n := drain(t, a, "orders"); n != 1 {
 				t.Fatalf("handled %d, want 1 (no retry)", n)
 			}
@@ -324,7 +328,7 @@ func TestPoisonDeadLetteredAtOnce(t *testing.T) {
 				t.Fatalf("DLQ holds %d", len(dlq))
 			}
 			d := dlq[0]
-			if d.Headers[HeaderJob] != "urn:x" || d.Headers["traceparent"] != "tp" || string(d.Key) != "pk" {
+			if d.Headers[wire.HeaderJob] != "urn:x" || d.Headers["traceparent"] != "tp" || string(d.Key) != "pk" {
 				t.Errorf("headers %v key %q: bq-job, traceparent and key must be kept", d.Headers, d.Key)
 			}
 			var obj map[string]json.RawMessage
@@ -332,7 +336,7 @@ func TestPoisonDeadLetteredAtOnce(t *testing.T) {
 				t.Fatalf("DLQ body is not JSON: %s", d.Body)
 			}
 			dl := dlqEntry(t, d.Body)
-			if dl.Reason != ReasonPoison || dl.OriginalQueue != "orders" || dl.Attempts != 1 || dl.Error == nil {
+			if dl.Reason != wire.ReasonPoison || dl.OriginalQueue != "orders" || dl.Attempts != 1 || dl.Error == nil {
 				t.Errorf("dead_letter = %+v", dl)
 			}
 			_, hasRaw := obj["raw"]
@@ -354,10 +358,10 @@ func TestPoisonDeadLetteredAtOnce(t *testing.T) {
 }
 
 func TestPoisonWithoutDeadLetterIsRetriedThenDropped(t *testing.T) {
-	mem := NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	var rec recorder
 	a := testApp(mem, append(rec.options(), WithDeadLetter(false), WithMaxAttempts(3))...)
-	publishH(mem, "orders", "%%garbage", map[string]string{HeaderJob: "urn:x", "traceparent": "tp"})
+	publishH(mem, "orders", "%%garbage", map[string]string{wire.HeaderJob: "urn:x", "traceparent": "tp"})
 	var seen []string
 	mem.SetFault(func(op, q string) error {
 		if op == "retry" {
@@ -378,7 +382,7 @@ func TestPoisonWithoutDeadLetterIsRetriedThenDropped(t *testing.T) {
 		if i > 0 {
 			want = strconv.Itoa(i)
 		}
-		if msg.Headers[HeaderAttempts] != want || msg.Headers[HeaderJob] != "urn:x" || msg.Headers["traceparent"] != "tp" {
+		if msg.Headers[wire.HeaderAttempts] != want || msg.Headers[wire.HeaderJob] != "urn:x" || msg.Headers["traceparent"] != "tp" {
 			t.Errorf("delivery %d headers = %v", i+1, msg.Headers)
 		}
 		a.deliver(context.Background(), msg)
@@ -404,7 +408,7 @@ func TestRoutingFollowsTheHeader(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			mem := NewInMemoryTransport()
+			mem := bqtest.NewInMemoryTransport()
 			var hook []string
 			a := testApp(mem, WithOnRoutingMismatch(func(h, b string, env *Envelope) {
 				hook = []string{h, b, env.URN()}
@@ -419,9 +423,9 @@ func TestRoutingFollowsTheHeader(t *testing.T) {
 			}
 			headers := map[string]string{}
 			if tc.header != "" {
-				headers[HeaderJob] = tc.header
+				headers[wire.HeaderJob] = tc.header
 			}
-			mem.Send(context.Background(), &Outgoing{Intent: IntentForward, Queue: "orders", Body: envBody(t, "urn:a", 0), From: nil, Headers: headers})
+			mem.Send(context.Background(), &driver.Outgoing{Intent: driver.IntentForward, Queue: "orders", Body: envBody(t, "urn:a", 0), From: nil, Headers: headers})
 			drain(t, a, "orders")
 			if routed != tc.wantRoute || bodyURN != "urn:a" {
 				t.Errorf("routed to %q with body URN %q, want %q and urn:a", routed, bodyURN, tc.wantRoute)
@@ -438,7 +442,7 @@ func TestRoutingFollowsTheHeader(t *testing.T) {
 
 func TestUnknownURNStrategies(t *testing.T) {
 	t.Run("fail", func(t *testing.T) {
-		mem := NewInMemoryTransport()
+		mem := bqtest.NewInMemoryTransport()
 		a := testApp(mem, WithMaxAttempts(3))
 		mem.Publish(context.Background(), "orders", envBody(t, "urn:nobody", 0))
 		if n := drain(t, a, "orders"); n != 3 {
@@ -449,12 +453,12 @@ func TestUnknownURNStrategies(t *testing.T) {
 			t.Fatalf("DLQ holds %d", len(dlq))
 		}
 		dl := dlqEntry(t, dlq[0].Body)
-		if dl.Reason != ReasonUnknownURN || dl.Attempts != 3 || *dl.Exception != "*babelqueue.UnknownURNError" {
+		if dl.Reason != wire.ReasonUnknownURN || dl.Attempts != 3 || *dl.Exception != "*babelqueue.UnknownURNError" {
 			t.Errorf("dead_letter = %+v exception %s", dl, *dl.Exception)
 		}
 	})
 	t.Run("delete", func(t *testing.T) {
-		mem := NewInMemoryTransport()
+		mem := bqtest.NewInMemoryTransport()
 		var rec recorder
 		a := testApp(mem, append(rec.options(), WithUnknownURNStrategy(StrategyDelete))...)
 		mem.Publish(context.Background(), "orders", envBody(t, "urn:nobody", 0))
@@ -467,7 +471,7 @@ func TestUnknownURNStrategies(t *testing.T) {
 		}
 	})
 	t.Run("release", func(t *testing.T) {
-		mem := NewInMemoryTransport()
+		mem := bqtest.NewInMemoryTransport()
 		var rec recorder
 		a := testApp(mem, append(rec.options(), WithUnknownURNStrategy(StrategyRelease), WithMaxAttempts(1))...)
 		body := envBody(t, "urn:nobody", 1)
@@ -493,7 +497,7 @@ func TestUnknownURNStrategies(t *testing.T) {
 		}
 	})
 	t.Run("dead_letter", func(t *testing.T) {
-		mem := NewInMemoryTransport()
+		mem := bqtest.NewInMemoryTransport()
 		a := testApp(mem, WithUnknownURNStrategy(StrategyDeadLetter), WithMaxAttempts(5))
 		mem.Publish(context.Background(), "orders", envBody(t, "urn:nobody", 0))
 		if n := drain(t, a, "orders"); n != 1 {
@@ -503,12 +507,12 @@ func TestUnknownURNStrategies(t *testing.T) {
 		if len(dlq) != 1 {
 			t.Fatalf("DLQ holds %d", len(dlq))
 		}
-		if dl := dlqEntry(t, dlq[0].Body); dl.Reason != ReasonUnknownURN || dl.Attempts != 1 {
+		if dl := dlqEntry(t, dlq[0].Body); dl.Reason != wire.ReasonUnknownURN || dl.Attempts != 1 {
 			t.Errorf("dead_letter = %+v", dl)
 		}
 	})
 	t.Run("dead_letter with dead-lettering off", func(t *testing.T) {
-		mem := NewInMemoryTransport()
+		mem := bqtest.NewInMemoryTransport()
 		var rec recorder
 		a := testApp(mem, append(rec.options(), WithUnknownURNStrategy(StrategyDeadLetter), WithDeadLetter(false))...)
 		mem.Publish(context.Background(), "orders", envBody(t, "urn:nobody", 0))
@@ -530,22 +534,26 @@ func TestFailedWritesNeverLoseTheMessage(t *testing.T) {
 	}
 	cases := []struct {
 		name       string
-		wrap       func(*InMemoryTransport) Transport
+		wrap       func(*bqtest.InMemoryTransport) Transport
 		attempts   int // body attempts: 2 with max 3 dead-letters, 0 retries
 		failQueue  string
 		wantLen    int // messages visible again in orders
 		wantFlight int
 		wantRedel  int
 	}{
-		{name: "dlq write, rewind", wrap: func(m *InMemoryTransport) Transport { return m }, attempts: 2, failQueue: "orders.dlq", wantLen: 1},
-		{name: "dlq write, nack", wrap: func(m *InMemoryTransport) Transport { return with(m, func(f *Features) { f.HandBack = HandBackNack }) }, attempts: 2, failQueue: "orders.dlq", wantLen: 1, wantRedel: 1},
-		{name: "dlq write, neither", wrap: func(m *InMemoryTransport) Transport { return with(m, func(f *Features) { f.HandBack = HandBackNone }) }, attempts: 2, failQueue: "orders.dlq", wantFlight: 1},
-		{name: "retry write, rewind", wrap: func(m *InMemoryTransport) Transport { return m }, attempts: 0, failQueue: "orders", wantLen: 1},
-		{name: "retrier fails, rewind", wrap: func(m *InMemoryTransport) Transport { return m }, attempts: 0, failQueue: "orders", wantLen: 1},
+		{name: "dlq write, rewind", wrap: func(m *bqtest.InMemoryTransport) Transport { return m }, attempts: 2, failQueue: "orders.dlq", wantLen: 1},
+		{name: "dlq write, nack", wrap: func(m *bqtest.InMemoryTransport) Transport {
+			return with(m, func(f *driver.Features) { f.HandBack = driver.HandBackNack })
+		}, attempts: 2, failQueue: "orders.dlq", wantLen: 1, wantRedel: 1},
+		{name: "dlq write, neither", wrap: func(m *bqtest.InMemoryTransport) Transport {
+			return with(m, func(f *driver.Features) { f.HandBack = driver.HandBackNone })
+		}, attempts: 2, failQueue: "orders.dlq", wantFlight: 1},
+		{name: "retry write, rewind", wrap: func(m *bqtest.InMemoryTransport) Transport { return m }, attempts: 0, failQueue: "orders", wantLen: 1},
+		{name: "retrier fails, rewind", wrap: func(m *bqtest.InMemoryTransport) Transport { return m }, attempts: 0, failQueue: "orders", wantLen: 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			mem := NewInMemoryTransport()
+			mem := bqtest.NewInMemoryTransport()
 			var rec recorder
 			a := testApp(tc.wrap(mem), append(rec.options(), WithMaxAttempts(3))...)
 			a.Handle("urn:x", func(context.Context, *Envelope) error { return errors.New("boom") })
@@ -583,7 +591,7 @@ func TestFailedWritesNeverLoseTheMessage(t *testing.T) {
 }
 
 func TestFailedWriteIsRetriedOnRedeliveryWithSameCount(t *testing.T) {
-	mem := NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	a := testApp(mem, WithMaxAttempts(2))
 	var seen []int
 	a.Handle("urn:x", func(ctx context.Context, env *Envelope) error {
@@ -612,7 +620,7 @@ func TestFailedWriteIsRetriedOnRedeliveryWithSameCount(t *testing.T) {
 }
 
 func TestAckFailureIsReported(t *testing.T) {
-	mem := NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	var rec recorder
 	a := testApp(mem, rec.options()...)
 	a.Handle("urn:x", func(context.Context, *Envelope) error { return nil })
@@ -642,7 +650,7 @@ func TestDeadLetterQueueNaming(t *testing.T) {
 		{WithDeadLetterQueue("graveyard"), "graveyard"},
 	}
 	for _, tc := range cases {
-		mem := NewInMemoryTransport()
+		mem := bqtest.NewInMemoryTransport()
 		a := testApp(mem, tc.opt, WithMaxAttempts(1))
 		mem.Publish(context.Background(), "orders", envBody(t, "urn:nobody", 0))
 		drain(t, a, "orders")
@@ -653,7 +661,7 @@ func TestDeadLetterQueueNaming(t *testing.T) {
 }
 
 func TestHandlerPanicIsAFailure(t *testing.T) {
-	mem := NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	var rec recorder
 	a := testApp(mem, append(rec.options(), WithMaxAttempts(1))...)
 	sentinel := errors.New("inner")
@@ -694,13 +702,13 @@ func TestExceptionName(t *testing.T) {
 	}
 }
 
-// opLog records the operations an InMemoryTransport sees, in order.
+// opLog records the operations a bqtest.InMemoryTransport sees, in order.
 type opLog struct {
 	mu  sync.Mutex
 	ops []string
 }
 
-func (l *opLog) install(mem *InMemoryTransport) {
+func (l *opLog) install(mem *bqtest.InMemoryTransport) {
 	mem.SetFault(func(op, q string) error {
 		if op != "Receive" {
 			l.mu.Lock()
@@ -720,26 +728,26 @@ func (l *opLog) String() string {
 func TestDeadLetterWriteKeepsRouteKeyAndHeadersThenAcks(t *testing.T) {
 	cases := []struct {
 		name      string
-		f         func(*Features)
+		f         func(*driver.Features)
 		wantKey   string
 		wantTrace string
 	}{
-		{"every feature", func(*Features) {}, "k", "tp"},
-		{"no keys", func(f *Features) { f.Keys = false }, "", "tp"},
-		{"no headers", func(f *Features) { f.Headers = false }, "k", ""},
-		{"nothing", func(f *Features) { *f = Features{} }, "", ""},
+		{"every feature", func(*driver.Features) {}, "k", "tp"},
+		{"no keys", func(f *driver.Features) { f.Keys = false }, "", "tp"},
+		{"no headers", func(f *driver.Features) { f.Headers = false }, "k", ""},
+		{"nothing", func(f *driver.Features) { *f = driver.Features{} }, "", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			mem := NewInMemoryTransport()
+			mem := bqtest.NewInMemoryTransport()
 			// A keyed message whose bq-job header routes it to another URN
 			// than its body's.
 			mem.PublishKeyed(ctx, "setup", []byte("k"), envBody(t, "urn:x", 0), nil)
 			seed, _ := mem.Pop(ctx, "setup", 0)
 			h := maps.Clone(seed.Headers)
-			h[HeaderJob], h["traceparent"] = "urn:routed", "tp"
-			mem.Send(ctx, &Outgoing{Intent: IntentForward, Queue: "orders", Body: seed.Body, From: seed, Headers: h})
+			h[wire.HeaderJob], h["traceparent"] = "urn:routed", "tp"
+			mem.Send(ctx, &driver.Outgoing{Intent: driver.IntentForward, Queue: "orders", Body: seed.Body, From: seed, Headers: h})
 
 			a := testApp(with(mem, tc.f), WithMaxAttempts(1))
 			a.Handle("urn:routed", func(context.Context, *Envelope) error { return errors.New("boom") })
@@ -757,11 +765,11 @@ func TestDeadLetterWriteKeepsRouteKeyAndHeadersThenAcks(t *testing.T) {
 			if tc.wantTrace == "" {
 				wantJob = "urn:x" // without headers only the projection is written
 			}
-			if string(d.Key) != tc.wantKey || d.Headers["traceparent"] != tc.wantTrace || d.Headers[HeaderJob] != wantJob {
+			if string(d.Key) != tc.wantKey || d.Headers["traceparent"] != tc.wantTrace || d.Headers[wire.HeaderJob] != wantJob {
 				t.Errorf("dead letter key %q headers %v", d.Key, d.Headers)
 			}
-			if d.Headers[HeaderAttempts] != "1" {
-				t.Errorf("dead letter bq-attempts = %q, want the counted 1", d.Headers[HeaderAttempts])
+			if d.Headers[wire.HeaderAttempts] != "1" {
+				t.Errorf("dead letter bq-attempts = %q, want the counted 1", d.Headers[wire.HeaderAttempts])
 			}
 		})
 	}
@@ -784,7 +792,7 @@ func TestDeliveryErrorText(t *testing.T) {
 }
 
 func TestHandleReplacesAndRemoves(t *testing.T) {
-	mem := NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	a := testApp(mem, WithUnknownURNStrategy(StrategyDelete))
 	got := ""
 	a.Handle("urn:x", func(context.Context, *Envelope) error { got = "first"; return nil })
@@ -808,7 +816,7 @@ func TestHandleReplacesAndRemoves(t *testing.T) {
 
 // blockingAck is a transport whose Ack waits for its context to end.
 type blockingAck struct {
-	*InMemoryTransport
+	*bqtest.InMemoryTransport
 	seen chan any
 }
 
@@ -819,9 +827,12 @@ func (b blockingAck) Ack(ctx context.Context, _ *ReceivedMessage) error {
 }
 
 func TestAckIsBoundedBySettleTimeoutEveryTime(t *testing.T) {
-	mem := NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	tr := blockingAck{mem, make(chan any, 3)}
-	a := NewApp(tr, WithDefaultQueue("orders"), WithSettleTimeout(20*time.Millisecond), WithLogger(quietLogger()))
+	a, err := NewApp(tr, WithDefaultQueue("orders"), WithSettleTimeout(20*time.Millisecond), WithLogger(quietLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
 	a.Handle("urn:x", func(context.Context, *Envelope) error { return nil })
 	ctx := context.WithValue(context.Background(), ctxKey{}, "v")
 	for i := 0; i < 3; i++ {
@@ -842,7 +853,7 @@ func TestAckIsBoundedBySettleTimeoutEveryTime(t *testing.T) {
 // and it wins over the body's own attempts, so the count advances to the
 // drop.
 func TestPoisonObjectRetryKeepsTheBodyOnTheWire(t *testing.T) {
-	mem := NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	a := testApp(mem, WithDeadLetter(false), WithMaxAttempts(3))
 	const poison = `{"x":1,"attempts":0}` // no job: poison
 	publishH(mem, "orders", poison, map[string]string{"traceparent": "tp"})
@@ -853,8 +864,8 @@ func TestPoisonObjectRetryKeepsTheBodyOnTheWire(t *testing.T) {
 		if len(stored) != 1 {
 			t.Fatalf("after delivery %d the queue holds %d, want the retry copy", i, len(stored))
 		}
-		if stored[0].Body != msg.Body || stored[0].Headers[HeaderAttempts] != strconv.Itoa(i) {
-			t.Errorf("retry copy %d: body %s bq-attempts %q; want the delivered bytes %s and %d", i, stored[0].Body, stored[0].Headers[HeaderAttempts], msg.Body, i)
+		if stored[0].Body != msg.Body || stored[0].Headers[wire.HeaderAttempts] != strconv.Itoa(i) {
+			t.Errorf("retry copy %d: body %s bq-attempts %q; want the delivered bytes %s and %d", i, stored[0].Body, stored[0].Headers[wire.HeaderAttempts], msg.Body, i)
 		}
 	}
 	msg, _ := mem.Pop(context.Background(), "orders", 0)

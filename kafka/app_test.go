@@ -9,9 +9,10 @@ import (
 	"testing"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/google/go-cmp/cmp"
 	kafkago "github.com/segmentio/kafka-go"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
 )
 
 // settleLog is a babelqueue.SettleHook that keeps the settlements.
@@ -35,9 +36,12 @@ func (l *settleLog) OnSettle(_ context.Context, _ *babelqueue.Delivery, s *babel
 func TestAppRetryThroughATierKeepsTheDeliveredRoute(t *testing.T) {
 	rg := newRig(t, WithRetryTiers(5*time.Second, 30*time.Second), WithMaxWaitTime(20*time.Millisecond))
 	settled := &settleLog{}
-	app := babelqueue.NewApp(rg.tr, babelqueue.WithDefaultQueue("orders"), babelqueue.WithMaxAttempts(5),
+	app, err := babelqueue.NewApp(rg.tr, babelqueue.WithDefaultQueue("orders"), babelqueue.WithMaxAttempts(5),
 		babelqueue.WithPollTimeout(20*time.Millisecond), babelqueue.WithHooks(settled),
 		babelqueue.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
 	handled := 0
 	app.Handle("urn:delivered:route", func(context.Context, *babelqueue.Envelope) error {
 		handled++

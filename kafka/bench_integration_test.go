@@ -14,8 +14,10 @@ import (
 	"testing"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	kafkago "github.com/segmentio/kafka-go"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
 )
 
 // The broker benchmarks run only with BQ_BENCH=1 (make bench). Each is
@@ -301,7 +303,10 @@ func consumeRaw(t *testing.T, ctx context.Context, topic string, total int) floa
 func consumeApp(t *testing.T, ctx context.Context, topic string, total int) float64 {
 	tr := itTransport(t, WithGroupID(uniq("bench-app")))
 	defer tr.Close()
-	app := babelqueue.NewApp(tr, babelqueue.WithDefaultQueue(topic), babelqueue.WithPollTimeout(time.Second))
+	app, err := babelqueue.NewApp(tr, babelqueue.WithDefaultQueue(topic), babelqueue.WithPollTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
 	var n atomic.Int64
 	var start, end time.Time
 	finished := make(chan struct{})
@@ -330,7 +335,7 @@ func consumeApp(t *testing.T, ctx context.Context, topic string, total int) floa
 
 // stampClock is a Clock whose Now is the time last set.
 type stampClock struct {
-	babelqueue.SystemClock
+	driver.SystemClock
 	now atomic.Int64
 }
 

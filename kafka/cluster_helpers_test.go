@@ -27,9 +27,11 @@ import (
 	"testing"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
-	"github.com/babelqueue/babelqueue-go/kafka"
 	kafkago "github.com/segmentio/kafka-go"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/wire"
+	"github.com/babelqueue/babelqueue-go/kafka"
 )
 
 const clusterURN = "urn:babel:cluster:tick"
@@ -248,9 +250,9 @@ func (e *clusterEnv) readAll(t *testing.T, topic string, partitions int) []clRec
 				rec := clRecord{partition: p, offset: m.Offset}
 				for _, h := range m.Headers {
 					switch h.Key {
-					case babelqueue.HeaderMessageID:
+					case wire.HeaderMessageID:
 						rec.id = string(h.Value)
-					case babelqueue.HeaderAttempts:
+					case wire.HeaderAttempts:
 						rec.attempts, _ = strconv.Atoi(string(h.Value))
 					}
 				}

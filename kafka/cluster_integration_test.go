@@ -52,9 +52,10 @@ import (
 	"testing"
 	"time"
 
+	kafkago "github.com/segmentio/kafka-go"
+
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/babelqueue/babelqueue-go/kafka"
-	kafkago "github.com/segmentio/kafka-go"
 )
 
 const (
@@ -125,13 +126,16 @@ func startWork(t *testing.T, e *clusterEnv, prefix string, tiers []time.Duration
 	}
 	e.waitFullISR(t, topics...)
 
-	app := babelqueue.NewApp(w.tr, babelqueue.WithDefaultQueue(w.topic), babelqueue.WithPollTimeout(200*time.Millisecond),
+	app, err := babelqueue.NewApp(w.tr, babelqueue.WithDefaultQueue(w.topic), babelqueue.WithPollTimeout(200*time.Millisecond),
 		babelqueue.WithMaxAttempts(5), babelqueue.WithLogger(slogTo(w.logs)),
 		babelqueue.WithOnError(func(err error) {
 			if !errors.Is(err, errFirstAttempt) {
 				w.onErr.Add(1) // not the handler's planned failure: a settle write that failed
 			}
 		}))
+	if err != nil {
+		t.Fatal(err)
+	}
 	app.Handle(clusterURN, func(_ context.Context, env *babelqueue.Envelope) error {
 		w.led.handle(hkey{env.Meta.ID, env.Attempts})
 		if failFirst && env.Attempts == 0 {
@@ -146,7 +150,10 @@ func startWork(t *testing.T, e *clusterEnv, prefix string, tiers []time.Duration
 	w.consumeDone = supervise(cctx, app, w.topic, &w.restarts, w.logs)
 
 	ptr := newClusterTransport(t, e, w.logs)
-	papp := babelqueue.NewApp(ptr, babelqueue.WithDefaultQueue(w.topic), babelqueue.WithLogger(slogTo(w.logs)))
+	papp, err := babelqueue.NewApp(ptr, babelqueue.WithDefaultQueue(w.topic), babelqueue.WithLogger(slogTo(w.logs)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	pctx, w.stopProduce = context.WithCancel(context.Background())
 	w.produceDone = make(chan struct{})
 	go func() {

@@ -11,9 +11,12 @@ import (
 	"testing"
 	"time"
 
+	kafkago "github.com/segmentio/kafka-go"
+
 	"github.com/babelqueue/babelqueue-go/conformance"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
-	kafkago "github.com/segmentio/kafka-go"
+	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // conformanceBinding runs the §6 blocks of the conformance suite through
@@ -113,14 +116,14 @@ func (b conformanceBinding) ReconcileKafka(bodyAttempts int, header string, pres
 	body := `{"job":"urn:x","trace_id":"t","data":{},"meta":{"id":"i","queue":"q","lang":"go","schema_version":1,"created_at":1},"attempts":` + strconv.Itoa(bodyAttempts) + `}`
 	var hs []kafkago.Header
 	if present {
-		hs = []kafkago.Header{h(babelqueue.HeaderAttempts, header)}
+		hs = []kafkago.Header{h(wire.HeaderAttempts, header)}
 	}
 	m.log.append("orders", 0, kafkago.Message{Value: []byte(body), Headers: hs})
 	msg, err := m.tr.Pop(context.Background(), "orders", time.Second)
 	if err != nil || msg == nil {
 		b.t.Fatalf("Pop: %v %v", msg, err)
 	}
-	n, ok := babelqueue.ParseAttemptsHeader(babelqueue.ProjectBody([]byte(msg.Body)).Attempts)
+	n, ok := wire.ParseAttemptsHeader(wire.ProjectBody([]byte(msg.Body)).Attempts)
 	if !ok {
 		b.t.Fatalf("Pop handed over a body without attempts: %s", msg.Body)
 	}
@@ -137,7 +140,7 @@ func (b conformanceBinding) AdmitKafka(value string, present bool, body []byte) 
 	}
 	var hs []kafkago.Header
 	if present {
-		hs = []kafkago.Header{h(babelqueue.HeaderSchemaVersion, value)}
+		hs = []kafkago.Header{h(wire.HeaderSchemaVersion, value)}
 	}
 	m.log.append("orders", 0, kafkago.Message{Value: body, Headers: hs})
 	msg, err := m.tr.Pop(context.Background(), "orders", time.Second)
@@ -189,7 +192,7 @@ func (b conformanceBinding) DelayTier(tiers []time.Duration, delay time.Duration
 }
 
 func (b conformanceBinding) ReinjectHeaders(in []conformance.Header) (string, []conformance.Header) {
-	r := &Reinjector{clock: babelqueue.SystemClock{}, workOf: map[string]string{"unknown.retry.1": "unknown"}}
+	r := &Reinjector{clock: driver.SystemClock{}, workOf: map[string]string{"unknown.retry.1": "unknown"}}
 	out := r.reinjected(kafkago.Message{Topic: "unknown.retry.1", Value: []byte("v"), Headers: fromConf(in)})
 	return out.Topic, toConf(out.Headers)
 }
@@ -273,8 +276,11 @@ func (b conformanceBinding) SettleVersionGated(ctx context.Context, in conforman
 	if in.UnknownURNStrategy != "" {
 		opts = append(opts, babelqueue.WithUnknownURNStrategy(babelqueue.UnknownURNStrategy(in.UnknownURNStrategy)))
 	}
-	app := babelqueue.NewApp(m.tr, opts...)
-	if p := babelqueue.ProjectBody(in.Body); p.Job != "" {
+	app, err := babelqueue.NewApp(m.tr, opts...)
+	if err != nil {
+		return out, err
+	}
+	if p := wire.ProjectBody(in.Body); p.Job != "" {
 		app.Handle(p.Job, func(context.Context, *babelqueue.Envelope) error {
 			out.HandlerCalled = true
 			return errors.New("the handler of a version-gated message ran")

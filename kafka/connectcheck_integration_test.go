@@ -14,6 +14,7 @@ import (
 
 	"github.com/babelqueue/babelqueue-go/brokertest"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/redrive"
 )
 
 // TestIntegrationRejectedConnectionSettingsFailFast checks, against the real
@@ -61,7 +62,7 @@ func TestIntegrationRejectedConnectionSettingsFailFast(t *testing.T) {
 			}
 			check("Pop", err)
 			check("EnsureTopics", tr.EnsureTopics(ctx, uniq("it-reject"), 1, 1))
-			_, err = babelqueue.Redrive(ctx, tr, uniq("it-reject")+".dlq")
+			_, err = redrive.Run(ctx, tr, uniq("it-reject")+".dlq")
 			check("Redrive", err)
 			r, err := tr.NewReinjector(uniq("it-reject"))
 			if err != nil {

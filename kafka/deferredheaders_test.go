@@ -5,9 +5,11 @@ import (
 	"testing"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/google/go-cmp/cmp"
 	kafkago "github.com/segmentio/kafka-go"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // TestReceiveReadsTheRecordsHeaderList checks both pops, over
@@ -40,7 +42,7 @@ func TestReceiveReadsTheRecordsHeaderList(t *testing.T) {
 			if v, ok := deferred.Header("x-tenant"); !ok || v != "acme" {
 				t.Fatalf(`Header("x-tenant") = %q, %v; want the last value`, v, ok)
 			}
-			if v, ok := deferred.Header(babelqueue.HeaderJob); !ok || v != "urn:babel:orders:created" {
+			if v, ok := deferred.Header(wire.HeaderJob); !ok || v != "urn:babel:orders:created" {
 				t.Fatalf("Header(bq-job) = %q, %v", v, ok)
 			}
 			if _, ok := deferred.Header("absent"); ok {
@@ -97,7 +99,7 @@ func TestPrefetchStopsBuildingHeaderMapsOnceHeadersAreDeferred(t *testing.T) {
 		if m.Headers != nil {
 			t.Fatalf("record %d: a header map was built ahead for a deferring queue", i)
 		}
-		if _, ok := m.Header(babelqueue.HeaderMessageID); !ok {
+		if _, ok := m.Header(wire.HeaderMessageID); !ok {
 			t.Fatalf("record %d: bq-message-id missing", i)
 		}
 	}

@@ -6,13 +6,14 @@ import (
 	"testing"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/babelqueue/babelqueue-go/core/driver"
 )
 
 // publishDelayed is Send of a delayed IntentPublish with headers.
 func publishDelayed(tr *Transport, ctx context.Context, queue, body string, delay time.Duration, headers map[string]string) error {
-	_, err := tr.Send(ctx, &babelqueue.Outgoing{Intent: babelqueue.IntentPublish, Queue: queue, Body: body, Delay: delay, Headers: headers})
+	_, err := tr.Send(ctx, &driver.Outgoing{Intent: driver.IntentPublish, Queue: queue, Body: body, Delay: delay, Headers: headers})
 	return err
 }
 
@@ -28,12 +29,12 @@ func TestSendDelayedWithHeadersMergesLikePublishWithHeaders(t *testing.T) {
 		" ":                 "blank key",
 		"blank":             "",
 	}
-	r, err := rg.tr.Send(ctx, &babelqueue.Outgoing{Intent: babelqueue.IntentPublish, Queue: "orders", Body: envelope(t, 0),
+	r, err := rg.tr.Send(ctx, &driver.Outgoing{Intent: driver.IntentPublish, Queue: "orders", Body: envelope(t, 0),
 		Delay: 6 * time.Second, Headers: extra, Key: []byte("k-1")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (babelqueue.Receipt{Queue: "orders.retry.2", Delay: 30 * time.Second, Partition: -1}); r != want {
+	if want := (driver.Receipt{Queue: "orders.retry.2", Delay: 30 * time.Second, Partition: -1}); r != want {
 		t.Fatalf("receipt %+v, want %+v", r, want)
 	}
 	got := rg.log.records("orders.retry.2")

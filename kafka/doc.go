@@ -13,7 +13,10 @@
 // key byte for byte.
 //
 //	tr, err := kafka.New(kafka.WithBrokers("127.0.0.1:9092"), kafka.WithGroupID("orders-workers"))
-//	app := babelqueue.NewApp(tr, babelqueue.WithDefaultQueue("orders"))
+//	app, err := babelqueue.NewApp(tr, babelqueue.WithDefaultQueue("orders"))
+//	if err != nil {
+//		return err // every option problem, joined
+//	}
 //
 // # Publishing
 //

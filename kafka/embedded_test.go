@@ -14,10 +14,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/babelqueue/babelqueue-go/brokertest/devkafka"
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/google/go-cmp/cmp"
 	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/babelqueue/babelqueue-go/brokertest/devkafka"
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // embBroker starts an embedded broker closed at cleanup.
@@ -228,9 +230,12 @@ func TestEmbeddedAppRetryWithoutTiersThenDeadLetter(t *testing.T) {
 
 	var mu sync.Mutex
 	var attempts []int
-	app := babelqueue.NewApp(tr, babelqueue.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
+	app, err := babelqueue.NewApp(tr, babelqueue.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
 		babelqueue.WithDefaultQueue(topic), babelqueue.WithMaxAttempts(2),
 		babelqueue.WithPollTimeout(200*time.Millisecond), babelqueue.WithOnError(func(error) {}))
+	if err != nil {
+		t.Fatal(err)
+	}
 	app.Handle("urn:babel:orders:created", func(_ context.Context, env *babelqueue.Envelope) error {
 		mu.Lock()
 		attempts = append(attempts, env.Attempts)
@@ -255,8 +260,8 @@ func TestEmbeddedAppRetryWithoutTiersThenDeadLetter(t *testing.T) {
 	if v, _ := lastHeader(dead.Headers, "bq-attempts"); v != "2" {
 		t.Fatalf("dead letter bq-attempts %q, want 2", v)
 	}
-	dl, ok := babelqueue.DeadLetterOf(dead.Value)
-	if !ok || dl.Reason != babelqueue.ReasonFailed || dl.Attempts != 2 || dl.OriginalQueue != topic || dl.Lang != "go" {
+	dl, ok := wire.DeadLetterOf(dead.Value)
+	if !ok || dl.Reason != wire.ReasonFailed || dl.Attempts != 2 || dl.OriginalQueue != topic || dl.Lang != "go" {
 		t.Fatalf("dead_letter %+v (found %v) in %s", dl, ok, dead.Value)
 	}
 

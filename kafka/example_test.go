@@ -27,7 +27,10 @@ func Example() {
 	if err := tr.EnsureTopics(ctx, "orders", 6, 1); err != nil {
 		log.Fatal(err)
 	}
-	app := babelqueue.NewApp(tr, babelqueue.WithDefaultQueue("orders"), babelqueue.WithMaxAttempts(5))
+	app, err := babelqueue.NewApp(tr, babelqueue.WithDefaultQueue("orders"), babelqueue.WithMaxAttempts(5))
+	if err != nil {
+		panic(err)
+	}
 	app.Handle("urn:babel:orders:created", func(ctx context.Context, env *babelqueue.Envelope) error {
 		var order struct {
 			OrderID int `json:"order_id"`

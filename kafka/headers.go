@@ -6,12 +6,13 @@ import (
 	"time"
 	"unsafe"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // toKafkaHeaders converts headers to record headers with UTF-8 byte values.
-func toKafkaHeaders(hs []babelqueue.Header) []kafkago.Header {
+func toKafkaHeaders(hs []wire.Header) []kafkago.Header {
 	if len(hs) == 0 {
 		return nil
 	}
@@ -58,7 +59,7 @@ func lastHeader(hs []kafkago.Header, key string) (string, bool) {
 }
 
 // headerSet is an ordered header list in which each key appears once.
-type headerSet []babelqueue.Header
+type headerSet []wire.Header
 
 func (s headerSet) index(key string) int {
 	for i, h := range s {
@@ -75,27 +76,27 @@ func (s *headerSet) set(key, value string) {
 		(*s)[i].Value = value
 		return
 	}
-	*s = append(*s, babelqueue.Header{Key: key, Value: value})
+	*s = append(*s, wire.Header{Key: key, Value: value})
 }
 
 // setIfAbsent appends key unless it is already there.
 func (s *headerSet) setIfAbsent(key, value string) {
 	if s.index(key) < 0 {
-		*s = append(*s, babelqueue.Header{Key: key, Value: value})
+		*s = append(*s, wire.Header{Key: key, Value: value})
 	}
 }
 
 // tierHeaders are the retry-tier routing headers that only the transport
 // sets; a caller's extra header of that name is ignored.
 func isTierHeader(key string) bool {
-	return key == babelqueue.HeaderDelay || key == babelqueue.HeaderOriginalTopic
+	return key == wire.HeaderDelay || key == wire.HeaderOriginalTopic
 }
 
 // projection returns the §6 contract headers of body (in the contract
 // order) and the record timestamp: meta.created_at, or now when the body
 // has none.
 func projection(body string, now time.Time) (headerSet, time.Time) {
-	p := babelqueue.ProjectBody([]byte(body))
+	p := wire.ProjectBody([]byte(body))
 	ts := now
 	if p.HasCreatedAt {
 		ts = time.UnixMilli(p.CreatedAt)
@@ -112,7 +113,7 @@ func withExtra(s headerSet, extra map[string]string) headerSet {
 	}
 	keys := make([]string, 0, len(extra))
 	for k, v := range extra {
-		if babelqueue.IsBlank(k) || babelqueue.IsBlank(v) || isTierHeader(k) {
+		if wire.IsBlank(k) || wire.IsBlank(v) || isTierHeader(k) {
 			continue
 		}
 		keys = append(keys, k)
@@ -127,8 +128,8 @@ func withExtra(s headerSet, extra map[string]string) headerSet {
 // keepRouting carries the delivered record's bq-job when the body projects
 // none (a poison body), so the routing header survives a republish.
 func keepRouting(s headerSet, from []kafkago.Header) headerSet {
-	if v, ok := lastHeader(from, babelqueue.HeaderJob); ok && !babelqueue.IsBlank(v) {
-		s.setIfAbsent(babelqueue.HeaderJob, v)
+	if v, ok := lastHeader(from, wire.HeaderJob); ok && !wire.IsBlank(v) {
+		s.setIfAbsent(wire.HeaderJob, v)
 	}
 	return s
 }

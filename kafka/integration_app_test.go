@@ -14,9 +14,12 @@ import (
 	"testing"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/google/go-cmp/cmp"
 	kafkago "github.com/segmentio/kafka-go"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/redrive"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 var quiet = babelqueue.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -68,8 +71,11 @@ func TestIntegrationAppRetriesThroughTiersThenDeadLetters(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var deliveries []seen
-	app := babelqueue.NewApp(tr, quiet, babelqueue.WithDefaultQueue(topic), babelqueue.WithMaxAttempts(3),
+	app, err := babelqueue.NewApp(tr, quiet, babelqueue.WithDefaultQueue(topic), babelqueue.WithMaxAttempts(3),
 		babelqueue.WithPollTimeout(200*time.Millisecond), babelqueue.WithOnError(func(error) {}))
+	if err != nil {
+		t.Fatal(err)
+	}
 	app.Handle("urn:babel:orders:created", func(ctx context.Context, env *babelqueue.Envelope) error {
 		mu.Lock()
 		deliveries = append(deliveries, seen{env.Attempts, time.Now(), babelqueue.IsReplay(ctx), babelqueue.HeadersFromContext(ctx)})
@@ -96,8 +102,8 @@ func TestIntegrationAppRetriesThroughTiersThenDeadLetters(t *testing.T) {
 	if v, _ := lastHeader(d.Headers, "bq-attempts"); v != "3" {
 		t.Fatalf("dead letter bq-attempts %q", v)
 	}
-	dl, ok := babelqueue.DeadLetterOf(d.Value)
-	if !ok || dl.Reason != babelqueue.ReasonFailed || dl.Attempts != 3 || dl.OriginalQueue != topic {
+	dl, ok := wire.DeadLetterOf(d.Value)
+	if !ok || dl.Reason != wire.ReasonFailed || dl.Attempts != 3 || dl.OriginalQueue != topic {
 		t.Fatalf("dead_letter %+v in %s", dl, d.Value)
 	}
 	mu.Lock()
@@ -138,9 +144,12 @@ func TestIntegrationAppPoisonAndVersionGateGoToDLQ(t *testing.T) {
 	var mu sync.Mutex
 	var versions []string
 	called := 0
-	app := babelqueue.NewApp(tr, quiet, babelqueue.WithDefaultQueue(topic), babelqueue.WithPollTimeout(200*time.Millisecond),
+	app, err := babelqueue.NewApp(tr, quiet, babelqueue.WithDefaultQueue(topic), babelqueue.WithPollTimeout(200*time.Millisecond),
 		babelqueue.WithUnknownURNStrategy(babelqueue.StrategyRelease), babelqueue.WithOnError(func(error) {}), babelqueue.WithOnWarning(func(error) {}),
 		babelqueue.WithOnSchemaVersionRejected(func(v, q string) { mu.Lock(); versions = append(versions, v); mu.Unlock() }))
+	if err != nil {
+		t.Fatal(err)
+	}
 	app.Handle("urn:x", func(context.Context, *babelqueue.Envelope) error { mu.Lock(); called++; mu.Unlock(); return nil })
 	gatedHeaders := []kafkago.Header{h("bq-job", "urn:x"), h("bq-schema-version", "2"), h("bq-attempts", "7"), h("x-custom", "c")}
 	produceRaw(t,
@@ -196,7 +205,7 @@ func TestIntegrationRedriveKeepsKeyAndLeavesTheRest(t *testing.T) {
 		}
 		env.Attempts = 3
 		b, _ := env.Encode()
-		dead, err := babelqueue.AnnotateDeadLetter(b, babelqueue.DeadLetter{Reason: babelqueue.ReasonFailed, OriginalQueue: topic, Attempts: 3, Lang: "go", FailedAt: 1})
+		dead, err := wire.AnnotateDeadLetter(b, wire.DeadLetter{Reason: wire.ReasonFailed, OriginalQueue: topic, Attempts: 3, Lang: "go", FailedAt: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -206,11 +215,11 @@ func TestIntegrationRedriveKeepsKeyAndLeavesTheRest(t *testing.T) {
 	produceRaw(t, msgs...)
 	group := uniq("redrive")
 	ctx := bgCtx(t, 90*time.Second)
-	opts := []babelqueue.RedriveOption{babelqueue.WithRedriveSelector(babelqueue.SelectURN("urn:a")), babelqueue.WithRedriveReplayBypass(),
-		babelqueue.WithRedrivePollTimeout(2 * time.Second)}
+	opts := []redrive.Option{redrive.WithSelector(redrive.SelectURN("urn:a")), redrive.WithReplayBypass(),
+		redrive.WithPollTimeout(2 * time.Second)}
 
 	dry := itTransport(t, WithGroupID(group))
-	res, err := babelqueue.Redrive(ctx, dry, dlq, append(opts, babelqueue.WithRedriveDryRun())...)
+	res, err := redrive.Run(ctx, dry, dlq, append(opts, redrive.WithDryRun())...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +232,7 @@ func TestIntegrationRedriveKeepsKeyAndLeavesTheRest(t *testing.T) {
 	}
 
 	tr := itTransport(t, WithGroupID(group))
-	res, err = babelqueue.Redrive(ctx, tr, dlq, opts...)
+	res, err = redrive.Run(ctx, tr, dlq, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +248,7 @@ func TestIntegrationRedriveKeepsKeyAndLeavesTheRest(t *testing.T) {
 		if m.Key[1] != 0xff || (m.Key[0] != 0 && m.Key[0] != 2) {
 			t.Fatalf("moved key %x", m.Key)
 		}
-		if _, ok := babelqueue.DeadLetterOf(m.Value); ok {
+		if _, ok := wire.DeadLetterOf(m.Value); ok {
 			t.Fatalf("moved record kept its dead_letter: %s", m.Value)
 		}
 		if v, _ := lastHeader(m.Headers, "bq-replay-bypass"); v == "" {
@@ -248,7 +257,7 @@ func TestIntegrationRedriveKeepsKeyAndLeavesTheRest(t *testing.T) {
 	}
 	// The unselected dead letter is still there for a later run.
 	again := itTransport(t, WithGroupID(group))
-	res, err = babelqueue.Redrive(ctx, again, dlq, babelqueue.WithRedrivePollTimeout(2*time.Second))
+	res, err = redrive.Run(ctx, again, dlq, redrive.WithPollTimeout(2*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +280,7 @@ func TestIntegrationAppFailedDeadLetterWriteLeavesOriginal(t *testing.T) {
 	var mu sync.Mutex
 	calls := 0
 	var settleErrs int
-	app := babelqueue.NewApp(tr, quiet, babelqueue.WithDefaultQueue(topic), babelqueue.WithMaxAttempts(1),
+	app, err := babelqueue.NewApp(tr, quiet, babelqueue.WithDefaultQueue(topic), babelqueue.WithMaxAttempts(1),
 		babelqueue.WithPollTimeout(200*time.Millisecond), babelqueue.WithFailureBackoff(100*time.Millisecond),
 		babelqueue.WithOnError(func(err error) {
 			if errors.Is(err, babelqueue.ErrSettle) {
@@ -280,6 +289,9 @@ func TestIntegrationAppFailedDeadLetterWriteLeavesOriginal(t *testing.T) {
 				mu.Unlock()
 			}
 		}))
+	if err != nil {
+		t.Fatal(err)
+	}
 	app.Handle("urn:babel:orders:created", func(context.Context, *babelqueue.Envelope) error {
 		mu.Lock()
 		calls++

@@ -11,9 +11,10 @@ import (
 	"testing"
 	"time"
 
+	kafkago "github.com/segmentio/kafka-go"
+
 	"github.com/babelqueue/babelqueue-go/brokertest"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
-	kafkago "github.com/segmentio/kafka-go"
 )
 
 // brokerList returns the PLAINTEXT listener of the real broker (from

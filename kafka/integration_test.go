@@ -13,10 +13,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/babelqueue/babelqueue-go/brokertest"
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/google/go-cmp/cmp"
 	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/babelqueue/babelqueue-go/brokertest"
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // keyFor returns a key the Java partitioner puts on partition p of n.
@@ -246,7 +249,7 @@ func TestIntegrationKeyKeptThroughRetryReinjectAndDLQ(t *testing.T) {
 	if v, _ := lastHeader(tier[0].Headers, "bq-original-topic"); v != topic {
 		t.Fatalf("bq-original-topic %q", v)
 	}
-	dead, err := babelqueue.AnnotateDeadLetter([]byte(retried.Body), babelqueue.DeadLetter{Reason: babelqueue.ReasonFailed, OriginalQueue: topic, Attempts: 2, Lang: "go", FailedAt: time.Now().UnixMilli()})
+	dead, err := wire.AnnotateDeadLetter([]byte(retried.Body), wire.DeadLetter{Reason: wire.ReasonFailed, OriginalQueue: topic, Attempts: 2, Lang: "go", FailedAt: time.Now().UnixMilli()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -490,7 +493,7 @@ func TestIntegrationVersionGateForwardsUnchanged(t *testing.T) {
 		t.Fatalf("hook (-want +got):\n%s", diff)
 	}
 	mu.Unlock()
-	if _, err := tr.Send(ctx, &babelqueue.Outgoing{Intent: babelqueue.IntentForward, Queue: topic + ".dlq", Body: m.Body, From: m, Headers: m.Headers}); err != nil {
+	if _, err := tr.Send(ctx, &driver.Outgoing{Intent: driver.IntentForward, Queue: topic + ".dlq", Body: m.Body, From: m, Headers: m.Headers}); err != nil {
 		t.Fatal(err)
 	}
 	got := readTopic(t, topic+".dlq", 1, 10*time.Second, 0)
@@ -514,7 +517,7 @@ func TestIntegrationPoisonShapesKeepKeyAndRouting(t *testing.T) {
 	}
 	for range bodies {
 		m := popWithin(t, tr, topic, 20*time.Second)
-		poison := babelqueue.PoisonBody([]byte(m.Body), babelqueue.DeadLetter{Reason: babelqueue.ReasonPoison, OriginalQueue: topic, Lang: "go", FailedAt: time.Now().UnixMilli()})
+		poison := wire.PoisonBody([]byte(m.Body), wire.DeadLetter{Reason: wire.ReasonPoison, OriginalQueue: topic, Lang: "go", FailedAt: time.Now().UnixMilli()})
 		if err := tr.PublishFromWithHeaders(ctx, topic+".dlq", string(poison), m, map[string]string{"bq-job": m.Headers["bq-job"]}); err != nil {
 			t.Fatal(err)
 		}

@@ -6,9 +6,12 @@ import (
 	"log/slog"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/sasl"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // Defaults of the transport options. Every option and its default:
@@ -30,7 +33,7 @@ import (
 //	WithSASL, WithSASLPlain,
 //	WithSASLSCRAM                  none
 //	WithLogger                     slog.Default() at each log call
-//	WithClock                      babelqueue.SystemClock{} (stamps publish times, times re-inject waits)
+//	WithClock                      driver.SystemClock{} (stamps publish times, times re-inject waits)
 //	WithReinjectBuffer             DefaultReinjectBuffer (256 records per partition)
 //	WithReinjectHooks              none: a Reinjector reports nothing per record
 //	WithAutoCreateTopics           true: the broker's auto.create.topics.enable decides
@@ -76,6 +79,7 @@ type config struct {
 	commitInterval time.Duration
 	tls            *tls.Config
 	sasl           sasl.Mechanism
+	saslBy         string // the option that set sasl, to report a second one
 	logger         *slog.Logger
 	clock          babelqueue.Clock
 	reinjectBuffer int
@@ -98,7 +102,7 @@ func defaultConfig() config {
 		batchBytes:     DefaultBatchBytes,
 		requiredAcks:   kafkago.RequireAll,
 		commitInterval: DefaultCommitInterval,
-		clock:          babelqueue.SystemClock{},
+		clock:          driver.SystemClock{},
 		reinjectBuffer: DefaultReinjectBuffer,
 		autoCreate:     true,
 	}
@@ -108,7 +112,7 @@ func (c *config) fail(format string, args ...any) {
 	c.errs = append(c.errs, fmt.Errorf("kafka: %w: "+format, append([]any{babelqueue.ErrInvalidOption}, args...)...))
 }
 
-func isBlank(s string) bool { return babelqueue.IsBlank(s) }
+func isBlank(s string) bool { return wire.IsBlank(s) }
 
 func (c *config) log() *slog.Logger {
 	if c.logger != nil {
@@ -122,7 +126,7 @@ func (c *config) log() *slog.Logger {
 func WithBrokers(brokers ...string) Option {
 	return func(c *config) {
 		for _, b := range brokers {
-			if babelqueue.IsBlank(b) {
+			if wire.IsBlank(b) {
 				c.fail("blank broker address")
 				return
 			}
@@ -135,7 +139,7 @@ func WithBrokers(brokers ...string) Option {
 // required to consume; a blank id is rejected.
 func WithGroupID(groupID string) Option {
 	return func(c *config) {
-		if babelqueue.IsBlank(groupID) {
+		if wire.IsBlank(groupID) {
 			c.fail("blank group id")
 			return
 		}

@@ -7,8 +7,11 @@ import (
 	"sync"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	kafkago "github.com/segmentio/kafka-go"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // delivery is the Handle of a ReceivedMessage reserved by Pop or Receive:
@@ -60,7 +63,7 @@ func (t *Transport) Receive(ctx context.Context, queue string, timeout time.Dura
 
 // pop is Receive, with the headers filled unless deferHeaders is set.
 func (t *Transport) pop(ctx context.Context, queue string, timeout time.Duration, deferHeaders bool) (*babelqueue.ReceivedMessage, error) {
-	if babelqueue.IsBlank(queue) {
+	if wire.IsBlank(queue) {
 		return nil, ErrEmptyTopic
 	}
 	c, fresh, err := t.reader(queue)
@@ -169,13 +172,13 @@ func (t *Transport) newDelivery(queue string, m kafkago.Message) *delivery {
 }
 
 // LookupHeader returns the last value of key among the record's headers
-// (babelqueue.HeaderSource).
+// (driver.HeaderSource).
 func (d *delivery) LookupHeader(key string) (string, bool) {
 	return lastHeader(d.msg.Headers, key)
 }
 
 // HeaderMap returns the record's headers as a new map
-// (babelqueue.HeaderSource).
+// (driver.HeaderSource).
 func (d *delivery) HeaderMap() map[string]string {
 	return headerMap(d.msg.Headers)
 }
@@ -198,8 +201,8 @@ func (t *Transport) handOut(queue string, d *delivery) *babelqueue.ReceivedMessa
 // record that the version gate rejects is left to handOut, which calls the
 // OnSchemaVersionRejected hook when Pop hands it out.
 func prepare(d *delivery, predecode bool) {
-	v, present := lastHeader(d.msg.Headers, babelqueue.HeaderSchemaVersion)
-	if babelqueue.CheckSchemaVersionHeader(v, present) != nil {
+	v, present := lastHeader(d.msg.Headers, wire.HeaderSchemaVersion)
+	if wire.CheckSchemaVersionHeader(v, present) != nil {
 		return
 	}
 	d.rm.Body = reconcileBody(d.rm.Body, d.msg.Headers)
@@ -213,18 +216,18 @@ func prepare(d *delivery, predecode bool) {
 // over the body. The body is rewritten only when the count really changes;
 // a body that cannot hold the count (poison) is left as received.
 func reconcileBody(body string, hs []kafkago.Header) string {
-	raw, present := lastHeader(hs, babelqueue.HeaderAttempts)
+	raw, present := lastHeader(hs, wire.HeaderAttempts)
 	if !present {
 		return body
 	}
-	n, ok := babelqueue.ParseAttemptsHeader(raw)
+	n, ok := wire.ParseAttemptsHeader(raw)
 	if !ok {
 		return body
 	}
-	if m, ok := babelqueue.BodyAttempts(body); ok && m == n {
+	if m, ok := wire.BodyAttempts(body); ok && m == n {
 		return body
 	}
-	out, err := babelqueue.SetAttempts([]byte(body), n)
+	out, err := wire.SetAttempts([]byte(body), n)
 	if err != nil || string(out) == body {
 		return body
 	}
@@ -280,13 +283,13 @@ func (t *Transport) Rewind(_ context.Context, msg *babelqueue.ReceivedMessage) e
 }
 
 // fetchContext is the context of the FetchMessage call of one Pop: a
-// babelqueue.CallContext that follows the caller's context and ends at the
+// driver.CallContext that follows the caller's context and ends at the
 // poll deadline, like context.WithTimeout, re-armed from a small free list
 // instead of allocating a context, a timer and a cancellation registration
 // on the caller's context for every Pop (a consume loop passes the same
 // context Pop after Pop, so the registration is made once).
 type fetchContext struct {
-	*babelqueue.CallContext
+	*driver.CallContext
 }
 
 func (c fetchContext) arm(parent context.Context, d time.Duration) { c.Arm(parent, d) }
@@ -310,7 +313,7 @@ func getFetchContext() fetchContext {
 		return c
 	}
 	fetchContexts.mu.Unlock()
-	return fetchContext{babelqueue.NewCallContext(false)}
+	return fetchContext{driver.NewCallContext(false)}
 }
 
 func putFetchContext(c fetchContext) {

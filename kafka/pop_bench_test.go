@@ -4,9 +4,9 @@ import (
 	"context"
 	"testing"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
-
 	kafkago "github.com/segmentio/kafka-go"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
 )
 
 // loopReader returns the same record forever and drops commits: it
@@ -64,7 +64,10 @@ func benchAppConsume(b *testing.B, prefetch bool) {
 		b.Fatal(err)
 	}
 	defer tr.Close()
-	app := babelqueue.NewApp(tr, babelqueue.WithDefaultQueue("orders"))
+	app, err := babelqueue.NewApp(tr, babelqueue.WithDefaultQueue("orders"))
+	if err != nil {
+		b.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var n int

@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	kafkago "github.com/segmentio/kafka-go"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
 )
 
 // DeadLetterSuffix names the dead-letter topic of a work topic:
-// "<topic>.dlq", the App's default.
-const DeadLetterSuffix = ".dlq"
+// "<topic>.dlq", the App's default: driver.DefaultDeadLetterSuffix, the
+// one suffix of the project.
+const DeadLetterSuffix = driver.DefaultDeadLetterSuffix
 
 // EnsureTopics creates, when missing, everything a work topic needs: the
 // topic itself with partitions partitions, one retry topic per configured

@@ -3,8 +3,10 @@ package kafka
 import (
 	"context"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // Publish writes body to the topic queue, keyless, and returns once the
@@ -25,7 +27,7 @@ func (t *Transport) Publish(ctx context.Context, queue, body string) error {
 // bq-delay and bq-original-topic are never taken from headers. A nil or
 // empty map behaves exactly like Publish.
 func (t *Transport) PublishWithHeaders(ctx context.Context, queue, body string, headers map[string]string) error {
-	_, err := t.Send(ctx, &babelqueue.Outgoing{Intent: babelqueue.IntentPublish, Queue: queue, Body: body, Headers: headers})
+	_, err := t.Send(ctx, &driver.Outgoing{Intent: driver.IntentPublish, Queue: queue, Body: body, Headers: headers})
 	return err
 }
 
@@ -36,7 +38,7 @@ func (t *Transport) PublishWithHeaders(ctx context.Context, queue, body string, 
 // records may have been written. Records keep their relative order per
 // partition.
 func (t *Transport) PublishBatch(ctx context.Context, queue string, bodies ...string) error {
-	if babelqueue.IsBlank(queue) {
+	if wire.IsBlank(queue) {
 		return ErrEmptyTopic
 	}
 	if len(bodies) == 0 {

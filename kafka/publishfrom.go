@@ -4,6 +4,8 @@ import (
 	"context"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // PublishFrom writes body to queue with the key of the reserved record
@@ -24,21 +26,21 @@ import (
 // is republished with a null key. A from this transport did not reserve
 // gives a keyless record, as Publish does.
 func (t *Transport) PublishFrom(ctx context.Context, queue, body string, from *babelqueue.ReceivedMessage) error {
-	if babelqueue.IsBlank(queue) {
+	if wire.IsBlank(queue) {
 		return ErrEmptyTopic
 	}
 	d, ok := recordOf(from)
 	if !ok {
 		return t.Publish(ctx, queue, body)
 	}
-	out := &babelqueue.Outgoing{Intent: babelqueue.IntentRestore, Queue: queue, Body: body, From: from}
+	out := &driver.Outgoing{Intent: driver.IntentRestore, Queue: queue, Body: body, From: from}
 	if queue == d.msg.Topic && body == from.Body {
 		return t.write(ctx, queue, t.restored(out, true))
 	}
-	out.Intent = babelqueue.IntentRedrive
+	out.Intent = driver.IntentRedrive
 	if queue == d.msg.Topic {
 		out.Headers = make(map[string]string, 2)
-		for _, k := range [...]string{babelqueue.HeaderTraceparent, babelqueue.HeaderTracestate} {
+		for _, k := range [...]string{wire.HeaderTraceparent, wire.HeaderTracestate} {
 			if v, ok := lastHeader(d.msg.Headers, k); ok {
 				out.Headers[k] = v
 			}
@@ -54,12 +56,12 @@ func (t *Transport) PublishFrom(ctx context.Context, queue, body string, from *b
 // forwarding: the caller passes the headers it wants. A from this transport
 // did not reserve gives a keyless record.
 func (t *Transport) PublishFromWithHeaders(ctx context.Context, queue, body string, from *babelqueue.ReceivedMessage, headers map[string]string) error {
-	if babelqueue.IsBlank(queue) {
+	if wire.IsBlank(queue) {
 		return ErrEmptyTopic
 	}
 	if _, ok := recordOf(from); !ok {
 		return t.PublishWithHeaders(ctx, queue, body, headers)
 	}
-	out := &babelqueue.Outgoing{Intent: babelqueue.IntentRedrive, Queue: queue, Body: body, From: from, Headers: headers}
+	out := &driver.Outgoing{Intent: driver.IntentRedrive, Queue: queue, Body: body, From: from, Headers: headers}
 	return t.write(ctx, queue, t.republished(out, true))
 }

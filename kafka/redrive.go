@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"strconv"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	kafkago "github.com/segmentio/kafka-go"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/redrive"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
-var _ babelqueue.Redriver = (*Transport)(nil)
+var _ redrive.Redriver = (*Transport)(nil)
 
 // RedriveCursorPrefix starts the name of the default redrive cursor.
 const RedriveCursorPrefix = "bq-redrive."
@@ -19,7 +22,7 @@ const RedriveCursorPrefix = "bq-redrive."
 // consumer group "bq-redrive.<dlq>".
 func RedriveCursor(dlq string) string { return RedriveCursorPrefix + dlq }
 
-// Redrive implements babelqueue.Redriver; babelqueue.Redrive hands a
+// Redrive implements redrive.Redriver; redrive.Run hands a
 // *Transport the whole run. Progress is a durable cursor per DLQ, the
 // committed offsets of the consumer group plan.Cursor (by default
 // RedriveCursor(dlq)). A moved dead letter keeps its key byte for byte; a
@@ -29,8 +32,8 @@ func RedriveCursor(dlq string) string { return RedriveCursorPrefix + dlq }
 // ErrRedriveBusy before touching anything); a dry run writes and commits
 // nothing. The cursor, the pending-write protocol and the lock group are
 // described in DESIGN.md, section 6.
-func (t *Transport) Redrive(ctx context.Context, dlq string, plan babelqueue.RedrivePlan) (*babelqueue.RedriveResult, error) {
-	res := &babelqueue.RedriveResult{DryRun: plan.DryRun}
+func (t *Transport) Redrive(ctx context.Context, dlq string, plan redrive.Plan) (*redrive.Result, error) {
+	res := &redrive.Result{DryRun: plan.DryRun}
 	if isBlank(dlq) {
 		return res, ErrEmptyTopic
 	}
@@ -101,8 +104,8 @@ type redriveRun struct {
 	b      *redriveBroker
 	dlq    string
 	cursor string
-	plan   babelqueue.RedrivePlan
-	res    *babelqueue.RedriveResult
+	plan   redrive.Plan
+	res    *redrive.Result
 
 	partsOf map[string]int           // partition count of target topics
 	ends    map[topicPartition]int64 // lower bound of where the next write to a partition lands
@@ -196,17 +199,17 @@ type redriveBatch struct {
 	kind   string          // "move" or "keep"
 	recs   []redriveRecord // the DLQ records, in offset order
 	copies []redriveRecord
-	items  []babelqueue.RedriveItem
+	items  []redrive.Item
 	bytes  int
 	moves  int
 }
 
-func (b *redriveBatch) add(rec, cp redriveRecord, it babelqueue.RedriveItem) {
+func (b *redriveBatch) add(rec, cp redriveRecord, it redrive.Item) {
 	b.recs = append(b.recs, rec)
 	b.copies = append(b.copies, cp)
 	b.items = append(b.items, it)
 	b.bytes += recordSize(cp)
-	if it.Outcome == babelqueue.RedriveMoved {
+	if it.Outcome == redrive.Moved {
 		b.moves++
 	}
 }
@@ -257,8 +260,8 @@ func (r *redriveRun) partition(ctx context.Context, p int, from, to int64, pendi
 		it, _ := r.plan.Examine(r.dlq, msg)
 		it.Position = strconv.Itoa(rec.Partition) + "/" + strconv.FormatInt(rec.Offset, 10)
 		if r.plan.DryRun {
-			if it.Outcome == babelqueue.RedriveMoved {
-				it.Outcome = babelqueue.RedriveWouldMove
+			if it.Outcome == redrive.Moved {
+				it.Outcome = redrive.WouldMove
 			}
 			r.plan.Report(r.res, it)
 			return nil
@@ -266,9 +269,9 @@ func (r *redriveRun) partition(ctx context.Context, p int, from, to int64, pendi
 		if written && rec.Offset >= pending.Offset && rec.Offset <= pending.Last {
 			// Its copy was written before an interrupted run could pass it.
 			if pending.Topic == r.dlq {
-				it.Outcome, it.Disposition, it.Target = babelqueue.RedriveAlreadyKept, babelqueue.DispositionRestored, ""
+				it.Outcome, it.Disposition, it.Target = redrive.AlreadyKept, redrive.DispositionRestored, ""
 			} else {
-				it.Outcome, it.Disposition, it.Target = babelqueue.RedriveAlreadyMoved, babelqueue.DispositionRemoved, pending.Topic
+				it.Outcome, it.Disposition, it.Target = redrive.AlreadyMoved, redrive.DispositionRemoved, pending.Topic
 			}
 			it.Err = nil
 			c.next, c.dirty = rec.Offset+1, true
@@ -325,8 +328,8 @@ func joinErr(err, cerr error) error {
 
 // destination returns where the copy of rec goes and the copy: its target
 // partition for a move, the tail of its DLQ partition otherwise.
-func (r *redriveRun) destination(ctx context.Context, rec redriveRecord, msg *babelqueue.ReceivedMessage, it *babelqueue.RedriveItem) (topicPartition, string, redriveRecord, error) {
-	if it.Outcome == babelqueue.RedriveMoved {
+func (r *redriveRun) destination(ctx context.Context, rec redriveRecord, msg *babelqueue.ReceivedMessage, it *redrive.Item) (topicPartition, string, redriveRecord, error) {
+	if it.Outcome == redrive.Moved {
 		moved, err := r.movedCopy(msg, rec)
 		if err == nil {
 			n, err := r.partitionsOf(ctx, it.Target)
@@ -340,14 +343,14 @@ func (r *redriveRun) destination(ctx context.Context, rec redriveRecord, msg *ba
 			return topicPartition{it.Target, tp}, "move", moved, nil
 		}
 		// Not expected for a decoded envelope: the record stays.
-		it.Outcome, it.Err, it.Target = babelqueue.RedriveUndecodable, err, ""
+		it.Outcome, it.Err, it.Target = redrive.Undecodable, err, ""
 	}
 	return topicPartition{r.dlq, rec.Partition}, "keep", r.keptCopy(rec), nil
 }
 
 // failed reports a record the run stopped on: the cursor stays on it.
-func (r *redriveRun) failed(it babelqueue.RedriveItem, err error) {
-	it.Outcome, it.Err, it.Disposition = babelqueue.RedriveFailed, err, babelqueue.DispositionReserved
+func (r *redriveRun) failed(it redrive.Item, err error) {
+	it.Outcome, it.Err, it.Disposition = redrive.Failed, err, redrive.DispositionReserved
 	r.plan.Report(r.res, it)
 }
 
@@ -374,9 +377,9 @@ func (r *redriveRun) writeBatch(ctx context.Context, c *partitionCursor, b *redr
 		return err
 	}
 	for _, it := range b.items {
-		it.Disposition = babelqueue.DispositionRestored
-		if it.Outcome == babelqueue.RedriveMoved {
-			it.Disposition = babelqueue.DispositionRemoved
+		it.Disposition = redrive.DispositionRestored
+		if it.Outcome == redrive.Moved {
+			it.Disposition = redrive.DispositionRemoved
 		}
 		r.plan.Report(r.res, it)
 	}
@@ -462,7 +465,7 @@ func (r *redriveRun) copyWritten(ctx context.Context, pw redrivePending, p int) 
 	want := redriveSource(r.dlq, p, pw.Offset)
 	found := false
 	err = r.b.read(ctx, pw.Topic, pw.Partition, pw.From, next[pw.Partition], func(x redriveRecord) error {
-		if v, ok := lastHeader(x.Headers, babelqueue.HeaderRedriveSource); ok && v == want {
+		if v, ok := lastHeader(x.Headers, wire.HeaderRedriveSource); ok && v == want {
 			found = true
 			return errStopRead
 		}
@@ -478,15 +481,15 @@ func redriveSource(dlq string, partition int, offset int64) string {
 
 // movedCopy is the record a dead letter is moved as.
 func (r *redriveRun) movedCopy(msg *babelqueue.ReceivedMessage, rec redriveRecord) (redriveRecord, error) {
-	cleared, err := babelqueue.ClearDeadLetter(rec.Value)
+	cleared, err := wire.ClearDeadLetter(rec.Value)
 	if err != nil {
 		return redriveRecord{}, fmt.Errorf("kafka: redrive: clearing the dead letter: %w", err)
 	}
 	hs, ts := projection(string(cleared), r.t.cfg.clock.Now())
 	hs = keepRouting(hs, rec.Headers)
-	hs.set(babelqueue.HeaderAttempts, "0")
+	hs.set(wire.HeaderAttempts, "0")
 	hs = withExtra(hs, r.plan.MovedHeaders(msg))
-	hs.set(babelqueue.HeaderRedriveSource, redriveSource(r.dlq, rec.Partition, rec.Offset))
+	hs.set(wire.HeaderRedriveSource, redriveSource(r.dlq, rec.Partition, rec.Offset))
 	return redriveRecord{Key: rec.Key, Value: cleared, Headers: toKafkaHeaders(hs), Time: ts}, nil
 }
 
@@ -498,7 +501,7 @@ func (r *redriveRun) keptCopy(rec redriveRecord) redriveRecord {
 	hs := make([]kafkago.Header, 0, len(rec.Headers)+1)
 	set := false
 	for _, h := range rec.Headers {
-		if h.Key == babelqueue.HeaderRedriveSource {
+		if h.Key == wire.HeaderRedriveSource {
 			if set {
 				continue
 			}
@@ -507,7 +510,7 @@ func (r *redriveRun) keptCopy(rec redriveRecord) redriveRecord {
 		hs = append(hs, h)
 	}
 	if !set {
-		hs = append(hs, kafkago.Header{Key: babelqueue.HeaderRedriveSource, Value: src})
+		hs = append(hs, kafkago.Header{Key: wire.HeaderRedriveSource, Value: src})
 	}
 	return redriveRecord{Key: rec.Key, Value: rec.Value, Headers: hs, Time: r.t.cfg.clock.Now()}
 }

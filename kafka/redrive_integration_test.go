@@ -12,10 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/babelqueue/babelqueue-go/brokertest"
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/google/go-cmp/cmp"
 	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/babelqueue/babelqueue-go/brokertest"
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/redrive"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // The redrive scenarios of redrive_test.go on the real Apache Kafka broker.
@@ -72,8 +75,11 @@ func TestIntegrationRedriveCountSurvivesRetryAndDeadLetter(t *testing.T) {
 	ensure(t, tr, topic, 2)
 	runReinjector(t, topic, tiers)
 	var runs atomic.Int32
-	app := babelqueue.NewApp(tr, quiet, babelqueue.WithDefaultQueue(topic), babelqueue.WithMaxAttempts(2),
+	app, err := babelqueue.NewApp(tr, quiet, babelqueue.WithDefaultQueue(topic), babelqueue.WithMaxAttempts(2),
 		babelqueue.WithPollTimeout(200*time.Millisecond), babelqueue.WithOnError(func(error) {}))
+	if err != nil {
+		t.Fatal(err)
+	}
 	app.Handle("urn:babel:orders:created", func(context.Context, *babelqueue.Envelope) error {
 		runs.Add(1)
 		return errors.New("still down")
@@ -82,7 +88,7 @@ func TestIntegrationRedriveCountSurvivesRetryAndDeadLetter(t *testing.T) {
 	body := envelope(t, 0)
 	hs, _ := projection(body, time.Now())
 	hs.set("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
-	hs.set(babelqueue.HeaderRedriveCount, "1") // as if redriven once already
+	hs.set(wire.HeaderRedriveCount, "1") // as if redriven once already
 	produceRaw(t, kafkago.Message{Topic: topic, Key: key, Value: []byte(body), Headers: toKafkaHeaders(hs)})
 	runApp(t, app, topic)
 
@@ -92,10 +98,10 @@ func TestIntegrationRedriveCountSurvivesRetryAndDeadLetter(t *testing.T) {
 		t.Fatalf("DLQ holds %d after the first cycle", len(first))
 	}
 	tier := readTopic(t, RetryTopic(topic, 1), 1, 10*time.Second, 0)
-	if len(tier) != 1 || hdrOf(tier[0], babelqueue.HeaderRedriveCount) != "1" {
+	if len(tier) != 1 || hdrOf(tier[0], wire.HeaderRedriveCount) != "1" {
 		t.Fatalf("retry-tier copy: %d records, headers %v", len(tier), tier[0].Headers)
 	}
-	if hdrOf(first[0], babelqueue.HeaderRedriveCount) != "1" || !cmp.Equal(first[0].Key, key) {
+	if hdrOf(first[0], wire.HeaderRedriveCount) != "1" || !cmp.Equal(first[0].Key, key) {
 		t.Fatalf("dead letter key %x headers %v", first[0].Key, first[0].Headers)
 	}
 	firstKeys := rdHeaderKeys(t, first[0].Headers)
@@ -103,7 +109,7 @@ func TestIntegrationRedriveCountSurvivesRetryAndDeadLetter(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	rtr := itTransport(t)
-	res, err := babelqueue.Redrive(ctx, rtr, dlq, babelqueue.WithRedriveMaxRedrives(2))
+	res, err := redrive.Run(ctx, rtr, dlq, redrive.WithMaxRedrives(2))
 	if err != nil || res.Moved != 1 {
 		t.Fatalf("first redrive %+v %v", res, err)
 	}
@@ -118,7 +124,7 @@ func TestIntegrationRedriveCountSurvivesRetryAndDeadLetter(t *testing.T) {
 	if len(second) != 2 || latest.Offset == first[0].Offset {
 		t.Fatalf("DLQ holds %d records after the second cycle, want 2", len(second))
 	}
-	if got := hdrOf(latest, babelqueue.HeaderRedriveCount); got != "2" {
+	if got := hdrOf(latest, wire.HeaderRedriveCount); got != "2" {
 		t.Fatalf("second dead letter bq-redrive-count %q, headers %v", got, latest.Headers)
 	}
 	if diff := cmp.Diff(firstKeys, rdHeaderKeys(t, latest.Headers)); diff != "" {
@@ -132,13 +138,13 @@ func TestIntegrationRedriveCountSurvivesRetryAndDeadLetter(t *testing.T) {
 	}
 
 	// The guard holds it now: redriven twice.
-	res, err = babelqueue.Redrive(ctx, rtr, dlq, babelqueue.WithRedriveMaxRedrives(2))
-	if err != nil || res.Moved != 0 || res.Examined != 1 || res.Items[0].Outcome != babelqueue.RedriveGuarded || res.Items[0].Redrives != 2 {
+	res, err = redrive.Run(ctx, rtr, dlq, redrive.WithMaxRedrives(2))
+	if err != nil || res.Moved != 0 || res.Examined != 1 || res.Items[0].Outcome != redrive.Guarded || res.Items[0].Redrives != 2 {
 		t.Fatalf("guarded redrive %+v %v", res, err)
 	}
 	b := itEnv(t).broker(t)
 	live := rdLive(t, ctx, b, dlq)
-	if len(live) != 1 || hdr(live[0], babelqueue.HeaderRedriveCount) != "2" || !strings.HasPrefix(hdr(live[0], babelqueue.HeaderRedriveSource), dlq+"/") {
+	if len(live) != 1 || hdr(live[0], wire.HeaderRedriveCount) != "2" || !strings.HasPrefix(hdr(live[0], wire.HeaderRedriveSource), dlq+"/") {
 		t.Fatalf("live region after the guard: %d records", len(live))
 	}
 	time.Sleep(2 * time.Second) // nothing was sent back to work
@@ -184,7 +190,7 @@ func TestIntegrationRedriveBatchTooLargeFallsBackToSingleWrites(t *testing.T) {
 		seeds = append(seeds, rdSeed{key: []byte("k" + strconv.Itoa(i)), urn: "urn:b", headers: []kafkago.Header{{Key: "x-pad", Value: []byte(pad)}}})
 	}
 	e.seed(t, ctx, b, dlq, work, seeds...)
-	out := redrive(t, ctx, tr, dlq, babelqueue.WithRedriveSelector(babelqueue.SelectURN("urn:a")))
+	out := runRedrive(t, ctx, tr, dlq, redrive.WithSelector(redrive.SelectURN("urn:a")))
 	if out.Examined != 3 || out.Kept != 3 {
 		t.Fatalf("result %+v", out)
 	}

@@ -11,8 +11,9 @@ import (
 	"sync"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	kafkago "github.com/segmentio/kafka-go"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
 )
 
 // ErrRedriveBusy is returned (wrapped) by Redrive, before it reads, writes

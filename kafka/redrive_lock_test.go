@@ -10,6 +10,7 @@ import (
 	"time"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/redrive"
 )
 
 // The redrive lock scenarios, run on the embedded broker here and on the
@@ -91,12 +92,12 @@ func scenarioLockBusyWhileRunning(t *testing.T, e rdEnv) {
 	}
 	t.Cleanup(func() { redriveFault = nil })
 	type outcome struct {
-		res *babelqueue.RedriveResult
+		res *redrive.Result
 		err error
 	}
 	first := make(chan outcome, 1)
 	go func() {
-		res, err := babelqueue.Redrive(ctx, tr, dlq)
+		res, err := redrive.Run(ctx, tr, dlq)
 		first <- outcome{res, err}
 	}()
 	select {
@@ -108,7 +109,7 @@ func scenarioLockBusyWhileRunning(t *testing.T, e rdEnv) {
 	}
 
 	before := rdState(t, ctx, b, dlq, work)
-	res, err := babelqueue.Redrive(ctx, e.transport(t), dlq)
+	res, err := redrive.Run(ctx, e.transport(t), dlq)
 	if !errors.Is(err, ErrRedriveBusy) {
 		t.Errorf("second run while the first runs: %v, want ErrRedriveBusy", err)
 	}
@@ -118,7 +119,7 @@ func scenarioLockBusyWhileRunning(t *testing.T, e rdEnv) {
 	if after := rdState(t, ctx, b, dlq, work); after != before {
 		t.Errorf("the refused run changed the cursor or the topics:\n before %s\n after  %s", before, after)
 	}
-	dry, err := babelqueue.Redrive(ctx, e.transport(t), dlq, babelqueue.WithRedriveDryRun())
+	dry, err := redrive.Run(ctx, e.transport(t), dlq, redrive.WithDryRun())
 	if err != nil || dry.Examined != len(seeds) {
 		t.Errorf("dry run while the first runs: %+v, %v", dry, err)
 	}
@@ -129,7 +130,7 @@ func scenarioLockBusyWhileRunning(t *testing.T, e rdEnv) {
 		t.Fatalf("first run: %+v, %v", o.res, o.err)
 	}
 	redriveFault = nil
-	if res := redrive(t, ctx, tr, dlq); res.Moved != 0 || res.Examined != 0 {
+	if res := runRedrive(t, ctx, tr, dlq); res.Moved != 0 || res.Examined != 0 {
 		t.Errorf("run after the first: %+v", res)
 	}
 	if n := len(rdRead(t, ctx, b, work, nil)); n != len(seeds) {
@@ -155,7 +156,7 @@ func scenarioLockDeadRunExpires(t *testing.T, e rdEnv) {
 	}
 	dead.stopHeartbeats() // killed: no more heartbeats, no LeaveGroup
 	before := rdState(t, ctx, b, dlq, work)
-	if _, err := babelqueue.Redrive(ctx, tr, dlq); !errors.Is(err, ErrRedriveBusy) {
+	if _, err := redrive.Run(ctx, tr, dlq); !errors.Is(err, ErrRedriveBusy) {
 		t.Fatalf("run while the dead run's session lasts: %v, want ErrRedriveBusy", err)
 	}
 	if after := rdState(t, ctx, b, dlq, work); after != before {
@@ -163,7 +164,7 @@ func scenarioLockDeadRunExpires(t *testing.T, e rdEnv) {
 	}
 	refused := 1
 	for {
-		res, err := babelqueue.Redrive(ctx, tr, dlq)
+		res, err := redrive.Run(ctx, tr, dlq)
 		if err == nil {
 			if res.Moved != len(seeds) {
 				t.Errorf("run after the session expired: %+v", res)

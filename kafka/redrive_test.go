@@ -19,10 +19,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/babelqueue/babelqueue-go/brokertest/devkafka"
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/google/go-cmp/cmp"
 	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/babelqueue/babelqueue-go/brokertest/devkafka"
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/redrive"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // rdEnv is a broker to run the scenarios on.
@@ -103,17 +106,17 @@ func (e rdEnv) seed(t *testing.T, ctx context.Context, b *redriveBroker, dlq, wo
 				t.Fatal(err)
 			}
 			msg := "boom"
-			body, err = babelqueue.AnnotateDeadLetter(body, babelqueue.DeadLetter{Reason: babelqueue.ReasonFailed, Error: &msg,
+			body, err = wire.AnnotateDeadLetter(body, wire.DeadLetter{Reason: wire.ReasonFailed, Error: &msg,
 				FailedAt: time.Now().UnixMilli(), OriginalQueue: work, Attempts: 3})
 			if err != nil {
 				t.Fatal(err)
 			}
 			rec.Value = body
-			rec.Headers = toKafkaHeaders(babelqueue.ProjectBody(body).Headers())
+			rec.Headers = toKafkaHeaders(wire.ProjectBody(body).Headers())
 		}
 		rec.Headers = append(rec.Headers, s.headers...)
 		if s.redrives > 0 {
-			rec.Headers = append(rec.Headers, kafkago.Header{Key: babelqueue.HeaderRedriveCount, Value: []byte(strconv.Itoa(s.redrives))})
+			rec.Headers = append(rec.Headers, kafkago.Header{Key: wire.HeaderRedriveCount, Value: []byte(strconv.Itoa(s.redrives))})
 		}
 		if _, err := b.produce(ctx, dlq, s.partition, rec); err != nil {
 			t.Fatalf("seed %s/%d: %v", dlq, s.partition, err)
@@ -188,17 +191,17 @@ func rdID(r redriveRecord) string {
 	return env.Meta.ID
 }
 
-func redrive(t *testing.T, ctx context.Context, tr *Transport, dlq string, opts ...babelqueue.RedriveOption) *babelqueue.RedriveResult {
+func runRedrive(t *testing.T, ctx context.Context, tr *Transport, dlq string, opts ...redrive.Option) *redrive.Result {
 	t.Helper()
-	res, err := babelqueue.Redrive(ctx, tr, dlq, opts...)
+	res, err := redrive.Run(ctx, tr, dlq, opts...)
 	if err != nil {
 		t.Fatalf("Redrive: %v", err)
 	}
 	return res
 }
 
-func outcomes(res *babelqueue.RedriveResult) map[babelqueue.RedriveOutcome]int {
-	m := map[babelqueue.RedriveOutcome]int{}
+func outcomes(res *redrive.Result) map[redrive.Outcome]int {
+	m := map[redrive.Outcome]int{}
 	for _, it := range res.Items {
 		m[it.Outcome]++
 	}
@@ -222,25 +225,25 @@ func scenarioMovesKeepsAndSelections(t *testing.T, e rdEnv) {
 		rdSeed{partition: 0, key: []byte("kb1"), urn: "urn:b", headers: []kafkago.Header{{Key: "x-custom", Value: []byte("c")}}},
 		rdSeed{partition: 1, key: []byte("kg1"), urn: "urn:a", redrives: 3},
 		rdSeed{partition: 2, key: []byte("kx"), raw: []byte("not json")},
-		rdSeed{partition: 0, key: []byte("kv"), urn: "urn:a", headers: []kafkago.Header{{Key: babelqueue.HeaderSchemaVersion, Value: []byte("2")}}},
+		rdSeed{partition: 0, key: []byte("kv"), urn: "urn:a", headers: []kafkago.Header{{Key: wire.HeaderSchemaVersion, Value: []byte("2")}}},
 	)
 	dlqBefore := rdRead(t, ctx, b, dlq, nil)
 	if len(dlqBefore) != 7 {
 		t.Fatalf("DLQ holds %d, want 7", len(dlqBefore))
 	}
 	var total int
-	res := redrive(t, ctx, tr, dlq, babelqueue.WithRedriveSelector(babelqueue.SelectURN("urn:a")), babelqueue.WithRedriveMaxRedrives(3),
-		babelqueue.WithRedriveProgress(func(n int) { total = n }, nil))
+	res := runRedrive(t, ctx, tr, dlq, redrive.WithSelector(redrive.SelectURN("urn:a")), redrive.WithMaxRedrives(3),
+		redrive.WithProgress(func(n int) { total = n }, nil))
 	if total != 7 || res.Examined != 7 || res.Moved != 3 || res.Kept != 4 || res.Resumed {
 		t.Fatalf("first run: total %d, result %+v", total, res)
 	}
-	wantOut := map[babelqueue.RedriveOutcome]int{babelqueue.RedriveMoved: 3, babelqueue.RedriveUnselected: 1, babelqueue.RedriveGuarded: 1,
-		babelqueue.RedriveUndecodable: 1, babelqueue.RedriveUnsupportedVersion: 1}
+	wantOut := map[redrive.Outcome]int{redrive.Moved: 3, redrive.Unselected: 1, redrive.Guarded: 1,
+		redrive.Undecodable: 1, redrive.UnsupportedVersion: 1}
 	if diff := cmp.Diff(wantOut, outcomes(res)); diff != "" {
 		t.Errorf("outcomes (-want +got):\n%s", diff)
 	}
 	for _, it := range res.Items {
-		if it.Position == "" || (it.Outcome == babelqueue.RedriveGuarded && it.Redrives != 3) {
+		if it.Position == "" || (it.Outcome == redrive.Guarded && it.Redrives != 3) {
 			t.Errorf("item %+v", it)
 		}
 	}
@@ -271,15 +274,15 @@ func scenarioMovesKeepsAndSelections(t *testing.T, e rdEnv) {
 		if r.Partition != wantPart {
 			t.Errorf("copy of key %s on partition %d, want %d", k, r.Partition, wantPart)
 		}
-		cleared, err := babelqueue.ClearDeadLetter(vals[i])
+		cleared, err := wire.ClearDeadLetter(vals[i])
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(r.Value, cleared) {
 			t.Errorf("copy value %s, want %s", r.Value, cleared)
 		}
-		if hdr(r, babelqueue.HeaderAttempts) != "0" || hdr(r, babelqueue.HeaderRedriveCount) != "1" || hdr(r, babelqueue.HeaderJob) != "urn:a" ||
-			hdr(r, babelqueue.HeaderMessageID) != rdID(r) || hdr(r, babelqueue.HeaderRedriveSource) == "" {
+		if hdr(r, wire.HeaderAttempts) != "0" || hdr(r, wire.HeaderRedriveCount) != "1" || hdr(r, wire.HeaderJob) != "urn:a" ||
+			hdr(r, wire.HeaderMessageID) != rdID(r) || hdr(r, wire.HeaderRedriveSource) == "" {
 			t.Errorf("copy headers %v", r.Headers)
 		}
 		if i == 0 && hdr(r, "traceparent") != string(tp.Value) {
@@ -304,7 +307,7 @@ func scenarioMovesKeepsAndSelections(t *testing.T, e rdEnv) {
 		orig[redriveSource(dlq, r.Partition, r.Offset)] = r
 	}
 	for _, r := range live {
-		src := hdr(r, babelqueue.HeaderRedriveSource)
+		src := hdr(r, wire.HeaderRedriveSource)
 		o, ok := orig[src]
 		if !ok {
 			t.Fatalf("kept record with source %q", src)
@@ -312,14 +315,14 @@ func scenarioMovesKeepsAndSelections(t *testing.T, e rdEnv) {
 		if !bytes.Equal(o.Key, r.Key) || !bytes.Equal(o.Value, r.Value) || r.Partition != o.Partition {
 			t.Errorf("kept record differs: %q/%q on %d, was %q/%q on %d", r.Key, r.Value, r.Partition, o.Key, o.Value, o.Partition)
 		}
-		want := append(append([]kafkago.Header(nil), o.Headers...), kafkago.Header{Key: babelqueue.HeaderRedriveSource, Value: []byte(src)})
+		want := append(append([]kafkago.Header(nil), o.Headers...), kafkago.Header{Key: wire.HeaderRedriveSource, Value: []byte(src)})
 		if diff := cmp.Diff(want, r.Headers); diff != "" {
 			t.Errorf("kept headers (-want +got):\n%s", diff)
 		}
 	}
 
 	// The same selection again: the four are examined once more, nothing moves.
-	res = redrive(t, ctx, tr, dlq, babelqueue.WithRedriveSelector(babelqueue.SelectURN("urn:a")), babelqueue.WithRedriveMaxRedrives(3))
+	res = runRedrive(t, ctx, tr, dlq, redrive.WithSelector(redrive.SelectURN("urn:a")), redrive.WithMaxRedrives(3))
 	if res.Examined != 4 || res.Moved != 0 || !res.Resumed {
 		t.Errorf("second run %+v", res)
 	}
@@ -328,23 +331,23 @@ func scenarioMovesKeepsAndSelections(t *testing.T, e rdEnv) {
 		t.Errorf("DLQ live region holds %d after a second run, want 4", len(live))
 	}
 	for _, r := range live {
-		if n := len(r.Headers); n != len(orig[redriveSource(dlq, 0, 0)].Headers) && hdr(r, babelqueue.HeaderRedriveSource) == "" {
+		if n := len(r.Headers); n != len(orig[redriveSource(dlq, 0, 0)].Headers) && hdr(r, wire.HeaderRedriveSource) == "" {
 			t.Errorf("headers %v", r.Headers)
 		}
 		if c := 0; true {
 			for _, h := range r.Headers {
-				if h.Key == babelqueue.HeaderRedriveSource {
+				if h.Key == wire.HeaderRedriveSource {
 					c++
 				}
 			}
 			if c != 1 {
-				t.Errorf("kept record has %d %s headers", c, babelqueue.HeaderRedriveSource)
+				t.Errorf("kept record has %d %s headers", c, wire.HeaderRedriveSource)
 			}
 		}
 	}
 
 	// Another selection: only urn:b moves; nothing is moved twice.
-	res = redrive(t, ctx, tr, dlq, babelqueue.WithRedriveSelector(babelqueue.SelectURN("urn:b")), babelqueue.WithRedriveMaxRedrives(3))
+	res = runRedrive(t, ctx, tr, dlq, redrive.WithSelector(redrive.SelectURN("urn:b")), redrive.WithMaxRedrives(3))
 	if res.Moved != 1 || res.Examined != 4 {
 		t.Errorf("urn:b run %+v", res)
 	}
@@ -382,8 +385,8 @@ func scenarioDryRun(t *testing.T, e rdEnv) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := redrive(t, ctx, tr, dlq, babelqueue.WithRedriveDryRun(), babelqueue.WithRedriveSelector(babelqueue.SelectURN("urn:a")))
-	if !res.DryRun || res.Moved != 2 || res.Examined != 3 || outcomes(res)[babelqueue.RedriveWouldMove] != 2 {
+	res := runRedrive(t, ctx, tr, dlq, redrive.WithDryRun(), redrive.WithSelector(redrive.SelectURN("urn:a")))
+	if !res.DryRun || res.Moved != 2 || res.Examined != 3 || outcomes(res)[redrive.WouldMove] != 2 {
 		t.Errorf("dry run %+v", res)
 	}
 	if n := len(rdRead(t, ctx, b, work, nil)); n != 0 {
@@ -400,7 +403,7 @@ func scenarioDryRun(t *testing.T, e rdEnv) {
 		t.Errorf("dry run committed the cursor: %v", c)
 	}
 	// A real run afterwards still finds everything.
-	if res := redrive(t, ctx, tr, dlq); res.Moved != 3 || res.Resumed {
+	if res := runRedrive(t, ctx, tr, dlq); res.Moved != 3 || res.Resumed {
 		t.Errorf("run after the dry run %+v", res)
 	}
 }
@@ -418,22 +421,22 @@ func scenarioMax(t *testing.T, e rdEnv) {
 		rdSeed{key: []byte("2"), urn: "urn:a"},
 		rdSeed{key: []byte("3"), urn: "urn:a"},
 	)
-	sel := babelqueue.WithRedriveSelector(babelqueue.SelectURN("urn:a"))
-	res := redrive(t, ctx, tr, dlq, sel, babelqueue.WithRedriveMax(1))
+	sel := redrive.WithSelector(redrive.SelectURN("urn:a"))
+	res := runRedrive(t, ctx, tr, dlq, sel, redrive.WithMax(1))
 	if res.Moved != 1 || res.Examined != 1 {
 		t.Errorf("max 1: %+v", res)
 	}
 	if c := rdCursor(t, ctx, b, RedriveCursor(dlq), dlq); c[0] != 1 {
 		t.Errorf("cursor at %d after max 1, want 1", c[0])
 	}
-	res = redrive(t, ctx, tr, dlq, sel, babelqueue.WithRedriveMax(1))
+	res = runRedrive(t, ctx, tr, dlq, sel, redrive.WithMax(1))
 	if res.Moved != 1 || res.Examined != 2 || !res.Resumed {
 		t.Errorf("second max 1: %+v", res)
 	}
 	if c := rdCursor(t, ctx, b, RedriveCursor(dlq), dlq); c[0] != 3 {
 		t.Errorf("cursor at %d, want 3", c[0])
 	}
-	res = redrive(t, ctx, tr, dlq, sel)
+	res = runRedrive(t, ctx, tr, dlq, sel)
 	if res.Moved != 1 || res.Examined != 2 {
 		t.Errorf("rest: %+v", res)
 	}
@@ -446,8 +449,8 @@ func scenarioMax(t *testing.T, e rdEnv) {
 	if live := rdLive(t, ctx, b, dlq); len(live) != 1 || string(live[0].Key) != "1" {
 		t.Errorf("live region holds %d records", len(live))
 	}
-	res = redrive(t, ctx, tr, dlq, babelqueue.WithRedriveCursor(rdName("other")), babelqueue.WithRedriveDryRun())
-	if res.Examined != 6 || res.Resumed || outcomes(res)[babelqueue.RedriveWouldMove] != 6 {
+	res = runRedrive(t, ctx, tr, dlq, redrive.WithCursor(rdName("other")), redrive.WithDryRun())
+	if res.Examined != 6 || res.Resumed || outcomes(res)[redrive.WouldMove] != 6 {
 		t.Errorf("custom cursor dry run %+v", res)
 	}
 }
@@ -506,7 +509,7 @@ func scenarioCrashPoints(t *testing.T, e rdEnv) {
 					stays++
 				}
 			}
-			sel := babelqueue.WithRedriveSelector(babelqueue.SelectURN("urn:a"))
+			sel := redrive.WithSelector(redrive.SelectURN("urn:a"))
 			if n := len(rdLive(t, ctx, b, dlq)); n != len(seeds) {
 				t.Fatalf("live region before: %d", n)
 			}
@@ -520,26 +523,26 @@ func scenarioCrashPoints(t *testing.T, e rdEnv) {
 				}
 				return nil
 			}
-			_, err := babelqueue.Redrive(ctx, tr, dlq, sel)
+			_, err := redrive.Run(ctx, tr, dlq, sel)
 			redriveFault = nil
 			if !errors.Is(err, errCrash) {
 				t.Fatalf("interrupted run: %v", err)
 			}
 			afterCrashTarget := len(rdRead(t, ctx, b, work, nil))
 
-			res := redrive(t, ctx, tr, dlq, sel)
+			res := runRedrive(t, ctx, tr, dlq, sel)
 			if !res.Resumed {
 				t.Error("second run did not resume")
 			}
 			got := outcomes(res)
-			want := map[babelqueue.RedriveOutcome]int{babelqueue.RedriveAlreadyMoved: 0, babelqueue.RedriveAlreadyKept: 0}
+			want := map[redrive.Outcome]int{redrive.AlreadyMoved: 0, redrive.AlreadyKept: 0}
 			if c.kind == "move" {
-				want[babelqueue.RedriveAlreadyMoved] = c.recovered
+				want[redrive.AlreadyMoved] = c.recovered
 			} else {
-				want[babelqueue.RedriveAlreadyKept] = c.recovered
+				want[redrive.AlreadyKept] = c.recovered
 			}
-			if got[babelqueue.RedriveAlreadyMoved] != want[babelqueue.RedriveAlreadyMoved] || got[babelqueue.RedriveAlreadyKept] != want[babelqueue.RedriveAlreadyKept] ||
-				res.Recovered != want[babelqueue.RedriveAlreadyMoved] {
+			if got[redrive.AlreadyMoved] != want[redrive.AlreadyMoved] || got[redrive.AlreadyKept] != want[redrive.AlreadyKept] ||
+				res.Recovered != want[redrive.AlreadyMoved] {
 				t.Errorf("recovered outcomes %v, want %v", got, want)
 			}
 
@@ -569,7 +572,7 @@ func scenarioCrashPoints(t *testing.T, e rdEnv) {
 				t.Errorf("after: target %d (was %d after the crash), live region %d; want %d and %d", len(target), afterCrashTarget, len(live), len(seeds)-stays, stays)
 			}
 			// Nothing is left to do.
-			if res := redrive(t, ctx, tr, dlq, sel); res.Moved != 0 || res.Examined != stays {
+			if res := runRedrive(t, ctx, tr, dlq, sel); res.Moved != 0 || res.Examined != stays {
 				t.Errorf("third run %+v", res)
 			}
 		})
@@ -596,7 +599,7 @@ func scenarioStopWhilePassingRecovered(t *testing.T, e rdEnv) {
 		}
 		return nil
 	}
-	_, err := babelqueue.Redrive(ctx, tr, dlq)
+	_, err := redrive.Run(ctx, tr, dlq)
 	redriveFault = nil
 	if !errors.Is(err, errCrash) {
 		t.Fatalf("interrupted run: %v", err)
@@ -608,7 +611,7 @@ func scenarioStopWhilePassingRecovered(t *testing.T, e rdEnv) {
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
 	seen := 0
-	res, err := babelqueue.Redrive(sctx, tr, dlq, babelqueue.WithRedriveProgress(nil, func(babelqueue.RedriveItem) {
+	res, err := redrive.Run(sctx, tr, dlq, redrive.WithProgress(nil, func(redrive.Item) {
 		if seen++; seen == 2 {
 			stop()
 		}
@@ -619,7 +622,7 @@ func scenarioStopWhilePassingRecovered(t *testing.T, e rdEnv) {
 	if c := rdCursor(t, ctx, b, RedriveCursor(dlq), dlq); c[0] != 2 {
 		t.Fatalf("cursor at %d, want 2", c[0])
 	}
-	res = redrive(t, ctx, tr, dlq)
+	res = runRedrive(t, ctx, tr, dlq)
 	if res.Recovered != 3 || res.Moved != 0 {
 		t.Errorf("last run %+v; want the 3 others recovered", res)
 	}
@@ -667,18 +670,18 @@ func TestRedriveBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := babelqueue.Redrive(ctx, tr, "q.dlq"); !errors.Is(err, ErrNoBrokers) {
+	if _, err := redrive.Run(ctx, tr, "q.dlq"); !errors.Is(err, ErrNoBrokers) {
 		t.Errorf("no brokers: %v", err)
 	}
 	tr2, err := New(WithBrokers("127.0.0.1:1"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tr2.Redrive(ctx, " ", babelqueue.NewRedrivePlan()); !errors.Is(err, ErrEmptyTopic) {
+	if _, err := tr2.Redrive(ctx, " ", redrive.NewPlan()); !errors.Is(err, ErrEmptyTopic) {
 		t.Errorf("blank dlq: %v", err)
 	}
 	_ = tr2.Close()
-	if _, err := tr2.Redrive(ctx, "q.dlq", babelqueue.NewRedrivePlan()); !errors.Is(err, ErrClosed) {
+	if _, err := tr2.Redrive(ctx, "q.dlq", redrive.NewPlan()); !errors.Is(err, ErrClosed) {
 		t.Errorf("closed: %v", err)
 	}
 }
@@ -709,10 +712,10 @@ func TestRedrivePendingMetadata(t *testing.T) {
 func TestRedriveKeptCopyHeadersNeverGrow(t *testing.T) {
 	r := &redriveRun{t: &Transport{cfg: defaultConfig()}, dlq: "q.dlq"}
 	rec := redriveRecord{Partition: 1, Offset: 7, Key: []byte("k"), Value: []byte("v"), Headers: []kafkago.Header{
-		{Key: "a", Value: []byte("1")}, {Key: babelqueue.HeaderRedriveSource, Value: []byte("q.dlq/0/3")}, {Key: "b", Value: []byte("2")},
+		{Key: "a", Value: []byte("1")}, {Key: wire.HeaderRedriveSource, Value: []byte("q.dlq/0/3")}, {Key: "b", Value: []byte("2")},
 	}}
 	got := r.keptCopy(rec)
-	want := []kafkago.Header{{Key: "a", Value: []byte("1")}, {Key: babelqueue.HeaderRedriveSource, Value: []byte("q.dlq/1/7")}, {Key: "b", Value: []byte("2")}}
+	want := []kafkago.Header{{Key: "a", Value: []byte("1")}, {Key: wire.HeaderRedriveSource, Value: []byte("q.dlq/1/7")}, {Key: "b", Value: []byte("2")}}
 	if diff := cmp.Diff(want, got.Headers); diff != "" {
 		t.Errorf("headers (-want +got):\n%s", diff)
 	}
@@ -720,7 +723,7 @@ func TestRedriveKeptCopyHeadersNeverGrow(t *testing.T) {
 		t.Errorf("kept copy %q/%q", got.Key, got.Value)
 	}
 	again := r.keptCopy(redriveRecord{Partition: 1, Offset: 9, Headers: got.Headers})
-	if len(again.Headers) != 3 || fmt.Sprint(hdr(again, babelqueue.HeaderRedriveSource)) != "q.dlq/1/9" {
+	if len(again.Headers) != 3 || fmt.Sprint(hdr(again, wire.HeaderRedriveSource)) != "q.dlq/1/9" {
 		t.Errorf("second write-back headers %v", again.Headers)
 	}
 }
@@ -760,12 +763,12 @@ func TestRetryCopyKeepsRedriveCount(t *testing.T) {
 	rg := newRig(t, WithRetryTiers(time.Second))
 	ctx := context.Background()
 	reinject := &Reinjector{clock: rg.clock, workOf: map[string]string{"orders.retry.1": "orders"}}
-	first := append(contractHeaders("0"), h(babelqueue.HeaderRedriveCount, "2"), h("traceparent", "00-a-b-01"))
+	first := append(contractHeaders("0"), h(wire.HeaderRedriveCount, "2"), h("traceparent", "00-a-b-01"))
 	rg.log.append("orders", 0, kafkago.Message{Key: []byte("k"), Value: []byte(envelope(t, 0)), Headers: first})
 	var afterOne []string
 	for hop := 0; hop < 4; hop++ {
 		m := rg.pop("orders")
-		if got := m.Headers[babelqueue.HeaderRedriveCount]; got != "2" {
+		if got := m.Headers[wire.HeaderRedriveCount]; got != "2" {
 			t.Fatalf("hop %d: bq-redrive-count %q", hop, got)
 		}
 		if err := rg.tr.PublishRetryForAttempt(ctx, m, hop); err != nil {
@@ -778,7 +781,7 @@ func TestRetryCopyKeepsRedriveCount(t *testing.T) {
 		copied := tier[len(tier)-1]
 		n := 0
 		for _, hd := range copied.Headers {
-			if hd.Key == babelqueue.HeaderRedriveCount {
+			if hd.Key == wire.HeaderRedriveCount {
 				n++
 			}
 		}

@@ -5,8 +5,10 @@ import (
 	"strconv"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	kafkago "github.com/segmentio/kafka-go"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // WithReinjectHooks registers hooks that the transport's Reinjectors report
@@ -31,7 +33,7 @@ func WithReinjectHooks(hooks ...babelqueue.Hook) Option {
 // to out's topic, acknowledged at written (or failed with err).
 func (w *partitionWorker) reinjection(out, in *kafkago.Message, due, written time.Time, err error) babelqueue.Reinjection {
 	delay := w.tier
-	if v, ok := lastHeader(in.Headers, babelqueue.HeaderDelay); ok {
+	if v, ok := lastHeader(in.Headers, wire.HeaderDelay); ok {
 		if ms, perr := strconv.ParseInt(v, 10, 64); perr == nil && ms >= 0 {
 			delay = time.Duration(ms) * time.Millisecond
 		}

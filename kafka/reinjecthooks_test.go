@@ -8,10 +8,12 @@ import (
 	"testing"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	kafkago "github.com/segmentio/kafka-go"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // hookLog is a babelqueue.ReinjectHook that collects what it is handed,
@@ -73,12 +75,12 @@ func TestReinjectHooksReportTierDelayAndLag(t *testing.T) {
 	// Tier 1, partition 0: an old record (due 5s ago, carried at once),
 	// then a future-dated one (due one tier after it was first looked at).
 	rg.log.append("orders.retry.1", 0, kafkago.Message{Value: []byte("old"), Time: t0.Add(-10 * time.Second),
-		Headers: []kafkago.Header{h(babelqueue.HeaderDelay, "5000"), h(babelqueue.HeaderOriginalTopic, "orders")}})
+		Headers: []kafkago.Header{h(wire.HeaderDelay, "5000"), h(wire.HeaderOriginalTopic, "orders")}})
 	rg.log.append("orders.retry.1", 0, kafkago.Message{Value: []byte("future"), Time: t0.Add(time.Hour)})
 	// Tier 1, partition 1: stamped now, with the bq-delay of a deprecated
 	// PublishRetry (shorter than its tier).
 	rg.log.append("orders.retry.1", 1, kafkago.Message{Value: []byte("now"), Time: t0,
-		Headers: []kafkago.Header{h(babelqueue.HeaderDelay, "1234")}})
+		Headers: []kafkago.Header{h(wire.HeaderDelay, "1234")}})
 	// Tier 2, partition 0: due 10s ago.
 	rg.log.append("orders.retry.2", 0, kafkago.Message{Value: []byte("older"), Time: t0.Add(-40 * time.Second)})
 	rg.start([]int{0, 1})

@@ -6,8 +6,10 @@ import (
 	"sync"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	kafkago "github.com/segmentio/kafka-go"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // Reinjector carries the records of the retry topics "<topic>.retry.<n>"
@@ -309,7 +311,7 @@ func (w *partitionWorker) fetch(ctx context.Context, src partitionReader, out ch
 // reinjected builds the work-topic copy of a retry-topic record: value and
 // key byte for byte, every header but bq-delay and bq-original-topic.
 func (r *Reinjector) reinjected(m kafkago.Message) kafkago.Message {
-	dest, ok := lastHeader(m.Headers, babelqueue.HeaderOriginalTopic)
+	dest, ok := lastHeader(m.Headers, wire.HeaderOriginalTopic)
 	if !ok || isBlank(dest) {
 		dest = r.workOf[m.Topic]
 	}

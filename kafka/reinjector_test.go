@@ -10,16 +10,18 @@ import (
 	"testing"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/google/go-cmp/cmp"
 	kafkago "github.com/segmentio/kafka-go"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
 )
 
 type reinjectRig struct {
 	t       *testing.T
 	log     *fakeLog
 	offsets *fakeOffsets
-	clock   *babelqueue.FakeClock
+	clock   *bqtest.FakeClock
 	writer  *fakeWriter
 	group   *fakeGroup
 	tr      *Transport
@@ -40,7 +42,7 @@ func newReinjectRig(t *testing.T, partitions int, tiers ...time.Duration) *reinj
 // newReinjectRigWith is newReinjectRig with extra transport options.
 func newReinjectRigWith(t *testing.T, partitions int, tiers []time.Duration, opts []Option) *reinjectRig {
 	t.Helper()
-	rg := &reinjectRig{t: t, log: newFakeLog(), offsets: newFakeOffsets(), clock: babelqueue.NewFakeClock(t0), group: newFakeGroup()}
+	rg := &reinjectRig{t: t, log: newFakeLog(), offsets: newFakeOffsets(), clock: bqtest.NewFakeClock(t0), group: newFakeGroup()}
 	rg.writer = &fakeWriter{log: rg.log}
 	rg.log.create("orders", partitions)
 	for i := range tiers {
@@ -436,7 +438,7 @@ func (p *erroringPartition) Close() error { return nil }
 // 40 × 250ms of waiting, where a 5 s backoff would stall the partition for
 // minutes after the new leader is up.
 func TestReinjectorFetchDrainsQueuedErrorsQuickly(t *testing.T) {
-	clock := babelqueue.NewFakeClock(t0)
+	clock := bqtest.NewFakeClock(t0)
 	w := &partitionWorker{r: &Reinjector{clock: clock, log: slog.New(slog.NewTextHandler(io.Discard, nil))}, topic: "orders.retry.1"}
 	src := &erroringPartition{errs: 40}
 	out := make(chan kafkago.Message, 1)

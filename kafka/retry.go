@@ -7,6 +7,8 @@ import (
 	"time"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // PublishRetryForAttempt writes the retry copy of the reserved record from
@@ -26,7 +28,7 @@ func (t *Transport) PublishRetryForAttempt(ctx context.Context, from *babelqueue
 	if len(t.cfg.tiers) == 0 {
 		return ErrDelayUnsupported
 	}
-	if from == nil || babelqueue.IsBlank(from.Queue) {
+	if from == nil || wire.IsBlank(from.Queue) {
 		return ErrEmptyTopic
 	}
 	attemptsBefore = max(attemptsBefore, 0)
@@ -48,7 +50,7 @@ func (t *Transport) PublishRetry(ctx context.Context, from *babelqueue.ReceivedM
 	if n == 0 {
 		return fmt.Errorf("%w: delay %v", ErrDelayUnsupported, delay)
 	}
-	if from == nil || babelqueue.IsBlank(from.Queue) {
+	if from == nil || wire.IsBlank(from.Queue) {
 		return ErrEmptyTopic
 	}
 	_, err := t.sendTier(ctx, retryOf(from, deliveredAttempts(from)), n, delay)
@@ -62,7 +64,7 @@ func (t *Transport) PublishRetry(ctx context.Context, from *babelqueue.ReceivedM
 // returns ErrDelayUnsupported, writing nothing, when no tier covers delay.
 // A delay of zero or less is a plain Publish.
 func (t *Transport) PublishDelayed(ctx context.Context, queue, body string, delay time.Duration) error {
-	_, err := t.Send(ctx, &babelqueue.Outgoing{Intent: babelqueue.IntentPublish, Queue: queue, Body: body, Delay: delay})
+	_, err := t.Send(ctx, &driver.Outgoing{Intent: driver.IntentPublish, Queue: queue, Body: body, Delay: delay})
 	return err
 }
 
@@ -70,10 +72,10 @@ func (t *Transport) PublishDelayed(ctx context.Context, queue, body string, dela
 // attemptsBefore attempts, as the App builds it: the body with attempts =
 // attemptsBefore+1, and the delivery's out-of-band headers, bq-job,
 // bq-redrive-count and bq-replay-bypass with bq-attempts = attemptsBefore+1.
-func retryOf(from *babelqueue.ReceivedMessage, attemptsBefore int) *babelqueue.Outgoing {
+func retryOf(from *babelqueue.ReceivedMessage, attemptsBefore int) *driver.Outgoing {
 	attempts := attemptsBefore + 1
 	body := from.Body
-	if out, err := babelqueue.SetAttempts([]byte(body), attempts); err == nil {
+	if out, err := wire.SetAttempts([]byte(body), attempts); err == nil {
 		body = string(out)
 	}
 	delivered := from.Headers
@@ -91,28 +93,28 @@ func retryOf(from *babelqueue.ReceivedMessage, attemptsBefore int) *babelqueue.O
 	}
 	h := make(map[string]string, len(delivered)+1)
 	for k, v := range delivered {
-		if !babelqueue.IsContractHeader(k) {
+		if !wire.IsContractHeader(k) {
 			h[k] = v
 		}
 	}
-	for _, k := range [...]string{babelqueue.HeaderJob, babelqueue.HeaderRedriveCount, babelqueue.HeaderReplayBypass} {
-		if v, ok := delivered[k]; ok && !babelqueue.IsBlank(v) {
+	for _, k := range [...]string{wire.HeaderJob, wire.HeaderRedriveCount, wire.HeaderReplayBypass} {
+		if v, ok := delivered[k]; ok && !wire.IsBlank(v) {
 			h[k] = v
 		}
 	}
-	h[babelqueue.HeaderAttempts] = strconv.Itoa(attempts)
-	return &babelqueue.Outgoing{Intent: babelqueue.IntentRetry, Queue: from.Queue, Body: body, From: from, Headers: h, Attempt: attemptsBefore}
+	h[wire.HeaderAttempts] = strconv.Itoa(attempts)
+	return &driver.Outgoing{Intent: driver.IntentRetry, Queue: from.Queue, Body: body, From: from, Headers: h, Attempt: attemptsBefore}
 }
 
 // deliveredAttempts is the reconciled attempts of a delivery: the body's
 // count (Pop already synced it with a valid header), else the header's,
 // else 0.
 func deliveredAttempts(m *babelqueue.ReceivedMessage) int {
-	if n, ok := babelqueue.ParseAttemptsHeader(babelqueue.ProjectBody([]byte(m.Body)).Attempts); ok {
+	if n, ok := wire.ParseAttemptsHeader(wire.ProjectBody([]byte(m.Body)).Attempts); ok {
 		return n
 	}
-	if v, ok := m.Header(babelqueue.HeaderAttempts); ok {
-		if n, ok := babelqueue.ParseAttemptsHeader(v); ok {
+	if v, ok := m.Header(wire.HeaderAttempts); ok {
+		if n, ok := wire.ParseAttemptsHeader(v); ok {
 			return n
 		}
 	}

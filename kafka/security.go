@@ -37,8 +37,18 @@ func WithSASL(m sasl.Mechanism) Option {
 			c.fail("nil SASL mechanism")
 			return
 		}
-		c.sasl = m
+		c.setSASL("WithSASL", m)
 	}
+}
+
+// setSASL sets the SASL mechanism, recording a conflict when another
+// option already set one: a connection authenticates one way.
+func (c *config) setSASL(by string, m sasl.Mechanism) {
+	if c.saslBy != "" {
+		c.fail("%s and %s both set the SASL mechanism; give one", c.saslBy, by)
+		return
+	}
+	c.sasl, c.saslBy = m, by
 }
 
 // WithSASLPlain authenticates with SASL/PLAIN. Combine it with WithTLS
@@ -50,7 +60,7 @@ func WithSASLPlain(user, password string) Option {
 			c.fail("blank SASL/PLAIN user")
 			return
 		}
-		c.sasl = plain.Mechanism{Username: user, Password: password}
+		c.setSASL("WithSASLPlain", plain.Mechanism{Username: user, Password: password})
 	}
 }
 
@@ -77,6 +87,6 @@ func WithSASLSCRAM(algo SCRAMAlgorithm, user, password string) Option {
 			c.fail("SASL/SCRAM: %v", err)
 			return
 		}
-		c.sasl = m
+		c.setSASL("WithSASLSCRAM", m)
 	}
 }

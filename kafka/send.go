@@ -6,20 +6,23 @@ import (
 	"sort"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	kafkago "github.com/segmentio/kafka-go"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // Features reports what the transport does (babelqueue.Transport): keys and
 // headers always, a delayed publish when retry tiers are configured
 // (WithRetryTiers), hand-back by rewind. A retry is a write like any other;
 // the App settles the original afterwards.
-func (t *Transport) Features() babelqueue.Features {
-	return babelqueue.Features{
+func (t *Transport) Features() driver.Features {
+	return driver.Features{
 		Keys:     true,
 		Headers:  true,
 		Delay:    len(t.cfg.tiers) > 0,
-		HandBack: babelqueue.HandBackRewind,
+		HandBack: driver.HandBackRewind,
 	}
 }
 
@@ -34,31 +37,31 @@ func (t *Transport) Features() babelqueue.Features {
 // Receipt names with the tier's delay; a delay no tier covers fails with
 // ErrDelayUnsupported, writing nothing. DESIGN.md, section 1, lists what
 // each intent writes.
-func (t *Transport) Send(ctx context.Context, out *babelqueue.Outgoing) (babelqueue.Receipt, error) {
-	r := babelqueue.Receipt{Partition: -1}
+func (t *Transport) Send(ctx context.Context, out *driver.Outgoing) (driver.Receipt, error) {
+	r := driver.Receipt{Partition: -1}
 	if out == nil {
 		return r, wrapf(babelqueue.ErrInvalidOption, "send of a nil message")
 	}
-	if babelqueue.IsBlank(out.Queue) {
+	if wire.IsBlank(out.Queue) {
 		return r, ErrEmptyTopic
 	}
 	switch out.Intent {
-	case babelqueue.IntentPublish:
+	case driver.IntentPublish:
 		if out.Delay > 0 {
 			return t.sendDelayed(ctx, out)
 		}
 		return r, t.write(ctx, out.Queue, t.newRecord(out.Queue, out.Body, out.Headers, out.Key))
-	case babelqueue.IntentRetry:
+	case driver.IntentRetry:
 		if len(t.cfg.tiers) > 0 {
 			n := TierForAttempt(out.Attempt, len(t.cfg.tiers))
 			return t.sendTier(ctx, out, n, t.cfg.tiers[n-1])
 		}
 		return r, t.write(ctx, out.Queue, t.republished(out, false))
-	case babelqueue.IntentRelease, babelqueue.IntentDeadLetter, babelqueue.IntentRedrive:
+	case driver.IntentRelease, driver.IntentDeadLetter, driver.IntentRedrive:
 		return r, t.write(ctx, out.Queue, t.republished(out, false))
-	case babelqueue.IntentForward:
+	case driver.IntentForward:
 		return r, t.write(ctx, out.Queue, t.forwarded(out))
-	case babelqueue.IntentRestore:
+	case driver.IntentRestore:
 		return r, t.write(ctx, out.Queue, t.restored(out, false))
 	default:
 		return r, wrapf(babelqueue.ErrInvalidOption, "send to %q: unknown intent %v", out.Queue, out.Intent)
@@ -68,7 +71,7 @@ func (t *Transport) Send(ctx context.Context, out *babelqueue.Outgoing) (babelqu
 // keyOf is the key a write of out carries: out.Key, else the key of the
 // reserved record out.From (nil for none, or for a message this transport
 // did not reserve).
-func keyOf(out *babelqueue.Outgoing) []byte {
+func keyOf(out *driver.Outgoing) []byte {
 	if out.Key != nil {
 		return out.Key
 	}
@@ -79,11 +82,11 @@ func keyOf(out *babelqueue.Outgoing) []byte {
 }
 
 // keepRoute makes the bq-job of out.Headers the route of hs when the
-// intent keeps the delivered route (babelqueue.Intent.KeepsRoute).
-func keepRoute(hs headerSet, out *babelqueue.Outgoing) headerSet {
+// intent keeps the delivered route (driver.Intent.KeepsRoute).
+func keepRoute(hs headerSet, out *driver.Outgoing) headerSet {
 	if out.Intent.KeepsRoute() {
-		if job, ok := out.Headers[babelqueue.HeaderJob]; ok && !babelqueue.IsBlank(job) {
-			hs.set(babelqueue.HeaderJob, job)
+		if job, ok := out.Headers[wire.HeaderJob]; ok && !wire.IsBlank(job) {
+			hs.set(wire.HeaderJob, job)
 		}
 	}
 	return hs
@@ -102,7 +105,7 @@ func (t *Transport) newRecord(queue, body string, extra map[string]string, key [
 // created_at timestamp and the key of out. With keepRecordJob, the reserved
 // record's bq-job is kept for a body that projects none (PublishFrom's
 // rule).
-func (t *Transport) republished(out *babelqueue.Outgoing, keepRecordJob bool) kafkago.Message {
+func (t *Transport) republished(out *driver.Outgoing, keepRecordJob bool) kafkago.Message {
 	hs, ts := projection(out.Body, t.cfg.clock.Now())
 	hs = keepRoute(hs, out)
 	if keepRecordJob {
@@ -116,16 +119,16 @@ func (t *Transport) republished(out *babelqueue.Outgoing, keepRecordJob bool) ka
 
 // sendDelayed writes a delayed publish to the smallest tier that covers
 // out.Delay.
-func (t *Transport) sendDelayed(ctx context.Context, out *babelqueue.Outgoing) (babelqueue.Receipt, error) {
-	r := babelqueue.Receipt{Partition: -1}
+func (t *Transport) sendDelayed(ctx context.Context, out *driver.Outgoing) (driver.Receipt, error) {
+	r := driver.Receipt{Partition: -1}
 	n := TierForDelay(out.Delay, t.cfg.tiers)
 	if n == 0 {
 		return r, fmt.Errorf("%w: delay %v", ErrDelayUnsupported, out.Delay)
 	}
 	tier := t.cfg.tiers[n-1]
 	hs, _ := projection(out.Body, t.cfg.clock.Now())
-	hs.set(babelqueue.HeaderDelay, millis(tier))
-	hs.set(babelqueue.HeaderOriginalTopic, out.Queue)
+	hs.set(wire.HeaderDelay, millis(tier))
+	hs.set(wire.HeaderOriginalTopic, out.Queue)
 	hs = withExtra(hs, out.Headers)
 	topic := RetryTopic(out.Queue, n)
 	err := t.write(ctx, topic, kafkago.Message{
@@ -141,12 +144,12 @@ func (t *Transport) sendDelayed(ctx context.Context, out *babelqueue.Outgoing) (
 // sendTier writes the retry copy out to tier n, with bq-delay = delay and
 // bq-original-topic = out.Queue, stamped with the publish time from which
 // the Reinjector counts the tier.
-func (t *Transport) sendTier(ctx context.Context, out *babelqueue.Outgoing, n int, delay time.Duration) (babelqueue.Receipt, error) {
-	r := babelqueue.Receipt{Partition: -1}
+func (t *Transport) sendTier(ctx context.Context, out *driver.Outgoing, n int, delay time.Duration) (driver.Receipt, error) {
+	r := driver.Receipt{Partition: -1}
 	hs, _ := projection(out.Body, t.cfg.clock.Now())
 	hs = keepRoute(hs, out)
-	hs.set(babelqueue.HeaderDelay, millis(delay))
-	hs.set(babelqueue.HeaderOriginalTopic, out.Queue)
+	hs.set(wire.HeaderDelay, millis(delay))
+	hs.set(wire.HeaderOriginalTopic, out.Queue)
 	hs = withExtra(hs, out.Headers)
 	topic := RetryTopic(out.Queue, n)
 	err := t.write(ctx, topic, kafkago.Message{
@@ -163,7 +166,7 @@ func (t *Transport) sendTier(ctx context.Context, out *babelqueue.Outgoing, n in
 // given (blank keys skipped, in key order), the key of out, the publish
 // time. When body and headers are those of the reserved record, its
 // headers keep their original order.
-func (t *Transport) forwarded(out *babelqueue.Outgoing) kafkago.Message {
+func (t *Transport) forwarded(out *driver.Outgoing) kafkago.Message {
 	key := keyOf(out)
 	if d, ok := recordOf(out.From); ok && out.Body == string(d.msg.Value) && sameHeaders(d.msg.Headers, out.Headers) {
 		return kafkago.Message{Topic: out.Queue, Key: key, Value: d.msg.Value,
@@ -177,7 +180,7 @@ func (t *Transport) forwarded(out *babelqueue.Outgoing) kafkago.Message {
 // order when out.Headers are its headers (or, with recordHeaders, always),
 // else what out gives verbatim; the key of out; the publish time, so the
 // copy does not age out of its topic early.
-func (t *Transport) restored(out *babelqueue.Outgoing, recordHeaders bool) kafkago.Message {
+func (t *Transport) restored(out *driver.Outgoing, recordHeaders bool) kafkago.Message {
 	d, ok := recordOf(out.From)
 	if !ok {
 		return t.forwarded(out)
@@ -199,7 +202,7 @@ func (t *Transport) restored(out *babelqueue.Outgoing, recordHeaders bool) kafka
 func sortedHeaders(headers map[string]string) []kafkago.Header {
 	keys := make([]string, 0, len(headers))
 	for k := range headers {
-		if !babelqueue.IsBlank(k) {
+		if !wire.IsBlank(k) {
 			keys = append(keys, k)
 		}
 	}

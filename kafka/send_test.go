@@ -6,21 +6,24 @@ import (
 	"testing"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/google/go-cmp/cmp"
 	kafkago "github.com/segmentio/kafka-go"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
-func asCore(hs []kafkago.Header) []babelqueue.Header {
-	out := make([]babelqueue.Header, 0, len(hs))
+func asCore(hs []kafkago.Header) []wire.Header {
+	out := make([]wire.Header, 0, len(hs))
 	for _, x := range hs {
-		out = append(out, babelqueue.Header{Key: x.Key, Value: string(x.Value)})
+		out = append(out, wire.Header{Key: x.Key, Value: string(x.Value)})
 	}
 	return out
 }
 
-func withoutTierHeaders(hs []babelqueue.Header) []babelqueue.Header {
-	var out []babelqueue.Header
+func withoutTierHeaders(hs []wire.Header) []wire.Header {
+	var out []wire.Header
 	for _, x := range hs {
 		if !isTierHeader(x.Key) {
 			out = append(out, x)
@@ -30,7 +33,7 @@ func withoutTierHeaders(hs []babelqueue.Header) []babelqueue.Header {
 }
 
 // TestSendHeadersMatchTheCoreReference checks that every intent writes the
-// header list babelqueue.OutgoingHeaders gives (the retry tier headers
+// header list driver.OutgoingHeaders gives (the retry tier headers
 // aside), the key of the reserved record unless Key is set, and the
 // receipt of a tier.
 func TestSendHeadersMatchTheCoreReference(t *testing.T) {
@@ -43,22 +46,22 @@ func TestSendHeadersMatchTheCoreReference(t *testing.T) {
 	cases := []struct {
 		name  string
 		tiers bool
-		out   babelqueue.Outgoing
+		out   driver.Outgoing
 		topic string
 	}{
-		{"publish", false, babelqueue.Outgoing{Intent: babelqueue.IntentPublish, Queue: "orders", Body: envelope(t, 0),
+		{"publish", false, driver.Outgoing{Intent: driver.IntentPublish, Queue: "orders", Body: envelope(t, 0),
 			Headers: map[string]string{"bq-job": "urn:spoofed", "b": "2", "a": "1"}, Key: []byte{}}, "orders"},
-		{"retry without tiers", false, babelqueue.Outgoing{Intent: babelqueue.IntentRetry, Queue: "orders", Body: envelope(t, 2),
+		{"retry without tiers", false, driver.Outgoing{Intent: driver.IntentRetry, Queue: "orders", Body: envelope(t, 2),
 			Headers: retryHeaders, Attempt: 1}, "orders"},
-		{"retry with tiers", true, babelqueue.Outgoing{Intent: babelqueue.IntentRetry, Queue: "orders", Body: envelope(t, 2),
+		{"retry with tiers", true, driver.Outgoing{Intent: driver.IntentRetry, Queue: "orders", Body: envelope(t, 2),
 			Headers: retryHeaders, Attempt: 1}, "orders.retry.2"},
-		{"release", false, babelqueue.Outgoing{Intent: babelqueue.IntentRelease, Queue: "orders", Body: envelope(t, 1),
+		{"release", false, driver.Outgoing{Intent: driver.IntentRelease, Queue: "orders", Body: envelope(t, 1),
 			Headers: retryHeaders}, "orders"},
-		{"dead letter", false, babelqueue.Outgoing{Intent: babelqueue.IntentDeadLetter, Queue: "orders.dlq", Body: envelope(t, 3),
+		{"dead letter", false, driver.Outgoing{Intent: driver.IntentDeadLetter, Queue: "orders.dlq", Body: envelope(t, 3),
 			Headers: retryHeaders}, "orders.dlq"},
-		{"redrive", false, babelqueue.Outgoing{Intent: babelqueue.IntentRedrive, Queue: "orders", Body: envelope(t, 0),
+		{"redrive", false, driver.Outgoing{Intent: driver.IntentRedrive, Queue: "orders", Body: envelope(t, 0),
 			Headers: retryHeaders, Key: []byte("new key")}, "orders"},
-		{"forward", false, babelqueue.Outgoing{Intent: babelqueue.IntentForward, Queue: "orders.dlq", Body: "gated",
+		{"forward", false, driver.Outgoing{Intent: driver.IntentForward, Queue: "orders.dlq", Body: "gated",
 			Headers: map[string]string{"bq-schema-version": "2", "x": "1", " ": "skipped"}}, "orders.dlq"},
 	}
 	for _, c := range cases {
@@ -84,7 +87,7 @@ func TestSendHeadersMatchTheCoreReference(t *testing.T) {
 				t.Fatalf("%s holds %d records, want %d", c.topic, len(got), wantN)
 			}
 			got = got[len(got)-1:]
-			if diff := cmp.Diff(babelqueue.OutgoingHeaders(&out), withoutTierHeaders(asCore(got[0].Headers))); diff != "" {
+			if diff := cmp.Diff(driver.OutgoingHeaders(&out), withoutTierHeaders(asCore(got[0].Headers))); diff != "" {
 				t.Fatalf("headers (-reference +written):\n%s", diff)
 			}
 			wantKey := key
@@ -94,11 +97,11 @@ func TestSendHeadersMatchTheCoreReference(t *testing.T) {
 			if !cmp.Equal(got[0].Key, wantKey) || string(got[0].Value) != out.Body {
 				t.Fatalf("key %q value %q", got[0].Key, got[0].Value)
 			}
-			want := babelqueue.Receipt{Partition: -1}
+			want := driver.Receipt{Partition: -1}
 			if c.tiers {
 				want.Queue, want.Delay = "orders.retry.2", 30*time.Second
 				tierHs := asCore(got[0].Headers)[6:8]
-				if diff := cmp.Diff([]babelqueue.Header{{Key: "bq-delay", Value: "30000"}, {Key: "bq-original-topic", Value: "orders"}}, tierHs); diff != "" {
+				if diff := cmp.Diff([]wire.Header{{Key: "bq-delay", Value: "30000"}, {Key: "bq-original-topic", Value: "orders"}}, tierHs); diff != "" {
 					t.Fatalf("tier headers (-want +got):\n%s", diff)
 				}
 			}
@@ -114,7 +117,7 @@ func TestSendHeadersMatchTheCoreReference(t *testing.T) {
 // tiers' own.
 func TestSendNeverTakesTierHeadersFromTheCaller(t *testing.T) {
 	rg := newRig(t)
-	out := &babelqueue.Outgoing{Intent: babelqueue.IntentPublish, Queue: "orders", Body: envelope(t, 0),
+	out := &driver.Outgoing{Intent: driver.IntentPublish, Queue: "orders", Body: envelope(t, 0),
 		Headers: map[string]string{"bq-delay": "1", "bq-original-topic": "elsewhere", "x": "1"}}
 	if _, err := rg.tr.Send(context.Background(), out); err != nil {
 		t.Fatal(err)
@@ -132,7 +135,7 @@ func TestSendRestoreWritesTheRecordBack(t *testing.T) {
 	orig := []kafkago.Header{h("bq-job", "urn:x"), h("x", "1"), h("bq-attempts", "3")}
 	rg.log.append("orders.dlq", 0, kafkago.Message{Key: []byte("k"), Value: nil, Headers: orig, Time: t0.Add(-48 * time.Hour)})
 	m := rg.pop("orders.dlq")
-	out := &babelqueue.Outgoing{Intent: babelqueue.IntentRestore, Queue: "orders.dlq", Body: m.Body, From: m, Headers: m.Headers}
+	out := &driver.Outgoing{Intent: driver.IntentRestore, Queue: "orders.dlq", Body: m.Body, From: m, Headers: m.Headers}
 	if _, err := rg.tr.Send(context.Background(), out); err != nil {
 		t.Fatal(err)
 	}
@@ -152,13 +155,13 @@ func TestSendRestoreWritesTheRecordBack(t *testing.T) {
 func TestSendRefusesWhatItCannotWrite(t *testing.T) {
 	rg := newRig(t)
 	ctx := context.Background()
-	if _, err := rg.tr.Send(ctx, &babelqueue.Outgoing{Intent: babelqueue.IntentPublish, Queue: "orders", Body: "x", Delay: time.Second}); !errors.Is(err, babelqueue.ErrDelayUnsupported) {
+	if _, err := rg.tr.Send(ctx, &driver.Outgoing{Intent: driver.IntentPublish, Queue: "orders", Body: "x", Delay: time.Second}); !errors.Is(err, babelqueue.ErrDelayUnsupported) {
 		t.Fatalf("delay without tiers: %v", err)
 	}
-	if _, err := rg.tr.Send(ctx, &babelqueue.Outgoing{Intent: babelqueue.IntentPublish, Queue: " ", Body: "x"}); !errors.Is(err, ErrEmptyTopic) {
+	if _, err := rg.tr.Send(ctx, &driver.Outgoing{Intent: driver.IntentPublish, Queue: " ", Body: "x"}); !errors.Is(err, ErrEmptyTopic) {
 		t.Fatalf("blank queue: %v", err)
 	}
-	if _, err := rg.tr.Send(ctx, &babelqueue.Outgoing{Intent: 99, Queue: "orders", Body: "x"}); !errors.Is(err, babelqueue.ErrInvalidOption) {
+	if _, err := rg.tr.Send(ctx, &driver.Outgoing{Intent: 99, Queue: "orders", Body: "x"}); !errors.Is(err, babelqueue.ErrInvalidOption) {
 		t.Fatalf("unknown intent: %v", err)
 	}
 	if _, err := rg.tr.Send(ctx, nil); !errors.Is(err, babelqueue.ErrInvalidOption) {
@@ -167,7 +170,7 @@ func TestSendRefusesWhatItCannotWrite(t *testing.T) {
 	if n := len(rg.log.records("orders")); n != 0 {
 		t.Fatalf("%d records written", n)
 	}
-	want := babelqueue.Features{Keys: true, Headers: true, HandBack: babelqueue.HandBackRewind}
+	want := driver.Features{Keys: true, Headers: true, HandBack: driver.HandBackRewind}
 	if f := rg.tr.Features(); f != want {
 		t.Fatalf("features %+v", f)
 	}

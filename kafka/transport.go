@@ -8,8 +8,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	kafkago "github.com/segmentio/kafka-go"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
 )
 
 // Writer is the subset of *kafkago.Writer the transport writes through.
@@ -58,9 +59,9 @@ var _ babelqueue.Transport = (*Transport)(nil)
 
 // New builds a transport. Give it brokers (WithBrokers) and, to consume, a
 // group id (WithGroupID); tests may instead inject a Writer and a reader
-// factory (WithWriter, WithReaderFactory). A bad option or a missing broker
-// list is reported here, wrapping babelqueue.ErrInvalidOption. New does not
-// contact the brokers.
+// factory (WithWriter, WithReaderFactory). Every bad option and a missing
+// broker list are reported here at once (errors.Join), each wrapping
+// babelqueue.ErrInvalidOption. New does not contact the brokers.
 func New(opts ...Option) (*Transport, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
@@ -68,11 +69,11 @@ func New(opts ...Option) (*Transport, error) {
 			o(&cfg)
 		}
 	}
-	if len(cfg.errs) > 0 {
-		return nil, errors.Join(cfg.errs...)
-	}
 	if len(cfg.brokers) == 0 && (cfg.writer == nil || cfg.readerFactory == nil) {
-		return nil, ErrNoBrokers
+		cfg.errs = append(cfg.errs, ErrNoBrokers)
+	}
+	if err := errors.Join(cfg.errs...); err != nil {
+		return nil, err
 	}
 	t := &Transport{cfg: cfg, readers: make(map[string]*consumer)}
 	if len(cfg.brokers) > 0 {

@@ -10,9 +10,12 @@ import (
 	"testing"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/google/go-cmp/cmp"
 	kafkago "github.com/segmentio/kafka-go"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
+	"github.com/babelqueue/babelqueue-go/core/driver"
 )
 
 type rig struct {
@@ -20,14 +23,14 @@ type rig struct {
 	log     *fakeLog
 	offsets *fakeOffsets
 	writer  *fakeWriter
-	clock   *babelqueue.FakeClock
+	clock   *bqtest.FakeClock
 	tr      *Transport
 	readers []*fakeReader
 }
 
 func newRig(t *testing.T, opts ...Option) *rig {
 	t.Helper()
-	rg := &rig{t: t, log: newFakeLog(), offsets: newFakeOffsets(), clock: babelqueue.NewFakeClock(t0)}
+	rg := &rig{t: t, log: newFakeLog(), offsets: newFakeOffsets(), clock: bqtest.NewFakeClock(t0)}
 	rg.writer = &fakeWriter{log: rg.log}
 	rg.log.create("orders", 3)
 	base := []Option{WithWriter(rg.writer), WithClock(rg.clock), WithReaderFactory(func(q string) Reader {
@@ -361,7 +364,7 @@ func TestCloseRules(t *testing.T) {
 
 // forward is Send of IntentForward.
 func forward(tr *Transport, ctx context.Context, queue, body string, from *babelqueue.ReceivedMessage, headers map[string]string) error {
-	_, err := tr.Send(ctx, &babelqueue.Outgoing{Intent: babelqueue.IntentForward, Queue: queue, Body: body, From: from, Headers: headers})
+	_, err := tr.Send(ctx, &driver.Outgoing{Intent: driver.IntentForward, Queue: queue, Body: body, From: from, Headers: headers})
 	return err
 }
 

@@ -1,8 +1,9 @@
 package kafka
 
 import (
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // versionGate reports whether the record's bq-schema-version header rejects
@@ -10,8 +11,8 @@ import (
 // body is not looked at. When it does, the OnSchemaVersionRejected hook is
 // called with the header value; a panic in it is recovered and ignored.
 func (t *Transport) versionGate(queue string, hs []kafkago.Header) (string, bool) {
-	v, present := lastHeader(hs, babelqueue.HeaderSchemaVersion)
-	if babelqueue.CheckSchemaVersionHeader(v, present) == nil {
+	v, present := lastHeader(hs, wire.HeaderSchemaVersion)
+	if wire.CheckSchemaVersionHeader(v, present) == nil {
 		return "", false
 	}
 	if fn := t.cfg.onVersion; fn != nil {

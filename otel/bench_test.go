@@ -6,10 +6,12 @@ import (
 	"testing"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
 )
 
 // runPublishDrain publishes b.N messages through an App over the
@@ -21,7 +23,10 @@ func runPublishDrain(b *testing.B, hooks ...babelqueue.Hook) {
 	if len(hooks) > 0 {
 		opts = append(opts, babelqueue.WithHooks(hooks...))
 	}
-	app := babelqueue.NewApp(babelqueue.NewInMemoryTransport(), opts...)
+	app, err := babelqueue.NewApp(bqtest.NewInMemoryTransport(), opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
 	app.Handle(testURN, ok)
 	ctx := context.Background()
 	data := map[string]any{"order_id": 1042}

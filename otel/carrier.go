@@ -3,9 +3,10 @@ package otel
 import (
 	"context"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
 )
 
 // headerCarrier adapts an out-of-band header map to

@@ -7,10 +7,13 @@
 // # Wiring
 //
 //	tel, err := otel.New(otel.WithTracerProvider(tp), otel.WithMeterProvider(mp), otel.WithSystem("kafka"))
-//	app := babelqueue.NewApp(transport, babelqueue.WithHooks(tel.Hooks()))
+//	app, err := babelqueue.NewApp(transport, babelqueue.WithHooks(tel.Hooks()))
+//	if err != nil {
+//		return err // every option problem, joined
+//	}
 //	app.Handle(urn, handler) // tel.Middleware(handler) is optional
 //
-// The same tel.Hooks() value goes to babelqueue.WithRedriveHooks for a
+// The same tel.Hooks() value goes to redrive.WithHooks for a
 // Redrive run on a bare transport, and to a binding's re-injector (the
 // Kafka binding's WithReinjectHooks option).
 //

@@ -7,10 +7,12 @@ import (
 	"log/slog"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
-	bqotel "github.com/babelqueue/babelqueue-go/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
+	bqotel "github.com/babelqueue/babelqueue-go/otel"
 )
 
 // A message fails once and is retried. Every attempt is a child of the
@@ -25,9 +27,12 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	app := babelqueue.NewApp(babelqueue.NewInMemoryTransport(), babelqueue.WithHooks(tel.Hooks()),
+	app, err := babelqueue.NewApp(bqtest.NewInMemoryTransport(), babelqueue.WithHooks(tel.Hooks()),
 		babelqueue.WithDefaultQueue("orders"), babelqueue.WithPollTimeout(10*time.Millisecond),
 		babelqueue.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		panic(err)
+	}
 	calls := 0
 	app.Handle("urn:babel:orders:created", func(ctx context.Context, env *babelqueue.Envelope) error {
 		if calls++; calls == 1 {

@@ -4,11 +4,15 @@ import (
 	"context"
 	"sync/atomic"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/redrive"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // Hooks is the babelqueue hook value of a Telemetry (Telemetry.Hooks). It
@@ -61,11 +65,11 @@ func deliveryOf(ctx context.Context) *delivery {
 // every attempt stays in the message's trace; a retry, release or dead
 // letter also gets HeaderRetryLink naming the attempt that wrote it.
 // IntentForward is written exactly as received: nothing is added.
-func (h *Hooks) OnPublish(ctx context.Context, out *babelqueue.Outgoing) context.Context {
+func (h *Hooks) OnPublish(ctx context.Context, out *driver.Outgoing) context.Context {
 	t := h.t
 	switch out.Intent {
-	case babelqueue.IntentPublish:
-		p := babelqueue.ProjectBody([]byte(out.Body))
+	case driver.IntentPublish:
+		p := wire.ProjectBody([]byte(out.Body))
 		attrs := make([]attribute.KeyValue, 0, 8)
 		attrs = append(attrs,
 			semconv.MessagingSystemKey.String(t.cfg.system),
@@ -85,20 +89,20 @@ func (h *Hooks) OnPublish(ctx context.Context, out *babelqueue.Outgoing) context
 			attrs = append(attrs, AttrDelayMS.Int64(out.Delay.Milliseconds()))
 		}
 		ctx, span := t.tracer.Start(ctx, "send "+out.Queue, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(attrs...))
-		if _, ok := out.Headers[babelqueue.HeaderTraceparent]; !ok {
+		if _, ok := out.Headers[wire.HeaderTraceparent]; !ok {
 			t.prop.Inject(ctx, headerCarrier(out.Headers))
 		}
 		return context.WithValue(ctx, sendKey, span)
-	case babelqueue.IntentRetry, babelqueue.IntentRelease, babelqueue.IntentDeadLetter:
+	case driver.IntentRetry, driver.IntentRelease, driver.IntentDeadLetter:
 		d := deliveryOf(ctx)
 		if d == nil {
 			return ctx
 		}
-		if out.Intent != babelqueue.IntentRelease {
+		if out.Intent != driver.IntentRelease {
 			d.copied.Store(true)
 		}
 		if sc := d.span.SpanContext(); sc.IsValid() {
-			if _, ok := out.Headers[babelqueue.HeaderTraceparent]; !ok {
+			if _, ok := out.Headers[wire.HeaderTraceparent]; !ok {
 				// A message that came without trace context continues
 				// the trace of this attempt.
 				t.prop.Inject(ctx, headerCarrier(out.Headers))
@@ -112,13 +116,13 @@ func (h *Hooks) OnPublish(ctx context.Context, out *babelqueue.Outgoing) context
 // OnPublished ends the producer span of a new message, counting it in
 // MetricPublished once the broker acknowledged it; a settle write becomes
 // an event on the process span of its delivery.
-func (h *Hooks) OnPublished(ctx context.Context, out *babelqueue.Outgoing, r babelqueue.Receipt, err error) {
+func (h *Hooks) OnPublished(ctx context.Context, out *driver.Outgoing, r driver.Receipt, err error) {
 	t := h.t
 	queue := out.Queue
 	if r.Queue != "" {
 		queue = r.Queue
 	}
-	if out.Intent == babelqueue.IntentPublish {
+	if out.Intent == driver.IntentPublish {
 		span, _ := ctx.Value(sendKey).(trace.Span)
 		if err != nil {
 			if span != nil {
@@ -200,9 +204,9 @@ func (h *Hooks) OnSettle(ctx context.Context, dl *babelqueue.Delivery, s *babelq
 		t.m.deadLettered.Add(ctx, 1, t.attrs.at(queue, reason, target))
 	}
 	switch s.Reason {
-	case babelqueue.ReasonPoison:
+	case wire.ReasonPoison:
 		t.m.poison.Add(ctx, 1, t.attrs.at(queue))
-	case babelqueue.ReasonVersionGated:
+	case wire.ReasonVersionGated:
 		t.m.versionGated.Add(ctx, 1, t.attrs.at(queue))
 	}
 	d := deliveryOf(ctx)
@@ -251,7 +255,7 @@ func (h *Hooks) OnSettle(ctx context.Context, dl *babelqueue.Delivery, s *babelq
 	switch {
 	case s.Outcome == babelqueue.OutcomeHandedBack && s.Err != nil:
 		span.AddEvent("babelqueue.settle_failed", trace.WithAttributes(attribute.String("error", s.Err.Error())))
-	case s.Err != nil && !(d.wrapped.Load() && s.Reason == babelqueue.ReasonFailed):
+	case s.Err != nil && !(d.wrapped.Load() && s.Reason == wire.ReasonFailed):
 		// Middleware already recorded the handler's own error.
 		span.RecordError(s.Err)
 	}
@@ -297,11 +301,11 @@ func handlerFailed(d *delivery, s *babelqueue.Settlement) bool {
 // under its target queue; the items it kept, would move (a dry run) or
 // found already moved are not counted. A failed item is an event on the
 // run's span when the run was started with StartRedrive.
-func (h *Hooks) OnRedrive(ctx context.Context, dlq string, it babelqueue.RedriveItem) {
-	if it.Outcome == babelqueue.RedriveMoved {
+func (h *Hooks) OnRedrive(ctx context.Context, dlq string, it redrive.Item) {
+	if it.Outcome == redrive.Moved {
 		h.t.m.redriven.Add(ctx, 1, h.t.attrs.at(it.Target))
 	}
-	if it.Outcome == babelqueue.RedriveFailed {
+	if it.Outcome == redrive.Failed {
 		if span, ok := ctx.Value(redriveKey).(trace.Span); ok {
 			attrs := []attribute.KeyValue{semconv.MessagingDestinationName(dlq), attribute.String("babelqueue.redrive.position", it.Position)}
 			if it.Err != nil {

@@ -8,8 +8,12 @@ import (
 	"testing"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"go.opentelemetry.io/otel/trace"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/redrive"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // TestInstrumentsHaveUnitsAndDescriptions feeds every hook directly (as
@@ -19,19 +23,19 @@ func TestInstrumentsHaveUnitsAndDescriptions(t *testing.T) {
 	h := newHarness(t, WithSystem("kafka"))
 	hooks := h.tel.Hooks()
 	ctx := context.Background()
-	out := &babelqueue.Outgoing{Intent: babelqueue.IntentPublish, Queue: "q", Body: "{}", Headers: map[string]string{}}
-	hooks.OnPublished(hooks.OnPublish(ctx, out), out, babelqueue.Receipt{}, nil)
+	out := &driver.Outgoing{Intent: driver.IntentPublish, Queue: "q", Body: "{}", Headers: map[string]string{}}
+	hooks.OnPublished(hooks.OnPublish(ctx, out), out, driver.Receipt{}, nil)
 	msg := &babelqueue.ReceivedMessage{Queue: "q", Body: "x"}
 	for _, s := range []babelqueue.Settlement{
-		{Outcome: babelqueue.OutcomeRetried, Reason: babelqueue.ReasonFailed, Target: "q.retry.1", HandlerRan: true, HandlerDuration: 20 * time.Millisecond},
-		{Outcome: babelqueue.OutcomeDeadLettered, Reason: babelqueue.ReasonPoison, Target: "q.dlq"},
-		{Outcome: babelqueue.OutcomeDropped, Reason: babelqueue.ReasonVersionGated},
+		{Outcome: babelqueue.OutcomeRetried, Reason: wire.ReasonFailed, Target: "q.retry.1", HandlerRan: true, HandlerDuration: 20 * time.Millisecond},
+		{Outcome: babelqueue.OutcomeDeadLettered, Reason: wire.ReasonPoison, Target: "q.dlq"},
+		{Outcome: babelqueue.OutcomeDropped, Reason: wire.ReasonVersionGated},
 	} {
 		d := &babelqueue.Delivery{Message: msg, Queue: "q", URN: testURN}
 		hooks.OnSettle(hooks.OnDelivery(ctx, d), d, &s)
 	}
 	for range 3 {
-		hooks.OnRedrive(ctx, "q.dlq", babelqueue.RedriveItem{Target: "q", Outcome: babelqueue.RedriveMoved})
+		hooks.OnRedrive(ctx, "q.dlq", redrive.Item{Target: "q", Outcome: redrive.Moved})
 	}
 	hooks.OnReinject(ctx, &babelqueue.Reinjection{Tier: "q.retry.1", TierIndex: 1, Queue: "q", Delay: time.Second, Lag: 1500 * time.Millisecond})
 
@@ -66,7 +70,7 @@ func TestSettleWithoutDeliveryStillCounts(t *testing.T) {
 	h := newHarness(t)
 	d := &babelqueue.Delivery{Message: &babelqueue.ReceivedMessage{Queue: "orders"}, Queue: "orders", URN: testURN}
 	h.tel.Hooks().OnSettle(context.Background(), d, &babelqueue.Settlement{Outcome: babelqueue.OutcomeDeadLettered,
-		Reason: babelqueue.ReasonFailed, Target: "orders.dlq", HandlerRan: true, HandlerDuration: time.Second})
+		Reason: wire.ReasonFailed, Target: "orders.dlq", HandlerRan: true, HandlerDuration: time.Second})
 	want := expandCounters([]string{"handled outcome=dead_lettered reason=failed", "dead_lettered reason=failed target=orders.dlq"})
 	got := h.counters(t)
 	if len(got) != len(want) {

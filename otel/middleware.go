@@ -3,10 +3,11 @@ package otel
 import (
 	"context"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
 )
 
 // Middleware wraps h so that its error or panic is recorded on the process

@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"go.opentelemetry.io/otel/codes"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
 )
 
 // TestMiddlewareWithoutHooksMakesItsOwnSpan: a handler wrapped in
@@ -16,12 +18,15 @@ import (
 // of the delivered traceparent, and its duration measured once.
 func TestMiddlewareWithoutHooksMakesItsOwnSpan(t *testing.T) {
 	h := newHarness(t)
-	mem := babelqueue.NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	producer := newApp(h, mem)
 	if _, err := producer.Publish(context.Background(), testURN, nil); err != nil {
 		t.Fatal(err)
 	}
-	app := babelqueue.NewApp(mem, babelqueue.WithDefaultQueue("orders"), babelqueue.WithPollTimeout(20*time.Millisecond))
+	app, err := babelqueue.NewApp(mem, babelqueue.WithDefaultQueue("orders"), babelqueue.WithPollTimeout(20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
 	app.Handle(testURN, h.tel.Middleware(func(context.Context, *babelqueue.Envelope) error { return errors.New("no") }))
 	if _, err := app.Drain(context.Background()); err != nil {
 		t.Fatal(err)
@@ -49,8 +54,8 @@ func TestMiddlewareWithoutHooksMakesItsOwnSpan(t *testing.T) {
 // exception event and is re-raised for the App to settle.
 func TestMiddlewareWithHooksRecordsPanicOnceOnTheDeliverySpan(t *testing.T) {
 	h := newHarness(t)
-	clock := babelqueue.NewFakeClock(epoch)
-	mem := babelqueue.NewInMemoryTransport(babelqueue.WithMemoryClock(clock), babelqueue.WithMemoryRetryTiers(time.Minute))
+	clock := bqtest.NewFakeClock(epoch)
+	mem := bqtest.NewInMemoryTransport(bqtest.WithMemoryClock(clock), bqtest.WithMemoryRetryTiers(time.Minute))
 	app := newApp(h, mem, babelqueue.WithClock(clock))
 	app.Handle(testURN, h.tel.Middleware(func(context.Context, *babelqueue.Envelope) error {
 		clock.Advance(time.Second)

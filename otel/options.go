@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	global "go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // Version is the version of this module, reported as the instrumentation
@@ -95,7 +97,7 @@ func WithPropagator(p propagation.TextMapPropagator) Option {
 // rejected.
 func WithSystem(system string) Option {
 	return func(c *config) error {
-		if babelqueue.IsBlank(system) {
+		if wire.IsBlank(system) {
 			return invalid("blank messaging system")
 		}
 		c.system = system

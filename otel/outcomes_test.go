@@ -12,9 +12,12 @@ import (
 	"testing"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
+	"github.com/babelqueue/babelqueue-go/core/driver"
 )
 
 // handlerTime is how long every handler of these tests runs, on the fake
@@ -35,7 +38,7 @@ type settled struct {
 type outcomeCase struct {
 	name    string
 	opts    []babelqueue.Option
-	mem     []babelqueue.MemoryOption
+	mem     []bqtest.MemoryOption
 	fail    bool   // the handler of testURN returns an error
 	noRoute bool   // no handler for testURN
 	body    string // a raw body published instead of an App envelope
@@ -53,24 +56,24 @@ type outcomeCase struct {
 
 // outcomeCases holds one case per outcome and reason the App reports.
 func outcomeCases() []outcomeCase {
-	tiers := babelqueue.WithMemoryRetryTiers(time.Minute) // a retry stays delayed on the fake clock
+	tiers := bqtest.WithMemoryRetryTiers(time.Minute) // a retry stays delayed on the fake clock
 	noDLQ := babelqueue.WithDeadLetter(false)
 	one := babelqueue.WithMaxAttempts(1)
 	strategy := babelqueue.WithUnknownURNStrategy
 	return []outcomeCase{
 		{name: "handled", want: []settled{{outcome: "handled", handler: "success"}},
 			counters: []string{"handled outcome=handled"}},
-		{name: "retried/failed", mem: []babelqueue.MemoryOption{tiers}, fail: true,
+		{name: "retried/failed", mem: []bqtest.MemoryOption{tiers}, fail: true,
 			want:     []settled{{outcome: "retried", reason: "failed", target: "orders", delayMS: "60000", handler: "error"}},
 			counters: []string{"handled outcome=retried reason=failed", "retried reason=failed target=orders"}},
 		{name: "retried/failed/binding-settles", fail: true,
-			mem:      []babelqueue.MemoryOption{tiers, babelqueue.WithMemoryFeatures(babelqueue.Features{Keys: true, Headers: true, Delay: true, SettlesRetry: true, HandBack: babelqueue.HandBackNack})},
+			mem:      []bqtest.MemoryOption{tiers, bqtest.WithMemoryFeatures(driver.Features{Keys: true, Headers: true, Delay: true, SettlesRetry: true, HandBack: driver.HandBackNack})},
 			want:     []settled{{outcome: "retried", reason: "failed", target: "orders", delayMS: "60000", handler: "error"}},
 			counters: []string{"handled outcome=retried reason=failed", "retried reason=failed target=orders"}},
-		{name: "retried/unknown_urn", mem: []babelqueue.MemoryOption{tiers}, noRoute: true, opts: []babelqueue.Option{strategy(babelqueue.StrategyFail)},
+		{name: "retried/unknown_urn", mem: []bqtest.MemoryOption{tiers}, noRoute: true, opts: []babelqueue.Option{strategy(babelqueue.StrategyFail)},
 			want:     []settled{{outcome: "retried", reason: "unknown_urn", target: "orders", delayMS: "60000"}},
 			counters: []string{"handled outcome=retried reason=unknown_urn", "retried reason=unknown_urn target=orders"}},
-		{name: "retried/poison", mem: []babelqueue.MemoryOption{tiers}, body: "not json", opts: []babelqueue.Option{noDLQ},
+		{name: "retried/poison", mem: []bqtest.MemoryOption{tiers}, body: "not json", opts: []babelqueue.Option{noDLQ},
 			want:     []settled{{outcome: "retried", reason: "poison", target: "orders", delayMS: "60000"}},
 			counters: []string{"handled outcome=retried reason=poison", "retried reason=poison target=orders", "poison"}},
 		{name: "dead_lettered/failed", fail: true, opts: []babelqueue.Option{one},
@@ -138,8 +141,8 @@ func TestEveryOutcomeIsCountedExactly(t *testing.T) {
 
 func runOutcome(t *testing.T, tc outcomeCase, wrapped bool) {
 	h := newHarness(t)
-	clock := babelqueue.NewFakeClock(epoch)
-	mem := babelqueue.NewInMemoryTransport(append([]babelqueue.MemoryOption{babelqueue.WithMemoryClock(clock)}, tc.mem...)...)
+	clock := bqtest.NewFakeClock(epoch)
+	mem := bqtest.NewInMemoryTransport(append([]bqtest.MemoryOption{bqtest.WithMemoryClock(clock)}, tc.mem...)...)
 	app := newApp(h, mem, append([]babelqueue.Option{babelqueue.WithClock(clock)}, tc.opts...)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

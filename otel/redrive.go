@@ -3,11 +3,12 @@ package otel
 import (
 	"context"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/babelqueue/babelqueue-go/core/redrive"
 )
 
 // StartRedrive starts the span "redrive <dlq>" of one redrive run, a child
@@ -21,12 +22,12 @@ import (
 // The hooks count the moved messages (OnRedrive); the span carries the
 // run's counts (babelqueue.redrive.examined, moved, kept, recovered,
 // dry_run) and has status Error when err is not nil.
-func (t *Telemetry) StartRedrive(ctx context.Context, dlq string) (context.Context, func(*babelqueue.RedriveResult, error)) {
+func (t *Telemetry) StartRedrive(ctx context.Context, dlq string) (context.Context, func(*redrive.Result, error)) {
 	ctx, span := t.tracer.Start(ctx, "redrive "+dlq, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(
 		semconv.MessagingSystemKey.String(t.cfg.system),
 		semconv.MessagingDestinationName(dlq),
 	))
-	return context.WithValue(ctx, redriveKey, span), func(res *babelqueue.RedriveResult, err error) {
+	return context.WithValue(ctx, redriveKey, span), func(res *redrive.Result, err error) {
 		if res != nil {
 			span.SetAttributes(
 				attribute.Int("babelqueue.redrive.examined", res.Examined),

@@ -6,12 +6,15 @@ import (
 	"testing"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"go.opentelemetry.io/otel/codes"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
+	"github.com/babelqueue/babelqueue-go/core/redrive"
 )
 
 // deadLetters leaves n dead letters in orders.dlq.
-func deadLetters(t *testing.T, h *harness, mem *babelqueue.InMemoryTransport, n int) *babelqueue.App {
+func deadLetters(t *testing.T, h *harness, mem *bqtest.InMemoryTransport, n int) *babelqueue.App {
 	t.Helper()
 	app := newApp(h, mem, babelqueue.WithMaxAttempts(1))
 	app.Handle(testURN, func(context.Context, *babelqueue.Envelope) error { return errors.New("down") })
@@ -29,13 +32,13 @@ func deadLetters(t *testing.T, h *harness, mem *babelqueue.InMemoryTransport, n 
 
 func TestAppRedriveCountsEachMoveUnderItsTarget(t *testing.T) {
 	h := newHarness(t)
-	mem := babelqueue.NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	app := deadLetters(t, h, mem, 3)
-	poll := babelqueue.WithRedrivePollTimeout(10 * time.Millisecond)
+	poll := redrive.WithPollTimeout(10 * time.Millisecond)
 
 	// A dry run moves nothing and counts nothing.
 	ctx, end := h.tel.StartRedrive(context.Background(), "orders.dlq")
-	res, err := app.Redrive(ctx, "orders.dlq", poll, babelqueue.WithRedriveDryRun())
+	res, err := app.Redrive(ctx, "orders.dlq", poll, redrive.WithDryRun())
 	end(res, err)
 	if err != nil || res.Moved != 3 || mem.Len("orders.dlq") != 3 {
 		t.Fatalf("dry run: %v, %+v", err, res)
@@ -45,12 +48,12 @@ func TestAppRedriveCountsEachMoveUnderItsTarget(t *testing.T) {
 	}
 
 	ctx, end = h.tel.StartRedrive(context.Background(), "orders.dlq")
-	res, err = app.Redrive(ctx, "orders.dlq", poll, babelqueue.WithRedriveMax(2))
+	res, err = app.Redrive(ctx, "orders.dlq", poll, redrive.WithMax(2))
 	end(res, err)
 	if err != nil || res.Moved != 2 || mem.Len("orders") != 2 {
 		t.Fatalf("Redrive: %v, %+v, orders %d", err, res, mem.Len("orders"))
 	}
-	res, err = app.Redrive(context.Background(), "orders.dlq", poll, babelqueue.WithRedriveTarget("audit"))
+	res, err = app.Redrive(context.Background(), "orders.dlq", poll, redrive.WithTarget("audit"))
 	if err != nil || res.Moved != 1 {
 		t.Fatalf("Redrive to audit: %v, %+v", err, res)
 	}
@@ -70,21 +73,21 @@ func TestAppRedriveCountsEachMoveUnderItsTarget(t *testing.T) {
 // ownRedrive is a transport running redrives itself, as the Kafka and
 // Pulsar bindings do.
 type ownRedrive struct {
-	*babelqueue.InMemoryTransport
+	*bqtest.InMemoryTransport
 }
 
-func (o ownRedrive) Redrive(_ context.Context, _ string, plan babelqueue.RedrivePlan) (*babelqueue.RedriveResult, error) {
-	res := &babelqueue.RedriveResult{}
-	plan.Report(res, babelqueue.RedriveItem{Target: "orders", Outcome: babelqueue.RedriveMoved})
-	plan.Report(res, babelqueue.RedriveItem{Outcome: babelqueue.RedriveAlreadyMoved, Target: "orders"})
-	plan.Report(res, babelqueue.RedriveItem{Outcome: babelqueue.RedriveFailed, Position: "0/7", Err: errors.New("write refused")})
+func (o ownRedrive) Redrive(_ context.Context, _ string, plan redrive.Plan) (*redrive.Result, error) {
+	res := &redrive.Result{}
+	plan.Report(res, redrive.Item{Target: "orders", Outcome: redrive.Moved})
+	plan.Report(res, redrive.Item{Outcome: redrive.AlreadyMoved, Target: "orders"})
+	plan.Report(res, redrive.Item{Outcome: redrive.Failed, Position: "0/7", Err: errors.New("write refused")})
 	return res, errors.New("partial")
 }
 
 func TestRedriveHooksReachABindingsOwnRedrive(t *testing.T) {
 	h := newHarness(t)
 	ctx, end := h.tel.StartRedrive(context.Background(), "orders.dlq")
-	res, err := babelqueue.Redrive(ctx, ownRedrive{babelqueue.NewInMemoryTransport()}, "orders.dlq", babelqueue.WithRedriveHooks(h.tel.Hooks()))
+	res, err := redrive.Run(ctx, ownRedrive{bqtest.NewInMemoryTransport()}, "orders.dlq", redrive.WithHooks(h.tel.Hooks()))
 	end(res, err)
 	if err == nil || res.Moved != 1 {
 		t.Fatalf("Redrive: %v, %+v", err, res)

@@ -1,10 +1,11 @@
 package otel
 
 import (
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
 )
 
 // Telemetry holds the tracer, the instruments and the propagator that its
@@ -56,7 +57,7 @@ func New(opts ...Option) (*Telemetry, error) {
 }
 
 // Hooks returns the one value to register with babelqueue.WithHooks (an
-// App), babelqueue.WithRedriveHooks (a Redrive run on a bare transport)
+// App), redrive.WithHooks (a Redrive run on a bare transport)
 // and a binding's re-injector hooks option. Through it Telemetry traces
 // and counts what those report, and nothing else: every outcome comes
 // from the App's own babelqueue.Settlement, never from the traffic.

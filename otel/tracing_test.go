@@ -9,10 +9,13 @@ import (
 	"testing"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
+	"github.com/babelqueue/babelqueue-go/core/driver"
 )
 
 const testURN = "urn:babel:orders:created"
@@ -27,7 +30,11 @@ func newApp(h *harness, mem babelqueue.Transport, opts ...babelqueue.Option) *ba
 func newAppOf(tel *Telemetry, mem babelqueue.Transport, opts ...babelqueue.Option) *babelqueue.App {
 	base := []babelqueue.Option{babelqueue.WithDefaultQueue("orders"), babelqueue.WithPollTimeout(20 * time.Millisecond),
 		babelqueue.WithFailureBackoff(0), babelqueue.WithLogger(slog.New(slog.DiscardHandler)), babelqueue.WithHooks(tel.Hooks())}
-	return babelqueue.NewApp(mem, append(base, opts...)...)
+	app, err := babelqueue.NewApp(mem, append(base, opts...)...)
+	if err != nil {
+		panic(err) // a test's own options are valid
+	}
+	return app
 }
 
 func drain(t *testing.T, app *babelqueue.App, queues ...string) {
@@ -53,7 +60,7 @@ func failOnce(calls *atomic.Int32) babelqueue.Handler {
 
 func TestPublishStartsProducerSpanAndInjectsTraceparent(t *testing.T) {
 	h := newHarness(t, WithSystem("kafka"))
-	mem := babelqueue.NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	app := newApp(h, mem)
 
 	ctx, parent := h.tp.Tracer("test").Start(context.Background(), "caller")
@@ -92,7 +99,7 @@ func TestPublishStartsProducerSpanAndInjectsTraceparent(t *testing.T) {
 
 func TestPublishKeepsCallersTraceparentAndHeaders(t *testing.T) {
 	h := newHarness(t)
-	mem := babelqueue.NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	app := newApp(h, mem)
 	const tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 	headers := map[string]string{"traceparent": tp, "x-user": "v"}
@@ -111,7 +118,7 @@ func TestPublishKeepsCallersTraceparentAndHeaders(t *testing.T) {
 
 func TestPublishFailureMarksSendSpanAndIsNotCounted(t *testing.T) {
 	h := newHarness(t)
-	mem := babelqueue.NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	boom := errors.New("broker down")
 	mem.SetFault(func(op, _ string) error {
 		if op == "publish" {
@@ -134,8 +141,8 @@ func TestPublishFailureMarksSendSpanAndIsNotCounted(t *testing.T) {
 
 func TestDelayedPublishCarriesTraceAndDelay(t *testing.T) {
 	h := newHarness(t)
-	clock := babelqueue.NewFakeClock(epoch)
-	mem := babelqueue.NewInMemoryTransport(babelqueue.WithMemoryClock(clock))
+	clock := bqtest.NewFakeClock(epoch)
+	mem := bqtest.NewInMemoryTransport(bqtest.WithMemoryClock(clock))
 	app := newApp(h, mem, babelqueue.WithClock(clock))
 	app.Handle(testURN, ok)
 	if _, err := app.Publish(context.Background(), testURN, nil, babelqueue.WithDelay(time.Minute)); err != nil {
@@ -160,7 +167,7 @@ func TestDelayedPublishCarriesTraceAndDelay(t *testing.T) {
 
 func TestProcessSpanIsChildOfProducerAndParentOfHandlerSpans(t *testing.T) {
 	h := newHarness(t)
-	mem := babelqueue.NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	app := newApp(h, mem)
 	app.Handle(testURN, func(ctx context.Context, env *babelqueue.Envelope) error {
 		_, s := h.tp.Tracer("test").Start(ctx, "work")
@@ -205,7 +212,7 @@ func TestProcessSpanIsChildOfProducerAndParentOfHandlerSpans(t *testing.T) {
 
 func TestMessageWithoutTraceContextStartsATraceItsRetryContinues(t *testing.T) {
 	h := newHarness(t)
-	mem := babelqueue.NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	app := newApp(h, mem)
 	var calls atomic.Int32
 	app.Handle(testURN, failOnce(&calls))
@@ -240,7 +247,7 @@ func TestMessageWithoutTraceContextStartsATraceItsRetryContinues(t *testing.T) {
 // the original traceparent, and only the dead-lettered attempt an error.
 func TestRetryThenDeadLetterKeepsOneTrace(t *testing.T) {
 	h := newHarness(t)
-	mem := babelqueue.NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	app := newApp(h, mem, babelqueue.WithMaxAttempts(2))
 	var seen []map[string]string
 	app.Handle(testURN, func(ctx context.Context, _ *babelqueue.Envelope) error {
@@ -300,8 +307,8 @@ func TestRetryThenDeadLetterKeepsOneTrace(t *testing.T) {
 func TestRetryLinkCrossesProcessesInHeader(t *testing.T) {
 	h := newHarness(t)
 	second := newHarness(t)
-	clock := babelqueue.NewFakeClock(epoch)
-	mem := babelqueue.NewInMemoryTransport(babelqueue.WithMemoryClock(clock), babelqueue.WithMemoryRetryTiers(time.Minute))
+	clock := bqtest.NewFakeClock(epoch)
+	mem := bqtest.NewInMemoryTransport(bqtest.WithMemoryClock(clock), bqtest.WithMemoryRetryTiers(time.Minute))
 	appA := newApp(h, mem, babelqueue.WithClock(clock))
 	appA.Handle(testURN, func(context.Context, *babelqueue.Envelope) error { return errors.New("fail") })
 	if _, err := appA.Publish(context.Background(), testURN, nil); err != nil {
@@ -328,7 +335,7 @@ func TestRetryLinkCrossesProcessesInHeader(t *testing.T) {
 func TestRedeliveryLinksFromMemory(t *testing.T) {
 	for _, memory := range []int{DefaultLinkMemory, 0} {
 		h := newHarness(t, WithLinkMemory(memory))
-		mem := babelqueue.NewInMemoryTransport()
+		mem := bqtest.NewInMemoryTransport()
 		app := newApp(h, mem)
 		var calls atomic.Int32
 		app.Handle(testURN, failOnce(&calls))
@@ -359,7 +366,7 @@ func TestRedeliveryLinksFromMemory(t *testing.T) {
 
 // deferring hands out every message with its headers deferred, as the
 // Kafka binding's Receive does.
-type deferring struct{ *babelqueue.InMemoryTransport }
+type deferring struct{ *bqtest.InMemoryTransport }
 
 type mapSource map[string]string
 
@@ -378,7 +385,7 @@ func (d deferring) Receive(ctx context.Context, queue string, timeout time.Durat
 
 func TestDeferredHeadersAreReadWithoutBeingBuilt(t *testing.T) {
 	h := newHarness(t)
-	mem := babelqueue.NewInMemoryTransport()
+	mem := bqtest.NewInMemoryTransport()
 	app := newApp(h, deferring{mem})
 	var filled bool
 	app.Handle(testURN, func(ctx context.Context, env *babelqueue.Envelope) error { return nil })
@@ -409,7 +416,7 @@ func (f settleSpy) OnSettle(_ context.Context, d *babelqueue.Delivery, _ *babelq
 // and consume work, and each delivery is a root span.
 func TestTransportWithoutHeadersStillWorks(t *testing.T) {
 	h := newHarness(t)
-	mem := babelqueue.NewInMemoryTransport(babelqueue.WithMemoryFeatures(babelqueue.Features{Keys: true, HandBack: babelqueue.HandBackRewind}))
+	mem := bqtest.NewInMemoryTransport(bqtest.WithMemoryFeatures(driver.Features{Keys: true, HandBack: driver.HandBackRewind}))
 	app := newApp(h, mem)
 	var calls atomic.Int32
 	app.Handle(testURN, failOnce(&calls))

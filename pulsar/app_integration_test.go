@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/google/go-cmp/cmp"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/redrive"
 )
 
 // runApp consumes queue with app until the end of the test.
@@ -99,7 +101,10 @@ func testRetriesThenDeadLetter(t *testing.T, optsFor func(c pulsar.Client, q str
 	q := uniqueQueue(t)
 	dlqReader := newRawReader(t, c, DeadLetterQueue(q))
 	tr := newIntegrationTransport(t, append([]Option{WithNackRedeliveryDelay(200 * time.Millisecond)}, optsFor(c, q)...)...)
-	app := babelqueue.NewApp(tr, babelqueue.WithMaxAttempts(3), babelqueue.WithPollTimeout(200*time.Millisecond))
+	app, err := babelqueue.NewApp(tr, babelqueue.WithMaxAttempts(3), babelqueue.WithPollTimeout(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
 	var rec recorder
 	app.Handle("urn:babel:orders:created", rec.handler(true))
 	rawSend(t, c, q, &pulsar.ProducerMessage{Payload: []byte(makeBody(t, "urn:babel:orders:created", q)),
@@ -157,11 +162,14 @@ func TestIntegrationRoutingByPropertyAndMismatchHook(t *testing.T) {
 	q := uniqueQueue(t)
 	tr := newIntegrationTransport(t, WithSubscriptionType(pulsar.Shared))
 	mismatch := make(chan [2]string, 4)
-	app := babelqueue.NewApp(tr, babelqueue.WithPollTimeout(200*time.Millisecond),
+	app, err := babelqueue.NewApp(tr, babelqueue.WithPollTimeout(200*time.Millisecond),
 		babelqueue.WithOnRoutingMismatch(func(prop, body string, env *babelqueue.Envelope) {
 			mismatch <- [2]string{prop, body}
 			panic("a failing hook never changes delivery")
 		}))
+	if err != nil {
+		t.Fatal(err)
+	}
 	handled := make(chan string, 4)
 	app.Handle("urn:body", func(ctx context.Context, env *babelqueue.Envelope) error {
 		handled <- "body:" + env.URN()
@@ -214,8 +222,11 @@ func TestIntegrationVersionGate(t *testing.T) {
 	dlqReader := newRawReader(t, c, DeadLetterQueue(q))
 	tr := newIntegrationTransport(t, WithSubscriptionType(pulsar.Shared), WithNackRedeliveryDelay(100*time.Millisecond))
 	rejected := make(chan [2]string, 8)
-	app := babelqueue.NewApp(tr, babelqueue.WithPollTimeout(200*time.Millisecond), babelqueue.WithMaxAttempts(1),
+	app, err := babelqueue.NewApp(tr, babelqueue.WithPollTimeout(200*time.Millisecond), babelqueue.WithMaxAttempts(1),
 		babelqueue.WithOnSchemaVersionRejected(func(v, queue string) { rejected <- [2]string{v, queue} }))
+	if err != nil {
+		t.Fatal(err)
+	}
 	var rec recorder
 	app.Handle("urn:babel:orders:created", rec.handler(false))
 	body := []byte(`{"job":"urn:babel:orders:created", "trace_id":"t","data":{},"meta":{"schema_version":2},"attempts":1}`)
@@ -250,9 +261,12 @@ func TestIntegrationVersionGateFailedDeadLetterWrite(t *testing.T) {
 	var mu sync.Mutex
 	var rejections int
 	// A topic of a tenant that does not exist: every DLQ write fails.
-	app := babelqueue.NewApp(tr, babelqueue.WithPollTimeout(200*time.Millisecond), babelqueue.WithSettleTimeout(3*time.Second),
+	app, err := babelqueue.NewApp(tr, babelqueue.WithPollTimeout(200*time.Millisecond), babelqueue.WithSettleTimeout(3*time.Second),
 		babelqueue.WithDeadLetterQueue("persistent://no-such-tenant-bq/ns/"+q+".dlq"),
 		babelqueue.WithOnSchemaVersionRejected(func(string, string) { mu.Lock(); rejections++; mu.Unlock() }))
+	if err != nil {
+		t.Fatal(err)
+	}
 	rawSend(t, c, q, &pulsar.ProducerMessage{Payload: []byte(`{"job":"urn:a"}`), Properties: map[string]string{"bq-schema-version": "7"}})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -295,7 +309,10 @@ func TestIntegrationPoisonShapes(t *testing.T) {
 	q := uniqueQueue(t)
 	dlqReader := newRawReader(t, c, DeadLetterQueue(q))
 	tr := newIntegrationTransport(t, WithSubscriptionType(pulsar.Shared))
-	app := babelqueue.NewApp(tr, babelqueue.WithPollTimeout(200*time.Millisecond))
+	app, err := babelqueue.NewApp(tr, babelqueue.WithPollTimeout(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
 	var rec recorder
 	app.Handle("urn:a", rec.handler(false))
 	bodies := [][]byte{
@@ -354,8 +371,8 @@ func TestIntegrationRedriveKeepsKey(t *testing.T) {
 	dlBody, _ := json.Marshal(dl)
 	rawSend(t, c, dlq, &pulsar.ProducerMessage{Payload: dlBody, Key: "redrive-key", Properties: map[string]string{"bq-job": "urn:babel:orders:created"}})
 
-	res, err := babelqueue.Redrive(context.Background(), tr, dlq, babelqueue.WithRedriveTarget(q+"-redriven"),
-		babelqueue.WithRedrivePollTimeout(2*time.Second))
+	res, err := redrive.Run(context.Background(), tr, dlq, redrive.WithTarget(q+"-redriven"),
+		redrive.WithPollTimeout(2*time.Second))
 	if err != nil {
 		t.Fatalf("Redrive = %v (%+v)", err, res)
 	}
@@ -371,7 +388,7 @@ func TestIntegrationRedriveKeepsKey(t *testing.T) {
 		t.Errorf("redrive duplicated the dead letter")
 	}
 	// The DLQ was emptied for the redrive cursor: a second run finds nothing.
-	again, err := babelqueue.Redrive(context.Background(), tr, dlq, babelqueue.WithRedrivePollTimeout(time.Second))
+	again, err := redrive.Run(context.Background(), tr, dlq, redrive.WithPollTimeout(time.Second))
 	if err != nil || again.Examined != 0 {
 		t.Errorf("the DLQ still holds a redriven message: %+v, %v", again, err)
 	}
@@ -379,7 +396,7 @@ func TestIntegrationRedriveKeepsKey(t *testing.T) {
 
 func TestIntegrationConsumerHandlesByURN(t *testing.T) {
 	q := uniqueQueue(t)
-	tr := newIntegrationTransport(t, WithSubscriptionType(pulsar.KeyShared), WithMaxWait(200*time.Millisecond))
+	tr := newIntegrationTransport(t, WithSubscriptionType(pulsar.KeyShared), WithMaxWaitTime(200*time.Millisecond))
 	got := make(chan *babelqueue.Envelope, 1)
 	c := NewConsumer(tr, q, map[string]babelqueue.Handler{
 		"urn:babel:orders:created": func(ctx context.Context, env *babelqueue.Envelope) error {

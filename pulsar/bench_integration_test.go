@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // The broker benchmarks run only with BQ_BENCH=1 (make bench). Each is
@@ -178,7 +180,7 @@ func TestBenchPulsarPublishThroughput(t *testing.T) {
 	tr := newIntegrationTransport(t, WithSubscriptionType(pulsar.Shared))
 	oursQ, rawQ, propsQ := uniqueQueue(t), uniqueQueue(t), uniqueQueue(t)
 	body := benchBody(t, oursQ)
-	projection := babelqueue.ProjectBody([]byte(body))
+	projection := wire.ProjectBody([]byte(body))
 	props := map[string]string{}
 	for _, h := range projection.Headers() {
 		props[h.Key] = h.Value
@@ -239,7 +241,7 @@ func TestBenchPulsarConsumeThroughput(t *testing.T) {
 	c := rawClient(t)
 	body := []byte(benchBody(t, "bench"))
 	props := map[string]string{}
-	for _, h := range babelqueue.ProjectBody(body).Headers() {
+	for _, h := range wire.ProjectBody(body).Headers() {
 		props[h.Key] = h.Value
 	}
 	// fill writes n projected envelopes to topic from benchConcurrency

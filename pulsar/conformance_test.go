@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+
 	"github.com/babelqueue/babelqueue-go/conformance"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // conformanceBinding runs the §5 blocks of the conformance suite through
@@ -59,7 +61,7 @@ func (b conformanceBinding) ReconcilePulsar(bodyAttempts int, property string, p
 	s := newFake(b.t, WithSubscriptionType(pulsar.Shared))
 	props := map[string]string{}
 	if present {
-		props[babelqueue.HeaderAttempts] = property
+		props[wire.HeaderAttempts] = property
 	}
 	s.fc.consumer("orders").ch <- &fakeMessage{payload: []byte(bodyWithAttempts(fmt.Sprint(bodyAttempts))),
 		props: props, redelivery: uint32(redeliveryCount)}
@@ -67,7 +69,7 @@ func (b conformanceBinding) ReconcilePulsar(bodyAttempts int, property string, p
 	if err != nil || msg == nil {
 		b.t.Fatalf("Pop: %v %v", msg, err)
 	}
-	n, ok := babelqueue.BodyAttempts([]byte(msg.Body))
+	n, ok := wire.BodyAttempts([]byte(msg.Body))
 	if !ok {
 		b.t.Fatalf("Pop handed over a body without attempts: %s", msg.Body)
 	}
@@ -86,7 +88,7 @@ type drained struct {
 // drainOne delivers m to a Consumer of "orders" with handlers for urns and
 // drains the queue.
 func (b conformanceBinding) drainOne(m *fakeMessage, urns []string, trOpts []Option, appOpts ...babelqueue.Option) *drained {
-	d := &drained{s: newFake(b.t, append([]Option{WithSubscriptionType(pulsar.Shared), WithMaxWait(5 * time.Millisecond)}, trOpts...)...)}
+	d := &drained{s: newFake(b.t, append([]Option{WithSubscriptionType(pulsar.Shared), WithMaxWaitTime(5 * time.Millisecond)}, trOpts...)...)}
 	handlers := map[string]babelqueue.Handler{}
 	for _, u := range urns {
 		handlers[u] = func(context.Context, *babelqueue.Envelope) error {
@@ -114,7 +116,7 @@ func (b conformanceBinding) drainOne(m *fakeMessage, urns []string, trOpts []Opt
 func (b conformanceBinding) AdmitPulsar(value string, present bool, body []byte) bool {
 	props := map[string]string{}
 	if present {
-		props[babelqueue.HeaderSchemaVersion] = value
+		props[wire.HeaderSchemaVersion] = value
 	}
 	env, err := babelqueue.Decode(body)
 	if err != nil {
@@ -133,11 +135,11 @@ func (b conformanceBinding) AdmitPulsar(value string, present bool, body []byte)
 func (b conformanceBinding) RoutePulsar(property string, present bool, bodyURN string) (string, bool) {
 	props := map[string]string{}
 	if present {
-		props[babelqueue.HeaderJob] = property
+		props[wire.HeaderJob] = property
 	}
 	body := `{"job":"` + bodyURN + `","trace_id":"t","data":{},"meta":{"id":"i","queue":"orders","lang":"go","schema_version":1,"created_at":1},"attempts":0}`
 	urns := []string{bodyURN}
-	if present && !babelqueue.IsBlank(property) && property != bodyURN {
+	if present && !wire.IsBlank(property) && property != bodyURN {
 		urns = append(urns, property)
 	}
 	d := b.drainOne(&fakeMessage{payload: []byte(body), props: props}, urns, nil)

@@ -16,6 +16,7 @@ import (
 type Consumer struct {
 	app   *babelqueue.App
 	queue string
+	err   error // the rejected options, returned by Run
 }
 
 // NewConsumer returns a Consumer of queue. The App under it gets, before
@@ -38,7 +39,10 @@ func NewConsumer(tr *Transport, queue string, handlers map[string]babelqueue.Han
 	if tr != nil {
 		t = tr
 	}
-	app := babelqueue.NewApp(t, append(base, opts...)...)
+	app, err := babelqueue.NewApp(t, append(base, opts...)...)
+	if err != nil {
+		return &Consumer{queue: queue, err: err}
+	}
 	for urn, h := range handlers {
 		app.Handle(urn, h)
 	}
@@ -48,8 +52,13 @@ func NewConsumer(tr *Transport, queue string, handlers map[string]babelqueue.Han
 // Run consumes the queue until ctx is cancelled (it then returns nil) or
 // the Transport fails in a way a retry cannot mend, which it returns. A bad
 // message never stops it.
-func (c *Consumer) Run(ctx context.Context) error { return c.app.Consume(ctx, c.queue) }
+func (c *Consumer) Run(ctx context.Context) error {
+	if c.err != nil {
+		return c.err
+	}
+	return c.app.Consume(ctx, c.queue)
+}
 
 // App returns the App under the Consumer, for publishing or for handlers
-// added later.
+// added later; nil when its options were rejected (Run returns why).
 func (c *Consumer) App() *babelqueue.App { return c.app }

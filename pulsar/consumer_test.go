@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/google/go-cmp/cmp"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
 )
 
 // runConsumer runs c until stop is called or the test ends.
@@ -94,7 +96,7 @@ func checkDeadLetter(t *testing.T, m *pulsar.ProducerMessage, wantAttempts int) 
 }
 
 func TestConsumerSharedRetriesByNackThenDeadLetters(t *testing.T) {
-	s := newFake(t, WithSubscriptionType(pulsar.Shared), WithMaxWait(10*time.Millisecond))
+	s := newFake(t, WithSubscriptionType(pulsar.Shared), WithMaxWaitTime(10*time.Millisecond))
 	s.fc.loopback = true
 	s.fc.consumer("orders").redeliverOnNack = true
 	var h seen
@@ -124,7 +126,7 @@ func TestConsumerSharedRetriesByNackThenDeadLetters(t *testing.T) {
 }
 
 func TestConsumerExclusiveRetriesByRepublish(t *testing.T) {
-	s := newFake(t, WithRepublishRetries(), WithMaxWait(10*time.Millisecond))
+	s := newFake(t, WithRepublishRetries(), WithMaxWaitTime(10*time.Millisecond))
 	s.fc.loopback = true
 	var h seen
 	c := NewConsumer(s.tr, "orders", map[string]babelqueue.Handler{"urn:babel:orders:created": h.failing})
@@ -154,7 +156,7 @@ func TestConsumerExclusiveRetriesByRepublish(t *testing.T) {
 }
 
 func TestConsumerRoutesOnPropertyAndCallsMismatchHook(t *testing.T) {
-	s := newFake(t, WithSubscriptionType(pulsar.Shared), WithMaxWait(10*time.Millisecond))
+	s := newFake(t, WithSubscriptionType(pulsar.Shared), WithMaxWaitTime(10*time.Millisecond))
 	got := make(chan string, 2)
 	hook := make(chan [2]string, 2)
 	c := NewConsumer(s.tr, "orders", map[string]babelqueue.Handler{
@@ -186,7 +188,7 @@ func TestConsumerRoutesOnPropertyAndCallsMismatchHook(t *testing.T) {
 }
 
 func TestConsumerVersionGateFailedWriteThenExactForward(t *testing.T) {
-	s := newFake(t, WithSubscriptionType(pulsar.Shared), WithMaxWait(10*time.Millisecond))
+	s := newFake(t, WithSubscriptionType(pulsar.Shared), WithMaxWaitTime(10*time.Millisecond))
 	fc := s.fc.consumer("orders")
 	fc.redeliverOnNack = true
 	s.fc.createErr = errors.New("dlq unavailable")
@@ -227,7 +229,7 @@ func TestConsumerVersionGateFailedWriteThenExactForward(t *testing.T) {
 // body takes the bounded retry: republished byte for byte with
 // bq-attempts counting on and its route kept, then dropped.
 func TestConsumerPoisonRetriesThenDrops(t *testing.T) {
-	s := newFake(t, WithRepublishRetries(), WithMaxWait(10*time.Millisecond))
+	s := newFake(t, WithRepublishRetries(), WithMaxWaitTime(10*time.Millisecond))
 	s.fc.loopback = true
 	var h seen
 	c := NewConsumer(s.tr, "orders", map[string]babelqueue.Handler{"urn:babel:orders:created": h.failing},
@@ -263,7 +265,7 @@ func TestConsumerPoisonRetriesThenDrops(t *testing.T) {
 // stampHook adds a header to every write the App makes.
 type stampHook struct{}
 
-func (stampHook) OnPublish(ctx context.Context, out *babelqueue.Outgoing) context.Context {
+func (stampHook) OnPublish(ctx context.Context, out *driver.Outgoing) context.Context {
 	out.Headers["x-stamp"] = out.Intent.String()
 	return ctx
 }
@@ -272,7 +274,7 @@ func (stampHook) OnPublish(ctx context.Context, out *babelqueue.Outgoing) contex
 // on each retry copy and the dead letter, and headers a publish hook adds
 // are written with each of them.
 func TestAppKeyAndHookHeadersReachEveryWrite(t *testing.T) {
-	s := newFake(t, WithRepublishRetries(), WithMaxWait(10*time.Millisecond))
+	s := newFake(t, WithRepublishRetries(), WithMaxWaitTime(10*time.Millisecond))
 	s.fc.loopback = true
 	var h seen
 	c := NewConsumer(s.tr, "orders", map[string]babelqueue.Handler{"urn:babel:orders:created": h.failing},

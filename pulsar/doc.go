@@ -7,7 +7,10 @@
 //		pulsar.WithServiceURL("pulsar://127.0.0.1:6650"),
 //		pulsar.WithSubscriptionType(pulsarclient.Shared),
 //	)
-//	app := babelqueue.NewApp(tr)
+//	app, err := babelqueue.NewApp(tr)
+//	if err != nil {
+//		return err // every option problem, joined
+//	}
 //
 // What the binding guarantees:
 //   - the payload is the envelope's bytes; the properties bq-job,

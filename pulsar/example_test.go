@@ -7,6 +7,7 @@ import (
 	"syscall"
 
 	pulsarclient "github.com/apache/pulsar-client-go/pulsar"
+
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/babelqueue/babelqueue-go/pulsar"
 )
@@ -24,7 +25,10 @@ func ExampleNew_shared() {
 	}
 	defer tr.Close()
 
-	app := babelqueue.NewApp(tr, babelqueue.WithDefaultQueue("orders"))
+	app, err := babelqueue.NewApp(tr, babelqueue.WithDefaultQueue("orders"))
+	if err != nil {
+		panic(err)
+	}
 	if _, err := app.Publish(context.Background(), "urn:babel:orders:created", map[string]any{"order_id": 1042}); err != nil {
 		log.Fatal(err)
 	}

@@ -233,15 +233,15 @@ func newFake(t *testing.T, opts ...Option) fakeSetup {
 	t.Helper()
 	cfg := defaultConfig()
 	for _, o := range opts {
-		if err := o(&cfg); err != nil {
-			t.Fatalf("option: %v", err)
+		if o(&cfg); len(cfg.errs) > 0 {
+			t.Fatalf("option: %v", cfg.errs)
 		}
 	}
 	if cfg.serviceURL == "" && cfg.client == nil {
 		cfg.serviceURL = "pulsar://127.0.0.1:6650"
 	}
-	if err := cfg.validate(); err != nil {
-		t.Fatalf("validate: %v", err)
+	if cfg.validate(); len(cfg.errs) > 0 {
+		t.Fatalf("validate: %v", cfg.errs)
 	}
 	s := fakeSetup{fc: newFakeClient()}
 	var retry client

@@ -6,28 +6,32 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // Defaults applied by New. They are listed here, in one place.
 const (
 	// DefaultSubscription is the subscription name used by Pop.
 	DefaultSubscription = "babelqueue"
-	// DefaultMaxWait is how long Pop waits when it is given no timeout.
-	DefaultMaxWait = time.Second
+	// DefaultMaxWaitTime is how long Pop waits when it is given no timeout.
+	DefaultMaxWaitTime = time.Second
 	// DefaultBatchingMaxPublishDelay bounds how long a publish waits for a
 	// batch to fill. Publish returns only once the broker acknowledged the
 	// write, so the client's own default (10 ms) would add up to 10 ms to
 	// every lone publish.
 	DefaultBatchingMaxPublishDelay = time.Millisecond
 	// DefaultDeadLetterSuffix names the dead-letter queue of a queue.
-	DefaultDeadLetterSuffix = ".dlq"
+	DefaultDeadLetterSuffix = driver.DefaultDeadLetterSuffix
 )
 
 // Option configures a Transport. Options are applied in order by New; an
-// invalid value makes New return an error wrapping
-// babelqueue.ErrInvalidOption.
-type Option func(*config) error
+// option that rejects its value records the problem, and New reports every
+// problem of its options at once (errors.Join), each wrapping
+// babelqueue.ErrInvalidOption. A nil Option is ignored.
+type Option func(*config)
 
 type config struct {
 	serviceURL string
@@ -60,6 +64,29 @@ type config struct {
 
 	logger    *slog.Logger
 	onWarning func(string)
+
+	authBy string  // the option that set auth, to report a second one
+	errs   []error // the problems the options found
+}
+
+// fail records a problem of an option.
+func (c *config) fail(format string, args ...any) {
+	c.errs = append(c.errs, invalid(format, args...))
+}
+
+// setAuth sets the client authentication, recording a conflict when
+// another option already set one.
+func (c *config) setAuth(by string, auth func() (pulsar.Authentication, error)) {
+	if c.authBy != "" {
+		c.fail("%s and %s both set the client authentication; give one", c.authBy, by)
+		return
+	}
+	a, err := auth()
+	if err != nil {
+		c.fail("%s: %v", by, err)
+		return
+	}
+	c.auth, c.authBy = a, by
 }
 
 func defaultConfig() config {
@@ -67,7 +94,7 @@ func defaultConfig() config {
 		subscription:    DefaultSubscription,
 		subType:         pulsar.Exclusive, // the client's default
 		initialPosition: pulsar.SubscriptionPositionEarliest,
-		maxWait:         DefaultMaxWait,
+		maxWait:         DefaultMaxWaitTime,
 		maxAttempts:     babelqueue.DefaultMaxAttempts,
 	}
 }
@@ -80,12 +107,12 @@ func invalid(format string, args ...any) error {
 // for url (for example "pulsar://127.0.0.1:6650"). Exactly one of
 // WithServiceURL and WithClient is required.
 func WithServiceURL(url string) Option {
-	return func(c *config) error {
-		if babelqueue.IsBlank(url) {
-			return invalid("service URL is blank")
+	return func(c *config) {
+		if wire.IsBlank(url) {
+			c.fail("service URL is blank")
+			return
 		}
 		c.serviceURL = url
-		return nil
 	}
 }
 
@@ -93,12 +120,12 @@ func WithServiceURL(url string) Option {
 // Transport creates its producers and consumers from it and closes those on
 // Close, but never closes the client itself.
 func WithClient(client pulsar.Client) Option {
-	return func(c *config) error {
+	return func(c *config) {
 		if client == nil {
-			return invalid("client is nil")
+			c.fail("client is nil")
+			return
 		}
 		c.client = client
-		return nil
 	}
 }
 
@@ -107,24 +134,24 @@ func WithClient(client pulsar.Client) Option {
 // as the topic name as it is, which Pulsar resolves in public/default. A
 // queue name that already holds "://" is always used as it is.
 func WithTopicPrefix(tenant, namespace string) Option {
-	return func(c *config) error {
-		if babelqueue.IsBlank(tenant) || babelqueue.IsBlank(namespace) {
-			return invalid("tenant and namespace must not be blank")
+	return func(c *config) {
+		if wire.IsBlank(tenant) || wire.IsBlank(namespace) {
+			c.fail("tenant and namespace must not be blank")
+			return
 		}
 		c.topicPrefix = "persistent://" + tenant + "/" + namespace + "/"
-		return nil
 	}
 }
 
 // WithSubscription sets the subscription name Pop subscribes with
 // (default DefaultSubscription).
 func WithSubscription(name string) Option {
-	return func(c *config) error {
-		if babelqueue.IsBlank(name) {
-			return invalid("subscription name is blank")
+	return func(c *config) {
+		if wire.IsBlank(name) {
+			c.fail("subscription name is blank")
+			return
 		}
 		c.subscription = name
-		return nil
 	}
 }
 
@@ -136,15 +163,15 @@ func WithSubscription(name string) Option {
 // Shared and KeyShared subscriptions, and native delayed delivery
 // (PublishDelayed) is honoured only by those two types.
 func WithSubscriptionType(t pulsar.SubscriptionType) Option {
-	return func(c *config) error {
+	return func(c *config) {
 		switch t {
 		case pulsar.Exclusive, pulsar.Shared, pulsar.Failover, pulsar.KeyShared:
 		default:
-			return invalid("unknown subscription type %d", t)
+			c.fail("unknown subscription type %d", t)
+			return
 		}
 		c.subType = t
 		c.subTypeDeclared = true
-		return nil
 	}
 }
 
@@ -152,9 +179,8 @@ func WithSubscriptionType(t pulsar.SubscriptionType) Option {
 // pulsar.SubscriptionPositionEarliest, so that messages published before the
 // first Pop of a queue are delivered).
 func WithInitialPosition(p pulsar.SubscriptionInitialPosition) Option {
-	return func(c *config) error {
+	return func(c *config) {
 		c.initialPosition = p
-		return nil
 	}
 }
 
@@ -162,24 +188,25 @@ func WithInitialPosition(p pulsar.SubscriptionInitialPosition) Option {
 // redelivers a negatively acknowledged message (default: the client's, one
 // minute).
 func WithNackRedeliveryDelay(d time.Duration) Option {
-	return func(c *config) error {
+	return func(c *config) {
 		if d <= 0 {
-			return invalid("nack redelivery delay must be positive, got %v", d)
+			c.fail("nack redelivery delay must be positive, got %v", d)
+			return
 		}
 		c.nackDelay = d
-		return nil
 	}
 }
 
-// WithMaxWait sets how long Pop waits when it is called with a timeout of
-// zero or less (default DefaultMaxWait).
-func WithMaxWait(d time.Duration) Option {
-	return func(c *config) error {
+// WithMaxWaitTime sets how long Pop waits when it is called with a timeout
+// of zero or less (default DefaultMaxWaitTime); the same name as the Kafka
+// binding's option.
+func WithMaxWaitTime(d time.Duration) Option {
+	return func(c *config) {
 		if d <= 0 {
-			return invalid("max wait must be positive, got %v", d)
+			c.fail("max wait must be positive, got %v", d)
+			return
 		}
 		c.maxWait = d
-		return nil
 	}
 }
 
@@ -187,12 +214,12 @@ func WithMaxWait(d time.Duration) Option {
 // consumes through it (default babelqueue.DefaultMaxAttempts). It is used
 // only by the retry check of New; set the App's own option to the same value.
 func WithMaxAttempts(n int) Option {
-	return func(c *config) error {
+	return func(c *config) {
 		if n < 1 {
-			return invalid("max attempts must be at least 1, got %d", n)
+			c.fail("max attempts must be at least 1, got %d", n)
+			return
 		}
 		c.maxAttempts = n
-		return nil
 	}
 }
 
@@ -201,15 +228,15 @@ func WithMaxAttempts(n int) Option {
 // Transport never closes it. A given producer wins over WithRetryClient and
 // WithRepublishRetries.
 func WithRetryProducer(queue string, p pulsar.Producer) Option {
-	return func(c *config) error {
-		if babelqueue.IsBlank(queue) || p == nil {
-			return invalid("retry producer needs a queue and a producer")
+	return func(c *config) {
+		if wire.IsBlank(queue) || p == nil {
+			c.fail("retry producer needs a queue and a producer")
+			return
 		}
 		if c.retryProducers == nil {
 			c.retryProducers = make(map[string]pulsar.Producer)
 		}
 		c.retryProducers[queue] = p
-		return nil
 	}
 }
 
@@ -217,12 +244,12 @@ func WithRetryProducer(queue string, p pulsar.Producer) Option {
 // from client, on the first retry of each queue, and closes on Close. The
 // Transport never closes client itself.
 func WithRetryClient(client pulsar.Client) Option {
-	return func(c *config) error {
+	return func(c *config) {
 		if client == nil {
-			return invalid("retry client is nil")
+			c.fail("retry client is nil")
+			return
 		}
 		c.retryClient = client
-		return nil
 	}
 }
 
@@ -230,32 +257,31 @@ func WithRetryClient(client pulsar.Client) Option {
 // lazily from the Transport's own client. Without this option,
 // WithRetryProducer or WithRetryClient, Retry negatively acknowledges.
 func WithRepublishRetries() Option {
-	return func(c *config) error {
+	return func(c *config) {
 		c.republishRetries = true
-		return nil
 	}
 }
 
 // WithToken authenticates the client the Transport builds with a JWT token.
 func WithToken(token string) Option {
-	return func(c *config) error {
-		if babelqueue.IsBlank(token) {
-			return invalid("token is blank")
+	return func(c *config) {
+		if wire.IsBlank(token) {
+			c.fail("token is blank")
+			return
 		}
-		c.auth = pulsar.NewAuthenticationToken(token)
-		return nil
+		c.setAuth("WithToken", func() (pulsar.Authentication, error) { return pulsar.NewAuthenticationToken(token), nil })
 	}
 }
 
 // WithTLSAuth authenticates the client the Transport builds with a client
 // certificate and its private key (PEM files).
 func WithTLSAuth(certFile, keyFile string) Option {
-	return func(c *config) error {
-		if babelqueue.IsBlank(certFile) || babelqueue.IsBlank(keyFile) {
-			return invalid("TLS certificate and key files are required")
+	return func(c *config) {
+		if wire.IsBlank(certFile) || wire.IsBlank(keyFile) {
+			c.fail("TLS certificate and key files are required")
+			return
 		}
-		c.auth = pulsar.NewAuthenticationTLS(certFile, keyFile)
-		return nil
+		c.setAuth("WithTLSAuth", func() (pulsar.Authentication, error) { return pulsar.NewAuthenticationTLS(certFile, keyFile), nil })
 	}
 }
 
@@ -263,35 +289,34 @@ func WithTLSAuth(certFile, keyFile string) Option {
 // certificates in file (PEM) for a pulsar+ssl:// service URL. validateHostname
 // checks the broker's host name against its certificate.
 func WithTLSTrustCerts(file string, validateHostname bool) Option {
-	return func(c *config) error {
-		if babelqueue.IsBlank(file) {
-			return invalid("TLS trust certificate file is blank")
+	return func(c *config) {
+		if wire.IsBlank(file) {
+			c.fail("TLS trust certificate file is blank")
+			return
 		}
 		c.tlsTrustCertsFile = file
 		c.tlsValidateHostname = validateHostname
-		return nil
 	}
 }
 
 // WithTLSAllowInsecure makes the client the Transport builds accept any
 // broker certificate. Meant for tests only.
 func WithTLSAllowInsecure() Option {
-	return func(c *config) error {
+	return func(c *config) {
 		c.tlsAllowInsecure = true
-		return nil
 	}
 }
 
 // WithTimeouts sets the connection and operation timeouts of the client the
 // Transport builds (zero keeps the client's default).
 func WithTimeouts(connection, operation time.Duration) Option {
-	return func(c *config) error {
+	return func(c *config) {
 		if connection < 0 || operation < 0 {
-			return invalid("timeouts must not be negative")
+			c.fail("timeouts must not be negative")
+			return
 		}
 		c.connectionTimeout = connection
 		c.operationTimeout = operation
-		return nil
 	}
 }
 
@@ -299,9 +324,8 @@ func WithTimeouts(connection, operation time.Duration) Option {
 // Transport creates, after the Transport filled in the topic and its own
 // defaults (batching with DefaultBatchingMaxPublishDelay).
 func WithProducerOptions(fn func(*pulsar.ProducerOptions)) Option {
-	return func(c *config) error {
+	return func(c *config) {
 		c.producerOptions = fn
-		return nil
 	}
 }
 
@@ -309,21 +333,20 @@ func WithProducerOptions(fn func(*pulsar.ProducerOptions)) Option {
 // subscribes, after the Transport filled in topic, subscription name and
 // type, initial position and nack delay.
 func WithConsumerOptions(fn func(*pulsar.ConsumerOptions)) Option {
-	return func(c *config) error {
+	return func(c *config) {
 		c.consumerOptions = fn
-		return nil
 	}
 }
 
 // WithLogger sets the logger of the default error and warning hooks
 // (default slog.Default()).
 func WithLogger(l *slog.Logger) Option {
-	return func(c *config) error {
+	return func(c *config) {
 		if l == nil {
-			return invalid("logger is nil")
+			c.fail("logger is nil")
+			return
 		}
 		c.logger = l
-		return nil
 	}
 }
 
@@ -331,9 +354,8 @@ func WithLogger(l *slog.Logger) Option {
 // that could not be created (default: log at warn level). A panic in it is
 // recovered.
 func WithOnWarning(fn func(string)) Option {
-	return func(c *config) error {
+	return func(c *config) {
 		c.onWarning = fn
-		return nil
 	}
 }
 
@@ -361,27 +383,26 @@ func (c *config) clientOptions() pulsar.ClientOptions {
 }
 
 // validate checks the combination of options.
-func (c *config) validate() error {
+func (c *config) validate() {
 	switch {
 	case c.serviceURL == "" && c.client == nil:
-		return invalid("one of WithServiceURL or WithClient is required")
+		c.fail("one of WithServiceURL or WithClient is required")
 	case c.serviceURL != "" && c.client != nil:
-		return invalid("WithServiceURL and WithClient exclude each other")
+		c.fail("WithServiceURL and WithClient exclude each other")
 	case c.client != nil && (c.auth != nil || c.tlsTrustCertsFile != "" || c.tlsAllowInsecure ||
 		c.connectionTimeout != 0 || c.operationTimeout != 0):
-		return invalid("authentication, TLS and timeout options configure a client the Transport builds; set them on the given client instead")
+		c.fail("authentication, TLS and timeout options configure a client the Transport builds; set them on the given client instead")
 	}
 	if c.maxAttempts > 1 && !c.canRepublish() && !c.nackAdvancesRedelivery() {
 		name := "undeclared (Exclusive)"
 		if c.subTypeDeclared {
 			name = subscriptionTypeName(c.subType)
 		}
-		return invalid("max attempts is %d but the subscription type is %s, on which a negative "+
+		c.fail("max attempts is %d but the subscription type is %s, on which a negative "+
 			"acknowledgement never advances the redelivery count, and there is no way to republish a retry: "+
 			"declare WithSubscriptionType(pulsar.Shared) or pulsar.KeyShared, or give WithRetryProducer, "+
 			"WithRetryClient or WithRepublishRetries", c.maxAttempts, name)
 	}
-	return nil
 }
 
 func (c *config) canRepublish() bool {

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
 )
 
 func TestNewRejectsUnboundedRetries(t *testing.T) {
@@ -62,7 +64,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		"blank subscription":    {url, shared, WithSubscription("\t")},
 		"bad subscription type": {url, WithSubscriptionType(pulsar.SubscriptionType(9))},
 		"blank tenant":          {url, shared, WithTopicPrefix("", "ns")},
-		"zero max wait":         {url, shared, WithMaxWait(0)},
+		"zero max wait":         {url, shared, WithMaxWaitTime(0)},
 		"zero nack delay":       {url, shared, WithNackRedeliveryDelay(0)},
 		"token with client":     {WithClient(stubClient{}), shared, WithToken("jwt")},
 		"blank token":           {url, shared, WithToken("")},
@@ -125,7 +127,7 @@ func TestCloseReleasesAndRejects(t *testing.T) {
 	checks := map[string]error{
 		"Publish":        s.tr.Publish(ctx, "orders", envelope),
 		"PublishDelayed": s.tr.PublishDelayed(ctx, "orders", envelope, time.Second),
-		"Send":           sendErr(s.tr.Send(ctx, &babelqueue.Outgoing{Intent: babelqueue.IntentForward, Queue: "orders.dlq", Body: envelope, From: msg})),
+		"Send":           sendErr(s.tr.Send(ctx, &driver.Outgoing{Intent: driver.IntentForward, Queue: "orders.dlq", Body: envelope, From: msg})),
 		"HandBack":       s.tr.HandBack(ctx, msg),
 		"Ack":            s.tr.Ack(ctx, msg),
 		"Nack":           s.tr.Nack(ctx, msg),
@@ -133,7 +135,7 @@ func TestCloseReleasesAndRejects(t *testing.T) {
 	}
 	_, checks["Pop"] = s.tr.Pop(ctx, "orders", time.Millisecond)
 	_, checks["Receive"] = s.tr.Receive(ctx, "orders", time.Millisecond)
-	_, checks["Send retry"] = s.tr.Send(ctx, &babelqueue.Outgoing{Intent: babelqueue.IntentRetry, Queue: "orders", Body: envelope, From: msg})
+	_, checks["Send retry"] = s.tr.Send(ctx, &driver.Outgoing{Intent: driver.IntentRetry, Queue: "orders", Body: envelope, From: msg})
 	for op, err := range checks {
 		if !errors.Is(err, babelqueue.ErrClosed) {
 			t.Errorf("%s after Close = %v, want ErrClosed", op, err)
@@ -192,8 +194,8 @@ func TestClientOptionsCarryAuthAndTLS(t *testing.T) {
 		WithTLSTrustCerts("/etc/ca.pem", true),
 		WithTimeouts(2*time.Second, 3*time.Second),
 	} {
-		if err := o(&cfg); err != nil {
-			t.Fatal(err)
+		if o(&cfg); len(cfg.errs) > 0 {
+			t.Fatal(cfg.errs)
 		}
 	}
 	co := cfg.clientOptions()
@@ -214,11 +216,11 @@ func TestClientOptionsCarryAuthAndTLS(t *testing.T) {
 	}
 
 	cfg = defaultConfig()
-	if err := WithTLSAuth("client.pem", "client.key")(&cfg); err != nil {
-		t.Fatal(err)
+	if WithTLSAuth("client.pem", "client.key")(&cfg); len(cfg.errs) > 0 {
+		t.Fatal(cfg.errs)
 	}
-	if err := WithTLSAllowInsecure()(&cfg); err != nil {
-		t.Fatal(err)
+	if WithTLSAllowInsecure()(&cfg); len(cfg.errs) > 0 {
+		t.Fatal(cfg.errs)
 	}
 	co = cfg.clientOptions()
 	if p, ok := co.Authentication.(authProvider); !ok || p.Name() != "tls" || !co.TLSAllowInsecureConnection {
@@ -234,4 +236,4 @@ type authProvider interface {
 	GetData() ([]byte, error)
 }
 
-func sendErr(_ babelqueue.Receipt, err error) error { return err }
+func sendErr(_ driver.Receipt, err error) error { return err }

@@ -8,7 +8,9 @@ import (
 	"unsafe"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // delivery is the Handle of a ReceivedMessage returned by Pop. The
@@ -111,8 +113,8 @@ func (t *Transport) Pop(ctx context.Context, queue string, timeout time.Duration
 func received(queue string, s *consumerSlot, m pulsar.Message) *babelqueue.ReceivedMessage {
 	payload := m.Payload()
 	headers := m.Properties()
-	sv, present := headers[babelqueue.HeaderSchemaVersion]
-	if babelqueue.CheckSchemaVersionHeader(sv, present) == nil {
+	sv, present := headers[wire.HeaderSchemaVersion]
+	if wire.CheckSchemaVersionHeader(sv, present) == nil {
 		payload = reconcileBody(payload, headers, int(m.RedeliveryCount()))
 	}
 	d := &delivery{msg: m, consumer: s.c, topic: s.topic}
@@ -136,28 +138,28 @@ func bytesView(b []byte) string {
 
 // reconcileBody applies the §5 attempts rule to payload.
 func reconcileBody(payload []byte, headers map[string]string, redelivery int) []byte {
-	prop, present := headers[babelqueue.HeaderAttempts]
+	prop, present := headers[wire.HeaderAttempts]
 	if redelivery <= 0 {
-		if _, valid := babelqueue.ParseAttemptsHeader(prop); !present || !valid {
+		if _, valid := wire.ParseAttemptsHeader(prop); !present || !valid {
 			// The body's own attempts stand: nothing to rewrite, and no
 			// need to read them.
 			return payload
 		}
 	}
-	bodyAttempts, ok := babelqueue.BodyAttempts(payload)
+	bodyAttempts, ok := wire.BodyAttempts(payload)
 	if !ok {
 		return payload
 	}
-	n := babelqueue.ReconcilePulsar(bodyAttempts, prop, present, redelivery)
+	n := wire.ReconcilePulsar(bodyAttempts, prop, present, redelivery)
 	if n == bodyAttempts {
 		return payload
 	}
-	if class, _ := babelqueue.ClassifyBody(payload); class == babelqueue.ClassUnsupportedVersion {
+	if class, _ := wire.ClassifyBody(payload); class == wire.ClassUnsupportedVersion {
 		// Version-gated by its body: it is moved to its dead-letter
 		// queue exactly as received.
 		return payload
 	}
-	out, err := babelqueue.SetAttempts(payload, n)
+	out, err := wire.SetAttempts(payload, n)
 	if err != nil {
 		return payload
 	}
@@ -182,7 +184,7 @@ func (t *Transport) Ack(_ context.Context, msg *babelqueue.ReceivedMessage) erro
 }
 
 // HandBack negatively acknowledges msg (Nack): the contract's hand-back,
-// babelqueue.HandBackNack.
+// driver.HandBackNack.
 func (t *Transport) HandBack(ctx context.Context, msg *babelqueue.ReceivedMessage) error {
 	return t.Nack(ctx, msg)
 }

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // benchConsumerFake delivers what fill queued, through Receive and, as
@@ -62,7 +64,7 @@ func benchReceiveSetup(b *testing.B) (*Transport, *benchConsumerFake) {
 		b.Fatal(err)
 	}
 	props := map[string]string{}
-	for _, h := range babelqueue.ProjectBody(body).Headers() {
+	for _, h := range wire.ProjectBody(body).Headers() {
 		props[h.Key] = h.Value
 	}
 	fc := &benchConsumerFake{msg: &fakeMessage{payload: body, props: props}}

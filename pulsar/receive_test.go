@@ -11,8 +11,10 @@ import (
 	"unsafe"
 
 	"github.com/apache/pulsar-client-go/pulsar"
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/google/go-cmp/cmp"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 func bodyWithAttempts(raw string) string {
@@ -54,7 +56,7 @@ func TestPopAppliesThePulsarAttemptsRule(t *testing.T) {
 			}
 			want := tt.body
 			if tt.want != "" {
-				if n, _ := babelqueue.BodyAttempts([]byte(msg.Body)); strconv.Itoa(n) != tt.want {
+				if n, _ := wire.BodyAttempts([]byte(msg.Body)); strconv.Itoa(n) != tt.want {
 					t.Fatalf("body attempts = %d in %s, want %s", n, msg.Body, tt.want)
 				}
 				// Everything but the attempts value is kept.
@@ -97,7 +99,7 @@ func TestPopKeepsBodyBytesWhenAttemptsUnchanged(t *testing.T) {
 }
 
 func TestPopTimeoutReturnsNil(t *testing.T) {
-	s := newFake(t, WithSubscriptionType(pulsar.Shared), WithMaxWait(20*time.Millisecond))
+	s := newFake(t, WithSubscriptionType(pulsar.Shared), WithMaxWaitTime(20*time.Millisecond))
 	msg, err := s.tr.Pop(context.Background(), "q", 0)
 	if msg != nil || err != nil {
 		t.Fatalf("Pop on an empty queue = %v, %v; want nil, nil", msg, err)

@@ -10,14 +10,18 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/redrive"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // Redrive settings.
 const (
 	// DefaultRedriveCursor is the subscription a redrive consumes the
 	// dead-letter queue with when the plan names none
-	// (babelqueue.WithRedriveCursor).
+	// (redrive.WithCursor).
 	DefaultRedriveCursor = "bq-redrive"
 	// RedriveBatchMax bounds the moves settled together: one journal
 	// record, the copies written, then one acknowledgement of their dead
@@ -41,16 +45,16 @@ var ErrRedriveBusy = fmt.Errorf("pulsar: %w (the dead-letter queue's redrive sub
 // acknowledges a batch entry as a whole, so the entry stays in full.
 var ErrBatchEntryKept = errors.New("pulsar: redrive: kept with its batch entry, which holds a message that stays")
 
-var _ babelqueue.Redriver = (*Transport)(nil)
+var _ redrive.Redriver = (*Transport)(nil)
 
-// Redrive implements babelqueue.Redriver: babelqueue.Redrive hands it the
+// Redrive implements redrive.Redriver: redrive.Run hands it the
 // whole run. It consumes the topic of dlq on an Exclusive subscription
 // named plan.Cursor (DefaultRedriveCursor when empty); a second run on the
 // same queue and cursor fails at once with an error matching
 // ErrRedriveBusy.
 //
 // Guarantees: a dead letter is acknowledged only after the broker
-// acknowledged its copy in the target (babelqueue.ClearDeadLetter of it,
+// acknowledged its copy in the target (wire.ClearDeadLetter of it,
 // key and ordering key kept, plan.MovedHeaders and bq-redrive-source
 // added); a run killed at any point and run again with the same cursor
 // neither loses nor duplicates one (a journal topic per cursor records
@@ -58,8 +62,8 @@ var _ babelqueue.Redriver = (*Transport)(nil)
 // dry run, are left unacknowledged in place and in order. A failed write or
 // acknowledgement stops the run with an error wrapping
 // babelqueue.ErrSettle. Redrive needs a Transport built by New.
-func (t *Transport) Redrive(ctx context.Context, dlq string, plan babelqueue.RedrivePlan) (*babelqueue.RedriveResult, error) {
-	res := &babelqueue.RedriveResult{DryRun: plan.DryRun}
+func (t *Transport) Redrive(ctx context.Context, dlq string, plan redrive.Plan) (*redrive.Result, error) {
+	res := &redrive.Result{DryRun: plan.DryRun}
 	if t.isClosed() {
 		return res, errClosed("redrive " + dlq)
 	}
@@ -67,11 +71,11 @@ func (t *Transport) Redrive(ctx context.Context, dlq string, plan babelqueue.Red
 	if pc == nil {
 		return res, fmt.Errorf("pulsar: redrive %s: %w: the Transport has no pulsar.Client", dlq, babelqueue.ErrInvalidOption)
 	}
-	if babelqueue.IsBlank(dlq) {
+	if wire.IsBlank(dlq) {
 		return res, invalid("redrive: dead-letter queue is blank")
 	}
 	cursor := plan.Cursor
-	if babelqueue.IsBlank(cursor) {
+	if wire.IsBlank(cursor) {
 		cursor = DefaultRedriveCursor
 	}
 	if plan.OnTotal != nil {
@@ -96,8 +100,8 @@ func (t *Transport) Redrive(ctx context.Context, dlq string, plan babelqueue.Red
 type redriveRun struct {
 	t      *Transport
 	c      pulsar.Client
-	plan   babelqueue.RedrivePlan
-	res    *babelqueue.RedriveResult
+	plan   redrive.Plan
+	res    *redrive.Result
 	dlq    string
 	topic  string
 	cursor string
@@ -133,7 +137,7 @@ type redriveEntry struct {
 	env    *babelqueue.Envelope
 	source string
 	act    redriveAction
-	item   babelqueue.RedriveItem
+	item   redrive.Item
 }
 
 // journalTopic names the journal of the run's cursor.
@@ -328,17 +332,17 @@ func (r *redriveRun) examine(group []pulsar.Message) bool {
 		e := &redriveEntry{msg: m, rm: rawReceived(r.dlq, r.cons, m), source: sourceOf(m)}
 		if r.moved[e.source] {
 			e.act = actAck
-			e.item = babelqueue.RedriveItem{Outcome: babelqueue.RedriveAlreadyMoved}
+			e.item = redrive.Item{Outcome: redrive.AlreadyMoved}
 			if env, err := babelqueue.Decode([]byte(e.rm.Body)); err == nil {
 				e.item.MessageID, e.item.URN = env.Meta.ID, env.URN()
 				if env.DeadLetter != nil {
 					e.item.Reason = env.DeadLetter.Reason
 				}
 			}
-			e.item.Redrives = babelqueue.RedriveCount(e.rm.Headers)
+			e.item.Redrives = redrive.Count(e.rm.Headers)
 		} else {
 			e.item, e.env = r.plan.Examine(r.dlq, e.rm)
-			if e.item.Outcome == babelqueue.RedriveMoved {
+			if e.item.Outcome == redrive.Moved {
 				e.act = actMove
 				moves++
 			} else {
@@ -357,8 +361,8 @@ func (r *redriveRun) examine(group []pulsar.Message) bool {
 				continue
 			}
 			e.act = actKeep
-			if e.item.Outcome == babelqueue.RedriveMoved {
-				e.item.Outcome = babelqueue.RedriveUnselected
+			if e.item.Outcome == redrive.Moved {
+				e.item.Outcome = redrive.Unselected
 				e.item.Err = ErrBatchEntryKept
 				if passesMax && keeps == 0 && whole {
 					e.item.Err = fmt.Errorf("%w: moving its batch entry of %d would pass the max of %d", ErrBatchEntryKept, size, r.plan.Max)
@@ -399,9 +403,9 @@ func (r *redriveRun) settle(ctx context.Context) error {
 	if r.plan.DryRun {
 		for _, e := range batch {
 			if e.act == actMove {
-				e.item.Outcome = babelqueue.RedriveWouldMove
+				e.item.Outcome = redrive.WouldMove
 			}
-			e.item.Disposition = babelqueue.DispositionReserved
+			e.item.Disposition = redrive.DispositionReserved
 			r.plan.Report(r.res, e.item)
 		}
 		return nil
@@ -433,12 +437,12 @@ func (r *redriveRun) settle(ctx context.Context) error {
 	for _, e := range batch {
 		switch {
 		case e.act == actKeep:
-			e.item.Disposition = babelqueue.DispositionReserved
+			e.item.Disposition = redrive.DispositionReserved
 		case err != nil:
-			e.item.Outcome, e.item.Err = babelqueue.RedriveFailed, err
-			e.item.Disposition = babelqueue.DispositionReserved
+			e.item.Outcome, e.item.Err = redrive.Failed, err
+			e.item.Disposition = redrive.DispositionReserved
 		default:
-			e.item.Disposition = babelqueue.DispositionRemoved
+			e.item.Disposition = redrive.DispositionRemoved
 			if e.act == actAck {
 				delete(r.moved, e.source)
 			}
@@ -458,13 +462,13 @@ func (r *redriveRun) writeCopies(ctx context.Context, moves []*redriveEntry) err
 	msgs := make([]*pulsar.ProducerMessage, len(moves))
 	topics := make([]string, len(moves))
 	for i, e := range moves {
-		cleared, err := babelqueue.ClearDeadLetter([]byte(e.rm.Body))
+		cleared, err := wire.ClearDeadLetter([]byte(e.rm.Body))
 		if err != nil {
 			return fmt.Errorf("%w: redrive %s: clearing the dead letter: %w", babelqueue.ErrSettle, e.item.MessageID, err)
 		}
 		headers := r.plan.MovedHeaders(e.rm)
-		headers[babelqueue.HeaderRedriveSource] = e.source
-		msgs[i] = message(&babelqueue.Outgoing{Intent: babelqueue.IntentRedrive, Queue: e.item.Target,
+		headers[wire.HeaderRedriveSource] = e.source
+		msgs[i] = message(&driver.Outgoing{Intent: driver.IntentRedrive, Queue: e.item.Target,
 			Body: string(cleared), From: e.rm, Headers: headers})
 		topics[i] = r.t.Topic(e.item.Target)
 		rec.Pending = append(rec.Pending, e.source)

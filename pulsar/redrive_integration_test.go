@@ -14,8 +14,11 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+
 	"github.com/babelqueue/babelqueue-go/brokertest"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/redrive"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 const (
@@ -35,8 +38,8 @@ func deadLetterBody(t *testing.T, urn, queue, id string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err = babelqueue.AnnotateDeadLetter(b, babelqueue.DeadLetter{
-		Reason: babelqueue.ReasonFailed, FailedAt: time.Now().UnixMilli(), OriginalQueue: queue, Attempts: 3, Lang: "go",
+	b, err = wire.AnnotateDeadLetter(b, wire.DeadLetter{
+		Reason: wire.ReasonFailed, FailedAt: time.Now().UnixMilli(), OriginalQueue: queue, Attempts: 3, Lang: "go",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -102,15 +105,15 @@ func idsOf(t *testing.T, msgs []pulsar.Message) []string {
 	return out
 }
 
-func redrive(t *testing.T, tr *Transport, dlq string, opts ...babelqueue.RedriveOption) (*babelqueue.RedriveResult, error) {
+func runRedrive(t *testing.T, tr *Transport, dlq string, opts ...redrive.Option) (*redrive.Result, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	all := append([]babelqueue.RedriveOption{babelqueue.WithRedrivePollTimeout(2 * time.Second)}, opts...)
-	return babelqueue.Redrive(ctx, tr, dlq, all...)
+	all := append([]redrive.Option{redrive.WithPollTimeout(2 * time.Second)}, opts...)
+	return redrive.Run(ctx, tr, dlq, all...)
 }
 
-func outcomes(res *babelqueue.RedriveResult) []string {
+func outcomes(res *redrive.Result) []string {
 	var out []string
 	for _, it := range res.Items {
 		out = append(out, it.MessageID+"="+string(it.Outcome))
@@ -128,7 +131,7 @@ func TestIntegrationRedriveMovesSelectedKeepsTheRestInPlace(t *testing.T) {
 	rawSend(t, c, dlq, &pulsar.ProducerMessage{Payload: []byte("not json")})
 	tr := newIntegrationTransport(t, WithSubscriptionType(pulsar.Shared))
 
-	res, err := redrive(t, tr, dlq, babelqueue.WithRedriveSelector(babelqueue.SelectURN(urnA)))
+	res, err := runRedrive(t, tr, dlq, redrive.WithSelector(redrive.SelectURN(urnA)))
 	if err != nil {
 		t.Fatalf("Redrive: %v", err)
 	}
@@ -159,8 +162,8 @@ func TestIntegrationRedriveMovesSelectedKeepsTheRestInPlace(t *testing.T) {
 			t.Errorf("%s: key %q ordering key %q", id, m.Key(), m.OrderingKey())
 		}
 		p := m.Properties()
-		if p["traceparent"] == "" || p[babelqueue.HeaderRedriveCount] != "1" || p[babelqueue.HeaderJob] != urnA ||
-			!strings.Contains(p[babelqueue.HeaderRedriveSource], "@") || p[babelqueue.HeaderAttempts] != "0" {
+		if p["traceparent"] == "" || p[wire.HeaderRedriveCount] != "1" || p[wire.HeaderJob] != urnA ||
+			!strings.Contains(p[wire.HeaderRedriveSource], "@") || p[wire.HeaderAttempts] != "0" {
 			t.Errorf("%s: properties %v", id, p)
 		}
 		if env.DeadLetter != nil || env.Attempts != 0 {
@@ -169,7 +172,7 @@ func TestIntegrationRedriveMovesSelectedKeepsTheRestInPlace(t *testing.T) {
 	}
 
 	// The kept messages are still there, in order, for the next run.
-	res, err = redrive(t, tr, dlq)
+	res, err = runRedrive(t, tr, dlq)
 	if err != nil {
 		t.Fatalf("second Redrive: %v", err)
 	}
@@ -188,7 +191,7 @@ func TestIntegrationRedriveDryRunLeavesEverything(t *testing.T) {
 	seedDLQ(t, c, dlq, queue, urnA, "d1", "d2", "d3")
 	tr := newIntegrationTransport(t, WithSubscriptionType(pulsar.Shared))
 
-	res, err := redrive(t, tr, dlq, babelqueue.WithRedriveDryRun(), babelqueue.WithRedriveMax(2))
+	res, err := runRedrive(t, tr, dlq, redrive.WithDryRun(), redrive.WithMax(2))
 	if err != nil {
 		t.Fatalf("dry run: %v", err)
 	}
@@ -198,7 +201,7 @@ func TestIntegrationRedriveDryRunLeavesEverything(t *testing.T) {
 	if got := drainAll(t, c, queue, "work", 2*time.Second); len(got) != 0 {
 		t.Fatalf("a dry run wrote %d messages to the target", len(got))
 	}
-	res, err = redrive(t, tr, dlq)
+	res, err = runRedrive(t, tr, dlq)
 	if err != nil {
 		t.Fatalf("Redrive: %v", err)
 	}
@@ -246,7 +249,7 @@ func TestIntegrationRedriveInterruptedIsResumed(t *testing.T) {
 				}
 				return nil
 			}
-			res, err := redrive(t, killed, dlq, babelqueue.WithRedriveMax(3))
+			res, err := runRedrive(t, killed, dlq, redrive.WithMax(3))
 			if !errors.Is(err, errKilled) {
 				t.Fatalf("interrupted run: err = %v, want the fault", err)
 			}
@@ -273,7 +276,7 @@ func TestIntegrationRedriveInterruptedIsResumed(t *testing.T) {
 			}
 
 			tr := newIntegrationTransport(t, WithSubscriptionType(pulsar.Shared))
-			res, err = redrive(t, tr, dlq)
+			res, err = runRedrive(t, tr, dlq)
 			if err != nil {
 				t.Fatalf("resumed run: %v", err)
 			}
@@ -294,7 +297,7 @@ func TestIntegrationRedriveInterruptedIsResumed(t *testing.T) {
 			}
 			// The DLQ is empty for the cursor, and a later run has
 			// nothing to recover.
-			res, err = redrive(t, tr, dlq)
+			res, err = runRedrive(t, tr, dlq)
 			if err != nil || res.Examined != 0 || res.Resumed {
 				t.Fatalf("third run: %+v, %v", res, err)
 			}
@@ -319,7 +322,7 @@ func TestIntegrationRedriveSecondConcurrentRunFails(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := redrive(t, first, dlq)
+		_, err := runRedrive(t, first, dlq)
 		done <- err
 	}()
 	select {
@@ -330,7 +333,7 @@ func TestIntegrationRedriveSecondConcurrentRunFails(t *testing.T) {
 		t.Fatal("first run never reached its first move")
 	}
 	second := newIntegrationTransport(t, WithSubscriptionType(pulsar.Shared))
-	_, err := redrive(t, second, dlq)
+	_, err := runRedrive(t, second, dlq)
 	close(release)
 	if !errors.Is(err, ErrRedriveBusy) {
 		t.Fatalf("second run: err = %v, want ErrRedriveBusy", err)
@@ -351,14 +354,14 @@ func TestIntegrationRedriveGuardKeepsOftenRedriven(t *testing.T) {
 	for i, n := range []string{"3", "1"} {
 		_, err := p.Send(context.Background(), &pulsar.ProducerMessage{
 			Payload:    deadLetterBody(t, urnA, queue, fmt.Sprint("g", i)),
-			Properties: map[string]string{babelqueue.HeaderRedriveCount: n},
+			Properties: map[string]string{wire.HeaderRedriveCount: n},
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
 	tr := newIntegrationTransport(t, WithSubscriptionType(pulsar.Shared))
-	res, err := redrive(t, tr, dlq, babelqueue.WithRedriveMaxRedrives(3))
+	res, err := runRedrive(t, tr, dlq, redrive.WithMaxRedrives(3))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,10 +369,10 @@ func TestIntegrationRedriveGuardKeepsOftenRedriven(t *testing.T) {
 		t.Fatalf("outcomes = %v", got)
 	}
 	moved := drainAll(t, c, queue, "work", 3*time.Second)
-	if len(moved) != 1 || moved[0].Properties()[babelqueue.HeaderRedriveCount] != "2" {
+	if len(moved) != 1 || moved[0].Properties()[wire.HeaderRedriveCount] != "2" {
 		t.Fatalf("target holds %v", idsOf(t, moved))
 	}
-	res, err = redrive(t, tr, dlq, babelqueue.WithRedriveMaxRedrives(3))
+	res, err = runRedrive(t, tr, dlq, redrive.WithMaxRedrives(3))
 	if err != nil || !slices.Equal(outcomes(res), []string{"g0=guarded"}) {
 		t.Fatalf("second run: %v, %v", outcomes(res), err)
 	}
@@ -398,7 +401,7 @@ func TestIntegrationRedriveBatchEntryMovesWhole(t *testing.T) {
 		}
 	}
 	tr := newIntegrationTransport(t, WithSubscriptionType(pulsar.Shared))
-	res, err := redrive(t, tr, dlq, babelqueue.WithRedriveSelector(babelqueue.SelectURN(urnA)))
+	res, err := runRedrive(t, tr, dlq, redrive.WithSelector(redrive.SelectURN(urnA)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +414,7 @@ func TestIntegrationRedriveBatchEntryMovesWhole(t *testing.T) {
 	if got := drainAll(t, c, queue, "work", 2*time.Second); len(got) != 0 {
 		t.Fatalf("target holds %v", idsOf(t, got))
 	}
-	res, err = redrive(t, tr, dlq)
+	res, err = runRedrive(t, tr, dlq)
 	if err != nil || res.Moved != 3 {
 		t.Fatalf("second run: %v, %v", outcomes(res), err)
 	}
@@ -491,12 +494,12 @@ func TestIntegrationRedriveInterruptedToPartitionedTarget(t *testing.T) {
 		}
 		return nil
 	}
-	if _, err := redrive(t, killed, dlq, babelqueue.WithRedriveTarget(target)); !errors.Is(err, errKilled) {
+	if _, err := runRedrive(t, killed, dlq, redrive.WithTarget(target)); !errors.Is(err, errKilled) {
 		t.Fatalf("interrupted run: %v", err)
 	}
 	_ = killed.Close()
 	tr := newIntegrationTransport(t, WithSubscriptionType(pulsar.Shared))
-	res, err := redrive(t, tr, dlq, babelqueue.WithRedriveTarget(target))
+	res, err := runRedrive(t, tr, dlq, redrive.WithTarget(target))
 	if err != nil || res.Recovered != len(ids) || res.Moved != 0 {
 		t.Fatalf("resumed run: %+v %v, %v", res, outcomes(res), err)
 	}
@@ -531,7 +534,7 @@ func TestIntegrationRedriveRate(t *testing.T) {
 	}
 	tr := newIntegrationTransport(t, WithSubscriptionType(pulsar.Shared))
 	start := time.Now()
-	res, err := redrive(t, tr, dlq, babelqueue.WithRedrivePollTimeout(500*time.Millisecond))
+	res, err := runRedrive(t, tr, dlq, redrive.WithPollTimeout(500*time.Millisecond))
 	elapsed := time.Since(start) - 500*time.Millisecond // the final empty poll
 	if err != nil || res.Moved != n {
 		t.Fatalf("Redrive: moved %d, %v", res.Moved, err)
@@ -584,7 +587,7 @@ func TestIntegrationRedriveJournalIsRetainedAndTrimmed(t *testing.T) {
 	dlq := DeadLetterQueue(queue)
 	seedDLQ(t, c, dlq, queue, urnA, "a1", "a2")
 	tr := newIntegrationTransport(t, WithSubscriptionType(pulsar.Shared))
-	res, err := redrive(t, tr, dlq)
+	res, err := runRedrive(t, tr, dlq)
 	if err != nil || res.Moved != 2 {
 		t.Fatalf("Redrive: %v, %+v", err, res)
 	}
@@ -607,7 +610,7 @@ func TestIntegrationRedriveJournalIsRetainedAndTrimmed(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	// The next run still reads the closing record and finds nothing to do.
-	res, err = redrive(t, tr, dlq)
+	res, err = runRedrive(t, tr, dlq)
 	if err != nil || res.Examined != 0 || res.Resumed {
 		t.Fatalf("second Redrive: %v, %+v", err, res)
 	}

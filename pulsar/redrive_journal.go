@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
+
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // RedriveJournalSuffix names the journal topic of a redrive cursor: the
@@ -131,7 +132,7 @@ func copiesWritten(ctx context.Context, c pulsar.Client, topic, after string, pe
 		if err != nil {
 			return nil, fmt.Errorf("pulsar: redrive: scan %s for copies: %w", topic, err)
 		}
-		if src := m.Properties()[babelqueue.HeaderRedriveSource]; pending[src] {
+		if src := m.Properties()[wire.HeaderRedriveSource]; pending[src] {
 			found[src] = true
 			if len(found) == len(pending) {
 				break

@@ -8,7 +8,10 @@ import (
 	"testing"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/redrive"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 func TestJournalRecordRoundTrip(t *testing.T) {
@@ -63,7 +66,7 @@ func TestMovedListIsBounded(t *testing.T) {
 
 func TestRedriveNeedsARealClient(t *testing.T) {
 	s := newFake(t, WithSubscriptionType(pulsar.Shared))
-	res, err := babelqueue.Redrive(context.Background(), s.tr, "q.dlq")
+	res, err := redrive.Run(context.Background(), s.tr, "q.dlq")
 	if !errors.Is(err, babelqueue.ErrInvalidOption) {
 		t.Fatalf("err = %v, want ErrInvalidOption", err)
 	}
@@ -75,7 +78,7 @@ func TestRedriveNeedsARealClient(t *testing.T) {
 func TestRedriveAfterClose(t *testing.T) {
 	s := newFake(t, WithSubscriptionType(pulsar.Shared))
 	_ = s.tr.Close()
-	if _, err := babelqueue.Redrive(context.Background(), s.tr, "q.dlq"); !errors.Is(err, babelqueue.ErrClosed) {
+	if _, err := redrive.Run(context.Background(), s.tr, "q.dlq"); !errors.Is(err, babelqueue.ErrClosed) {
 		t.Fatalf("err = %v, want ErrClosed", err)
 	}
 }
@@ -113,7 +116,7 @@ func entryOf(t *testing.T, entry int64, size int32, urns ...string) []pulsar.Mes
 			t.Fatal(err)
 		}
 		b, _ := env.Encode()
-		b, err = babelqueue.AnnotateDeadLetter(b, babelqueue.DeadLetter{Reason: babelqueue.ReasonFailed, OriginalQueue: "q", Attempts: 3})
+		b, err = wire.AnnotateDeadLetter(b, wire.DeadLetter{Reason: wire.ReasonFailed, OriginalQueue: "q", Attempts: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,8 +126,8 @@ func entryOf(t *testing.T, entry int64, size int32, urns ...string) []pulsar.Mes
 	return out
 }
 
-func newExamineRun(opts ...babelqueue.RedriveOption) *redriveRun {
-	return &redriveRun{plan: babelqueue.NewRedrivePlan(opts...), res: &babelqueue.RedriveResult{}, dlq: "q.dlq",
+func newExamineRun(opts ...redrive.Option) *redriveRun {
+	return &redriveRun{plan: redrive.NewPlan(opts...), res: &redrive.Result{}, dlq: "q.dlq",
 		moved: map[string]bool{}}
 }
 
@@ -150,13 +153,13 @@ func TestExamineMovesAWholeEntry(t *testing.T) {
 }
 
 func TestExamineKeepsAnEntryWithAMessageThatStays(t *testing.T) {
-	r := newExamineRun(babelqueue.WithRedriveSelector(babelqueue.SelectURN("urn:a")))
+	r := newExamineRun(redrive.WithSelector(redrive.SelectURN("urn:a")))
 	r.examine(entryOf(t, 1, 3, "urn:a", "urn:b", "urn:a"))
 	if got := actions(r); !slices.Equal(got, []redriveAction{actKeep, actKeep, actKeep}) || r.batchMoves != 0 {
 		t.Fatalf("actions %v, moves %d", got, r.batchMoves)
 	}
 	for i, e := range r.batch {
-		if e.item.Outcome != babelqueue.RedriveUnselected {
+		if e.item.Outcome != redrive.Unselected {
 			t.Errorf("item %d: outcome %s", i, e.item.Outcome)
 		}
 		if moved := i != 1; moved != errors.Is(e.item.Err, ErrBatchEntryKept) {
@@ -174,7 +177,7 @@ func TestExamineKeepsAnIncompleteEntry(t *testing.T) {
 }
 
 func TestExamineStopsBeforeAnEntryPassingTheMax(t *testing.T) {
-	r := newExamineRun(babelqueue.WithRedriveMax(2))
+	r := newExamineRun(redrive.WithMax(2))
 	if !r.examine(entryOf(t, 1, 3, "urn:a", "urn:a", "urn:a")) {
 		t.Fatal("examine did not report the max passed")
 	}
@@ -184,12 +187,12 @@ func TestExamineStopsBeforeAnEntryPassingTheMax(t *testing.T) {
 }
 
 func TestExamineAcknowledgesWhatAnInterruptedRunCopied(t *testing.T) {
-	r := newExamineRun(babelqueue.WithRedriveSelector(babelqueue.SelectURN("urn:other")))
+	r := newExamineRun(redrive.WithSelector(redrive.SelectURN("urn:other")))
 	msgs := entryOf(t, 4, 0, "urn:a")
 	r.moved[sourceOf(msgs[0])] = true
 	r.examine(msgs)
 	e := r.batch[0]
-	if e.act != actAck || e.item.Outcome != babelqueue.RedriveAlreadyMoved || e.item.MessageID != "urn:aa" || r.batchMoves != 0 {
+	if e.act != actAck || e.item.Outcome != redrive.AlreadyMoved || e.item.MessageID != "urn:aa" || r.batchMoves != 0 {
 		t.Fatalf("entry %+v, act %v", e.item, e.act)
 	}
 }

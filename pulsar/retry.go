@@ -6,12 +6,14 @@ import (
 	"strconv"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // sendRetry is Send of IntentRetry: it writes the copy of out.From through the
 // retry producer of its queue and acknowledges out.From, or negatively
 // acknowledges out.From when there is no retry producer (see Retry).
-func (t *Transport) sendRetry(ctx context.Context, out *babelqueue.Outgoing) (babelqueue.Receipt, error) {
+func (t *Transport) sendRetry(ctx context.Context, out *driver.Outgoing) (driver.Receipt, error) {
 	from := out.From
 	d := deliveryOf(from)
 	if d == nil {
@@ -70,13 +72,13 @@ func (t *Transport) Retry(ctx context.Context, msg *babelqueue.ReceivedMessage, 
 		return fmt.Errorf("pulsar: retry: %w: nil message", babelqueue.ErrInvalidOption)
 	}
 	body := msg.Body
-	if class, _ := babelqueue.ClassifyBody([]byte(body)); class == babelqueue.ClassAccepted {
-		if b, err := babelqueue.SetAttempts([]byte(body), counted); err == nil {
+	if class, _ := wire.ClassifyBody([]byte(body)); class == wire.ClassAccepted {
+		if b, err := wire.SetAttempts([]byte(body), counted); err == nil {
 			body = string(b)
 		}
 	}
-	_, err := t.Send(ctx, &babelqueue.Outgoing{
-		Intent:  babelqueue.IntentRetry,
+	_, err := t.Send(ctx, &driver.Outgoing{
+		Intent:  driver.IntentRetry,
 		Queue:   msg.Queue,
 		Body:    body,
 		From:    msg,
@@ -92,15 +94,15 @@ func (t *Transport) Retry(ctx context.Context, msg *babelqueue.ReceivedMessage, 
 func retryHeaders(msg *babelqueue.ReceivedMessage, counted int) map[string]string {
 	h := make(map[string]string, len(msg.Headers)+1)
 	for k, v := range msg.Headers {
-		if !babelqueue.IsContractHeader(k) {
+		if !wire.IsContractHeader(k) {
 			h[k] = v
 		}
 	}
-	for _, k := range [...]string{babelqueue.HeaderJob, babelqueue.HeaderReplayBypass, babelqueue.HeaderRedriveCount} {
-		if v, ok := msg.Header(k); ok && !babelqueue.IsBlank(v) {
+	for _, k := range [...]string{wire.HeaderJob, wire.HeaderReplayBypass, wire.HeaderRedriveCount} {
+		if v, ok := msg.Header(k); ok && !wire.IsBlank(v) {
 			h[k] = v
 		}
 	}
-	h[babelqueue.HeaderAttempts] = strconv.Itoa(counted)
+	h[wire.HeaderAttempts] = strconv.Itoa(counted)
 	return h
 }

@@ -9,8 +9,11 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/google/go-cmp/cmp"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 func popOne(t *testing.T, s fakeSetup, queue string, m *fakeMessage) *babelqueue.ReceivedMessage {
@@ -49,7 +52,7 @@ func TestRetryRepublishesThroughGivenProducer(t *testing.T) {
 	if diff := cmp.Diff(want, m.Properties); diff != "" {
 		t.Errorf("properties (-want +got):\n%s", diff)
 	}
-	if n, ok := babelqueue.BodyAttempts(m.Payload); !ok || n != 1 {
+	if n, ok := wire.BodyAttempts(m.Payload); !ok || n != 1 {
 		t.Errorf("body attempts = %d (%v), want 1: %s", n, ok, m.Payload)
 	}
 	if m.Key != "key-1" || m.OrderingKey != "ord-1" || m.EventTime.UnixMilli() != 42 {
@@ -177,8 +180,8 @@ func TestRetryProducerCreationFailureNacks(t *testing.T) {
 }
 
 // retryOutgoing is the Outgoing the App sends to retry msg at counted.
-func retryOutgoing(msg *babelqueue.ReceivedMessage, body string, counted int) *babelqueue.Outgoing {
-	return &babelqueue.Outgoing{Intent: babelqueue.IntentRetry, Queue: msg.Queue, Body: body, From: msg,
+func retryOutgoing(msg *babelqueue.ReceivedMessage, body string, counted int) *driver.Outgoing {
+	return &driver.Outgoing{Intent: driver.IntentRetry, Queue: msg.Queue, Body: body, From: msg,
 		Headers: retryHeaders(msg, counted), Attempt: counted - 1}
 }
 

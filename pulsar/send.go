@@ -6,36 +6,39 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // Features reports what the binding supports: keys (the Pulsar key and
 // ordering key), headers (properties), delayed publish (DeliverAfter), a
 // retry it settles itself (Send of IntentRetry acknowledges or negatively
 // acknowledges the original), and HandBack by negative acknowledgement.
-func (t *Transport) Features() babelqueue.Features {
-	return babelqueue.Features{
+func (t *Transport) Features() driver.Features {
+	return driver.Features{
 		Keys:         true,
 		Headers:      true,
 		Delay:        true,
 		SettlesRetry: true,
-		HandBack:     babelqueue.HandBackNack,
+		HandBack:     driver.HandBackNack,
 	}
 }
 
 // Send writes out to the topic of out.Queue and returns once the broker
-// acknowledged it. The properties are babelqueue.OutgoingHeaders(out) (on
+// acknowledged it. The properties are driver.OutgoingHeaders(out) (on
 // IntentRetry the bq-attempts of out.Headers wins over the body's); the
 // key and ordering key are out.Key when set, else those of out.From. The
 // event time is meta.created_at of the body, except for IntentRetry,
 // IntentForward and IntentRestore, which keep the event time of out.From.
 // A delay (IntentPublish) uses DeliverAfter. IntentRetry also settles
 // out.From (see Retry for its rules). DESIGN.md has the details.
-func (t *Transport) Send(ctx context.Context, out *babelqueue.Outgoing) (babelqueue.Receipt, error) {
+func (t *Transport) Send(ctx context.Context, out *driver.Outgoing) (driver.Receipt, error) {
 	if out == nil {
 		return noReceipt, fmt.Errorf("pulsar: send: %w: nil message", babelqueue.ErrInvalidOption)
 	}
-	if out.Intent == babelqueue.IntentRetry {
+	if out.Intent == driver.IntentRetry {
 		return t.sendRetry(ctx, out)
 	}
 	msg := message(out)
@@ -70,16 +73,16 @@ func (t *Transport) PublishDelayed(ctx context.Context, queue, body string, dela
 }
 
 func (t *Transport) publish(ctx context.Context, queue, body string, headers map[string]string, delay time.Duration) error {
-	_, err := t.Send(ctx, &babelqueue.Outgoing{Intent: babelqueue.IntentPublish, Queue: queue, Body: body, Headers: headers, Delay: delay})
+	_, err := t.Send(ctx, &driver.Outgoing{Intent: driver.IntentPublish, Queue: queue, Body: body, Headers: headers, Delay: delay})
 	return err
 }
 
 // noReceipt is the receipt of a write that did not happen.
-var noReceipt = babelqueue.Receipt{Partition: -1}
+var noReceipt = driver.Receipt{Partition: -1}
 
 // receipt reports a write the broker acknowledged with id.
-func receipt(id pulsar.MessageID, delay time.Duration) babelqueue.Receipt {
-	r := babelqueue.Receipt{Partition: -1, Delay: delay}
+func receipt(id pulsar.MessageID, delay time.Duration) driver.Receipt {
+	r := driver.Receipt{Partition: -1, Delay: delay}
 	if id != nil {
 		r.Partition, r.ID = id.PartitionIdx(), id.String()
 	}
@@ -87,7 +90,7 @@ func receipt(id pulsar.MessageID, delay time.Duration) babelqueue.Receipt {
 }
 
 // message builds the Pulsar message of out (see Send).
-func message(out *babelqueue.Outgoing) *pulsar.ProducerMessage {
+func message(out *driver.Outgoing) *pulsar.ProducerMessage {
 	d := deliveryOf(out.From)
 	var msg *pulsar.ProducerMessage
 	if out.Intent.Verbatim() {
@@ -96,11 +99,11 @@ func message(out *babelqueue.Outgoing) *pulsar.ProducerMessage {
 		msg = projected(out.Body, out.Headers, out.Intent)
 	}
 	switch out.Intent {
-	case babelqueue.IntentPublish:
+	case driver.IntentPublish:
 		if out.Delay > 0 {
 			msg.DeliverAfter = out.Delay
 		}
-	case babelqueue.IntentRetry, babelqueue.IntentForward, babelqueue.IntentRestore:
+	case driver.IntentRetry, driver.IntentForward, driver.IntentRestore:
 		if d != nil {
 			msg.EventTime = d.msg.EventTime()
 		}
@@ -118,9 +121,9 @@ func message(out *babelqueue.Outgoing) *pulsar.ProducerMessage {
 // projected builds the message of body written for intent: the contract
 // properties projected from body, the extra headers beside them (see
 // properties).
-func projected(body string, extra map[string]string, intent babelqueue.Intent) *pulsar.ProducerMessage {
+func projected(body string, extra map[string]string, intent driver.Intent) *pulsar.ProducerMessage {
 	b := []byte(body)
-	p := babelqueue.ProjectBody(b)
+	p := wire.ProjectBody(b)
 	msg := &pulsar.ProducerMessage{Payload: b, Properties: properties(&p, extra, intent)}
 	if p.HasCreatedAt && p.CreatedAt > 0 {
 		msg.EventTime = time.UnixMilli(p.CreatedAt)
@@ -128,10 +131,10 @@ func projected(body string, extra map[string]string, intent babelqueue.Intent) *
 	return msg
 }
 
-// properties returns the headers babelqueue.OutgoingHeaders gives for a
+// properties returns the headers driver.OutgoingHeaders gives for a
 // projection p and extra, as the map Pulsar takes, or nil when there are
 // none. It fills the map directly, without the intermediate slices and the
-// key sort of babelqueue.MergeHeaders (a map has no order), since it runs
+// key sort of wire.MergeHeaders (a map has no order), since it runs
 // once per published message: entries of extra whose key or value is blank
 // are skipped, a contract property that is not blank wins a collision, and
 // a non-blank bq-job of extra wins over the projected one when the intent
@@ -142,18 +145,18 @@ func projected(body string, extra map[string]string, intent babelqueue.Intent) *
 // whose attempts already equal it, so the result is OutgoingHeaders'; a
 // retried poison body, republished byte for byte (SPEC §7), must not pin
 // the count to its own stale attempts.
-func properties(p *babelqueue.Projection, extra map[string]string, intent babelqueue.Intent) map[string]string {
-	contract := [...]babelqueue.Header{
-		{Key: babelqueue.HeaderJob, Value: p.Job},
-		{Key: babelqueue.HeaderTraceID, Value: p.TraceID},
-		{Key: babelqueue.HeaderMessageID, Value: p.MessageID},
-		{Key: babelqueue.HeaderSchemaVersion, Value: p.SchemaVersion},
-		{Key: babelqueue.HeaderSourceLang, Value: p.SourceLang},
-		{Key: babelqueue.HeaderAttempts, Value: p.Attempts},
+func properties(p *wire.Projection, extra map[string]string, intent driver.Intent) map[string]string {
+	contract := [...]wire.Header{
+		{Key: wire.HeaderJob, Value: p.Job},
+		{Key: wire.HeaderTraceID, Value: p.TraceID},
+		{Key: wire.HeaderMessageID, Value: p.MessageID},
+		{Key: wire.HeaderSchemaVersion, Value: p.SchemaVersion},
+		{Key: wire.HeaderSourceLang, Value: p.SourceLang},
+		{Key: wire.HeaderAttempts, Value: p.Attempts},
 	}
 	n := 0
 	for _, h := range contract {
-		if !babelqueue.IsBlank(h.Value) {
+		if !wire.IsBlank(h.Value) {
 			contract[n] = h
 			n++
 		}
@@ -163,7 +166,7 @@ func properties(p *babelqueue.Projection, extra map[string]string, intent babelq
 	}
 	props := make(map[string]string, n+len(extra))
 	for k, v := range extra {
-		if !babelqueue.IsBlank(k) && !babelqueue.IsBlank(v) {
+		if !wire.IsBlank(k) && !wire.IsBlank(v) {
 			props[k] = v
 		}
 	}
@@ -171,13 +174,13 @@ func properties(p *babelqueue.Projection, extra map[string]string, intent babelq
 		props[h.Key] = h.Value
 	}
 	if intent.KeepsRoute() {
-		if job, ok := extra[babelqueue.HeaderJob]; ok && !babelqueue.IsBlank(job) {
-			props[babelqueue.HeaderJob] = job
+		if job, ok := extra[wire.HeaderJob]; ok && !wire.IsBlank(job) {
+			props[wire.HeaderJob] = job
 		}
 	}
-	if intent == babelqueue.IntentRetry {
-		if n, ok := extra[babelqueue.HeaderAttempts]; ok && !babelqueue.IsBlank(n) {
-			props[babelqueue.HeaderAttempts] = n
+	if intent == driver.IntentRetry {
+		if n, ok := extra[wire.HeaderAttempts]; ok && !wire.IsBlank(n) {
+			props[wire.HeaderAttempts] = n
 		}
 	}
 	if len(props) == 0 {
@@ -192,7 +195,7 @@ func properties(p *babelqueue.Projection, extra map[string]string, intent babelq
 func verbatim(headers map[string]string) map[string]string {
 	var props map[string]string
 	for k, v := range headers {
-		if babelqueue.IsBlank(k) {
+		if wire.IsBlank(k) {
 			continue
 		}
 		if props == nil {

@@ -7,13 +7,16 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/google/go-cmp/cmp"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 func TestFeatures(t *testing.T) {
 	s := newFake(t, WithSubscriptionType(pulsar.Shared))
-	want := babelqueue.Features{Keys: true, Headers: true, Delay: true, SettlesRetry: true, HandBack: babelqueue.HandBackNack}
+	want := driver.Features{Keys: true, Headers: true, Delay: true, SettlesRetry: true, HandBack: driver.HandBackNack}
 	if got := s.tr.Features(); got != want {
 		t.Errorf("Features = %+v, want %+v", got, want)
 	}
@@ -28,14 +31,14 @@ func TestSendDelayedPublishSetsDeliverAfterAndProperties(t *testing.T) {
 		" ":           "blank key",
 		"blank":       " ",
 	}
-	r, err := s.tr.Send(ctx, &babelqueue.Outgoing{Intent: babelqueue.IntentPublish, Queue: "orders", Body: envelope, Headers: extra, Delay: 2 * time.Second})
+	r, err := s.tr.Send(ctx, &driver.Outgoing{Intent: driver.IntentPublish, Queue: "orders", Body: envelope, Headers: extra, Delay: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.Delay != 2*time.Second || r.Queue != "" || r.Partition != -1 {
 		t.Errorf("receipt = %+v, want the delay applied, no other queue, partition unknown", r)
 	}
-	r, err = s.tr.Send(ctx, &babelqueue.Outgoing{Intent: babelqueue.IntentPublish, Queue: "orders", Body: envelope,
+	r, err = s.tr.Send(ctx, &driver.Outgoing{Intent: driver.IntentPublish, Queue: "orders", Body: envelope,
 		Headers: map[string]string{"x-a": "1"}, Delay: -time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -76,9 +79,9 @@ func TestSendDelayedPublishSetsDeliverAfterAndProperties(t *testing.T) {
 func TestSendDelayOnlyOnPublish(t *testing.T) {
 	s := newFake(t, WithSubscriptionType(pulsar.Shared))
 	from := popOne(t, s, "orders", &fakeMessage{payload: []byte(envelope)})
-	for _, in := range []babelqueue.Intent{babelqueue.IntentRelease, babelqueue.IntentDeadLetter, babelqueue.IntentForward,
-		babelqueue.IntentRedrive, babelqueue.IntentRestore} {
-		r, err := s.tr.Send(context.Background(), &babelqueue.Outgoing{Intent: in, Queue: "out", Body: envelope, From: from, Delay: time.Minute})
+	for _, in := range []driver.Intent{driver.IntentRelease, driver.IntentDeadLetter, driver.IntentForward,
+		driver.IntentRedrive, driver.IntentRestore} {
+		r, err := s.tr.Send(context.Background(), &driver.Outgoing{Intent: in, Queue: "out", Body: envelope, From: from, Delay: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,17 +101,17 @@ func TestSendKeys(t *testing.T) {
 	ctx := context.Background()
 	from := popOne(t, s, "orders", &fakeMessage{payload: []byte(envelope), key: "k\x00\xff", orderingKey: "ok-1",
 		props: map[string]string{"bq-job": "urn:babel:orders:created"}})
-	outs := []*babelqueue.Outgoing{
-		{Intent: babelqueue.IntentPublish, Queue: "out", Body: envelope, Key: []byte("pub\x01")},
-		{Intent: babelqueue.IntentRelease, Queue: "out", Body: envelope, From: from},
-		{Intent: babelqueue.IntentDeadLetter, Queue: "out", Body: envelope, From: from, Headers: map[string]string{"traceparent": "tp"}},
-		{Intent: babelqueue.IntentRedrive, Queue: "out", Body: envelope, From: from},
-		{Intent: babelqueue.IntentForward, Queue: "out", Body: envelope, From: from},
-		{Intent: babelqueue.IntentRestore, Queue: "out", Body: envelope, From: from},
-		{Intent: babelqueue.IntentDeadLetter, Queue: "out", Body: envelope, From: from, Key: []byte("over")},
+	outs := []*driver.Outgoing{
+		{Intent: driver.IntentPublish, Queue: "out", Body: envelope, Key: []byte("pub\x01")},
+		{Intent: driver.IntentRelease, Queue: "out", Body: envelope, From: from},
+		{Intent: driver.IntentDeadLetter, Queue: "out", Body: envelope, From: from, Headers: map[string]string{"traceparent": "tp"}},
+		{Intent: driver.IntentRedrive, Queue: "out", Body: envelope, From: from},
+		{Intent: driver.IntentForward, Queue: "out", Body: envelope, From: from},
+		{Intent: driver.IntentRestore, Queue: "out", Body: envelope, From: from},
+		{Intent: driver.IntentDeadLetter, Queue: "out", Body: envelope, From: from, Key: []byte("over")},
 		// A message from another binding has no keys to keep.
-		{Intent: babelqueue.IntentDeadLetter, Queue: "out", Body: envelope, From: &babelqueue.ReceivedMessage{Body: envelope}},
-		{Intent: babelqueue.IntentPublish, Queue: "out", Body: envelope},
+		{Intent: driver.IntentDeadLetter, Queue: "out", Body: envelope, From: &babelqueue.ReceivedMessage{Body: envelope}},
+		{Intent: driver.IntentPublish, Queue: "out", Body: envelope},
 	}
 	want := [][2]string{
 		{"pub\x01", "pub\x01"},
@@ -140,16 +143,16 @@ func TestSendEventTime(t *testing.T) {
 	et := time.UnixMilli(1700000000000)
 	from := popOne(t, s, "orders", &fakeMessage{payload: []byte(envelope), eventTime: et})
 	created := time.UnixMilli(1749132727000)
-	for in, want := range map[babelqueue.Intent]time.Time{
-		babelqueue.IntentPublish:    created,
-		babelqueue.IntentRelease:    created,
-		babelqueue.IntentDeadLetter: created,
-		babelqueue.IntentRedrive:    created,
-		babelqueue.IntentForward:    et,
-		babelqueue.IntentRestore:    et,
+	for in, want := range map[driver.Intent]time.Time{
+		driver.IntentPublish:    created,
+		driver.IntentRelease:    created,
+		driver.IntentDeadLetter: created,
+		driver.IntentRedrive:    created,
+		driver.IntentForward:    et,
+		driver.IntentRestore:    et,
 	} {
-		out := &babelqueue.Outgoing{Intent: in, Queue: "out-" + in.String(), Body: envelope}
-		if in != babelqueue.IntentPublish {
+		out := &driver.Outgoing{Intent: in, Queue: "out-" + in.String(), Body: envelope}
+		if in != driver.IntentPublish {
 			out.From = from
 		}
 		if _, err := s.tr.Send(context.Background(), out); err != nil {
@@ -172,8 +175,8 @@ func TestSendForwardWritesAsGiven(t *testing.T) {
 	if msg.Body != gated {
 		t.Fatalf("a version-gated body was changed by Pop: %s", msg.Body)
 	}
-	for _, in := range []babelqueue.Intent{babelqueue.IntentForward, babelqueue.IntentRestore} {
-		if _, err := s.tr.Send(ctx, &babelqueue.Outgoing{Intent: in, Queue: "orders.dlq", Body: msg.Body, From: msg, Headers: msg.Headers}); err != nil {
+	for _, in := range []driver.Intent{driver.IntentForward, driver.IntentRestore} {
+		if _, err := s.tr.Send(ctx, &driver.Outgoing{Intent: in, Queue: "orders.dlq", Body: msg.Body, From: msg, Headers: msg.Headers}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -195,7 +198,7 @@ func TestSendForwardWritesAsGiven(t *testing.T) {
 }
 
 // TestSendPropertiesAreOutgoingHeaders holds the properties Send writes to
-// babelqueue.OutgoingHeaders, the contract's definition, for every intent,
+// driver.OutgoingHeaders, the contract's definition, for every intent,
 // bodies with and without each contract field, and every kind of extra
 // header (a bq-job route that differs from the body's included).
 func TestSendPropertiesAreOutgoingHeaders(t *testing.T) {
@@ -215,24 +218,24 @@ func TestSendPropertiesAreOutgoingHeaders(t *testing.T) {
 		{"bq-job": " ", "bq-attempts": "4", "bq-replay-bypass": "1", "bq-redrive-count": "2"},
 		{"blank": " \t", " ": "x", "": "y", "ok": "v"},
 	}
-	intents := []babelqueue.Intent{babelqueue.IntentPublish, babelqueue.IntentRetry, babelqueue.IntentRelease,
-		babelqueue.IntentDeadLetter, babelqueue.IntentForward, babelqueue.IntentRedrive, babelqueue.IntentRestore}
+	intents := []driver.Intent{driver.IntentPublish, driver.IntentRetry, driver.IntentRelease,
+		driver.IntentDeadLetter, driver.IntentForward, driver.IntentRedrive, driver.IntentRestore}
 	for _, in := range intents {
 		for _, body := range bodies {
 			for _, extra := range extras {
 				s := newFake(t, WithRepublishRetries())
-				out := &babelqueue.Outgoing{Intent: in, Queue: "orders", Body: body, Headers: extra}
-				if in != babelqueue.IntentPublish {
+				out := &driver.Outgoing{Intent: in, Queue: "orders", Body: body, Headers: extra}
+				if in != driver.IntentPublish {
 					out.From = popOne(t, s, "orders", &fakeMessage{payload: []byte(envelope), props: map[string]string{"bq-job": "urn:from"}})
 				}
 				var want map[string]string
-				for _, h := range babelqueue.OutgoingHeaders(out) {
+				for _, h := range driver.OutgoingHeaders(out) {
 					if want == nil {
 						want = map[string]string{}
 					}
 					want[h.Key] = h.Value
 				}
-				if n := extra["bq-attempts"]; in == babelqueue.IntentRetry && !babelqueue.IsBlank(n) {
+				if n := extra["bq-attempts"]; in == driver.IntentRetry && !wire.IsBlank(n) {
 					// The retry's count wins over a body's own attempts
 					// (see properties).
 					want["bq-attempts"] = n
@@ -259,7 +262,7 @@ func TestSendErrors(t *testing.T) {
 		t.Errorf("Send(nil) = %v", err)
 	}
 	s.fc.createErr = errors.New("no permission")
-	r, err := s.tr.Send(ctx, &babelqueue.Outgoing{Intent: babelqueue.IntentDeadLetter, Queue: "orders.dlq", Body: envelope})
+	r, err := s.tr.Send(ctx, &driver.Outgoing{Intent: driver.IntentDeadLetter, Queue: "orders.dlq", Body: envelope})
 	if err == nil || r.Partition != -1 {
 		t.Errorf("Send with a failing producer = %+v, %v", r, err)
 	}

@@ -1,6 +1,7 @@
 package pulsar
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -8,11 +9,12 @@ import (
 	"sync/atomic"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 )
 
 // Transport is the Pulsar binding of babelqueue.Transport (broker-bindings
-// §5), and a babelqueue.Redriver (see Redrive). Every write goes through
+// §5), and a redrive.Redriver (see Redrive). Every write goes through
 // Send; Publish, PublishWithHeaders, PublishDelayed and Retry are thin
 // methods over it, Pop is Receive, Nack is HandBack.
 //
@@ -51,14 +53,12 @@ var _ babelqueue.Transport = (*Transport)(nil)
 func New(opts ...Option) (*Transport, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
-		if o == nil {
-			continue
-		}
-		if err := o(&cfg); err != nil {
-			return nil, err
+		if o != nil {
+			o(&cfg)
 		}
 	}
-	if err := cfg.validate(); err != nil {
+	cfg.validate()
+	if err := errors.Join(cfg.errs...); err != nil {
 		return nil, err
 	}
 	var c client

@@ -9,8 +9,11 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/google/go-cmp/cmp"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 func TestIntegrationPublishProjection(t *testing.T) {
@@ -57,7 +60,7 @@ func TestIntegrationPopAttemptsAfterNack(t *testing.T) {
 		if err != nil || msg == nil {
 			t.Fatalf("Pop %d = %v, %v", want, msg, err)
 		}
-		if n, _ := babelqueue.BodyAttempts([]byte(msg.Body)); n != want {
+		if n, _ := wire.BodyAttempts([]byte(msg.Body)); n != want {
 			t.Fatalf("delivery %d: body attempts %d (redelivery count %d)", want, n, Message(msg).RedeliveryCount())
 		}
 		if want < 2 {
@@ -86,7 +89,7 @@ func TestIntegrationKeysKeptOnSendAndRetry(t *testing.T) {
 	if err != nil || msg == nil {
 		t.Fatalf("Pop = %v, %v", msg, err)
 	}
-	rc, err := tr.Send(ctx, &babelqueue.Outgoing{Intent: babelqueue.IntentDeadLetter, Queue: other, Body: msg.Body, From: msg,
+	rc, err := tr.Send(ctx, &driver.Outgoing{Intent: driver.IntentDeadLetter, Queue: other, Body: msg.Body, From: msg,
 		Headers: map[string]string{"traceparent": "tp-9"}})
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +103,7 @@ func TestIntegrationKeysKeptOnSendAndRetry(t *testing.T) {
 	}
 
 	// A key set on a publish is the key and the ordering key.
-	if _, err := tr.Send(ctx, &babelqueue.Outgoing{Intent: babelqueue.IntentPublish, Queue: other, Body: envelope, Key: []byte("k\x01")}); err != nil {
+	if _, err := tr.Send(ctx, &driver.Outgoing{Intent: driver.IntentPublish, Queue: other, Body: envelope, Key: []byte("k\x01")}); err != nil {
 		t.Fatal(err)
 	}
 	if m := r.next(t, 10*time.Second); m.Key() != "k\x01" || m.OrderingKey() != "k\x01" {
@@ -126,7 +129,7 @@ func TestIntegrationKeysKeptOnSendAndRetry(t *testing.T) {
 	if diff := cmp.Diff(wantProps, pm.Properties()); diff != "" {
 		t.Errorf("retry properties (-want +got):\n%s", diff)
 	}
-	if n, _ := babelqueue.BodyAttempts([]byte(again.Body)); n != 1 {
+	if n, _ := wire.BodyAttempts([]byte(again.Body)); n != 1 {
 		t.Errorf("retried body attempts %d, want 1", n)
 	}
 	if err := tr.Ack(ctx, again); err != nil {
@@ -191,7 +194,7 @@ func TestIntegrationForwardKeepsEverything(t *testing.T) {
 	if err != nil || msg == nil {
 		t.Fatalf("Pop = %v, %v", msg, err)
 	}
-	if _, err := tr.Send(ctx, &babelqueue.Outgoing{Intent: babelqueue.IntentForward, Queue: dlq, Body: msg.Body, From: msg, Headers: msg.Headers}); err != nil {
+	if _, err := tr.Send(ctx, &driver.Outgoing{Intent: driver.IntentForward, Queue: dlq, Body: msg.Body, From: msg, Headers: msg.Headers}); err != nil {
 		t.Fatal(err)
 	}
 	m := r.next(t, 10*time.Second)

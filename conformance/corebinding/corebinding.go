@@ -10,9 +10,9 @@ import (
 	"strconv"
 	"strings"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
-
 	"github.com/babelqueue/babelqueue-go/conformance"
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // Binding is the core binding. Its zero value is ready to use.
@@ -103,13 +103,13 @@ func (Binding) IncrementAttempts(body []byte) ([]byte, error) {
 
 // KafkaHeaders returns the §6 header projection of body.
 func (Binding) KafkaHeaders(body []byte) ([]conformance.Header, error) {
-	return toHeaders(babelqueue.ProjectBody(body).Headers()), nil
+	return toHeaders(wire.ProjectBody(body).Headers()), nil
 }
 
 // PulsarProperties returns the §5 property projection of body.
 func (Binding) PulsarProperties(body []byte) (map[string]string, error) {
 	props := map[string]string{}
-	for _, h := range babelqueue.ProjectBody(body).Headers() {
+	for _, h := range wire.ProjectBody(body).Headers() {
 		if _, dup := props[h.Key]; dup {
 			return nil, fmt.Errorf("property %s projected twice", h.Key)
 		}
@@ -118,14 +118,14 @@ func (Binding) PulsarProperties(body []byte) (map[string]string, error) {
 	return props, nil
 }
 
-// ReconcileKafka applies babelqueue.ReconcileKafka.
+// ReconcileKafka applies wire.ReconcileKafka.
 func (Binding) ReconcileKafka(bodyAttempts int, header string, present bool) int {
-	return babelqueue.ReconcileKafka(bodyAttempts, header, present)
+	return wire.ReconcileKafka(bodyAttempts, header, present)
 }
 
-// ReconcilePulsar applies babelqueue.ReconcilePulsar.
+// ReconcilePulsar applies wire.ReconcilePulsar.
 func (Binding) ReconcilePulsar(bodyAttempts int, property string, present bool, redeliveryCount int) int {
-	return babelqueue.ReconcilePulsar(bodyAttempts, property, present, redeliveryCount)
+	return wire.ReconcilePulsar(bodyAttempts, property, present, redeliveryCount)
 }
 
 // AdmitKafka applies the version gate to the header and then the
@@ -140,39 +140,39 @@ func (Binding) AdmitPulsar(value string, present bool, body []byte) bool {
 }
 
 func admit(value string, present bool, body []byte) bool {
-	if err := babelqueue.CheckSchemaVersionHeader(value, present); err != nil {
+	if err := wire.CheckSchemaVersionHeader(value, present); err != nil {
 		if !errors.Is(err, babelqueue.ErrUnsupportedSchemaVersion) {
 			panic(fmt.Sprintf("version gate error does not wrap ErrUnsupportedSchemaVersion: %v", err))
 		}
 		return false
 	}
-	return babelqueue.Accepts(body) == nil
+	return wire.Accepts(body) == nil
 }
 
-// IsBlank applies babelqueue.IsBlank.
-func (Binding) IsBlank(s string) bool { return babelqueue.IsBlank(s) }
+// IsBlank applies wire.IsBlank.
+func (Binding) IsBlank(s string) bool { return wire.IsBlank(s) }
 
-// ParseAttemptsHeader applies babelqueue.ParseAttemptsHeader.
+// ParseAttemptsHeader applies wire.ParseAttemptsHeader.
 func (Binding) ParseAttemptsHeader(raw string) (int, bool) {
-	return babelqueue.ParseAttemptsHeader(raw)
+	return wire.ParseAttemptsHeader(raw)
 }
 
-// ClassifyBody applies babelqueue.ClassifyBody, checking that its error
+// ClassifyBody applies wire.ClassifyBody, checking that its error
 // matches the class with errors.Is.
 func (Binding) ClassifyBody(body []byte) conformance.Class {
-	class, err := babelqueue.ClassifyBody(body)
+	class, err := wire.ClassifyBody(body)
 	switch class {
-	case babelqueue.ClassAccepted:
+	case wire.ClassAccepted:
 		if err != nil {
 			return conformance.Class("accepted with error " + strconv.Quote(err.Error()))
 		}
 		return conformance.ClassAccepted
-	case babelqueue.ClassPoison:
+	case wire.ClassPoison:
 		if !errors.Is(err, babelqueue.ErrPoison) {
 			return conformance.Class(fmt.Sprintf("poison without ErrPoison (%v)", err))
 		}
 		return conformance.ClassPoison
-	case babelqueue.ClassUnsupportedVersion:
+	case wire.ClassUnsupportedVersion:
 		if !errors.Is(err, babelqueue.ErrUnsupportedSchemaVersion) {
 			return conformance.Class(fmt.Sprintf("unsupported_version without ErrUnsupportedSchemaVersion (%v)", err))
 		}
@@ -181,42 +181,42 @@ func (Binding) ClassifyBody(body []byte) conformance.Class {
 	return conformance.Class(class.String())
 }
 
-// SetAttempts applies babelqueue.SetAttempts.
+// SetAttempts applies wire.SetAttempts.
 func (Binding) SetAttempts(body []byte, n int) ([]byte, error) {
-	return babelqueue.SetAttempts(body, n)
+	return wire.SetAttempts(body, n)
 }
 
-// AnnotateDeadLetter applies babelqueue.AnnotateDeadLetter.
+// AnnotateDeadLetter applies wire.AnnotateDeadLetter.
 func (Binding) AnnotateDeadLetter(body []byte, dl conformance.DeadLetter) ([]byte, error) {
-	return babelqueue.AnnotateDeadLetter(body, coreDeadLetter(dl))
+	return wire.AnnotateDeadLetter(body, coreDeadLetter(dl))
 }
 
-// PoisonBody applies babelqueue.PoisonBody.
+// PoisonBody applies wire.PoisonBody.
 func (Binding) PoisonBody(body []byte, dl conformance.DeadLetter) []byte {
-	return babelqueue.PoisonBody(body, coreDeadLetter(dl))
+	return wire.PoisonBody(body, coreDeadLetter(dl))
 }
 
-// ClearDeadLetter applies babelqueue.ClearDeadLetter.
+// ClearDeadLetter applies wire.ClearDeadLetter.
 func (Binding) ClearDeadLetter(body []byte) ([]byte, error) {
-	return babelqueue.ClearDeadLetter(body)
+	return wire.ClearDeadLetter(body)
 }
 
-// DecideAttempts applies babelqueue.Decide.
+// DecideAttempts applies wire.Decide.
 func (Binding) DecideAttempts(reconciled, maxAttempts int, deadLetter bool) (string, int) {
-	d := babelqueue.Decide(reconciled, maxAttempts, deadLetter)
+	d := wire.Decide(reconciled, maxAttempts, deadLetter)
 	return d.Action.String(), d.Counted
 }
 
-// MergeHeaders applies babelqueue.MergeHeaders.
+// MergeHeaders applies wire.MergeHeaders.
 func (Binding) MergeHeaders(contract []conformance.Header, extra map[string]string) []conformance.Header {
-	in := make([]babelqueue.Header, len(contract))
+	in := make([]wire.Header, len(contract))
 	for i, h := range contract {
-		in[i] = babelqueue.Header{Key: h.Key, Value: h.Value}
+		in[i] = wire.Header{Key: h.Key, Value: h.Value}
 	}
-	return toHeaders(babelqueue.MergeHeaders(in, extra))
+	return toHeaders(wire.MergeHeaders(in, extra))
 }
 
-func toHeaders(hs []babelqueue.Header) []conformance.Header {
+func toHeaders(hs []wire.Header) []conformance.Header {
 	out := make([]conformance.Header, len(hs))
 	for i, h := range hs {
 		out[i] = conformance.Header{Key: h.Key, Value: h.Value}
@@ -224,8 +224,8 @@ func toHeaders(hs []babelqueue.Header) []conformance.Header {
 	return out
 }
 
-func coreDeadLetter(dl conformance.DeadLetter) babelqueue.DeadLetter {
-	return babelqueue.DeadLetter{
+func coreDeadLetter(dl conformance.DeadLetter) wire.DeadLetter {
+	return wire.DeadLetter{
 		Reason:        dl.Reason,
 		Error:         dl.Error,
 		Exception:     dl.Exception,

@@ -8,9 +8,11 @@ import (
 	"sort"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
-
 	"github.com/babelqueue/babelqueue-go/conformance"
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
+	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 var _ conformance.VersionGateSettler = Binding{}
@@ -24,8 +26,8 @@ const settlePollTimeout = 20 * time.Millisecond
 // negatively acknowledging the message that many times first.
 func (Binding) SettleVersionGated(ctx context.Context, in conformance.GatedDelivery) (conformance.GatedOutcome, error) {
 	var out conformance.GatedOutcome
-	t := babelqueue.NewInMemoryTransport(babelqueue.WithMemoryFeatures(babelqueue.Features{
-		Keys: true, Headers: true, Delay: true, HandBack: babelqueue.HandBackNack}))
+	t := bqtest.NewInMemoryTransport(bqtest.WithMemoryFeatures(driver.Features{
+		Keys: true, Headers: true, Delay: true, HandBack: driver.HandBackNack}))
 	defer t.Close()
 
 	headers := make(map[string]string, len(in.Headers))
@@ -35,7 +37,7 @@ func (Binding) SettleVersionGated(ctx context.Context, in conformance.GatedDeliv
 	// A forward writes the headers exactly as given, as a foreign
 	// producer's record carries them (a publish would project
 	// bq-schema-version from the body and win the collision).
-	if _, err := t.Send(ctx, &babelqueue.Outgoing{Intent: babelqueue.IntentForward, Queue: in.Queue, Body: string(in.Body), Headers: headers}); err != nil {
+	if _, err := t.Send(ctx, &driver.Outgoing{Intent: driver.IntentForward, Queue: in.Queue, Body: string(in.Body), Headers: headers}); err != nil {
 		return out, fmt.Errorf("corebinding: publish: %w", err)
 	}
 	for range in.RedeliveryCount {
@@ -65,12 +67,15 @@ func (Binding) SettleVersionGated(ctx context.Context, in conformance.GatedDeliv
 	if in.UnknownURNStrategy != "" {
 		opts = append(opts, babelqueue.WithUnknownURNStrategy(babelqueue.UnknownURNStrategy(in.UnknownURNStrategy)))
 	}
-	app := babelqueue.NewApp(t, opts...)
+	app, err := babelqueue.NewApp(t, opts...)
+	if err != nil {
+		return out, err
+	}
 	handler := func(context.Context, *babelqueue.Envelope) error {
 		out.HandlerCalled = true
 		return fmt.Errorf("the handler of a version-gated message ran")
 	}
-	if p := babelqueue.ProjectBody(in.Body); p.Job != "" {
+	if p := wire.ProjectBody(in.Body); p.Job != "" {
 		app.Handle(p.Job, handler)
 	}
 

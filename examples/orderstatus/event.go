@@ -8,6 +8,7 @@ import (
 	"time"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // The URNs of the order events, one per status an order can reach.
@@ -81,7 +82,7 @@ func DecodeEvent(value []byte) (Event, string, error) {
 	if !ok {
 		return Event{}, ReasonUnknownType, fmt.Errorf("%w: %q", ErrUnknownType, env.URN())
 	}
-	if babelqueue.IsBlank(env.Meta.ID) {
+	if wire.IsBlank(env.Meta.ID) {
 		return Event{}, ReasonMalformed, fmt.Errorf("%w: %s has no meta.id", ErrMalformed, env.URN())
 	}
 	var data struct {
@@ -108,7 +109,7 @@ func orderIDText(raw json.RawMessage) (string, error) {
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err == nil {
-		if babelqueue.IsBlank(s) {
+		if wire.IsBlank(s) {
 			return "", errors.New("it is blank")
 		}
 		return s, nil

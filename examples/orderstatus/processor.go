@@ -7,10 +7,12 @@ import (
 	"log/slog"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/segmentio/kafka-go"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
 )
 
 // DefaultWorkTimeout bounds one attempt at projecting a record.
@@ -20,7 +22,7 @@ const DefaultWorkTimeout = 10 * time.Second
 type Option func(*Projector)
 
 // WithClock sets the clock the backoff waits on (default
-// babelqueue.SystemClock).
+// driver.SystemClock).
 func WithClock(c babelqueue.Clock) Option { return func(p *Projector) { p.clock = c } }
 
 // WithMeterProvider sets where the counters are registered (default: a
@@ -61,7 +63,7 @@ func NewProjector(s Settings, store Store, producer Producer, opts ...Option) (*
 		return nil, fmt.Errorf("%w: a store and a producer are required", ErrInvalidSettings)
 	}
 	p := &Projector{settings: s, store: store, producer: producer,
-		clock: babelqueue.SystemClock{}, meters: noop.NewMeterProvider(), log: slog.Default(), workTimeout: DefaultWorkTimeout}
+		clock: driver.SystemClock{}, meters: noop.NewMeterProvider(), log: slog.Default(), workTimeout: DefaultWorkTimeout}
 	for _, o := range opts {
 		o(p)
 	}

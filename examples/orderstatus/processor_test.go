@@ -8,9 +8,11 @@ import (
 	"testing"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/google/go-cmp/cmp"
 	"github.com/segmentio/kafka-go"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -136,7 +138,7 @@ func TestProcessOutcomeTable(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			clock := babelqueue.NewFakeClock(t0.Add(time.Hour)) // every backoff has elapsed
+			clock := bqtest.NewFakeClock(t0.Add(time.Hour)) // every backoff has elapsed
 			prod := &fakeProducer{}
 			p, err := NewProjector(s, tc.store, prod, WithClock(clock))
 			if err != nil {
@@ -182,7 +184,7 @@ func TestProcessFailedWriteIsNotSettled(t *testing.T) {
 	for _, topic := range []string{s.RetryTopic, s.DeadLetterTopic} {
 		prod := &fakeProducer{fail: map[string]error{topic: boom}}
 		store := &fakeStore{err: ErrUnavailable}
-		p, _ := NewProjector(s, store, prod, WithClock(babelqueue.NewFakeClock(t0)))
+		p, _ := NewProjector(s, store, prod, WithClock(bqtest.NewFakeClock(t0)))
 		value := envelope(t, URNCreated, map[string]any{"order_id": "a"})
 		if topic == s.DeadLetterTopic {
 			value = []byte("garbage")
@@ -196,7 +198,7 @@ func TestProcessFailedWriteIsNotSettled(t *testing.T) {
 
 func TestProcessWaitsOutTheBackoff(t *testing.T) {
 	s := testSettings()
-	clock := babelqueue.NewFakeClock(t0)
+	clock := bqtest.NewFakeClock(t0)
 	store := &fakeStore{result: Projected}
 	p, _ := NewProjector(s, store, &fakeProducer{}, WithClock(clock))
 	m := kafka.Message{Topic: s.RetryTopic, Value: envelope(t, URNCreated, map[string]any{"order_id": 1}),
@@ -229,7 +231,7 @@ func TestProcessWaitsOutTheBackoff(t *testing.T) {
 
 func TestProcessShutdownWhileWaitingLeavesTheRecord(t *testing.T) {
 	s := testSettings()
-	clock := babelqueue.NewFakeClock(t0)
+	clock := bqtest.NewFakeClock(t0)
 	store := &fakeStore{result: Projected}
 	prod := &fakeProducer{}
 	p, _ := NewProjector(s, store, prod, WithClock(clock))

@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/segmentio/kafka-go"
+
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
 )
 
 // fakeFetcher hands out msgs, then blocks until ctx ends.
@@ -56,7 +57,7 @@ func TestRunCommitsSettledRecordsAndStopsOnAnUnsettledOne(t *testing.T) {
 	}}
 	boom := errors.New("dlq down")
 	p, _ := NewProjector(s, &fakeStore{result: Projected}, &fakeProducer{fail: map[string]error{s.DeadLetterTopic: boom}},
-		WithClock(babelqueue.NewFakeClock(t0)))
+		WithClock(bqtest.NewFakeClock(t0)))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := Run(ctx, p, f)
@@ -70,7 +71,7 @@ func TestRunCommitsSettledRecordsAndStopsOnAnUnsettledOne(t *testing.T) {
 
 func TestRunStopsGracefullyLeavingAWaitingRecord(t *testing.T) {
 	s := testSettings()
-	clock := babelqueue.NewFakeClock(t0)
+	clock := bqtest.NewFakeClock(t0)
 	value := envelope(t, URNCreated, map[string]any{"order_id": 1})
 	f := &fakeFetcher{msgs: []kafka.Message{
 		{Topic: s.EventsTopic, Offset: 0, Value: value},

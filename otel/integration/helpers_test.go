@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
-	bqotel "github.com/babelqueue/babelqueue-go/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
@@ -19,6 +17,9 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	bqotel "github.com/babelqueue/babelqueue-go/otel"
 )
 
 const testURN = "urn:babel:orders:created"

@@ -4,11 +4,11 @@ package integration
 
 import (
 	"context"
-	"github.com/babelqueue/babelqueue-go/brokertest"
 	"log/slog"
 	"testing"
 	"time"
 
+	"github.com/babelqueue/babelqueue-go/brokertest"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/babelqueue/babelqueue-go/kafka"
 	bqotel "github.com/babelqueue/babelqueue-go/otel"
@@ -58,8 +58,11 @@ func TestKafkaTraceFromPublishThroughRetryTierToDeadLetter(t *testing.T) {
 		}
 	})
 
-	app := babelqueue.NewApp(tr, babelqueue.WithHooks(h.tel.Hooks()), babelqueue.WithDefaultQueue(queue), babelqueue.WithMaxAttempts(2),
+	app, err := babelqueue.NewApp(tr, babelqueue.WithHooks(h.tel.Hooks()), babelqueue.WithDefaultQueue(queue), babelqueue.WithMaxAttempts(2),
 		babelqueue.WithPollTimeout(200*time.Millisecond), babelqueue.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	rec := &recorder{}
 	app.Handle(testURN, rec.fail)
 
@@ -83,8 +86,11 @@ func TestKafkaTraceFromPublishThroughRetryTierToDeadLetter(t *testing.T) {
 		t.Errorf("%s: %d observations summing %vs, want 1 between 0 and 10s", bqotel.MetricReinjectLag, n, sum)
 	}
 
-	reader := babelqueue.NewApp(kafkaTransport(t, kafka.WithGroupID(brokertest.Topic(t, "dlq-reader"))), babelqueue.WithHooks(h.tel.Hooks()),
+	reader, err := babelqueue.NewApp(kafkaTransport(t, kafka.WithGroupID(brokertest.Topic(t, "dlq-reader"))), babelqueue.WithHooks(h.tel.Hooks()),
 		babelqueue.WithPollTimeout(200*time.Millisecond), babelqueue.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	reader.Handle(testURN, func(context.Context, *babelqueue.Envelope) error { return nil })
 	consume(t, reader, queue+".dlq")
 	checkDeadLetterContinuesTrace(t, h, queue, process[1])

@@ -4,12 +4,13 @@ package integration
 
 import (
 	"context"
-	"github.com/babelqueue/babelqueue-go/brokertest"
 	"log/slog"
 	"testing"
 	"time"
 
 	apachepulsar "github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/babelqueue/babelqueue-go/brokertest"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/babelqueue/babelqueue-go/pulsar"
 )
@@ -32,8 +33,11 @@ func pulsarTransport(t *testing.T, opts ...pulsar.Option) *pulsar.Transport {
 func testPulsarRetryToDeadLetter(t *testing.T, viaHeader bool, opts ...pulsar.Option) {
 	queue := brokertest.Topic(t, "otel")
 	h := newHarness(t, "pulsar")
-	app := babelqueue.NewApp(pulsarTransport(t, opts...), babelqueue.WithHooks(h.tel.Hooks()), babelqueue.WithDefaultQueue(queue),
+	app, err := babelqueue.NewApp(pulsarTransport(t, opts...), babelqueue.WithHooks(h.tel.Hooks()), babelqueue.WithDefaultQueue(queue),
 		babelqueue.WithMaxAttempts(2), babelqueue.WithPollTimeout(200*time.Millisecond), babelqueue.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	rec := &recorder{}
 	app.Handle(testURN, rec.fail)
 
@@ -47,8 +51,11 @@ func testPulsarRetryToDeadLetter(t *testing.T, viaHeader bool, opts ...pulsar.Op
 	consume(t, app, queue)
 	process := checkRetryToDeadLetter(t, h, rec, root.SpanContext(), queue, "pulsar", queue, viaHeader)
 
-	reader := babelqueue.NewApp(pulsarTransport(t, pulsar.WithSubscription(brokertest.Topic(t, "dlq-reader")), pulsar.WithSubscriptionType(apachepulsar.Shared)), babelqueue.WithHooks(h.tel.Hooks()),
+	reader, err := babelqueue.NewApp(pulsarTransport(t, pulsar.WithSubscription(brokertest.Topic(t, "dlq-reader")), pulsar.WithSubscriptionType(apachepulsar.Shared)), babelqueue.WithHooks(h.tel.Hooks()),
 		babelqueue.WithPollTimeout(200*time.Millisecond), babelqueue.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	reader.Handle(testURN, func(context.Context, *babelqueue.Envelope) error { return nil })
 	consume(t, reader, queue+".dlq")
 	checkDeadLetterContinuesTrace(t, h, queue, process[1])

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	pulsarclient "github.com/apache/pulsar-client-go/pulsar"
+
 	"github.com/babelqueue/babelqueue-go/chaos"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/babelqueue/babelqueue-go/kafka"
@@ -78,10 +79,14 @@ func consumerMain(args []string) int {
 		log.Error("transport", "err", err)
 		return 1
 	}
-	app := babelqueue.NewApp(tr, babelqueue.WithDefaultQueue(*topic), babelqueue.WithMaxAttempts(maxAttempts),
+	app, err := babelqueue.NewApp(tr, babelqueue.WithDefaultQueue(*topic), babelqueue.WithMaxAttempts(maxAttempts),
 		babelqueue.WithPollTimeout(500*time.Millisecond), babelqueue.WithLogger(log),
 		babelqueue.WithOnError(func(err error) { log.Warn("app error", "err", err) }),
 		babelqueue.WithOnWarning(func(err error) { log.Warn("app warning", "err", err) }))
+	if err != nil {
+		log.Error("app", "err", err)
+		return 1
+	}
 	app.Handle(URN, func(ctx context.Context, env *babelqueue.Envelope) error {
 		fail := chaos.ShouldFail(env.Meta.ID, env.Attempts)
 		if *work > 0 {

@@ -11,10 +11,12 @@ import (
 	"strings"
 	"time"
 
+	kafkago "github.com/segmentio/kafka-go"
+
 	"github.com/babelqueue/babelqueue-go/chaos"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 	"github.com/babelqueue/babelqueue-go/kafka"
-	kafkago "github.com/segmentio/kafka-go"
 )
 
 // kafkaBrokers returns BQ_KAFKA_BROKERS as a list.
@@ -215,9 +217,9 @@ func copyOf(m kafkago.Message) chaos.Copy {
 	c := chaos.Copy{At: m.Time}
 	for _, h := range m.Headers {
 		switch h.Key {
-		case babelqueue.HeaderMessageID:
+		case wire.HeaderMessageID:
 			c.ID = string(h.Value)
-		case babelqueue.HeaderAttempts:
+		case wire.HeaderAttempts:
 			c.Attempts, _ = strconv.Atoi(string(h.Value))
 		}
 	}

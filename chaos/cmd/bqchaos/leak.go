@@ -16,6 +16,7 @@ import (
 	"time"
 
 	pulsarclient "github.com/apache/pulsar-client-go/pulsar"
+
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/babelqueue/babelqueue-go/kafka"
 	"github.com/babelqueue/babelqueue-go/pulsar"
@@ -172,7 +173,10 @@ func portOf(hostport string) (int, error) {
 
 // consumeOne runs an App consume loop on tr until one message is handled.
 func consumeOne(ctx context.Context, tr babelqueue.Transport, topic string, seq int) error {
-	app := babelqueue.NewApp(tr, babelqueue.WithDefaultQueue(topic), babelqueue.WithPollTimeout(200*time.Millisecond))
+	app, err := babelqueue.NewApp(tr, babelqueue.WithDefaultQueue(topic), babelqueue.WithPollTimeout(200*time.Millisecond))
+	if err != nil {
+		return err
+	}
 	got := make(chan struct{}, 1)
 	app.Handle(URN, func(context.Context, *babelqueue.Envelope) error {
 		select {
@@ -182,7 +186,7 @@ func consumeOne(ctx context.Context, tr babelqueue.Transport, topic string, seq 
 		return nil
 	})
 	pctx, pcancel := context.WithTimeout(ctx, 15*time.Second)
-	_, err := app.Publish(pctx, URN, map[string]any{"seq": seq})
+	_, err = app.Publish(pctx, URN, map[string]any{"seq": seq})
 	pcancel()
 	if err != nil {
 		return err

@@ -15,8 +15,10 @@ import (
 
 	pulsarclient "github.com/apache/pulsar-client-go/pulsar"
 	pulsarlog "github.com/apache/pulsar-client-go/pulsar/log"
+
 	"github.com/babelqueue/babelqueue-go/chaos"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 	"github.com/babelqueue/babelqueue-go/pulsar"
 )
 
@@ -176,7 +178,7 @@ func (p *pulsarSide) readBack(ctx context.Context) (chaos.ReadBack, map[string]i
 			continue
 		}
 		seen[key] = true
-		c := chaos.Copy{ID: m.Properties()[babelqueue.HeaderMessageID], At: m.PublishTime()}
+		c := chaos.Copy{ID: m.Properties()[wire.HeaderMessageID], At: m.PublishTime()}
 		if c.ID == "" {
 			if env, err := babelqueue.Decode(m.Payload()); err == nil {
 				c.ID = env.Meta.ID

@@ -202,7 +202,10 @@ func run(ctx context.Context, c runConfig, log *slog.Logger) (int, error) {
 	// The producer, paused (gate) around the broker restart.
 	var gate sync.RWMutex
 	var publishRetries atomic.Int64
-	app := babelqueue.NewApp(s.transport(), babelqueue.WithDefaultQueue(s.workTopic()))
+	app, err := babelqueue.NewApp(s.transport(), babelqueue.WithDefaultQueue(s.workTopic()))
+	if err != nil {
+		return 1, err
+	}
 	produceFor := c.duration * 7 / 10
 	prodDone := make(chan error, 1)
 	go func() { prodDone <- produce(ctx, app, produced, &gate, runID, c.n, produceFor, &publishRetries, log) }()

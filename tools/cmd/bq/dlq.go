@@ -10,6 +10,7 @@ import (
 	"time"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 	bqkafka "github.com/babelqueue/babelqueue-go/kafka"
 )
 
@@ -100,7 +101,7 @@ func (s *dlqStats) add(r *record, now time.Time) {
 	s.Total++
 	failedAt := r.Time
 	reason, origin := "(none)", "(unknown)"
-	if dl, ok := babelqueue.DeadLetterOf(r.Value); ok {
+	if dl, ok := wire.DeadLetterOf(r.Value); ok {
 		reason = dl.Reason
 		if dl.OriginalQueue != "" {
 			origin = dl.OriginalQueue
@@ -117,7 +118,7 @@ func (s *dlqStats) add(r *record, now time.Time) {
 		}
 	} else {
 		s.Undecodable++
-		if v, ok := r.header(babelqueue.HeaderJob); ok && v != "" {
+		if v, ok := r.header(wire.HeaderJob); ok && v != "" {
 			urn = v + " (undecodable)"
 		}
 	}

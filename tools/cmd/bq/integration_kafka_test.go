@@ -19,10 +19,12 @@ import (
 	"testing"
 	"time"
 
+	kafkago "github.com/segmentio/kafka-go"
+
 	"github.com/babelqueue/babelqueue-go/brokertest"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 	bqkafka "github.com/babelqueue/babelqueue-go/kafka"
-	kafkago "github.com/segmentio/kafka-go"
 )
 
 // bq runs the command in process and returns stdout, stderr and the exit
@@ -95,12 +97,12 @@ func seedDLQ(t *testing.T, ctx context.Context, dlq string, seeds []seedDeadLett
 				t.Fatal(err)
 			}
 			msg := "boom"
-			body, err = babelqueue.AnnotateDeadLetter(body, babelqueue.DeadLetter{Reason: s.reason, Error: &msg, FailedAt: time.Now().UnixMilli(), OriginalQueue: s.queue, Attempts: 3})
+			body, err = wire.AnnotateDeadLetter(body, wire.DeadLetter{Reason: s.reason, Error: &msg, FailedAt: time.Now().UnixMilli(), OriginalQueue: s.queue, Attempts: 3})
 			if err != nil {
 				t.Fatal(err)
 			}
 			m.Value = body
-			for _, h := range babelqueue.ProjectBody(body).Headers() {
+			for _, h := range wire.ProjectBody(body).Headers() {
 				m.Headers = append(m.Headers, kafkago.Header{Key: h.Key, Value: []byte(h.Value)})
 			}
 		}
@@ -396,7 +398,7 @@ func TestKafkaRedriveSelectorsDryRunGuard(t *testing.T) {
 		if env.DeadLetter != nil || env.Attempts != 0 || env.URN() != "urn:a" {
 			t.Errorf("redriven envelope %s", r.Value)
 		}
-		if _, ok := babelqueue.DeadLetterOf(r.Value); ok {
+		if _, ok := wire.DeadLetterOf(r.Value); ok {
 			t.Errorf("redriven body keeps dead_letter: %s", r.Value)
 		}
 		var data map[string]string
@@ -406,10 +408,10 @@ func TestKafkaRedriveSelectorsDryRunGuard(t *testing.T) {
 		if v, _ := r.header(headerRedriveCount); v != "1" {
 			t.Errorf("bq-redrive-count %q", v)
 		}
-		if v, _ := r.header(babelqueue.HeaderReplayBypass); v != "true" {
+		if v, _ := r.header(wire.HeaderReplayBypass); v != "true" {
 			t.Errorf("bq-replay-bypass %q", v)
 		}
-		if v, _ := r.header(babelqueue.HeaderAttempts); v != "0" {
+		if v, _ := r.header(wire.HeaderAttempts); v != "0" {
 			t.Errorf("bq-attempts %q", v)
 		}
 	}

@@ -17,8 +17,10 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+
 	"github.com/babelqueue/babelqueue-go/brokertest"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // seedPulsarDLQ writes dead letters with their contract properties.
@@ -44,12 +46,12 @@ func seedPulsarDLQ(t *testing.T, ctx context.Context, url, topic string, seeds [
 				t.Fatal(err)
 			}
 			body, _ := env.Encode()
-			body, err = babelqueue.AnnotateDeadLetter(body, babelqueue.DeadLetter{Reason: s.reason, FailedAt: time.Now().UnixMilli(), OriginalQueue: s.queue, Attempts: 3})
+			body, err = wire.AnnotateDeadLetter(body, wire.DeadLetter{Reason: s.reason, FailedAt: time.Now().UnixMilli(), OriginalQueue: s.queue, Attempts: 3})
 			if err != nil {
 				t.Fatal(err)
 			}
 			msg.Payload = body
-			for _, h := range babelqueue.ProjectBody(body).Headers() {
+			for _, h := range wire.ProjectBody(body).Headers() {
 				msg.Properties[h.Key] = h.Value
 			}
 		}
@@ -144,7 +146,7 @@ func TestPulsarPublishTailPeekStatsRedrive(t *testing.T) {
 			t.Errorf("redriven message keeps dead_letter: %s", tv.Envelope)
 		}
 		for _, h := range tv.Headers {
-			if h.Key == babelqueue.HeaderReplayBypass && h.Value != "true" {
+			if h.Key == wire.HeaderReplayBypass && h.Value != "true" {
 				t.Errorf("bypass header %q", h.Value)
 			}
 		}

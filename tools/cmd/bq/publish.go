@@ -93,7 +93,10 @@ func runPublish(ctx context.Context, args []string, out, errOut io.Writer) error
 	if *id != "" {
 		mk = append(mk, babelqueue.WithID(*id))
 	}
-	app := babelqueue.NewApp(t, babelqueue.WithDefaultQueue(*queue), babelqueue.WithLogger(discardLogger()))
+	app, err := babelqueue.NewApp(t, babelqueue.WithDefaultQueue(*queue), babelqueue.WithLogger(discardLogger()))
+	if err != nil {
+		return err
+	}
 	msgID, err := app.PublishWithHeaders(ctx, *urn, json.RawMessage(raw), headers, babelqueue.ToQueue(*queue), babelqueue.WithEnvelopeOptions(mk...))
 	if err != nil {
 		return fmt.Errorf("publish to %q: %w", *queue, err)

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // record is one broker message as the inspection commands see it.
@@ -18,7 +19,7 @@ type record struct {
 	MessageID string
 	Time      time.Time
 	Key       []byte
-	Headers   []babelqueue.Header
+	Headers   []wire.Header
 	Value     []byte
 }
 
@@ -44,7 +45,7 @@ type deadLetterView struct {
 	Lang          string  `json:"lang"`
 }
 
-func viewDeadLetter(dl *babelqueue.DeadLetter) *deadLetterView {
+func viewDeadLetter(dl *wire.DeadLetter) *deadLetterView {
 	if dl == nil {
 		return nil
 	}
@@ -106,7 +107,7 @@ func (r *record) view() recordView {
 	} else {
 		v.BodyBase64 = base64.StdEncoding.EncodeToString(r.Value)
 	}
-	if dl, ok := babelqueue.DeadLetterOf(r.Value); ok {
+	if dl, ok := wire.DeadLetterOf(r.Value); ok {
 		v.DeadLetter = viewDeadLetter(dl)
 	}
 	return v

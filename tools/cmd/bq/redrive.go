@@ -11,31 +11,34 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/schollz/progressbar/v3"
+
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/redrive"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 	bqkafka "github.com/babelqueue/babelqueue-go/kafka"
 	bqpulsar "github.com/babelqueue/babelqueue-go/pulsar"
-	"github.com/schollz/progressbar/v3"
 )
 
 // Headers a redrive writes on a moved copy (see babelqueue).
 const (
-	headerRedriveCount  = babelqueue.HeaderRedriveCount
-	headerRedriveSource = babelqueue.HeaderRedriveSource
+	headerRedriveCount  = wire.HeaderRedriveCount
+	headerRedriveSource = wire.HeaderRedriveSource
 )
 
 // Outcomes of one examined dead letter, as the summary counts them: the
-// babelqueue.RedriveOutcome values, except that a dry run's would_move
+// redrive.Outcome values, except that a dry run's would_move
 // counts as moved.
 const (
-	outcomeMoved       = string(babelqueue.RedriveMoved)
-	outcomeRecovered   = string(babelqueue.RedriveAlreadyMoved)
-	outcomeKeptBefore  = string(babelqueue.RedriveAlreadyKept)
-	outcomeUnselected  = string(babelqueue.RedriveUnselected)
-	outcomeUndecodable = string(babelqueue.RedriveUndecodable)
-	outcomeVersion     = string(babelqueue.RedriveUnsupportedVersion)
-	outcomeNoTarget    = string(babelqueue.RedriveNoTarget)
-	outcomeGuarded     = string(babelqueue.RedriveGuarded)
-	outcomeFailed      = string(babelqueue.RedriveFailed)
+	outcomeMoved       = string(redrive.Moved)
+	outcomeRecovered   = string(redrive.AlreadyMoved)
+	outcomeKeptBefore  = string(redrive.AlreadyKept)
+	outcomeUnselected  = string(redrive.Unselected)
+	outcomeUndecodable = string(redrive.Undecodable)
+	outcomeVersion     = string(redrive.UnsupportedVersion)
+	outcomeNoTarget    = string(redrive.NoTarget)
+	outcomeGuarded     = string(redrive.Guarded)
+	outcomeFailed      = string(redrive.Failed)
 )
 
 // redriveOptions are the validated flags of a redrive run.
@@ -70,10 +73,10 @@ type redriveItem struct {
 	Note        string `json:"note,omitempty"`
 }
 
-func viewRedriveItem(it babelqueue.RedriveItem) redriveItem {
+func viewRedriveItem(it redrive.Item) redriveItem {
 	v := redriveItem{Position: it.Position, ID: it.MessageID, URN: it.URN, Reason: it.Reason, Target: it.Target,
 		Count: it.Redrives, Outcome: string(it.Outcome), Disposition: string(it.Disposition)}
-	if it.Outcome == babelqueue.RedriveWouldMove {
+	if it.Outcome == redrive.WouldMove {
 		v.Outcome = outcomeMoved
 	}
 	if it.Err != nil {
@@ -89,7 +92,7 @@ func viewRedriveItem(it babelqueue.RedriveItem) redriveItem {
 	return v
 }
 
-// redriveReport sums up a run from its babelqueue.RedriveResult. Outcomes
+// redriveReport sums up a run from its redrive.Result. Outcomes
 // and Targets count every examined dead letter; Guarded lists those the
 // replay-count guard held back and Items the examined ones, each at most
 // maxReportedItems.
@@ -133,7 +136,7 @@ func (r *redriveReport) add(it redriveItem) {
 }
 
 // finish takes the totals of the run's result.
-func (r *redriveReport) finish(res *babelqueue.RedriveResult) {
+func (r *redriveReport) finish(res *redrive.Result) {
 	if res == nil {
 		return
 	}
@@ -363,20 +366,20 @@ func runRedrive(ctx context.Context, args []string, out, errOut io.Writer) error
 	return nil
 }
 
-// redriveWith runs babelqueue.Redrive of dlq over t with the options and
+// redriveWith runs redrive.Run of dlq over t with the options and
 // sums it up. cursor names the durable progress in the report.
 func redriveWith(ctx context.Context, t babelqueue.Transport, dlq, cursor string, o redriveOptions) (*redriveReport, error) {
 	report := newRedriveReport(dlq, cursor, o.dryRun)
-	ropts := []babelqueue.RedriveOption{
-		babelqueue.WithRedriveSelector(o.selector.matchEnvelope),
-		babelqueue.WithRedriveMaxRedrives(o.maxRedrives),
-		babelqueue.WithRedrivePollTimeout(2 * time.Second),
-		babelqueue.WithRedriveProgress(func(n int) {
+	ropts := []redrive.Option{
+		redrive.WithSelector(o.selector.matchEnvelope),
+		redrive.WithMaxRedrives(o.maxRedrives),
+		redrive.WithPollTimeout(2 * time.Second),
+		redrive.WithProgress(func(n int) {
 			report.Pending = n
 			if o.onTotal != nil {
 				o.onTotal(n)
 			}
-		}, func(it babelqueue.RedriveItem) {
+		}, func(it redrive.Item) {
 			report.add(viewRedriveItem(it))
 			if o.onItem != nil {
 				o.onItem()
@@ -384,21 +387,21 @@ func redriveWith(ctx context.Context, t babelqueue.Transport, dlq, cursor string
 		}),
 	}
 	if o.cursor != "" {
-		ropts = append(ropts, babelqueue.WithRedriveCursor(o.cursor))
+		ropts = append(ropts, redrive.WithCursor(o.cursor))
 	}
 	if o.target != "" {
-		ropts = append(ropts, babelqueue.WithRedriveTarget(o.target))
+		ropts = append(ropts, redrive.WithTarget(o.target))
 	}
 	if o.max > 0 {
-		ropts = append(ropts, babelqueue.WithRedriveMax(o.max))
+		ropts = append(ropts, redrive.WithMax(o.max))
 	}
 	if o.dryRun {
-		ropts = append(ropts, babelqueue.WithRedriveDryRun())
+		ropts = append(ropts, redrive.WithDryRun())
 	}
 	if o.bypass {
-		ropts = append(ropts, babelqueue.WithRedriveReplayBypass())
+		ropts = append(ropts, redrive.WithReplayBypass())
 	}
-	res, err := babelqueue.Redrive(ctx, t, dlq, ropts...)
+	res, err := redrive.Run(ctx, t, dlq, ropts...)
 	report.finish(res)
 	if err != nil {
 		report.Failed = err.Error()

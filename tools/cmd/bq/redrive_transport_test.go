@@ -6,15 +6,19 @@ import (
 	"time"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
+	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/redrive"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
-// The redrive runner over the in-memory transport (babelqueue.Redrive's
+// The redrive runner over the in-memory transport (redrive.Run's
 // generic run): selectors, dry run, the guard and the report.
 
 func TestRedriveWithReport(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	tr := babelqueue.NewInMemoryTransport()
+	tr := bqtest.NewInMemoryTransport()
 	now := time.Now()
 	for _, urn := range []string{"urn:a", "urn:a", "urn:b"} {
 		if err := tr.Publish(ctx, "q.dlq", string(deadLetterBody(t, urn, "q", "failed", now))); err != nil {
@@ -70,7 +74,7 @@ func TestRedriveWithReport(t *testing.T) {
 func TestRedriveWithGuard(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	tr := babelqueue.NewInMemoryTransport()
+	tr := bqtest.NewInMemoryTransport()
 	now := time.Now()
 	fresh := string(deadLetterBody(t, "urn:a", "q", "failed", now))
 	tired := string(deadLetterBody(t, "urn:a", "q", "failed", now))
@@ -91,7 +95,7 @@ func TestRedriveWithGuard(t *testing.T) {
 	if err != nil || m == nil {
 		t.Fatalf("moved message: %v %v", m, err)
 	}
-	if m.Headers[headerRedriveCount] != "2" || m.Headers[babelqueue.HeaderReplayBypass] != "true" || m.Headers["traceparent"] != "00-t" {
+	if m.Headers[headerRedriveCount] != "2" || m.Headers[wire.HeaderReplayBypass] != "true" || m.Headers["traceparent"] != "00-t" {
 		t.Errorf("moved headers %v; want count 2, the bypass and the traceparent", m.Headers)
 	}
 	left, err := tr.Pop(ctx, "q.dlq", time.Second)
@@ -101,18 +105,18 @@ func TestRedriveWithGuard(t *testing.T) {
 }
 
 func TestViewRedriveItem(t *testing.T) {
-	v := viewRedriveItem(babelqueue.RedriveItem{Position: "2/41", MessageID: "m", Outcome: babelqueue.RedriveWouldMove, Redrives: 1})
+	v := viewRedriveItem(redrive.Item{Position: "2/41", MessageID: "m", Outcome: redrive.WouldMove, Redrives: 1})
 	if v.Partition == nil || *v.Partition != 2 || v.Offset == nil || *v.Offset != 41 || v.Outcome != outcomeMoved || v.Count != 1 {
 		t.Errorf("kafka position view %+v", v)
 	}
-	v = viewRedriveItem(babelqueue.RedriveItem{Position: "CAEQAw==", Outcome: babelqueue.RedriveGuarded})
+	v = viewRedriveItem(redrive.Item{Position: "CAEQAw==", Outcome: redrive.Guarded})
 	if v.Partition != nil || v.Offset != nil || v.Position != "CAEQAw==" || v.Outcome != outcomeGuarded {
 		t.Errorf("pulsar position view %+v", v)
 	}
 }
 
 // sendH publishes body with out-of-band headers on the in-memory transport.
-func sendH(ctx context.Context, tr *babelqueue.InMemoryTransport, queue, body string, headers map[string]string) error {
-	_, err := tr.Send(ctx, &babelqueue.Outgoing{Intent: babelqueue.IntentPublish, Queue: queue, Body: body, Headers: headers})
+func sendH(ctx context.Context, tr *bqtest.InMemoryTransport, queue, body string, headers map[string]string) error {
+	_, err := tr.Send(ctx, &driver.Outgoing{Intent: driver.IntentPublish, Queue: queue, Body: body, Headers: headers})
 	return err
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // selectorFlags are the dead-letter filters shared by peek and redrive.
@@ -69,7 +70,7 @@ func (s *selectorFlags) buildAt(now time.Time) (selector, error) {
 	sel := selector{urns: splitSet(s.urns), reasons: splitSet(s.reasons)}
 	for r := range sel.reasons {
 		switch r {
-		case babelqueue.ReasonFailed, babelqueue.ReasonUnknownURN, babelqueue.ReasonPoison, "none":
+		case wire.ReasonFailed, wire.ReasonUnknownURN, wire.ReasonPoison, "none":
 		default:
 			return sel, fmt.Errorf("--reason %q: want failed, unknown_urn, poison or none", r)
 		}
@@ -94,7 +95,7 @@ func (s *selectorFlags) buildAt(now time.Time) (selector, error) {
 // match reports whether a dead letter with this URN ("" when undecodable),
 // dead_letter block (nil for a version-gated record) and failure time is
 // selected.
-func (s selector) match(urn string, dl *babelqueue.DeadLetter, failedAt time.Time) bool {
+func (s selector) match(urn string, dl *wire.DeadLetter, failedAt time.Time) bool {
 	if s.urns != nil && !s.urns[urn] {
 		return false
 	}
@@ -123,12 +124,12 @@ func (s selector) matchRecord(r *record) bool {
 	if env, err := babelqueue.Decode(r.Value); err == nil {
 		urn = env.URN()
 	}
-	dl, _ := babelqueue.DeadLetterOf(r.Value)
+	dl, _ := wire.DeadLetterOf(r.Value)
 	return s.match(urn, dl, failedAt(dl, r.Time))
 }
 
 // failedAt is the failure time of a dead letter.
-func failedAt(dl *babelqueue.DeadLetter, recordTime time.Time) time.Time {
+func failedAt(dl *wire.DeadLetter, recordTime time.Time) time.Time {
 	if dl != nil && dl.FailedAt > 0 {
 		return time.UnixMilli(dl.FailedAt)
 	}

@@ -8,8 +8,9 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // errStop ends a scan early without error.
@@ -26,7 +27,7 @@ type scanner interface {
 func kafkaRecord(m kafkago.Message) *record {
 	r := &record{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Time: m.Time, Key: m.Key, Value: m.Value}
 	for _, h := range m.Headers {
-		r.Headers = append(r.Headers, babelqueue.Header{Key: h.Key, Value: string(h.Value)})
+		r.Headers = append(r.Headers, wire.Header{Key: h.Key, Value: string(h.Value)})
 	}
 	return r
 }
@@ -78,7 +79,7 @@ func pulsarRecord(m pulsar.Message) *record {
 	if !m.EventTime().IsZero() {
 		r.Time = m.EventTime()
 	}
-	r.Headers = babelqueue.MergeHeaders(nil, m.Properties())
+	r.Headers = wire.MergeHeaders(nil, m.Properties())
 	return r
 }
 

@@ -10,9 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/babelqueue/babelqueue-go/brokertest/devkafka"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
-	"github.com/google/go-cmp/cmp"
+	"github.com/babelqueue/babelqueue-go/core/redrive"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 func TestParseBrokerURL(t *testing.T) {
@@ -111,7 +114,7 @@ func deadLetterBody(t *testing.T, urn, queue, reason string, failedAt time.Time)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := babelqueue.AnnotateDeadLetter(body, babelqueue.DeadLetter{Reason: reason, FailedAt: failedAt.UnixMilli(), OriginalQueue: queue, Attempts: 3})
+	out, err := wire.AnnotateDeadLetter(body, wire.DeadLetter{Reason: reason, FailedAt: failedAt.UnixMilli(), OriginalQueue: queue, Attempts: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,8 +126,8 @@ func TestSelector(t *testing.T) {
 	rec := func(urn, reason string, at time.Time) *record {
 		return &record{Value: deadLetterBody(t, urn, "q", reason, at), Time: now}
 	}
-	a := rec("urn:a", babelqueue.ReasonFailed, now.Add(-2*time.Hour))
-	b := rec("urn:b", babelqueue.ReasonPoison, now.Add(-10*time.Minute))
+	a := rec("urn:a", wire.ReasonFailed, now.Add(-2*time.Hour))
+	b := rec("urn:b", wire.ReasonPoison, now.Add(-10*time.Minute))
 	raw := &record{Value: []byte("not json"), Time: now.Add(-time.Minute)}
 	cases := []struct {
 		flags selectorFlags
@@ -171,7 +174,7 @@ func TestDLQStatsCounts(t *testing.T) {
 	st := newDLQStats("q.dlq")
 	st.add(&record{Value: deadLetterBody(t, "urn:a", "q", "failed", now.Add(-30*time.Second)), Time: now}, now)
 	st.add(&record{Value: deadLetterBody(t, "urn:a", "q", "unknown_urn", now.Add(-2*time.Hour)), Time: now}, now)
-	st.add(&record{Value: []byte{0xff}, Time: now.Add(-10 * 24 * time.Hour), Headers: []babelqueue.Header{{Key: "bq-job", Value: "urn:x"}}}, now)
+	st.add(&record{Value: []byte{0xff}, Time: now.Add(-10 * 24 * time.Hour), Headers: []wire.Header{{Key: "bq-job", Value: "urn:x"}}}, now)
 	want := &dlqStats{Topic: "q.dlq", Total: 3, Undecodable: 1,
 		ByReason:      map[string]int{"failed": 1, "unknown_urn": 1, "(none)": 1},
 		ByURN:         map[string]int{"urn:a": 2, "urn:x (undecodable)": 1},
@@ -193,7 +196,7 @@ func TestDLQStatsCounts(t *testing.T) {
 
 func TestRecordView(t *testing.T) {
 	body := deadLetterBody(t, "urn:a", "q", "failed", time.UnixMilli(1000))
-	r := &record{Topic: "q.dlq", Partition: 1, Offset: 7, Key: []byte("k"), Value: body, Headers: []babelqueue.Header{{Key: "bq-job", Value: "urn:a"}}}
+	r := &record{Topic: "q.dlq", Partition: 1, Offset: 7, Key: []byte("k"), Value: body, Headers: []wire.Header{{Key: "bq-job", Value: "urn:a"}}}
 	v := r.view()
 	if v.URN != "urn:a" || v.DeadLetter == nil || v.DeadLetter.Reason != "failed" || v.DeadLetter.OriginalQueue != "q" || *v.Offset != 7 || v.Key != "k" {
 		t.Fatalf("view = %+v", v)
@@ -282,11 +285,11 @@ func TestCommandErrorsAndExitCodes(t *testing.T) {
 
 func TestRedriveReportTable(t *testing.T) {
 	r := newRedriveReport("q.dlq", "g", false)
-	r.add(viewRedriveItem(babelqueue.RedriveItem{Outcome: babelqueue.RedriveMoved, Target: "q"}))
-	r.add(viewRedriveItem(babelqueue.RedriveItem{Outcome: babelqueue.RedriveMoved, Target: "q"}))
-	r.add(viewRedriveItem(babelqueue.RedriveItem{Outcome: babelqueue.RedriveUnselected}))
-	r.add(viewRedriveItem(babelqueue.RedriveItem{Outcome: babelqueue.RedriveGuarded, Position: "0/4", MessageID: "id-4", URN: "urn:a", Redrives: 3}))
-	r.finish(&babelqueue.RedriveResult{Examined: 4, Moved: 2, Kept: 2})
+	r.add(viewRedriveItem(redrive.Item{Outcome: redrive.Moved, Target: "q"}))
+	r.add(viewRedriveItem(redrive.Item{Outcome: redrive.Moved, Target: "q"}))
+	r.add(viewRedriveItem(redrive.Item{Outcome: redrive.Unselected}))
+	r.add(viewRedriveItem(redrive.Item{Outcome: redrive.Guarded, Position: "0/4", MessageID: "id-4", URN: "urn:a", Redrives: 3}))
+	r.finish(&redrive.Result{Examined: 4, Moved: 2, Kept: 2})
 	if r.Examined != 4 || r.Moved != 2 || r.Targets["q"] != 2 || len(r.Guarded) != 1 || *r.Guarded[0].Offset != 4 {
 		t.Fatalf("report = %+v", r)
 	}

@@ -3,9 +3,11 @@ package demo
 import (
 	"fmt"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
-	"github.com/babelqueue/babelqueue-go/examples/orderstatus"
 	"github.com/segmentio/kafka-go"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/wire"
+	"github.com/babelqueue/babelqueue-go/examples/orderstatus"
 )
 
 // step is one record the demo publishes.
@@ -51,7 +53,7 @@ func envelopeStep(key, urn string, data map[string]any, note string) step {
 		panic(fmt.Sprintf("demo: encoding %s: %v", urn, err))
 	}
 	var headers []kafka.Header
-	for _, h := range babelqueue.ProjectBody(body).Headers() {
+	for _, h := range wire.ProjectBody(body).Headers() {
 		headers = append(headers, kafka.Header{Key: h.Key, Value: []byte(h.Value)})
 	}
 	return step{key: key, value: body, headers: headers, note: note}
@@ -91,7 +93,7 @@ func script(retryTopic string) ([]phase, expectation) {
 
 	notJSON := step{key: "M-3001", value: []byte("order M-3001 is paid"), note: "not JSON"}
 	v2 := step{key: "M-3002", note: "schema_version 2",
-		value: []byte(`{"job":"urn:babel:orders:created","trace_id":"` + babelqueue.NewID() + `","data":{"order_id":"M-3002"},"meta":{"id":"` + babelqueue.NewID() + `","queue":"orders","lang":"php","schema_version":2,"created_at":1764500000000},"attempts":0}`)}
+		value: []byte(`{"job":"urn:babel:orders:created","trace_id":"` + wire.NewID() + `","data":{"order_id":"M-3002"},"meta":{"id":"` + wire.NewID() + `","queue":"orders","lang":"php","schema_version":2,"created_at":1764500000000},"attempts":0}`)}
 	noOrder := envelopeStep("M-3003", orderstatus.URNCreated, map[string]any{"customer": "c-9"}, "no order_id")
 	forged := event("M-3004", created)
 	forged.topic = retryTopic

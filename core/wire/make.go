@@ -1,0 +1,161 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sync"
+	"time"
+)
+
+// MakeOption sets one field of an envelope built by Make.
+//
+// Defaults, when an option is absent (or given a blank value):
+//
+//	meta.id        NewID() (a UUID v4)
+//	trace_id       NewID() (a new trace)
+//	meta.queue     "" (the App sets the queue it publishes to)
+//	meta.created_at  time.Now(), in Unix milliseconds
+type MakeOption func(*makeConfig)
+
+type makeConfig struct {
+	queue, traceID, id string
+	createdAt          time.Time
+}
+
+// WithQueue sets meta.queue.
+func WithQueue(queue string) MakeOption { return func(c *makeConfig) { c.queue = queue } }
+
+// WithTraceID continues an existing trace: trace_id is set to traceID
+// instead of a new UUID. A blank traceID is ignored (a new trace is minted).
+func WithTraceID(traceID string) MakeOption { return func(c *makeConfig) { c.traceID = traceID } }
+
+// WithID sets meta.id instead of a new UUID. A blank id is ignored.
+func WithID(id string) MakeOption { return func(c *makeConfig) { c.id = id } }
+
+// WithCreatedAt sets meta.created_at (stored in Unix milliseconds). A zero
+// time is ignored (the current time is used).
+func WithCreatedAt(t time.Time) MakeOption { return func(c *makeConfig) { c.createdAt = t } }
+
+// Make builds a new envelope for job with attempts 0, meta.lang "go" and
+// meta.schema_version 1 (see MakeOption for the other defaults).
+//
+// data becomes the data object. It may be a map, a struct (or a pointer to
+// one), anything else encoding/json encodes as a JSON object, or the raw
+// bytes of a JSON object as json.RawMessage or []byte (validated and
+// compacted). nil, a nil map, a nil pointer and a nil json.RawMessage or
+// []byte give the empty object {}; a non-nil empty []byte is not a JSON
+// object.
+// Data that is not a JSON object fails with an error wrapping
+// ErrInvalidData; a blank job fails with ErrInvalidEnvelope.
+func Make(job string, data any, opts ...MakeOption) (*Envelope, error) {
+	if IsBlank(job) {
+		return nil, fmt.Errorf("%w: job is blank", ErrInvalidEnvelope)
+	}
+	var c makeConfig
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	raw, err := encodeData(data)
+	if err != nil {
+		return nil, fmt.Errorf("babelqueue: making %s: %w", job, err)
+	}
+	if IsBlank(c.traceID) {
+		c.traceID = NewID()
+	}
+	if IsBlank(c.id) {
+		c.id = NewID()
+	}
+	if c.createdAt.IsZero() {
+		c.createdAt = time.Now()
+	}
+	return &Envelope{
+		Job:     job,
+		TraceID: c.traceID,
+		Meta: Meta{
+			ID:            c.id,
+			Queue:         c.queue,
+			Lang:          Lang,
+			SchemaVersion: SchemaVersion,
+			CreatedAt:     c.createdAt.UnixMilli(),
+		},
+		data: raw,
+	}, nil
+}
+
+// dataEncoder is a pooled JSON encoder that does not escape HTML.
+type dataEncoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var dataEncoders = sync.Pool{New: func() any {
+	d := &dataEncoder{}
+	d.enc = json.NewEncoder(&d.buf)
+	d.enc.SetEscapeHTML(false)
+	return d
+}}
+
+// encodeData returns the compact JSON object of data.
+func encodeData(data any) (string, error) {
+	switch v := data.(type) {
+	case nil:
+		return "{}", nil
+	case json.RawMessage:
+		if v == nil {
+			return "{}", nil
+		}
+		return rawObject(v)
+	case []byte:
+		if v == nil {
+			return "{}", nil
+		}
+		return rawObject(v)
+	}
+	if rv := reflect.ValueOf(data); (rv.Kind() == reflect.Map || rv.Kind() == reflect.Pointer) && rv.IsNil() {
+		return "{}", nil
+	}
+	switch data.(type) {
+	case map[string]any, map[string]string:
+		// The common payload shapes skip reflection; anything the fast
+		// path does not handle goes through encoding/json below.
+		if out, ok := appendDataValue(make([]byte, 0, 256), data, 0); ok {
+			return string(out), nil
+		}
+	}
+	d := dataEncoders.Get().(*dataEncoder)
+	defer func() {
+		if d.buf.Cap() <= 64<<10 { // do not keep huge buffers alive
+			d.buf.Reset()
+			dataEncoders.Put(d)
+		}
+	}()
+	if err := d.enc.Encode(data); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrInvalidData, err)
+	}
+	out := bytes.TrimRight(d.buf.Bytes(), "\n")
+	if len(out) == 0 || out[0] != '{' {
+		return "", fmt.Errorf("%w: %T encodes to %.40s", ErrInvalidData, data, out)
+	}
+	return string(out), nil
+}
+
+// rawObject validates raw as one JSON object and returns it compacted.
+func rawObject(raw []byte) (string, error) {
+	open, end, err := scanTopObject(raw)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrInvalidData, err)
+	}
+	obj := raw[open:end]
+	if bytes.ContainsAny(obj, " \t\r\n") {
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, obj); err != nil {
+			return "", fmt.Errorf("%w: %w", ErrInvalidData, err)
+		}
+		return buf.String(), nil
+	}
+	return string(obj), nil
+}
