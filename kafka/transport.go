@@ -52,6 +52,7 @@ type Transport struct {
 	connChecked atomic.Bool // a broker accepted the connection settings (checkConnection)
 	mu          sync.Mutex
 	readers     map[string]*consumer
+	budget      *recordBudget // records buffered or in flight across the queues read by group members
 }
 
 var _ babelqueue.Transport = (*Transport)(nil)
@@ -71,10 +72,11 @@ func New(opts ...Option) (*Transport, error) {
 	if len(cfg.errs) > 0 {
 		return nil, errors.Join(cfg.errs...)
 	}
-	if len(cfg.brokers) == 0 && (cfg.writer == nil || cfg.readerFactory == nil) {
+	if len(cfg.brokers) == 0 && (cfg.writer == nil || (cfg.readerFactory == nil && cfg.memberFactory == nil)) {
 		return nil, ErrNoBrokers
 	}
-	t := &Transport{cfg: cfg, readers: make(map[string]*consumer)}
+	t := &Transport{cfg: cfg, readers: make(map[string]*consumer),
+		budget: newRecordBudget(cfg.maxBufferedRecords, cfg.maxBufferedBytes)}
 	if len(cfg.brokers) > 0 {
 		t.net = netTransport(&cfg)
 		t.dialer = &kafkago.Dialer{
@@ -124,7 +126,7 @@ func (t *Transport) Close() error {
 
 	var errs []error
 	for queue, c := range readers {
-		if err := closeReader(c.r); err != nil {
+		if err := closeConsumer(c); err != nil {
 			errs = append(errs, wrapf(err, "close reader of %q", queue))
 		}
 	}
@@ -145,8 +147,9 @@ func (t *Transport) Close() error {
 func (t *Transport) isClosed() bool { return t.closed.Load() }
 
 // reader returns the consumer of queue, building its reader on first use
-// (fresh).
-func (t *Transport) reader(queue string) (c *consumer, fresh bool, err error) {
+// (fresh). A group member built for a Receive (deferHeaders) builds no
+// header maps ahead.
+func (t *Transport) reader(queue string, deferHeaders bool) (c *consumer, fresh bool, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed.Load() {
@@ -155,29 +158,24 @@ func (t *Transport) reader(queue string) (c *consumer, fresh bool, err error) {
 	if c, ok := t.readers[queue]; ok {
 		return c, false, nil
 	}
-	var r Reader
-	if t.cfg.readerFactory != nil {
-		r = t.cfg.readerFactory(queue)
-	} else {
+	if t.cfg.readerFactory == nil {
 		if t.cfg.groupID == "" {
 			return nil, false, ErrNoGroupID
 		}
-		r = newPrefetchReader(t, queue, kafkago.NewReader(kafkago.ReaderConfig{
-			Brokers:         t.cfg.brokers,
-			GroupID:         t.cfg.groupID,
-			Topic:           queue,
-			Dialer:          t.dialer,
-			MinBytes:        1,
-			MaxBytes:        16 << 20,
-			MaxWait:         250 * time.Millisecond,
-			ReadBackoffMin:  10 * time.Millisecond,
-			ReadBackoffMax:  250 * time.Millisecond,
-			ReadLagInterval: -1,
-			CommitInterval:  t.cfg.commitInterval,
-			StartOffset:     kafkago.FirstOffset,
-			ErrorLogger:     kafkaLogger{t.cfg.log()},
-		}))
+		var g groupMember
+		if t.cfg.memberFactory != nil {
+			g = t.cfg.memberFactory(t.cfg.groupID, []string{queue})
+		} else {
+			var err error
+			if g, err = t.newKafkaMember(t.cfg.groupID, []string{queue}, t.cfg.startAt.offset()); err != nil {
+				return nil, false, wrapf(err, "join group %q for %q", t.cfg.groupID, queue)
+			}
+		}
+		c = &consumer{queue: queue, member: newMemberReader(t, queue, g, deferHeaders)}
+		t.readers[queue] = c
+		return c, true, nil
 	}
+	r := t.cfg.readerFactory(queue)
 	if r == nil {
 		return nil, false, wrapf(babelqueue.ErrInvalidOption, "reader factory returned nil for %q", queue)
 	}
@@ -197,6 +195,14 @@ func (t *Transport) dropReader(c *consumer) error {
 		return nil // already dropped (a second Rewind, or Close)
 	}
 	t.mu.Unlock()
+	return closeConsumer(c)
+}
+
+// closeConsumer closes the reader or the group member of c.
+func closeConsumer(c *consumer) error {
+	if c.member != nil {
+		return c.member.Close()
+	}
 	return closeReader(c.r)
 }
 
