@@ -42,11 +42,13 @@ type Reader interface {
 // is neither acknowledged nor handed back (DESIGN.md, "Acknowledgement
 // ledger").
 type Transport struct {
-	cfg       config
-	writer    Writer
-	ownWriter *kafkago.Writer    // nil when the writer was injected
-	net       *kafkago.Transport // connections of ownWriter and of admin calls
-	dialer    *kafkago.Dialer    // connections of readers and group members
+	cfg        config
+	writer     Writer
+	ownWriter  *kafkago.Writer    // nil when the writer was injected
+	loneWriter *kafkago.Writer    // ownWriter's twin sending each record at once; nil when the writer was injected
+	writing    atomic.Int32       // writes in flight through the own writers
+	net        *kafkago.Transport // connections of ownWriter and of admin calls
+	dialer     *kafkago.Dialer    // connections of readers and group members
 
 	closed      atomic.Bool // set under mu, read without it on the publish path
 	connChecked atomic.Bool // a broker accepted the connection settings (checkConnection)
@@ -90,23 +92,32 @@ func New(opts ...Option) (*Transport, error) {
 	if cfg.writer != nil {
 		t.writer = cfg.writer
 	} else {
-		t.ownWriter = &kafkago.Writer{
-			Addr:                   kafkago.TCP(cfg.brokers...),
-			Balancer:               &Murmur2Balancer{},
-			BatchTimeout:           cfg.linger,
-			BatchSize:              cfg.batchSize,
-			BatchBytes:             cfg.batchBytes,
-			RequiredAcks:           cfg.requiredAcks,
-			AllowAutoTopicCreation: cfg.autoCreate,
-			Transport:              t.net,
-			ErrorLogger:            kafkaLogger{cfg.log()},
-		}
+		t.ownWriter = t.newWriter(cfg.batchSize)
 		t.writer = t.ownWriter
+		// A lone record goes out at once instead of waiting out the
+		// linger for company that is not coming (see write).
+		t.loneWriter = t.newWriter(1)
 	}
 	return t, nil
 }
 
 const clientID = "babelqueue-go"
+
+// newWriter builds a kafka-go Writer of the configured brokers sending a
+// partition's batch at batchSize records or after the linger.
+func (t *Transport) newWriter(batchSize int) *kafkago.Writer {
+	return &kafkago.Writer{
+		Addr:                   kafkago.TCP(t.cfg.brokers...),
+		Balancer:               &Murmur2Balancer{},
+		BatchTimeout:           t.cfg.linger,
+		BatchSize:              batchSize,
+		BatchBytes:             t.cfg.batchBytes,
+		RequiredAcks:           t.cfg.requiredAcks,
+		AllowAutoTopicCreation: t.cfg.autoCreate,
+		Transport:              t.net,
+		ErrorLogger:            kafkaLogger{t.cfg.log()},
+	}
+}
 
 // Close releases what the transport created: its readers, whose pending
 // commits are flushed first, and its own Writer and connections. A Writer
@@ -132,6 +143,9 @@ func (t *Transport) Close() error {
 	}
 	if t.ownWriter != nil {
 		if err := t.ownWriter.Close(); err != nil {
+			errs = append(errs, wrapf(err, "close writer"))
+		}
+		if err := t.loneWriter.Close(); err != nil {
 			errs = append(errs, wrapf(err, "close writer"))
 		}
 	}
