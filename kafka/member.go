@@ -112,6 +112,7 @@ func (m *memberReader) runGeneration(ctx context.Context, gen groupGeneration) {
 		}
 		m.parts[pa.ID] = a
 		m.startFetcher(a)
+		m.event("assign", pa.ID, pa.Offset)
 	}
 	m.mu.Unlock()
 	m.commitLoop(ctx, gen)
@@ -213,6 +214,7 @@ func (m *memberReader) receive(ctx context.Context, deferHeaders bool) (*deliver
 			a.out = append(a.out, ledgerEntry{offset: d.msg.Offset})
 			a.inflight++
 			a.inflightBytes += d.size
+			m.event("out", a.partition, d.msg.Offset)
 			more := len(m.ready) > 0
 			m.mu.Unlock()
 			if more {
@@ -399,6 +401,7 @@ func (m *memberReader) revoke(gen groupGeneration, wg *sync.WaitGroup) {
 			a.state = asgDraining
 			a.cancel()
 			a.markDrained()
+			m.event("revoke", a.partition, -1)
 		}
 	}
 	m.dropBuffered(func(x *assignment) bool { return x.gen == gen })
@@ -451,6 +454,13 @@ wait:
 			return
 		}
 		time.Sleep(finalCommitPause)
+	}
+}
+
+// event reports an assignment event to the test hook. m.mu held.
+func (m *memberReader) event(what string, partition int, offset int64) {
+	if h := m.t.cfg.memberEvent; h != nil {
+		h(m.queue, what, partition, offset)
 	}
 }
 

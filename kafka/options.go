@@ -106,6 +106,10 @@ type config struct {
 	// memberFactory builds the consumer-group member that reads a queue;
 	// tests replace it with a fake.
 	memberFactory func(groupID string, topics []string) groupMember
+	// memberEvent, when set (tests), is called under a member reader's
+	// lock on each assignment ("assign"), start of a revocation ("revoke")
+	// and hand-out ("out") of a partition.
+	memberEvent func(queue, event string, partition int, offset int64)
 
 	reinjectHooks []babelqueue.ReinjectHook
 
