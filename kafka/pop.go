@@ -53,9 +53,11 @@ func (t *Transport) Pop(ctx context.Context, queue string, timeout time.Duration
 // number is rewritten. A record rejected by the version gate is handed over
 // untouched, after the OnSchemaVersionRejected hook ran. A group error that
 // heals by itself (a coordinator moving, a rebalance, a lost connection)
-// counts as an empty poll; one that does not is returned. The group readers
-// the transport builds are read ahead into a bounded buffer (DESIGN.md,
-// "Read-ahead").
+// counts as an empty poll; one that does not is returned. A queue read from
+// the brokers is read by a consumer-group member that fetches each assigned
+// partition ahead within the transport's record budget and stops handing out
+// a partition's records the moment it is revoked (DESIGN.md, sections 3 and
+// 4).
 func (t *Transport) Receive(ctx context.Context, queue string, timeout time.Duration) (*babelqueue.ReceivedMessage, error) {
 	return t.pop(ctx, queue, timeout, true)
 }
@@ -171,8 +173,8 @@ func (t *Transport) newDelivery(queue string, m kafkago.Message) *delivery {
 		Handle: d,
 	}
 	if len(m.Headers) > 0 {
-		// Built by FillHeaders: by Pop, or ahead by the prefetching
-		// goroutine; or never, for an App that settles the record at once.
+		// Built by FillHeaders: by Pop, or ahead by the partition's
+		// fetcher; or never, for an App that settles the record at once.
 		d.rm.DeferHeaders(d)
 	}
 	return d
@@ -202,7 +204,7 @@ func (t *Transport) handOut(queue string, d *delivery) *babelqueue.ReceivedMessa
 	return &d.rm
 }
 
-// prepare does ahead, on a prefetching goroutine, what handOut would do
+// prepare does ahead, on a partition's fetcher, what handOut would do
 // and, with predecode, what the App would do first: the attempts rule and
 // the decoding of the body (babelqueue.ReceivedMessage.Predecode). A
 // record that the version gate rejects is left to handOut, which calls the
