@@ -36,6 +36,7 @@ type memberReader struct {
 	deferHeaders atomic.Bool
 	avail        chan struct{} // 1-buffered: ready went non-empty, or the reader closed
 	dirty        atomic.Bool   // a settlement moved a prefix since the last commit
+	backlog      atomic.Int64  // len(ready), read by the fetchers without the lock
 
 	mu     sync.Mutex
 	ready  []*delivery         // fetched, not handed out, in fetch order
@@ -52,6 +53,10 @@ type memberReader struct {
 // partitionQueue is the record queue of each partition's kafka-go reader:
 // what it decodes ahead of the fetcher, besides the transport's budget.
 const partitionQueue = 64
+
+// predecodeBacklog is the number of records waiting for Receive from which
+// the fetchers also decode the bodies ahead for the App.
+const predecodeBacklog = 64
 
 // fetchErrorPause spaces a fetcher's fetches after an error.
 const fetchErrorPause = 100 * time.Millisecond
@@ -156,7 +161,9 @@ func (m *memberReader) fetch(ctx context.Context, a *assignment, pr partitionRea
 		if m.budget.acquire(ctx, d.size) != nil {
 			return
 		}
-		prepare(d, false)
+		// Decode ahead only while Receive has a backlog: then the consume
+		// loop is the slower side and the fetcher takes work off it.
+		prepare(d, m.backlog.Load() >= predecodeBacklog)
 		if !m.deferHeaders.Load() {
 			d.rm.FillHeaders()
 		}
@@ -167,6 +174,7 @@ func (m *memberReader) fetch(ctx context.Context, a *assignment, pr partitionRea
 			return
 		}
 		m.ready = append(m.ready, d)
+		m.backlog.Store(int64(len(m.ready)))
 		m.mu.Unlock()
 		signal(m.avail)
 	}
@@ -205,6 +213,7 @@ func (m *memberReader) receive(ctx context.Context, deferHeaders bool) (*deliver
 			d := m.ready[0]
 			m.ready[0] = nil
 			m.ready = m.ready[1:]
+			m.backlog.Store(int64(len(m.ready)))
 			a := d.asg
 			if a.state != asgLive {
 				// Dropped with its assignment already; never handed out.
@@ -250,6 +259,7 @@ func (m *memberReader) dropBuffered(drop func(*assignment) bool) {
 	}
 	clear(m.ready[len(kept):])
 	m.ready = kept
+	m.backlog.Store(int64(len(m.ready)))
 	m.budget.release(n, bytes)
 }
 
