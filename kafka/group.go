@@ -110,7 +110,7 @@ func (g *kafkaGeneration) OpenPartition(topic string, partition int, offset int6
 		ErrorLogger:     kafkaLogger{g.t.cfg.log()},
 	})
 	if err := r.SetOffset(offset); err != nil {
-		g.t.cfg.log().Warn("kafka: re-injector set offset", "topic", topic, "partition", partition, "offset", offset, "err", err)
+		g.t.cfg.log().Warn("kafka: set partition offset", "topic", topic, "partition", partition, "offset", offset, "err", err)
 	}
 	return r
 }

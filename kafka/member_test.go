@@ -330,3 +330,34 @@ func TestMemberHandBackRereadsFromTheFirstUnsettled(t *testing.T) {
 		t.Fatalf("committed %d, want 4", c)
 	}
 }
+
+func TestMemberCloseSettlesInFlightThenRefuses(t *testing.T) {
+	mr := newMemberRig(t, WithCommitInterval(time.Hour))
+	ctx := context.Background()
+	appendRecords(t, mr.rig, 0, 3)
+	got := popAll(t, mr.rig, 3)
+	m := mr.member()
+	closed := make(chan error, 1)
+	go func() { closed <- mr.tr.Close() }()
+	waitUntil(t, "Close to stop dispatch", func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		a := m.parts[0]
+		return a == nil || a.state != asgLive
+	})
+	if err := mr.tr.Ack(ctx, got["0@0"]); err != nil {
+		t.Fatalf("Ack while Close waits for the deliveries in flight: %v", err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if c := mr.offsets.get("orders", 0); c != 1 {
+		t.Fatalf("committed %d at Close, want 1", c)
+	}
+	if err := mr.tr.Ack(ctx, got["0@1"]); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Ack after Close = %v, want ErrClosed", err)
+	}
+	if c := mr.offsets.get("orders", 0); c != 1 {
+		t.Fatalf("an Ack after Close committed %d", c)
+	}
+}
