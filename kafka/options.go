@@ -18,7 +18,7 @@ import (
 //	WithGroupID                    none (required to consume and to run a Reinjector)
 //	WithMaxWaitTime                DefaultMaxWaitTime (1s): the longest a single Pop blocks
 //	WithOnSchemaVersionRejected    none
-//	WithReaderFactory              kafka-go group readers built from the brokers and group id
+//	WithReaderFactory              none: a consumer-group member per queue, built from the brokers and group id
 //	WithWriter                     a kafka-go Writer owned by the transport
 //	WithRetryTiers                 none: retry tiers are opt-in (see DefaultRetryTiers)
 //	WithLinger                     DefaultLinger (1ms): how long a partition batch waits for company
