@@ -19,7 +19,7 @@ import (
 func TestReceiveReadsTheRecordsHeaderList(t *testing.T) {
 	rigs := map[string]func(*testing.T) *rig{
 		"plain":    func(t *testing.T) *rig { return newRig(t) },
-		"prefetch": prefetchRig,
+		"prefetch": memberRig,
 	}
 	for name, mk := range rigs {
 		t.Run(name, func(t *testing.T) {
@@ -78,7 +78,7 @@ func TestReceiveReadsTheRecordsHeaderList(t *testing.T) {
 // TestPrefetchStopsBuildingHeaderMapsOnceHeadersAreDeferred checks that a
 // queue the App pops (Receive) gets no header maps built ahead.
 func TestPrefetchStopsBuildingHeaderMapsOnceHeadersAreDeferred(t *testing.T) {
-	rg := prefetchRig(t)
+	rg := memberRig(t)
 	ctx := context.Background()
 	body := envelope(t, 0)
 	hs, _ := projection(body, t0)

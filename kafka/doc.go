@@ -41,7 +41,8 @@
 // bq-schema-version header is present, not blank and not 1 is handed over
 // untouched for the App to dead-letter unchanged (IntentForward); the
 // OnSchemaVersionRejected hook names the version. DESIGN.md describes the
-// acknowledgement ledger, the commit batching and the read-ahead.
+// acknowledgement ledger, the group member reader and its revocation
+// protocol.
 //
 // # Retry tiers
 //

@@ -46,6 +46,11 @@ var (
 	// reported this way. It wraps babelqueue.ErrInvalidOption.
 	ErrConnectionRejected = fmt.Errorf("kafka: the broker rejects the connection settings (WithTLS, WithSASL): %w", babelqueue.ErrInvalidOption)
 
+	// ErrRevoked is returned by Ack for a delivery whose partition was
+	// revoked (a rebalance) before it settled: nothing is committed for
+	// it, and the partition's next owner reads it again.
+	ErrRevoked = errors.New("kafka: the partition was revoked; the record will be delivered again")
+
 	// ErrEmptyTopic is returned when a blank topic (queue) name is passed.
 	ErrEmptyTopic = fmt.Errorf("kafka: blank topic name: %w", babelqueue.ErrInvalidOption)
 )

@@ -38,17 +38,20 @@ type partitionReader interface {
 	Close() error
 }
 
-// newKafkaMember joins groupID on the brokers for topics.
-func (t *Transport) newKafkaMember(groupID string, topics []string) (groupMember, error) {
+// newKafkaMember joins groupID on the brokers for topics, with the
+// transport's session, heartbeat and rebalance timeouts. A partition the
+// group has no committed offset for starts at startOffset
+// (kafkago.FirstOffset or kafkago.LastOffset).
+func (t *Transport) newKafkaMember(groupID string, topics []string, startOffset int64) (groupMember, error) {
 	cg, err := kafkago.NewConsumerGroup(kafkago.ConsumerGroupConfig{
 		ID:                groupID,
 		Brokers:           t.cfg.brokers,
 		Dialer:            t.dialer,
 		Topics:            topics,
-		StartOffset:       kafkago.FirstOffset,
-		HeartbeatInterval: time.Second,
-		SessionTimeout:    10 * time.Second,
-		RebalanceTimeout:  10 * time.Second,
+		StartOffset:       startOffset,
+		HeartbeatInterval: t.cfg.heartbeatInterval,
+		SessionTimeout:    t.cfg.sessionTimeout,
+		RebalanceTimeout:  t.cfg.rebalanceTimeout,
 		JoinGroupBackoff:  500 * time.Millisecond,
 		ErrorLogger:       kafkaLogger{t.cfg.log()},
 	})
@@ -107,7 +110,7 @@ func (g *kafkaGeneration) OpenPartition(topic string, partition int, offset int6
 		ErrorLogger:     kafkaLogger{g.t.cfg.log()},
 	})
 	if err := r.SetOffset(offset); err != nil {
-		g.t.cfg.log().Warn("kafka: re-injector set offset", "topic", topic, "partition", partition, "offset", offset, "err", err)
+		g.t.cfg.log().Warn("kafka: set partition offset", "topic", topic, "partition", partition, "offset", offset, "err", err)
 	}
 	return r
 }

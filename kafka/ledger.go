@@ -19,8 +19,9 @@ import (
 // holds back the commit of its partition and a handed-back one is never
 // passed (see DESIGN.md, "Acknowledgement ledger").
 type consumer struct {
-	queue string
-	r     Reader
+	queue  string
+	r      Reader        // nil for a member reader
+	member *memberReader // the group member reading queue, when built from the brokers (member.go)
 
 	// fetchMu serialises the fetches of concurrent Receive calls: a Kafka
 	// reader hands its records out one at a time, in partition order.

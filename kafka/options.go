@@ -21,7 +21,7 @@ import (
 //	WithGroupID                    none (required to consume and to run a Reinjector)
 //	WithMaxWaitTime                DefaultMaxWaitTime (1s): the longest a single Pop blocks
 //	WithOnSchemaVersionRejected    none
-//	WithReaderFactory              kafka-go group readers built from the brokers and group id
+//	WithReaderFactory              none: a consumer-group member per queue, built from the brokers and group id
 //	WithWriter                     a kafka-go Writer owned by the transport
 //	WithRetryTiers                 none: retry tiers are opt-in (see DefaultRetryTiers)
 //	WithLinger                     DefaultLinger (1ms): how long a partition batch waits for company
@@ -29,6 +29,13 @@ import (
 //	WithBatchBytes                 DefaultBatchBytes (1 MiB): also the largest record accepted
 //	WithRequiredAcks               kafkago.RequireAll
 //	WithCommitInterval             DefaultCommitInterval (100ms); 0 commits synchronously in Ack
+//	WithSessionTimeout             DefaultSessionTimeout (10s): a member silent this long is dropped from its group
+//	WithHeartbeatInterval          DefaultHeartbeatInterval (1s): also how soon a rebalance is noticed
+//	WithRebalanceTimeout           DefaultRebalanceTimeout (15s): how long a rebalance waits for members to rejoin
+//	WithRevokeTimeout              DefaultRevokeTimeout (5s): how long revoked deliveries in flight may settle
+//	WithStartAt                    StartEarliest: where a group with no committed offset starts (see StartAt)
+//	WithMaxBufferedRecords         DefaultMaxBufferedRecords (1024 records buffered or in flight)
+//	WithMaxBufferedBytes           DefaultMaxBufferedBytes (16 MiB buffered or in flight)
 //	WithTLS                        none (plaintext)
 //	WithSASL, WithSASLPlain,
 //	WithSASLSCRAM                  none
@@ -44,6 +51,13 @@ const (
 	DefaultBatchBytes     = 1 << 20
 	DefaultCommitInterval = 100 * time.Millisecond
 	DefaultReinjectBuffer = 256
+
+	DefaultSessionTimeout     = 10 * time.Second
+	DefaultHeartbeatInterval  = time.Second
+	DefaultRebalanceTimeout   = 15 * time.Second
+	DefaultRevokeTimeout      = 5 * time.Second
+	DefaultMaxBufferedRecords = 1024
+	DefaultMaxBufferedBytes   = 16 << 20
 )
 
 // DefaultRetryTiers is the recommended retry tier list of §6.4: 5s, 30s, 5m
@@ -85,6 +99,22 @@ type config struct {
 	reinjectBuffer int
 	autoCreate     bool
 
+	sessionTimeout     time.Duration
+	heartbeatInterval  time.Duration
+	rebalanceTimeout   time.Duration
+	revokeTimeout      time.Duration
+	startAt            StartAt
+	maxBufferedRecords int
+	maxBufferedBytes   int64
+
+	// memberFactory builds the consumer-group member that reads a queue;
+	// tests replace it with a fake.
+	memberFactory func(groupID string, topics []string) groupMember
+	// memberEvent, when set (tests), is called under a member reader's
+	// lock on each assignment ("assign"), start of a revocation ("revoke")
+	// and hand-out ("out") of a partition.
+	memberEvent func(queue, event string, partition int, offset int64)
+
 	reinjectHooks []babelqueue.ReinjectHook
 
 	// groupFactory builds the consumer-group member of a Reinjector; tests
@@ -105,6 +135,14 @@ func defaultConfig() config {
 		clock:          driver.SystemClock{},
 		reinjectBuffer: DefaultReinjectBuffer,
 		autoCreate:     true,
+
+		sessionTimeout:     DefaultSessionTimeout,
+		heartbeatInterval:  DefaultHeartbeatInterval,
+		rebalanceTimeout:   DefaultRebalanceTimeout,
+		revokeTimeout:      DefaultRevokeTimeout,
+		startAt:            StartEarliest,
+		maxBufferedRecords: DefaultMaxBufferedRecords,
+		maxBufferedBytes:   DefaultMaxBufferedBytes,
 	}
 }
 
@@ -254,14 +292,15 @@ func WithRequiredAcks(acks kafkago.RequiredAcks) Option {
 	}
 }
 
-// WithCommitInterval batches the offset commits of Ack: acknowledged offsets
-// are committed at most this long (plus 2ms of gathering) after Ack, in
-// offset order, and any still pending are committed when the reader is
-// closed (Close, Rewind) or its partitions are revoked. An acknowledgement
-// made in the last 2ms before a revocation may instead be committed just
-// after it; the partition's next owner then reads that record again, never
-// past an unacknowledged one. 0 makes every Ack wait for its commit.
-// Negative is rejected.
+// WithCommitInterval batches the offset commits of Ack: the settled
+// prefix of each partition is committed at most this long after Ack, a
+// failed commit is retried at the next interval, and what is settled when a
+// partition is revoked (or the transport closed) is committed before the
+// member leaves its generation. An Ack that returned nil is therefore
+// committed unless the member loses its generation first (a session
+// timeout): then the partition's next owner reads the record again, never
+// past an unsettled one. 0 makes every Ack wait for its commit. Negative is
+// rejected.
 func WithCommitInterval(d time.Duration) Option {
 	return func(c *config) {
 		if d < 0 {

@@ -24,6 +24,8 @@ type delivery struct {
 	part     *partitionLedger           // the ledger of its partition, set with cons
 	rm       babelqueue.ReceivedMessage // the message handed out; its Handle is this delivery
 	prepared bool                       // prepare ran: handOut has nothing left to do
+	asg      *assignment                // the member assignment it came from; nil for a Reader's record
+	size     int64                      // its share of the transport's record budget (member records)
 }
 
 // recordOf returns the Kafka record behind msg, when this transport
@@ -54,9 +56,11 @@ func (t *Transport) Pop(ctx context.Context, queue string, timeout time.Duration
 // number is rewritten. A record rejected by the version gate is handed over
 // untouched, after the OnSchemaVersionRejected hook ran. A group error that
 // heals by itself (a coordinator moving, a rebalance, a lost connection)
-// counts as an empty poll; one that does not is returned. The group readers
-// the transport builds are read ahead into a bounded buffer (DESIGN.md,
-// "Read-ahead").
+// counts as an empty poll; one that does not is returned. A queue read from
+// the brokers is read by a consumer-group member that fetches each assigned
+// partition ahead within the transport's record budget and stops handing out
+// a partition's records the moment it is revoked (DESIGN.md, sections 3 and
+// 4).
 func (t *Transport) Receive(ctx context.Context, queue string, timeout time.Duration) (*babelqueue.ReceivedMessage, error) {
 	return t.pop(ctx, queue, timeout, true)
 }
@@ -66,7 +70,7 @@ func (t *Transport) pop(ctx context.Context, queue string, timeout time.Duration
 	if wire.IsBlank(queue) {
 		return nil, ErrEmptyTopic
 	}
-	c, fresh, err := t.reader(queue)
+	c, fresh, err := t.reader(queue, deferHeaders)
 	if err != nil {
 		return nil, err
 	}
@@ -90,62 +94,70 @@ func (t *Transport) pop(ctx context.Context, queue string, timeout time.Duration
 			return nil, nil
 		}
 	}
-	var f fetched
+	if c.member != nil {
+		return t.receiveMember(ctx, c.member, queue, timeout, deferHeaders)
+	}
+	var d *delivery
 	c.fetchMu.Lock()
-	if p, ok := c.r.(*prefetchReader); ok {
-		p.begin(deferHeaders)
-		var got bool
-		if f, got = p.take(); !got {
-			fctx := getFetchContext()
-			fctx.arm(ctx, timeout)
-			f, err = p.fetch(fctx.CallContext)
-			fctx.disarm()
-			putFetchContext(fctx)
-		}
-	} else {
-		fctx := getFetchContext()
-		fctx.arm(ctx, timeout)
-		var m kafkago.Message
-		m, err = c.r.FetchMessage(fctx.CallContext)
-		fctx.disarm()
-		putFetchContext(fctx)
-		if err == nil {
-			f.d = t.newDelivery(queue, m)
-		}
-	}
+	fctx := getFetchContext()
+	fctx.arm(ctx, timeout)
+	m, err := c.r.FetchMessage(fctx.CallContext)
+	fctx.disarm()
+	putFetchContext(fctx)
 	if err == nil {
-		err = f.err
-	}
-	if err == nil {
-		c.handOut(f.d)
+		d = t.newDelivery(queue, m)
+		c.handOut(d)
 	}
 	c.fetchMu.Unlock()
 	if err != nil {
-		switch {
-		case ctx.Err() != nil:
-			return nil, ctx.Err()
-		case errors.Is(err, context.DeadlineExceeded):
-			return nil, nil
-		case t.isClosed():
-			return nil, ErrClosed
-		case errors.Is(err, io.EOF):
-			// The reader was closed under us (a concurrent HandBack); the
-			// next call opens a fresh one.
-			return nil, nil
-		case !permanent(err):
-			// The group reader keeps retrying (coordinator moving, a
-			// rebalance, a lost connection): report it and let the
-			// caller poll again.
-			t.cfg.log().Warn("kafka: consumer group error; retrying", "queue", queue, "err", err)
-			return nil, nil
-		}
-		return nil, wrapf(err, "fetch from %q", queue)
+		return nil, t.fetchError(ctx, queue, err)
 	}
-	m := t.handOut(queue, f.d)
+	rm := t.handOut(queue, d)
 	if !deferHeaders {
-		m.FillHeaders()
+		rm.FillHeaders()
 	}
-	return m, nil
+	return rm, nil
+}
+
+// receiveMember is pop for a queue read by a group member.
+func (t *Transport) receiveMember(ctx context.Context, m *memberReader, queue string, timeout time.Duration, deferHeaders bool) (*babelqueue.ReceivedMessage, error) {
+	fctx := getFetchContext()
+	fctx.arm(ctx, timeout)
+	d, err := m.receive(fctx.CallContext, deferHeaders)
+	fctx.disarm()
+	putFetchContext(fctx)
+	if err != nil {
+		return nil, t.fetchError(ctx, queue, err)
+	}
+	rm := t.handOut(queue, d)
+	if !deferHeaders {
+		rm.FillHeaders()
+	}
+	return rm, nil
+}
+
+// fetchError maps a failed fetch of queue onto Receive's result: nil for
+// an empty poll, else the error to return.
+func (t *Transport) fetchError(ctx context.Context, queue string, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.Is(err, context.DeadlineExceeded):
+		return nil
+	case t.isClosed():
+		return ErrClosed
+	case errors.Is(err, io.EOF), errors.Is(err, errReaderClosed):
+		// The reader was closed under us (a concurrent HandBack); the
+		// next call opens a fresh one.
+		return nil
+	case !permanent(err):
+		// The group reader keeps retrying (coordinator moving, a
+		// rebalance, a lost connection): report it and let the
+		// caller poll again.
+		t.cfg.log().Warn("kafka: consumer group error; retrying", "queue", queue, "err", err)
+		return nil
+	}
+	return wrapf(err, "fetch from %q", queue)
 }
 
 // newDelivery turns a fetched record into its delivery. The body and the
@@ -164,8 +176,8 @@ func (t *Transport) newDelivery(queue string, m kafkago.Message) *delivery {
 		Handle: d,
 	}
 	if len(m.Headers) > 0 {
-		// Built by FillHeaders: by Pop, or ahead by the prefetching
-		// goroutine; or never, for an App that settles the record at once.
+		// Built by FillHeaders: by Pop, or ahead by the partition's
+		// fetcher; or never, for an App that settles the record at once.
 		d.rm.DeferHeaders(d)
 	}
 	return d
@@ -195,7 +207,7 @@ func (t *Transport) handOut(queue string, d *delivery) *babelqueue.ReceivedMessa
 	return &d.rm
 }
 
-// prepare does ahead, on a prefetching goroutine, what handOut would do
+// prepare does ahead, on a partition's fetcher, what handOut would do
 // and, with predecode, what the App would do first: the attempts rule and
 // the decoding of the body (babelqueue.ReceivedMessage.Predecode). A
 // record that the version gate rejects is left to handOut, which calls the
@@ -245,6 +257,14 @@ func reconcileBody(body string, hs []kafkago.Header) string {
 // the record will be delivered again.
 func (t *Transport) Ack(ctx context.Context, msg *babelqueue.ReceivedMessage) error {
 	d, ok := recordOf(msg)
+	if ok && d.asg != nil {
+		// A member's delivery: settled while its partition is held, also
+		// during Close's settle window (DESIGN.md, section 4).
+		if err := d.asg.m.ack(d); err != nil {
+			return wrapf(err, "commit %s/%d@%d", d.msg.Topic, d.msg.Partition, d.msg.Offset)
+		}
+		return nil
+	}
 	if !ok || d.cons == nil {
 		return wrapf(babelqueue.ErrInvalidOption, "ack of a message this transport did not reserve")
 	}
@@ -272,6 +292,9 @@ func (t *Transport) HandBack(ctx context.Context, msg *babelqueue.ReceivedMessag
 // and not yet committed is delivered again too, and its Ack fails.
 func (t *Transport) Rewind(_ context.Context, msg *babelqueue.ReceivedMessage) error {
 	d, ok := recordOf(msg)
+	if ok && d.asg != nil {
+		return d.asg.m.rewind(d)
+	}
 	if !ok || d.cons == nil {
 		return wrapf(babelqueue.ErrInvalidOption, "rewind of a message this transport did not reserve")
 	}

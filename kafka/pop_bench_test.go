@@ -45,19 +45,15 @@ func (r *loopReader) Close() error { return nil }
 // gate, decode, routing, a no-op handler, Ack) over the transport, with a
 // reader that returns the same record forever.
 func BenchmarkAppConsume(b *testing.B) {
-	b.Run("sync", func(b *testing.B) { benchAppConsume(b, false) })
-	b.Run("prefetch", func(b *testing.B) { benchAppConsume(b, true) })
+	benchAppConsume(b)
 }
 
-func benchAppConsume(b *testing.B, prefetch bool) {
+func benchAppConsume(b *testing.B) {
 	body := envelope(&testing.T{}, 0)
 	hs, _ := projection(body, t0)
 	m := kafkago.Message{Topic: "orders", Value: []byte(body), Headers: toKafkaHeaders(hs)}
 	var tr *Transport
 	tr, err := New(WithWriter(&fakeWriter{log: newFakeLog()}), WithReaderFactory(func(q string) Reader {
-		if prefetch {
-			return newPrefetchReader(tr, q, &loopReader{m: m})
-		}
 		return &loopReader{m: m}
 	}))
 	if err != nil {

@@ -14,9 +14,9 @@ import (
 // unchanged; the §6 contract fields are projected onto headers (bq-job,
 // bq-trace-id, bq-message-id, bq-schema-version, bq-source-lang,
 // bq-attempts; a field the body lacks is left out) and the timestamp is
-// meta.created_at (the publish time when the body has none). A lone
-// Publish waits at most the linger (WithLinger); concurrent publishers to a
-// partition share a batch.
+// meta.created_at (the publish time when the body has none). A Publish
+// with no other write in flight is sent at once; concurrent publishers to a
+// partition share a batch, held open at most the linger (WithLinger).
 func (t *Transport) Publish(ctx context.Context, queue, body string) error {
 	return t.PublishWithHeaders(ctx, queue, body, nil)
 }
@@ -28,6 +28,16 @@ func (t *Transport) Publish(ctx context.Context, queue, body string) error {
 // empty map behaves exactly like Publish.
 func (t *Transport) PublishWithHeaders(ctx context.Context, queue, body string, headers map[string]string) error {
 	_, err := t.Send(ctx, &driver.Outgoing{Intent: driver.IntentPublish, Queue: queue, Body: body, Headers: headers})
+	return err
+}
+
+// PublishKeyed is Publish with a record key: the key is written byte for
+// byte and picks the partition with murmur2, as the Java client does, so
+// the records of one key keep their order. A nil key writes a keyless
+// (null key) record, exactly as Publish; an empty non-nil key is written as
+// an empty key.
+func (t *Transport) PublishKeyed(ctx context.Context, queue string, key []byte, body string) error {
+	_, err := t.Send(ctx, &driver.Outgoing{Intent: driver.IntentPublish, Queue: queue, Body: body, Key: key})
 	return err
 }
 

@@ -85,7 +85,11 @@ func (t *Transport) NewReinjector(workTopics ...string) (*Reinjector, error) {
 	case t.cfg.groupFactory != nil:
 		r.newMember = func(g string, topics []string) (groupMember, error) { return t.cfg.groupFactory(g, topics), nil }
 	case len(t.cfg.brokers) > 0:
-		r.newMember = t.newKafkaMember
+		// A re-injector always starts a new group at the oldest record: a
+		// retry copy written before it first ran must still be re-injected.
+		r.newMember = func(g string, topics []string) (groupMember, error) {
+			return t.newKafkaMember(g, topics, kafkago.FirstOffset)
+		}
 	default:
 		return nil, ErrNoBrokers
 	}

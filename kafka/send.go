@@ -231,12 +231,22 @@ func sameHeaders(hs []kafkago.Header, m map[string]string) bool {
 	return true
 }
 
-// write hands msgs to the writer and maps its errors.
+// write hands msgs to the writer and maps its errors. A single record
+// written while no other write is in flight goes through the lone writer,
+// which sends it at once: the batching writer would hold it for the linger
+// (WithLinger) waiting for records that only concurrent writes bring.
 func (t *Transport) write(ctx context.Context, topic string, msgs ...kafkago.Message) error {
 	if t.isClosed() {
 		return ErrClosed
 	}
-	if err := t.writer.WriteMessages(ctx, msgs...); err != nil {
+	w := t.writer
+	if t.loneWriter != nil {
+		if t.writing.Add(1) == 1 && len(msgs) == 1 {
+			w = t.loneWriter
+		}
+		defer t.writing.Add(-1)
+	}
+	if err := w.WriteMessages(ctx, msgs...); err != nil {
 		return writeError(topic, err)
 	}
 	return nil

@@ -20,8 +20,10 @@ type Writer interface {
 	WriteMessages(ctx context.Context, msgs ...kafkago.Message) error
 }
 
-// Reader is the subset of *kafkago.Reader the transport consumes through: a
-// group reader without auto-commit. A Reader that also implements io.Closer
+// Reader is the subset of *kafkago.Reader a transport built with
+// WithReaderFactory consumes through: a group reader without auto-commit.
+// (Built from brokers and a group id, the transport reads through a
+// consumer-group member instead; DESIGN.md, section 3.) A Reader that also implements io.Closer
 // is closed when the transport drops it (Rewind, Close). FetchMessage hands
 // the returned record's byte slices (key, value, header values) over to the
 // transport, which reads them without copying for as long as the delivery
@@ -43,16 +45,19 @@ type Reader interface {
 // is neither acknowledged nor handed back (DESIGN.md, "Acknowledgement
 // ledger").
 type Transport struct {
-	cfg       config
-	writer    Writer
-	ownWriter *kafkago.Writer    // nil when the writer was injected
-	net       *kafkago.Transport // connections of ownWriter and of admin calls
-	dialer    *kafkago.Dialer    // connections of readers and group members
+	cfg        config
+	writer     Writer
+	ownWriter  *kafkago.Writer    // nil when the writer was injected
+	loneWriter *kafkago.Writer    // ownWriter's twin sending each record at once; nil when the writer was injected
+	writing    atomic.Int32       // writes in flight through the own writers
+	net        *kafkago.Transport // connections of ownWriter and of admin calls
+	dialer     *kafkago.Dialer    // connections of readers and group members
 
 	closed      atomic.Bool // set under mu, read without it on the publish path
 	connChecked atomic.Bool // a broker accepted the connection settings (checkConnection)
 	mu          sync.Mutex
 	readers     map[string]*consumer
+	budget      *recordBudget // records buffered or in flight across the queues read by group members
 }
 
 var _ babelqueue.Transport = (*Transport)(nil)
@@ -69,13 +74,14 @@ func New(opts ...Option) (*Transport, error) {
 			o(&cfg)
 		}
 	}
-	if len(cfg.brokers) == 0 && (cfg.writer == nil || cfg.readerFactory == nil) {
+	if len(cfg.brokers) == 0 && (cfg.writer == nil || (cfg.readerFactory == nil && cfg.memberFactory == nil)) {
 		cfg.errs = append(cfg.errs, ErrNoBrokers)
 	}
 	if err := errors.Join(cfg.errs...); err != nil {
 		return nil, err
 	}
-	t := &Transport{cfg: cfg, readers: make(map[string]*consumer)}
+	t := &Transport{cfg: cfg, readers: make(map[string]*consumer),
+		budget: newRecordBudget(cfg.maxBufferedRecords, cfg.maxBufferedBytes)}
 	if len(cfg.brokers) > 0 {
 		t.net = netTransport(&cfg)
 		t.dialer = &kafkago.Dialer{
@@ -89,23 +95,32 @@ func New(opts ...Option) (*Transport, error) {
 	if cfg.writer != nil {
 		t.writer = cfg.writer
 	} else {
-		t.ownWriter = &kafkago.Writer{
-			Addr:                   kafkago.TCP(cfg.brokers...),
-			Balancer:               &Murmur2Balancer{},
-			BatchTimeout:           cfg.linger,
-			BatchSize:              cfg.batchSize,
-			BatchBytes:             cfg.batchBytes,
-			RequiredAcks:           cfg.requiredAcks,
-			AllowAutoTopicCreation: cfg.autoCreate,
-			Transport:              t.net,
-			ErrorLogger:            kafkaLogger{cfg.log()},
-		}
+		t.ownWriter = t.newWriter(cfg.batchSize)
 		t.writer = t.ownWriter
+		// A lone record goes out at once instead of waiting out the
+		// linger for company that is not coming (see write).
+		t.loneWriter = t.newWriter(1)
 	}
 	return t, nil
 }
 
 const clientID = "babelqueue-go"
+
+// newWriter builds a kafka-go Writer of the configured brokers sending a
+// partition's batch at batchSize records or after the linger.
+func (t *Transport) newWriter(batchSize int) *kafkago.Writer {
+	return &kafkago.Writer{
+		Addr:                   kafkago.TCP(t.cfg.brokers...),
+		Balancer:               &Murmur2Balancer{},
+		BatchTimeout:           t.cfg.linger,
+		BatchSize:              batchSize,
+		BatchBytes:             t.cfg.batchBytes,
+		RequiredAcks:           t.cfg.requiredAcks,
+		AllowAutoTopicCreation: t.cfg.autoCreate,
+		Transport:              t.net,
+		ErrorLogger:            kafkaLogger{t.cfg.log()},
+	}
+}
 
 // Close releases what the transport created: its readers, whose pending
 // commits are flushed first, and its own Writer and connections. A Writer
@@ -125,12 +140,15 @@ func (t *Transport) Close() error {
 
 	var errs []error
 	for queue, c := range readers {
-		if err := closeReader(c.r); err != nil {
+		if err := closeConsumer(c); err != nil {
 			errs = append(errs, wrapf(err, "close reader of %q", queue))
 		}
 	}
 	if t.ownWriter != nil {
 		if err := t.ownWriter.Close(); err != nil {
+			errs = append(errs, wrapf(err, "close writer"))
+		}
+		if err := t.loneWriter.Close(); err != nil {
 			errs = append(errs, wrapf(err, "close writer"))
 		}
 	}
@@ -146,8 +164,9 @@ func (t *Transport) Close() error {
 func (t *Transport) isClosed() bool { return t.closed.Load() }
 
 // reader returns the consumer of queue, building its reader on first use
-// (fresh).
-func (t *Transport) reader(queue string) (c *consumer, fresh bool, err error) {
+// (fresh). A group member built for a Receive (deferHeaders) builds no
+// header maps ahead.
+func (t *Transport) reader(queue string, deferHeaders bool) (c *consumer, fresh bool, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed.Load() {
@@ -156,29 +175,24 @@ func (t *Transport) reader(queue string) (c *consumer, fresh bool, err error) {
 	if c, ok := t.readers[queue]; ok {
 		return c, false, nil
 	}
-	var r Reader
-	if t.cfg.readerFactory != nil {
-		r = t.cfg.readerFactory(queue)
-	} else {
+	if t.cfg.readerFactory == nil {
 		if t.cfg.groupID == "" {
 			return nil, false, ErrNoGroupID
 		}
-		r = newPrefetchReader(t, queue, kafkago.NewReader(kafkago.ReaderConfig{
-			Brokers:         t.cfg.brokers,
-			GroupID:         t.cfg.groupID,
-			Topic:           queue,
-			Dialer:          t.dialer,
-			MinBytes:        1,
-			MaxBytes:        16 << 20,
-			MaxWait:         250 * time.Millisecond,
-			ReadBackoffMin:  10 * time.Millisecond,
-			ReadBackoffMax:  250 * time.Millisecond,
-			ReadLagInterval: -1,
-			CommitInterval:  t.cfg.commitInterval,
-			StartOffset:     kafkago.FirstOffset,
-			ErrorLogger:     kafkaLogger{t.cfg.log()},
-		}))
+		var g groupMember
+		if t.cfg.memberFactory != nil {
+			g = t.cfg.memberFactory(t.cfg.groupID, []string{queue})
+		} else {
+			var err error
+			if g, err = t.newKafkaMember(t.cfg.groupID, []string{queue}, t.cfg.startAt.offset()); err != nil {
+				return nil, false, wrapf(err, "join group %q for %q", t.cfg.groupID, queue)
+			}
+		}
+		c = &consumer{queue: queue, member: newMemberReader(t, queue, g, deferHeaders)}
+		t.readers[queue] = c
+		return c, true, nil
 	}
+	r := t.cfg.readerFactory(queue)
 	if r == nil {
 		return nil, false, wrapf(babelqueue.ErrInvalidOption, "reader factory returned nil for %q", queue)
 	}
@@ -198,6 +212,14 @@ func (t *Transport) dropReader(c *consumer) error {
 		return nil // already dropped (a second Rewind, or Close)
 	}
 	t.mu.Unlock()
+	return closeConsumer(c)
+}
+
+// closeConsumer closes the reader or the group member of c.
+func closeConsumer(c *consumer) error {
+	if c.member != nil {
+		return c.member.Close()
+	}
 	return closeReader(c.r)
 }
 

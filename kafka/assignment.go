@@ -1,0 +1,101 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"sort"
+)
+
+// asgState is where an assignment stands in its life.
+type asgState int
+
+const (
+	// asgLive: fetched records are buffered and handed out.
+	asgLive asgState = iota
+	// asgDraining: the partition is being revoked; nothing more is handed
+	// out, acknowledgements of deliveries in flight are still taken.
+	asgDraining
+	// asgRetired: acknowledgements are refused (cause); the partition's
+	// next owner, or the next assignment of this member, reads the
+	// unsettled records again.
+	asgRetired
+)
+
+// assignment is one partition owned by a memberReader in one generation,
+// with the ledger of what it handed out. Its fields are guarded by the
+// memberReader's mu. Within an assignment records are handed out in offset
+// order (one fetcher, one FIFO), so the ledger is appended in order.
+type assignment struct {
+	m         *memberReader
+	gen       groupGeneration
+	partition int
+	start     int64 // the offset (or relative offset) its fetcher started at
+	cancel    context.CancelFunc
+
+	state asgState
+	cause error // why acknowledgements are refused once retired
+
+	out       []ledgerEntry // handed out and not yet passed by the settled prefix, in offset order
+	settled   int64         // the highest offset of the settled prefix; -1 none
+	committed int64         // the next offset known committed for the partition; -1 unknown
+
+	inflight      int           // handed out, not settled
+	inflightBytes int64         // their budget shares
+	drained       chan struct{} // closed once draining with nothing in flight
+	drainedClosed bool
+}
+
+var errNotReserved = errors.New("the record is not reserved (already settled)")
+
+// settle marks off settled and moves the settled prefix.
+func (a *assignment) settle(off int64) error {
+	i := sort.Search(len(a.out), func(i int) bool { return a.out[i].offset >= off })
+	if i == len(a.out) || a.out[i].offset != off || a.out[i].settled {
+		return errNotReserved
+	}
+	a.out[i].settled = true
+	n := 0
+	for n < len(a.out) && a.out[n].settled {
+		n++
+	}
+	if n > 0 {
+		a.settled = max(a.settled, a.out[n-1].offset)
+		clear(a.out[:n])
+		if n == len(a.out) {
+			a.out = a.out[:0]
+		} else {
+			a.out = a.out[n:]
+		}
+	}
+	return nil
+}
+
+// commitTarget returns the next offset to commit, and false when the
+// settled prefix adds nothing to what was committed.
+func (a *assignment) commitTarget() (int64, bool) {
+	if a.settled < 0 || a.settled+1 <= a.committed {
+		return 0, false
+	}
+	return a.settled + 1, true
+}
+
+// firstUnsettled returns the offset a re-read of the partition starts at:
+// the first offset handed out and not settled, else the one after the
+// settled prefix, else where the assignment started.
+func (a *assignment) firstUnsettled() int64 {
+	if len(a.out) > 0 {
+		return a.out[0].offset
+	}
+	if a.settled >= 0 {
+		return a.settled + 1
+	}
+	return a.start
+}
+
+// markDrained closes drained once nothing is in flight while draining.
+func (a *assignment) markDrained() {
+	if a.state != asgLive && a.inflight == 0 && !a.drainedClosed {
+		a.drainedClosed = true
+		close(a.drained)
+	}
+}

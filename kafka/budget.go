@@ -1,0 +1,78 @@
+package kafka
+
+import (
+	"context"
+	"sync"
+)
+
+// recordBudget bounds the records a transport holds between fetching and
+// settling: buffered for Receive or handed out and not yet settled. A
+// fetcher takes a record's share before buffering it and waits while the
+// budget is spent, so fetching pauses at the cap; settling, dropping a
+// revoked buffer or retiring an assignment gives the share back. A single
+// record larger than the byte cap is let through when nothing else is held,
+// so it cannot wedge its partition.
+type recordBudget struct {
+	maxRecords int
+	maxBytes   int64
+
+	mu      sync.Mutex
+	records int
+	bytes   int64
+	room    chan struct{} // closed and replaced when a share comes back while someone waits
+	waiting int
+}
+
+func newRecordBudget(maxRecords int, maxBytes int64) *recordBudget {
+	return &recordBudget{maxRecords: maxRecords, maxBytes: maxBytes, room: make(chan struct{})}
+}
+
+// acquire takes the share of one record of size bytes, waiting for room
+// until ctx ends.
+func (b *recordBudget) acquire(ctx context.Context, size int64) error {
+	for {
+		b.mu.Lock()
+		if b.records == 0 || (b.records < b.maxRecords && b.bytes+size <= b.maxBytes) {
+			b.records++
+			b.bytes += size
+			b.mu.Unlock()
+			return nil
+		}
+		room := b.room
+		b.waiting++
+		b.mu.Unlock()
+		select {
+		case <-room:
+			b.mu.Lock()
+			b.waiting--
+			b.mu.Unlock()
+		case <-ctx.Done():
+			b.mu.Lock()
+			b.waiting--
+			b.mu.Unlock()
+			return ctx.Err()
+		}
+	}
+}
+
+// release gives back the shares of records records of bytes bytes in all.
+func (b *recordBudget) release(records int, bytes int64) {
+	if records == 0 {
+		return
+	}
+	b.mu.Lock()
+	b.records -= records
+	b.bytes -= bytes
+	if b.waiting > 0 {
+		close(b.room)
+		b.room = make(chan struct{})
+	}
+	b.mu.Unlock()
+}
+
+// held returns the records and bytes held.
+func (b *recordBudget) held() (int, int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.records, b.bytes
+}

@@ -1,0 +1,493 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+)
+
+// memberReader consumes one queue as a member of the transport's consumer
+// group, through kafka-go's ConsumerGroup and its generations, which say
+// when partitions are revoked (the group Reader hides it). Per generation
+// it runs one fetcher per assigned partition; the fetchers feed one FIFO
+// that Receive takes from, within the transport's record budget. When the
+// generation ends (a rebalance, or Close) dispatch of its partitions stops
+// at once, the deliveries in flight get the revoke timeout to settle, the
+// settled contiguous prefix of each partition is committed within the
+// ending generation, and what is left is read again by the partition's
+// next owner. DESIGN.md, section 4, has the protocol.
+type memberReader struct {
+	t      *Transport
+	queue  string
+	group  groupMember
+	budget *recordBudget
+
+	ctx       context.Context // the run loop's; cancelled by Close
+	cancel    context.CancelFunc
+	done      chan struct{} // closed when the run loop returned
+	closeOnce sync.Once
+	closeErr  error
+
+	deferHeaders atomic.Bool
+	avail        chan struct{} // 1-buffered: ready went non-empty, or the reader closed
+	dirty        atomic.Bool   // a settlement moved a prefix since the last commit
+	backlog      atomic.Int64  // len(ready), read by the fetchers without the lock
+
+	mu     sync.Mutex
+	ready  []*delivery         // fetched, not handed out, in fetch order
+	parts  map[int]*assignment // the live assignment of each partition of the current generation
+	genCtx context.Context     // the current generation's context
+	genWG  *sync.WaitGroup     // its fetchers
+	closed bool
+
+	// commitMu orders the commits: under it targets are read, committed
+	// and recorded, so a partition's committed offset never goes down.
+	commitMu sync.Mutex
+}
+
+// partitionQueue is the record queue of each partition's kafka-go reader:
+// what it decodes ahead of the fetcher, besides the transport's budget.
+const partitionQueue = 64
+
+// predecodeBacklog is the number of records waiting for Receive from which
+// the fetchers also decode the bodies ahead for the App.
+const predecodeBacklog = 64
+
+// fetchErrorPause spaces a fetcher's fetches after an error.
+const fetchErrorPause = 100 * time.Millisecond
+
+// groupErrorPause spaces the joins after a group error.
+const groupErrorPause = 250 * time.Millisecond
+
+// newMemberReader joins the group for queue and starts its run loop.
+func newMemberReader(t *Transport, queue string, group groupMember, deferHeaders bool) *memberReader {
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &memberReader{
+		t: t, queue: queue, group: group, budget: t.budget,
+		ctx: ctx, cancel: cancel, done: make(chan struct{}),
+		avail: make(chan struct{}, 1), parts: make(map[int]*assignment),
+	}
+	m.deferHeaders.Store(deferHeaders)
+	go m.run()
+	return m
+}
+
+// run takes the generations one after the other until Close.
+func (m *memberReader) run() {
+	defer close(m.done)
+	for {
+		gen, err := m.group.Next(m.ctx)
+		if err != nil {
+			if m.ctx.Err() != nil || m.isClosed() || errors.Is(err, kafkago.ErrGroupClosed) {
+				return
+			}
+			m.t.cfg.log().Warn("kafka: consumer group error; rejoining", "queue", m.queue, "err", err)
+			select {
+			case <-m.ctx.Done():
+				return
+			case <-time.After(groupErrorPause):
+			}
+			continue
+		}
+		gen.Start(func(ctx context.Context) { m.runGeneration(ctx, gen) })
+	}
+}
+
+func (m *memberReader) isClosed() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.closed
+}
+
+// runGeneration owns one generation: it fetches the assigned partitions,
+// commits periodically, and revokes them when ctx ends.
+func (m *memberReader) runGeneration(ctx context.Context, gen groupGeneration) {
+	var wg sync.WaitGroup
+	m.mu.Lock()
+	m.genCtx, m.genWG = ctx, &wg
+	for _, pa := range gen.Assignments()[m.queue] {
+		a := m.newAssignment(gen, pa.ID, pa.Offset)
+		if pa.Offset >= 0 {
+			a.committed = pa.Offset
+		}
+		m.parts[pa.ID] = a
+		m.startFetcher(a)
+		m.event("assign", pa.ID, pa.Offset)
+	}
+	m.mu.Unlock()
+	m.commitLoop(ctx, gen)
+	m.revoke(gen, &wg)
+}
+
+func (m *memberReader) newAssignment(gen groupGeneration, partition int, start int64) *assignment {
+	return &assignment{m: m, gen: gen, partition: partition, start: start, settled: -1, committed: -1, drained: make(chan struct{})}
+}
+
+// startFetcher starts a's fetcher under the current generation. m.mu held.
+func (m *memberReader) startFetcher(a *assignment) {
+	ctx, cancel := context.WithCancel(m.genCtx)
+	a.cancel = cancel
+	pr := a.gen.OpenPartition(m.queue, a.partition, a.start, min(partitionQueue, m.budget.maxRecords))
+	m.genWG.Add(1)
+	go m.fetch(ctx, a, pr, m.genWG)
+}
+
+// fetch reads a's partition into ready while a is live, taking each
+// record's share of the budget first (waiting at the cap).
+func (m *memberReader) fetch(ctx context.Context, a *assignment, pr partitionReader, wg *sync.WaitGroup) {
+	defer wg.Done()
+	defer func() { _ = pr.Close() }()
+	for {
+		msg, err := pr.FetchMessage(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			m.t.cfg.log().Warn("kafka: fetch error; retrying", "queue", m.queue, "partition", a.partition, "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(fetchErrorPause):
+			}
+			continue
+		}
+		d := m.t.newDelivery(m.queue, msg)
+		d.asg, d.size = a, messageSize(&msg)
+		if m.budget.acquire(ctx, d.size) != nil {
+			return
+		}
+		// Decode ahead only while Receive has a backlog: then the consume
+		// loop is the slower side and the fetcher takes work off it.
+		prepare(d, m.backlog.Load() >= predecodeBacklog)
+		if !m.deferHeaders.Load() {
+			d.rm.FillHeaders()
+		}
+		m.mu.Lock()
+		if a.state != asgLive {
+			m.mu.Unlock()
+			m.budget.release(1, d.size)
+			return
+		}
+		m.ready = append(m.ready, d)
+		m.backlog.Store(int64(len(m.ready)))
+		m.mu.Unlock()
+		signal(m.avail)
+	}
+}
+
+// messageSize is the budget share of a record: its key, value and headers.
+func messageSize(msg *kafkago.Message) int64 {
+	n := len(msg.Key) + len(msg.Value)
+	for _, h := range msg.Headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	return int64(n)
+}
+
+// signal wakes the waiter of ch, if any, without blocking.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// receive hands out the next buffered record of a live assignment, waiting
+// until ctx ends. It returns io.EOF once the reader is closed.
+func (m *memberReader) receive(ctx context.Context, deferHeaders bool) (*delivery, error) {
+	if deferHeaders && !m.deferHeaders.Load() {
+		m.deferHeaders.Store(true)
+	}
+	for {
+		m.mu.Lock()
+		if m.closed {
+			m.mu.Unlock()
+			return nil, errReaderClosed
+		}
+		for len(m.ready) > 0 {
+			d := m.ready[0]
+			m.ready[0] = nil
+			m.ready = m.ready[1:]
+			m.backlog.Store(int64(len(m.ready)))
+			a := d.asg
+			if a.state != asgLive {
+				// Dropped with its assignment already; never handed out.
+				m.budget.release(1, d.size)
+				continue
+			}
+			a.out = append(a.out, ledgerEntry{offset: d.msg.Offset})
+			a.inflight++
+			a.inflightBytes += d.size
+			m.event("out", a.partition, d.msg.Offset)
+			more := len(m.ready) > 0
+			m.mu.Unlock()
+			if more {
+				signal(m.avail) // another Receive may take the next one
+			}
+			return d, nil
+		}
+		m.mu.Unlock()
+		select {
+		case <-m.avail:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// errReaderClosed is returned by receive once Close ran.
+var errReaderClosed = errors.New("kafka: member reader closed")
+
+// dropBuffered drops the buffered records of the assignments for which
+// drop is true, giving their shares back. m.mu held.
+func (m *memberReader) dropBuffered(drop func(*assignment) bool) {
+	kept := m.ready[:0]
+	var n int
+	var bytes int64
+	for _, d := range m.ready {
+		if drop(d.asg) {
+			n++
+			bytes += d.size
+			continue
+		}
+		kept = append(kept, d)
+	}
+	clear(m.ready[len(kept):])
+	m.ready = kept
+	m.backlog.Store(int64(len(m.ready)))
+	m.budget.release(n, bytes)
+}
+
+// ack settles d. With a commit interval the settled prefix is committed by
+// the generation's commit loop (or its revocation); with 0, here.
+func (m *memberReader) ack(d *delivery) error {
+	a := d.asg
+	m.mu.Lock()
+	if a.state == asgRetired {
+		m.mu.Unlock()
+		return a.cause
+	}
+	if err := a.settle(d.msg.Offset); err != nil {
+		m.mu.Unlock()
+		return err
+	}
+	a.inflight--
+	a.inflightBytes -= d.size
+	m.budget.release(1, d.size)
+	a.markDrained()
+	_, advanced := a.commitTarget()
+	m.mu.Unlock()
+	if !advanced {
+		return nil
+	}
+	if m.t.cfg.commitInterval > 0 {
+		m.dirty.Store(true)
+		return nil
+	}
+	return m.commit(a.gen, []*assignment{a})
+}
+
+// rewind hands d back: its assignment is retired (its later
+// acknowledgements fail with errRewound) and a successor reads the
+// partition again from its first unsettled offset, keeping the settled
+// prefix to commit. During a revocation it only stops waiting for d: the
+// next owner reads it again.
+func (m *memberReader) rewind(d *delivery) error {
+	a := d.asg
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch a.state {
+	case asgRetired:
+		return nil
+	case asgDraining:
+		a.inflight--
+		a.inflightBytes -= d.size
+		m.budget.release(1, d.size)
+		a.markDrained()
+		return nil
+	}
+	a.state, a.cause = asgRetired, errRewound
+	a.cancel()
+	m.dropBuffered(func(x *assignment) bool { return x == a })
+	m.budget.release(a.inflight, a.inflightBytes)
+	a.inflight, a.inflightBytes = 0, 0
+	next := m.newAssignment(a.gen, a.partition, a.firstUnsettled())
+	next.settled, next.committed = a.settled, a.committed
+	if next.start <= next.settled { // defensive: never re-read below the prefix
+		next.start = next.settled + 1
+	}
+	m.parts[a.partition] = next
+	m.startFetcher(next)
+	m.dirty.Store(true) // the carried prefix
+	return nil
+}
+
+// commitLoop commits the settled prefixes every commit interval until ctx
+// ends. A failed commit is logged and retried at the next tick.
+func (m *memberReader) commitLoop(ctx context.Context, gen groupGeneration) {
+	interval := m.t.cfg.commitInterval
+	if interval <= 0 {
+		<-ctx.Done()
+		return
+	}
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if !m.dirty.Swap(false) {
+			continue
+		}
+		if err := m.commit(gen, m.liveOf(gen)); err != nil {
+			m.dirty.Store(true)
+			m.t.cfg.log().Warn("kafka: commit failed; retrying", "queue", m.queue, "err", err)
+		}
+	}
+}
+
+// liveOf returns the assignments of gen still held.
+func (m *memberReader) liveOf(gen groupGeneration) []*assignment {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]*assignment, 0, len(m.parts))
+	for _, a := range m.parts {
+		if a.gen == gen {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// commit commits, within gen, the settled prefix of each of asgs that
+// passes what was committed.
+func (m *memberReader) commit(gen groupGeneration, asgs []*assignment) error {
+	m.commitMu.Lock()
+	defer m.commitMu.Unlock()
+	offsets := make(map[int]int64, len(asgs))
+	m.mu.Lock()
+	for _, a := range asgs {
+		if off, ok := a.commitTarget(); ok && a.gen == gen {
+			offsets[a.partition] = off
+		}
+	}
+	m.mu.Unlock()
+	if len(offsets) == 0 {
+		return nil
+	}
+	if err := gen.CommitOffsets(map[string]map[int]int64{m.queue: offsets}); err != nil {
+		return fmt.Errorf("commit %d partition offsets of %q: %w", len(offsets), m.queue, err)
+	}
+	m.mu.Lock()
+	for _, a := range asgs {
+		if off, ok := offsets[a.partition]; ok {
+			a.committed = max(a.committed, off)
+		}
+	}
+	m.mu.Unlock()
+	return nil
+}
+
+// finalCommitPause spaces the attempts of a revocation's commit.
+const finalCommitPause = 100 * time.Millisecond
+
+// revoke ends gen's assignments: dispatch stops at once, the deliveries in
+// flight get the revoke timeout to settle, then acknowledgements are
+// refused and the settled prefixes are committed within gen, retried for
+// up to the revoke timeout.
+func (m *memberReader) revoke(gen groupGeneration, wg *sync.WaitGroup) {
+	m.mu.Lock()
+	var asgs []*assignment
+	for _, a := range m.parts {
+		if a.gen == gen {
+			asgs = append(asgs, a)
+			a.state = asgDraining
+			a.cancel()
+			a.markDrained()
+			m.event("revoke", a.partition, -1)
+		}
+	}
+	m.dropBuffered(func(x *assignment) bool { return x.gen == gen })
+	m.genCtx, m.genWG = nil, nil
+	m.mu.Unlock()
+	wg.Wait()
+
+	timeout := m.t.cfg.revokeTimeout
+	timer := time.NewTimer(timeout)
+wait:
+	for _, a := range asgs {
+		select {
+		case <-a.drained:
+		case <-timer.C:
+			break wait
+		}
+	}
+	timer.Stop()
+
+	m.mu.Lock()
+	cause := ErrRevoked
+	if m.closed {
+		cause = ErrClosed
+	}
+	unsettled := 0
+	for _, a := range asgs {
+		a.state, a.cause = asgRetired, cause
+		unsettled += a.inflight
+		m.budget.release(a.inflight, a.inflightBytes)
+		a.inflight, a.inflightBytes = 0, 0
+		if m.parts[a.partition] == a {
+			delete(m.parts, a.partition)
+		}
+	}
+	m.mu.Unlock()
+	if unsettled > 0 {
+		m.t.cfg.log().Warn("kafka: partitions revoked with deliveries in flight; their next owner reads them again",
+			"queue", m.queue, "unsettled", unsettled, "timeout", timeout)
+	}
+
+	deadline := time.Now().Add(max(timeout, time.Second))
+	for {
+		err := m.commit(gen, asgs)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			m.t.cfg.log().Error("kafka: settled records not committed at revocation; their next owner reads them again",
+				"queue", m.queue, "err", err)
+			return
+		}
+		time.Sleep(finalCommitPause)
+	}
+}
+
+// event reports an assignment event to the test hook. m.mu held.
+func (m *memberReader) event(what string, partition int, offset int64) {
+	if h := m.t.cfg.memberEvent; h != nil {
+		h(m.queue, what, partition, offset)
+	}
+}
+
+// Close stops dispatch, lets the current generation revoke its partitions
+// (settle, commit) and leaves the group.
+func (m *memberReader) Close() error {
+	m.closeOnce.Do(func() {
+		m.mu.Lock()
+		m.closed = true
+		m.mu.Unlock()
+		signal(m.avail)
+		m.closeErr = m.group.Close()
+		m.cancel()
+		<-m.done
+		m.mu.Lock()
+		m.dropBuffered(func(*assignment) bool { return true })
+		m.mu.Unlock()
+	})
+	return m.closeErr
+}

@@ -1,0 +1,363 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+)
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// memberRig is a rig whose transport reads "orders" as a group member,
+// through a fake group whose first generation holds partitions 0-2.
+type memberTestRig struct {
+	*rig
+	group *fakeGroup
+	gen   *fakeGen
+}
+
+func memberRig(t *testing.T) *rig { return newMemberRig(t).rig }
+
+func newMemberRig(t *testing.T, opts ...Option) *memberTestRig {
+	t.Helper()
+	rg := &rig{t: t, log: newFakeLog(), offsets: newFakeOffsets()}
+	rg.clock = newRig(t).clock
+	rg.writer = &fakeWriter{log: rg.log}
+	rg.log.create("orders", 3)
+	mr := &memberTestRig{rig: rg, group: newFakeGroup()}
+	mr.gen = newFakeGen(rg.log, rg.offsets, map[string][]int{"orders": {0, 1, 2}})
+	mr.group.gens <- mr.gen
+	base := []Option{WithWriter(rg.writer), WithClock(rg.clock), WithGroupID("g"), WithRevokeTimeout(300 * time.Millisecond),
+		func(c *config) { c.memberFactory = func(string, []string) groupMember { return mr.group } }}
+	tr, err := New(append(base, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rg.tr = tr
+	t.Cleanup(func() { _ = tr.Close() })
+	return mr
+}
+
+func (mr *memberTestRig) member() *memberReader {
+	mr.tr.mu.Lock()
+	defer mr.tr.mu.Unlock()
+	return mr.tr.readers["orders"].member
+}
+
+// state returns the state of the live assignment of partition p, or
+// asgRetired when there is none.
+func (mr *memberTestRig) state(p int) asgState {
+	m := mr.member()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if a := m.parts[p]; a != nil {
+		return a.state
+	}
+	return asgRetired
+}
+
+func (mr *memberTestRig) buffered() int {
+	m := mr.member()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.ready)
+}
+
+func TestMemberRevocationStopsDispatchAndCommitsTheSettledPrefix(t *testing.T) {
+	mr := newMemberRig(t)
+	ctx := context.Background()
+	appendRecords(t, mr.rig, 0, 20)
+	held, err := mr.tr.Receive(ctx, "orders", time.Second)
+	if err != nil || held == nil {
+		t.Fatalf("Receive = %v, %v", held, err)
+	}
+	waitUntil(t, "records buffered ahead", func() bool { return mr.buffered() > 5 })
+	ended := make(chan struct{})
+	go func() { mr.gen.End(); close(ended) }()
+	waitUntil(t, "the revocation to start", func() bool { return mr.state(0) != asgLive })
+	if m, err := mr.tr.Receive(ctx, "orders", 50*time.Millisecond); err != nil || m != nil {
+		t.Fatalf("Receive after revocation = %v, %v; want nothing handed out", m, err)
+	}
+	if n := mr.buffered(); n != 0 {
+		t.Fatalf("%d records of the revoked partition still buffered", n)
+	}
+	// Within the revoke timeout, the delivery in flight still settles and
+	// is committed within the ending generation.
+	if err := mr.tr.Ack(ctx, held); err != nil {
+		t.Fatalf("Ack within the revoke timeout: %v", err)
+	}
+	<-ended
+	if c := mr.offsets.get("orders", 0); c != 1 {
+		t.Fatalf("committed next offset %d, want 1", c)
+	}
+	if r, b := mr.tr.budget.held(); r != 0 || b != 0 {
+		t.Fatalf("budget holds %d records, %d bytes after the revocation", r, b)
+	}
+}
+
+func TestMemberAckAfterRevocationCommitsNothing(t *testing.T) {
+	mr := newMemberRig(t, WithCommitInterval(0))
+	ctx := context.Background()
+	appendRecords(t, mr.rig, 1, 3)
+	got := popAll(t, mr.rig, 3)
+	if err := mr.tr.Ack(ctx, got["1@0"]); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	mr.gen.End() // 1@1 and 1@2 stay in flight past the revoke timeout
+	if d := time.Since(start); d < 250*time.Millisecond {
+		t.Fatalf("revocation took %v; the deliveries in flight were not given the revoke timeout", d)
+	}
+	for _, k := range []string{"1@2", "1@1"} {
+		if err := mr.tr.Ack(ctx, got[k]); !errors.Is(err, ErrRevoked) {
+			t.Fatalf("Ack %s after revocation = %v, want ErrRevoked", k, err)
+		}
+	}
+	if c := mr.offsets.get("orders", 1); c != 1 {
+		t.Fatalf("committed next offset %d, want 1", c)
+	}
+	// The next generation (this member again) reads the rest again.
+	gen2 := newFakeGen(mr.log, mr.offsets, map[string][]int{"orders": {1}})
+	mr.group.gens <- gen2
+	again := popAll(t, mr.rig, 2)
+	if again["1@1"] == nil || again["1@2"] == nil {
+		t.Fatalf("redelivered %d records, want 1@1 and 1@2", len(again))
+	}
+}
+
+func TestMemberConcurrentAcksCommitMonotonically(t *testing.T) {
+	mr := newMemberRig(t, WithCommitInterval(time.Millisecond))
+	ctx := context.Background()
+	const per = 300
+	for p := range 3 {
+		appendRecords(t, mr.rig, p, per)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	seen := map[string]int{}
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				m, err := mr.tr.Receive(ctx, "orders", 100*time.Millisecond)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if m == nil {
+					return
+				}
+				d, _ := recordOf(m)
+				mu.Lock()
+				seen[fmt.Sprintf("%d@%d", d.msg.Partition, d.msg.Offset)]++
+				mu.Unlock()
+				time.Sleep(time.Duration(rand.IntN(200)) * time.Microsecond)
+				if err := mr.tr.Ack(ctx, m); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if len(seen) != 3*per {
+		t.Fatalf("%d distinct records handed out, want %d", len(seen), 3*per)
+	}
+	for p := range 3 {
+		waitUntil(t, "the last commit", func() bool { return mr.offsets.get("orders", p) == per })
+	}
+	mr.gen.mu.Lock()
+	defer mr.gen.mu.Unlock()
+	last := map[int]int64{}
+	for _, c := range mr.gen.commitLog {
+		for p, o := range c["orders"] {
+			if o < last[p] {
+				t.Fatalf("partition %d committed %d after %d", p, o, last[p])
+			}
+			last[p] = o
+		}
+	}
+}
+
+func TestMemberFailedCommitIsRetried(t *testing.T) {
+	for _, interval := range []time.Duration{0, 5 * time.Millisecond} {
+		t.Run(fmt.Sprint(interval), func(t *testing.T) {
+			mr := newMemberRig(t, WithCommitInterval(interval))
+			ctx := context.Background()
+			appendRecords(t, mr.rig, 2, 2)
+			got := popAll(t, mr.rig, 2)
+			mr.gen.mu.Lock()
+			mr.gen.commitErr = errors.New("coordinator moving")
+			mr.gen.mu.Unlock()
+			err := mr.tr.Ack(ctx, got["2@0"])
+			if interval == 0 && err == nil {
+				t.Fatal("Ack with a failing synchronous commit returned nil")
+			}
+			if interval > 0 && err != nil {
+				t.Fatalf("Ack = %v", err)
+			}
+			time.Sleep(30 * time.Millisecond)
+			if c := mr.offsets.get("orders", 2); c != 0 {
+				t.Fatalf("committed %d while commits fail", c)
+			}
+			mr.gen.mu.Lock()
+			mr.gen.commitErr = nil
+			mr.gen.mu.Unlock()
+			if interval > 0 {
+				waitUntil(t, "the failed commit to be retried", func() bool { return mr.offsets.get("orders", 2) == 1 })
+			}
+			if err := mr.tr.Ack(ctx, got["2@1"]); err != nil {
+				t.Fatal(err)
+			}
+			waitUntil(t, "the commit", func() bool { return mr.offsets.get("orders", 2) == 2 })
+		})
+	}
+}
+
+func TestMemberRevocationRetriesAFailedFinalCommit(t *testing.T) {
+	mr := newMemberRig(t, WithCommitInterval(time.Hour))
+	ctx := context.Background()
+	appendRecords(t, mr.rig, 0, 1)
+	got := popAll(t, mr.rig, 1)
+	if err := mr.tr.Ack(ctx, got["0@0"]); err != nil {
+		t.Fatal(err)
+	}
+	mr.gen.mu.Lock()
+	mr.gen.commitErr = errors.New("not coordinator")
+	mr.gen.mu.Unlock()
+	go func() {
+		time.Sleep(250 * time.Millisecond)
+		mr.gen.mu.Lock()
+		mr.gen.commitErr = nil
+		mr.gen.mu.Unlock()
+	}()
+	mr.gen.End()
+	if c := mr.offsets.get("orders", 0); c != 1 {
+		t.Fatalf("committed %d after the revocation, want 1", c)
+	}
+}
+
+func TestMemberBufferCapsPauseFetching(t *testing.T) {
+	t.Run("records", func(t *testing.T) {
+		mr := newMemberRig(t, WithMaxBufferedRecords(5))
+		appendRecords(t, mr.rig, 0, 50)
+		checkCap(t, mr, 5)
+	})
+	t.Run("bytes", func(t *testing.T) {
+		size := int64(len(envelope(t, 0)))
+		mr := newMemberRig(t, WithMaxBufferedBytes(4*size+size/2))
+		appendRecords(t, mr.rig, 0, 50)
+		checkCap(t, mr, 4)
+	})
+}
+
+func checkCap(t *testing.T, mr *memberTestRig, cap int) {
+	t.Helper()
+	ctx := context.Background()
+	m, err := mr.tr.Receive(ctx, "orders", time.Second)
+	if err != nil || m == nil {
+		t.Fatalf("Receive = %v, %v", m, err)
+	}
+	waitUntil(t, "the budget to fill", func() bool { r, _ := mr.tr.budget.held(); return r == cap })
+	time.Sleep(30 * time.Millisecond)
+	// The fetcher holds at most one record more, waiting for room.
+	if mr.gen.fetchedUpTo("orders", 0, int64(cap)+2) {
+		t.Fatalf("fetched past the cap of %d", cap)
+	}
+	for range cap - 1 {
+		if m, err := mr.tr.Receive(ctx, "orders", time.Second); err != nil || m == nil {
+			t.Fatalf("Receive = %v, %v", m, err)
+		}
+	}
+	if m, err := mr.tr.Receive(ctx, "orders", 30*time.Millisecond); err != nil || m != nil {
+		t.Fatalf("Receive past the cap = %v, %v; want nothing while %d are in flight", m, err, cap)
+	}
+	if err := mr.tr.Ack(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "fetching to resume", func() bool { return mr.gen.fetchedUpTo("orders", 0, int64(cap)+1) })
+	if m, err := mr.tr.Receive(ctx, "orders", time.Second); err != nil || m == nil {
+		t.Fatalf("Receive after an ack = %v, %v", m, err)
+	}
+}
+
+func TestMemberHandBackRereadsFromTheFirstUnsettled(t *testing.T) {
+	mr := newMemberRig(t, WithCommitInterval(0))
+	ctx := context.Background()
+	appendRecords(t, mr.rig, 0, 4)
+	got := popAll(t, mr.rig, 4)
+	if err := mr.tr.Ack(ctx, got["0@0"]); err != nil {
+		t.Fatal(err)
+	}
+	if err := mr.tr.Ack(ctx, got["0@2"]); err != nil {
+		t.Fatal(err)
+	}
+	if err := mr.tr.HandBack(ctx, got["0@1"]); err != nil {
+		t.Fatal(err)
+	}
+	if err := mr.tr.Ack(ctx, got["0@3"]); err == nil {
+		t.Fatal("Ack after a hand-back of an earlier record returned nil")
+	}
+	again := popAll(t, mr.rig, 3)
+	for _, k := range []string{"0@1", "0@2", "0@3"} {
+		if again[k] == nil {
+			t.Fatalf("%s not delivered again", k)
+		}
+		if err := mr.tr.Ack(ctx, again[k]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c := mr.offsets.get("orders", 0); c != 4 {
+		t.Fatalf("committed %d, want 4", c)
+	}
+}
+
+func TestMemberCloseSettlesInFlightThenRefuses(t *testing.T) {
+	mr := newMemberRig(t, WithCommitInterval(time.Hour))
+	ctx := context.Background()
+	appendRecords(t, mr.rig, 0, 3)
+	got := popAll(t, mr.rig, 3)
+	m := mr.member()
+	closed := make(chan error, 1)
+	go func() { closed <- mr.tr.Close() }()
+	waitUntil(t, "Close to stop dispatch", func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		a := m.parts[0]
+		return a == nil || a.state != asgLive
+	})
+	if err := mr.tr.Ack(ctx, got["0@0"]); err != nil {
+		t.Fatalf("Ack while Close waits for the deliveries in flight: %v", err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if c := mr.offsets.get("orders", 0); c != 1 {
+		t.Fatalf("committed %d at Close, want 1", c)
+	}
+	if err := mr.tr.Ack(ctx, got["0@1"]); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Ack after Close = %v, want ErrClosed", err)
+	}
+	if c := mr.offsets.get("orders", 0); c != 1 {
+		t.Fatalf("an Ack after Close committed %d", c)
+	}
+}
