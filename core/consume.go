@@ -86,6 +86,9 @@ const maxReleasedMemory = 1024
 
 // consumeQueue is the loop of one queue.
 func (a *App) consumeQueue(ctx context.Context, queue string) error {
+	if a.cfg.conc.handlers() > 1 {
+		return a.consumeLanes(ctx, queue)
+	}
 	// Bodies this loop released (StrategyRelease). Meeting one again means
 	// no other consumer took it: the loop pauses for the failure backoff
 	// before releasing it again, instead of spinning on it.

@@ -25,6 +25,8 @@ import (
 //	WithSettleTimeout              DefaultSettleTimeout (10s)
 //	WithFailureBackoff             DefaultFailureBackoff (1s)
 //	WithHooks                      none
+//	WithConcurrency                DefaultConcurrency (1 handler at a time per queue), OrderKey
+//	WithMaxPending                 4 × the concurrency
 const (
 	DefaultQueue            = "default"
 	DefaultDeadLetterSuffix = ".dlq"
@@ -91,6 +93,7 @@ type config struct {
 	settleTimeout    time.Duration
 	failureBackoff   time.Duration
 	hooks            hookSet
+	conc             concurrencyConfig
 }
 
 func defaultConfig() config {
