@@ -225,7 +225,8 @@ func WithClock(clock Clock) Option {
 // and handles itself: a handler error, a failed retry, dead-letter or
 // acknowledge write, a rejected message. The error is a *DeliveryError
 // when it concerns one message. fn is called from the queue's consume
-// goroutine; a panic in it is recovered. The error is logged either way.
+// goroutine (from the handler goroutines, concurrently, under
+// WithConcurrency); a panic in it is recovered. The error is logged either way.
 func WithOnError(fn func(error)) Option {
 	return func(c *config) error {
 		c.onError = fn
