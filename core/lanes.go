@@ -231,7 +231,6 @@ func (s *laneSet) run(ctx context.Context, l *lane, fail context.CancelCauseFunc
 	s.mu.Unlock()
 
 	out := s.a.deliver(ctx, msg)
-	<-s.slots
 
 	pause := false
 	var rest []*ReceivedMessage
@@ -270,6 +269,9 @@ func (s *laneSet) run(ctx context.Context, l *lane, fail context.CancelCauseFunc
 		s.a.unsettle(ctx, m, "an earlier message of its lane was handed back")
 		<-s.slots
 	}
+	// The message's own slot goes last: a receiver waiting at the bound
+	// reads again only once the lane's later messages are back.
+	<-s.slots
 }
 
 // pauseLane waits the failure backoff, then schedules l again.
