@@ -110,3 +110,7 @@ func TestIntegrationAppConcurrentKeepsPerKeyOrderKeyShared(t *testing.T) {
 func TestIntegrationAppConcurrentKeepsPerKeyOrderExclusive(t *testing.T) {
 	testConcurrentPerKeyOrder(t, pulsar.Exclusive)
 }
+
+func TestIntegrationAppConcurrentKeepsPerKeyOrderFailover(t *testing.T) {
+	testConcurrentPerKeyOrder(t, pulsar.Failover)
+}
