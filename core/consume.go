@@ -15,6 +15,13 @@ import (
 // cancelled, one goroutine per queue, and handles every message it reads.
 // It blocks until every one of those goroutines has stopped.
 //
+// By default a queue's messages are handled one at a time. With
+// WithConcurrency(n, order) up to n run at once per queue on ordered
+// lanes (one per key or partition, by order): a slow message holds back
+// only its lane, at most WithMaxPending messages are received and
+// unfinished, and on stop the waiting ones are handed back while the
+// running ones get the settle timeout to finish and settle.
+//
 // Every message is settled by the contract's rules: acknowledged after its
 // handler succeeded; retried (attempts + 1) or dead-lettered after a failure,
 // the original acknowledged only once the broker acknowledged the copy; a
@@ -85,6 +92,9 @@ const maxReleasedMemory = 1024
 
 // consumeQueue is the loop of one queue.
 func (a *App) consumeQueue(ctx context.Context, queue string) error {
+	if a.cfg.conc.handlers() > 1 {
+		return a.consumeLanes(ctx, queue)
+	}
 	// Bodies this loop released (StrategyRelease). Meeting one again means
 	// no other consumer took it: the loop pauses for the failure backoff
 	// before releasing it again, instead of spinning on it.

@@ -28,6 +28,8 @@ import (
 //	WithSettleTimeout              DefaultSettleTimeout (10s)
 //	WithFailureBackoff             DefaultFailureBackoff (1s)
 //	WithHooks                      none
+//	WithConcurrency                DefaultConcurrency (1 handler at a time per queue), OrderKey
+//	WithMaxPending                 4 × the concurrency
 const (
 	DefaultQueue            = "default"
 	DefaultMaxAttempts      = 3
@@ -35,6 +37,9 @@ const (
 	DefaultPollTimeout      = time.Second
 	DefaultSettleTimeout    = 10 * time.Second
 	DefaultFailureBackoff   = time.Second
+	// DefaultConcurrency is the handlers run at once per consumed queue
+	// when WithConcurrency is not given: one message at a time.
+	DefaultConcurrency = 1
 )
 
 // UnknownURNStrategy says what the App does with a message whose URN has no
@@ -95,6 +100,7 @@ type config struct {
 	settleTimeout    time.Duration
 	failureBackoff   time.Duration
 	hooks            hookSet
+	conc             concurrencyConfig
 
 	suffixSet bool    // WithDeadLetterSuffix was given
 	errs      []error // the problems the options found
@@ -242,7 +248,8 @@ func WithClock(clock Clock) Option {
 // and handles itself: a handler error, a failed retry, dead-letter or
 // acknowledge write, a rejected message. The error is a *DeliveryError
 // when it concerns one message. fn is called from the queue's consume
-// goroutine; a panic in it is recovered. The error is logged either way.
+// goroutine (from the handler goroutines, concurrently, under
+// WithConcurrency); a panic in it is recovered. The error is logged either way.
 func WithOnError(fn func(error)) Option {
 	return func(c *config) {
 		c.onError = fn

@@ -301,9 +301,15 @@ func consumeRaw(t *testing.T, ctx context.Context, topic string, total int) floa
 // handler and returns records per second, from the first handled record
 // to the last.
 func consumeApp(t *testing.T, ctx context.Context, topic string, total int) float64 {
+	return consumeAppWith(t, ctx, topic, total, 0)
+}
+
+// consumeAppWith is consumeApp with a handler that sleeps delay (standing
+// for I/O; none when 0) and more App options (a concurrency).
+func consumeAppWith(t *testing.T, ctx context.Context, topic string, total int, delay time.Duration, opts ...babelqueue.Option) float64 {
 	tr := itTransport(t, WithGroupID(uniq("bench-app")))
 	defer tr.Close()
-	app, err := babelqueue.NewApp(tr, babelqueue.WithDefaultQueue(topic), babelqueue.WithPollTimeout(time.Second))
+	app, err := babelqueue.NewApp(tr, append([]babelqueue.Option{babelqueue.WithDefaultQueue(topic), babelqueue.WithPollTimeout(time.Second)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,6 +317,9 @@ func consumeApp(t *testing.T, ctx context.Context, topic string, total int) floa
 	var start, end time.Time
 	finished := make(chan struct{})
 	app.Handle("urn:babel:orders:created", func(context.Context, *babelqueue.Envelope) error {
+		if delay > 0 {
+			time.Sleep(delay)
+		}
 		switch c := n.Add(1); {
 		case c == 1:
 			start = time.Now()

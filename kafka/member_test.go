@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
 )
 
 func waitUntil(t *testing.T, what string, cond func() bool) {
@@ -359,5 +361,24 @@ func TestMemberCloseSettlesInFlightThenRefuses(t *testing.T) {
 	}
 	if c := mr.offsets.get("orders", 0); c != 1 {
 		t.Fatalf("an Ack after Close committed %d", c)
+	}
+}
+
+// TestMemberDeliveriesCarryKeyAndPartition: a record read by the group
+// member reaches the App with its key and partition, which order its
+// concurrent handling (babelqueue.WithConcurrency).
+func TestMemberDeliveriesCarryKeyAndPartition(t *testing.T) {
+	mr := newMemberRig(t)
+	ctx := context.Background()
+	mr.log.append("orders", 2, kafkago.Message{Key: []byte("order-7"), Value: []byte(envelope(t, 0))})
+	m, err := mr.tr.Receive(ctx, "orders", time.Second)
+	if err != nil || m == nil {
+		t.Fatalf("Receive = %v, %v", m, err)
+	}
+	if string(m.Key) != "order-7" || m.Partition != 2 {
+		t.Fatalf("delivery key %q partition %d, want order-7 on 2", m.Key, m.Partition)
+	}
+	if err := mr.tr.Ack(ctx, m); err != nil {
+		t.Fatal(err)
 	}
 }

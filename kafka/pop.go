@@ -174,6 +174,8 @@ func (t *Transport) newDelivery(queue string, m kafkago.Message) *delivery {
 		Body:   bytesView(m.Value),
 		Queue:  m.Topic,
 		Handle: d,
+		// The App orders concurrent handling by these (WithConcurrency).
+		Key: m.Key, Partition: int32(m.Partition),
 	}
 	if len(m.Headers) > 0 {
 		// Built by FillHeaders: by Pop, or ahead by the partition's

@@ -238,93 +238,127 @@ func TestBenchPulsarPublishThroughput(t *testing.T) {
 // ratio is the steadier measure of the per-message work on the client.
 func TestBenchPulsarConsumeThroughput(t *testing.T) {
 	benchEnabled(t)
-	c := rawClient(t)
-	body := []byte(benchBody(t, "bench"))
-	props := map[string]string{}
-	for _, h := range wire.ProjectBody(body).Headers() {
-		props[h.Key] = h.Value
-	}
-	// fill writes n projected envelopes to topic from benchConcurrency
-	// concurrent publishers, untimed, and lets the subscribed consumer's
-	// receive queue fill.
-	fill := func(topic string, n int) {
-		p, err := c.CreateProducer(benchProducerOptions(topic))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer p.Close()
-		concurrently(t, n, func(ctx context.Context) error {
-			_, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: body, Properties: props})
-			return err
-		})
-		time.Sleep(200 * time.Millisecond)
-	}
-	ours := func(n int) []float64 {
-		// A Transport (and client) per round, as the raw side has a
-		// consumer per round; both are closed when the round ends.
-		tr := newIntegrationTransport(t, WithSubscriptionType(pulsar.Shared))
-		defer tr.Close()
-		q := uniqueQueue(t)
-		if _, err := tr.consumerFor(q); err != nil {
-			t.Fatal(err)
-		}
-		fill(q, n)
-		ctx, cancel := context.WithTimeout(context.Background(), benchPhaseLimit)
-		defer cancel()
-		var handled atomic.Int64
-		var el time.Duration
-		var start time.Time
-		cons := NewConsumer(tr, q, map[string]babelqueue.Handler{
-			"urn:babel:bench:ping": func(context.Context, *babelqueue.Envelope) error {
-				if handled.Add(1) == int64(n) {
-					el = time.Since(start)
-					cancel()
-				}
-				return nil
-			},
-		})
-		cpu0, cpuKnown := processCPU()
-		start = time.Now()
-		if err := cons.Run(ctx); err != nil {
-			t.Fatal(err)
-		}
-		cpu1, _ := processCPU()
-		if got := handled.Load(); got < int64(n) {
-			t.Fatalf("handled %d of %d messages in %v", got, n, benchPhaseLimit)
-		}
-		return rates(n, el, cpu1-cpu0, cpuKnown)
-	}
-	raw := func(n int) []float64 {
-		q := uniqueQueue(t)
-		rc, err := c.Subscribe(pulsar.ConsumerOptions{Topic: q, SubscriptionName: DefaultSubscription, Type: pulsar.Shared,
-			SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rc.Close()
-		fill(q, n)
-		ctx, cancel := context.WithTimeout(context.Background(), benchPhaseLimit)
-		defer cancel()
-		cpu0, cpuKnown := processCPU()
-		start := time.Now()
-		for i := 0; i < n; i++ {
-			m, err := rc.Receive(ctx)
-			if err != nil {
-				t.Fatalf("raw receive %d: %v", i, err)
-			}
-			if err := rc.Ack(m); err != nil {
-				t.Fatal(err)
-			}
-		}
-		el := time.Since(start)
-		cpu1, _ := processCPU()
-		return rates(n, el, cpu1-cpu0, cpuKnown)
-	}
-	ours(benchWarmupMessages)
-	raw(benchWarmupMessages)
+	b := newConsumeBench(t)
+	b.ours(benchWarmupMessages, 0, nil)
+	b.raw(benchWarmupMessages)
 	pairedMetrics([]string{"pulsar-consume-throughput", "pulsar-consume-cpu-throughput"}, benchConsumeRounds,
-		func() []float64 { return ours(benchConsumeMessages) },
-		func() []float64 { return raw(benchConsumeMessages) })
+		func() []float64 { return b.ours(benchConsumeMessages, 0, nil) },
+		func() []float64 { return b.raw(benchConsumeMessages) })
+}
+
+// consumeBench is the fixture of the consume benchmarks: a raw client, and
+// the projected envelope every message carries.
+type consumeBench struct {
+	t     *testing.T
+	c     pulsar.Client
+	body  []byte
+	props map[string]string
+	// keys, when above 0, keys the messages round robin over that many keys.
+	keys int
+}
+
+func newConsumeBench(t *testing.T) *consumeBench {
+	b := &consumeBench{t: t, c: rawClient(t), body: []byte(benchBody(t, "bench")), props: map[string]string{}}
+	for _, h := range wire.ProjectBody(b.body).Headers() {
+		b.props[h.Key] = h.Value
+	}
+	return b
+}
+
+// fill writes n projected envelopes to topic from benchConcurrency
+// concurrent publishers, untimed, and lets the subscribed consumer's
+// receive queue fill.
+func (b *consumeBench) fill(topic string, n int) {
+	t := b.t
+	p, err := b.c.CreateProducer(benchProducerOptions(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var seq atomic.Int64
+	concurrently(t, n, func(ctx context.Context) error {
+		m := &pulsar.ProducerMessage{Payload: b.body, Properties: b.props}
+		if b.keys > 0 {
+			m.Key = fmt.Sprintf("key-%d", seq.Add(1)%int64(b.keys))
+		}
+		_, err := p.Send(ctx, m)
+		return err
+	})
+	time.Sleep(200 * time.Millisecond)
+}
+
+// ours consumes n messages through a Consumer (App) on a Shared
+// subscription (or the subscription type trOpts set) with appOpts, whose
+// handler sleeps delay (none when 0), and returns messages per second
+// over wall time and over this process's CPU time.
+func (b *consumeBench) ours(n int, delay time.Duration, trOpts []Option, appOpts ...babelqueue.Option) []float64 {
+	t := b.t
+	trOpts = append([]Option{WithSubscriptionType(pulsar.Shared)}, trOpts...)
+	// A Transport (and client) per round, as the raw side has a
+	// consumer per round; both are closed when the round ends.
+	tr := newIntegrationTransport(t, trOpts...)
+	defer tr.Close()
+	q := uniqueQueue(t)
+	if _, err := tr.consumerFor(q); err != nil {
+		t.Fatal(err)
+	}
+	b.fill(q, n)
+	ctx, cancel := context.WithTimeout(context.Background(), benchPhaseLimit)
+	defer cancel()
+	var handled atomic.Int64
+	var el atomic.Int64
+	var start time.Time
+	cons := NewConsumer(tr, q, map[string]babelqueue.Handler{
+		"urn:babel:bench:ping": func(context.Context, *babelqueue.Envelope) error {
+			if delay > 0 {
+				time.Sleep(delay)
+			}
+			if handled.Add(1) == int64(n) {
+				el.Store(int64(time.Since(start)))
+				cancel()
+			}
+			return nil
+		},
+	}, appOpts...)
+	cpu0, cpuKnown := processCPU()
+	start = time.Now()
+	if err := cons.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cpu1, _ := processCPU()
+	if got := handled.Load(); got < int64(n) {
+		t.Fatalf("handled %d of %d messages in %v", got, n, benchPhaseLimit)
+	}
+	return rates(n, time.Duration(el.Load()), cpu1-cpu0, cpuKnown)
+}
+
+// raw consumes n messages with a raw Shared consumer, receive then ack.
+func (b *consumeBench) raw(n int) []float64 {
+	t := b.t
+	q := uniqueQueue(t)
+	rc, err := b.c.Subscribe(pulsar.ConsumerOptions{Topic: q, SubscriptionName: DefaultSubscription, Type: pulsar.Shared,
+		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	b.fill(q, n)
+	ctx, cancel := context.WithTimeout(context.Background(), benchPhaseLimit)
+	defer cancel()
+	cpu0, cpuKnown := processCPU()
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		m, err := rc.Receive(ctx)
+		if err != nil {
+			t.Fatalf("raw receive %d: %v", i, err)
+		}
+		if err := rc.Ack(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	el := time.Since(start)
+	cpu1, _ := processCPU()
+	return rates(n, el, cpu1-cpu0, cpuKnown)
 }
 
 func TestBenchPulsarPublishSeqP50(t *testing.T) {

@@ -20,6 +20,7 @@ type fakeMessage struct {
 	orderingKey string
 	redelivery  uint32
 	eventTime   time.Time
+	id          pulsar.MessageID // nil unless a test sets it
 }
 
 func (m *fakeMessage) Payload() []byte               { return m.payload }
@@ -28,6 +29,7 @@ func (m *fakeMessage) Key() string                   { return m.key }
 func (m *fakeMessage) OrderingKey() string           { return m.orderingKey }
 func (m *fakeMessage) RedeliveryCount() uint32       { return m.redelivery }
 func (m *fakeMessage) EventTime() time.Time          { return m.eventTime }
+func (m *fakeMessage) ID() pulsar.MessageID          { return m.id }
 
 // fakeProducer records what it is asked to send. It also satisfies
 // pulsar.Producer, so it can be given through WithRetryProducer.

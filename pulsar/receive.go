@@ -124,6 +124,7 @@ func received(queue string, s *consumerSlot, m pulsar.Message) *babelqueue.Recei
 		Headers: headers,
 		Handle:  d,
 	}
+	d.rm.Key, d.rm.Partition = orderOf(m)
 	return &d.rm
 }
 

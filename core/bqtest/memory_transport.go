@@ -25,12 +25,19 @@ import (
 //   - makes a delayed message (driver.Outgoing.Delay, a retry with tiers) visible
 //     when its driver.Clock reaches the due time;
 //   - reserves a received message until it is acknowledged or handed back
-//     (HandBack: back to the head, unchanged, or with its redelivery count
-//     plus one under driver.HandBackNack);
+//     (HandBack: back to its place, before every later message of its
+//     queue, unchanged, or with its redelivery count plus one under
+//     driver.HandBackNack);
 //   - reconciles attempts on Receive like the Pulsar binding: the valid
 //     bq-attempts header, else the body's attempts, then at least the
 //     redelivery count; the body is rewritten only when its integer
-//     attempts changes.
+//     attempts changes;
+//   - spreads each queue over partitions (WithMemoryPartitions; one by
+//     default): a keyed message goes to the partition of its key's hash,
+//     a keyless one round robin; a partition keeps its order, a handed-back
+//     message returns to its place in it, and each partition has a commit
+//     position (Committed) that advances only over its contiguous prefix
+//     of settled messages, as a Kafka group commits.
 //
 // WithMemoryFeatures narrows what it does, to stand for a binding with
 // fewer features. Receive waits for a message without polling: it sleeps
@@ -39,10 +46,11 @@ import (
 // is not usable; use NewInMemoryTransport. Every method is safe for
 // concurrent use.
 type InMemoryTransport struct {
-	clock    driver.Clock
-	tiers    []time.Duration
-	features driver.Features
-	errs     []error // the problems the options found
+	clock      driver.Clock
+	tiers      []time.Duration
+	features   driver.Features
+	partitions int
+	errs       []error // the problems the options found
 
 	mu      sync.Mutex
 	queues  map[string]*memQueue
@@ -50,6 +58,7 @@ type InMemoryTransport struct {
 	closed  bool
 	fault   func(op, queue string) error
 	nextID  uint64
+	nextSeq uint64
 }
 
 // MemoryOption configures NewInMemoryTransport. An option that rejects its
@@ -94,13 +103,26 @@ func WithMemoryFeatures(f driver.Features) MemoryOption {
 	return func(t *InMemoryTransport) { t.features = f }
 }
 
+// WithMemoryPartitions spreads every queue over n partitions (default 1;
+// n must be at least 1). See InMemoryTransport.
+func WithMemoryPartitions(n int) MemoryOption {
+	return func(t *InMemoryTransport) {
+		if n < 1 {
+			t.errs = append(t.errs, fmt.Errorf("bqtest: %w: %d memory partitions: at least 1", driver.ErrInvalidOption, n))
+			return
+		}
+		t.partitions = n
+	}
+}
+
 // NewInMemoryTransport returns an empty InMemoryTransport.
 func NewInMemoryTransport(opts ...MemoryOption) *InMemoryTransport {
 	t := &InMemoryTransport{
-		clock:    driver.SystemClock{},
-		queues:   make(map[string]*memQueue),
-		changed:  make(chan struct{}),
-		features: driver.Features{Keys: true, Headers: true, Delay: true, HandBack: driver.HandBackRewind},
+		clock:      driver.SystemClock{},
+		queues:     make(map[string]*memQueue),
+		changed:    make(chan struct{}),
+		features:   driver.Features{Keys: true, Headers: true, Delay: true, HandBack: driver.HandBackRewind},
+		partitions: 1,
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -119,6 +141,8 @@ type MemoryMessage struct {
 	Headers map[string]string
 	// Key is the message key; nil when it has none.
 	Key []byte
+	// Partition is the partition the message is stored in.
+	Partition int32
 	// Redeliveries counts the negative acknowledgements of the message.
 	Redeliveries int
 	// DeliverAt is the due time of a delayed message not yet visible; zero
@@ -135,6 +159,9 @@ type memMessage struct {
 	key          []byte
 	redeliveries int
 	due          time.Time // zero: visible
+	partition    int32
+	offset       int64  // position in its partition
+	seq          uint64 // order of the ready list, set when first visible
 }
 
 type memQueue struct {
@@ -142,6 +169,14 @@ type memQueue struct {
 	delayed  []*memMessage // by due time, then publish order
 	reserved map[uint64]*memMessage
 	acked    int
+	parts    []memPartition
+	rr       int // round robin of keyless messages
+}
+
+// memPartition is the offset and commit state of one partition.
+type memPartition struct {
+	next int64              // offset of the next stored message
+	open map[int64]struct{} // offsets stored and not yet settled
 }
 
 // memHandle is the Handle of a message popped from an InMemoryTransport.
@@ -199,7 +234,10 @@ func (t *InMemoryTransport) notifyLocked() {
 func (t *InMemoryTransport) queueLocked(name string) *memQueue {
 	q := t.queues[name]
 	if q == nil {
-		q = &memQueue{reserved: make(map[uint64]*memMessage)}
+		q = &memQueue{reserved: make(map[uint64]*memMessage), parts: make([]memPartition, t.partitions)}
+		for i := range q.parts {
+			q.parts[i].open = make(map[int64]struct{})
+		}
 		t.queues[name] = q
 	}
 	return q
@@ -210,21 +248,60 @@ func (t *InMemoryTransport) enqueueLocked(queue string, m *memMessage, due time.
 	t.nextID++
 	m.id = t.nextID
 	q := t.queueLocked(queue)
+	if m.key != nil {
+		m.partition = int32(partitionOfKey(m.key, len(q.parts)))
+	} else {
+		m.partition = int32(q.rr % len(q.parts))
+		q.rr++
+	}
+	p := &q.parts[m.partition]
+	m.offset = p.next
+	p.next++
+	p.open[m.offset] = struct{}{}
 	if !due.IsZero() && due.After(t.clock.Now()) {
 		m.due = due
 		i := sort.Search(len(q.delayed), func(i int) bool { return q.delayed[i].due.After(due) })
 		q.delayed = slices.Insert(q.delayed, i, m)
 	} else {
+		t.nextSeq++
+		m.seq = t.nextSeq
 		q.ready = append(q.ready, m)
 	}
 	t.notifyLocked()
 }
 
+// PartitionFor returns the partition a message with key (non-nil) is
+// stored in: the key's 32-bit FNV-1a hash modulo the partitions
+// (WithMemoryPartitions).
+func (t *InMemoryTransport) PartitionFor(key []byte) int {
+	return partitionOfKey(key, t.partitions)
+}
+
+// partitionOfKey is the 32-bit FNV-1a hash of key modulo n.
+func partitionOfKey(key []byte, n int) int {
+	h := uint32(2166136261)
+	for _, b := range key {
+		h ^= uint32(b)
+		h *= 16777619
+	}
+	return int(h % uint32(n))
+}
+
+// settleLocked marks the reserved m of q settled for its partition's
+// commit position.
+func settleLocked(q *memQueue, m *memMessage) {
+	delete(q.reserved, m.id)
+	delete(q.parts[m.partition].open, m.offset)
+	q.acked++
+}
+
 // promoteLocked makes the delayed messages of q that are due visible.
-func promoteLocked(q *memQueue, now time.Time) {
+func (t *InMemoryTransport) promoteLocked(q *memQueue, now time.Time) {
 	n := 0
 	for n < len(q.delayed) && !q.delayed[n].due.After(now) {
 		q.delayed[n].due = time.Time{}
+		t.nextSeq++
+		q.delayed[n].seq = t.nextSeq
 		n++
 	}
 	if n > 0 {
@@ -339,8 +416,7 @@ func (t *InMemoryTransport) retrySettling(out *driver.Outgoing, headers map[stri
 	if err != nil {
 		return err
 	}
-	delete(q.reserved, h.m.id)
-	q.acked++
+	settleLocked(q, h.m)
 	t.enqueueLocked(out.Queue, newMemMessage(out.Body, headers, key), due)
 	return nil
 }
@@ -371,7 +447,7 @@ func (t *InMemoryTransport) Pop(ctx context.Context, queue string, timeout time.
 		t.mu.Lock()
 		now := t.clock.Now()
 		q := t.queueLocked(queue)
-		promoteLocked(q, now)
+		t.promoteLocked(q, now)
 		if len(q.ready) > 0 {
 			m := q.ready[0]
 			q.ready[0] = nil
@@ -423,7 +499,7 @@ func (t *InMemoryTransport) delivery(queue string, m *memMessage) *driver.Receiv
 	if v, ok := m.headers[wire.HeaderSchemaVersion]; wire.CheckSchemaVersionHeader(v, ok) != nil {
 		// A version-gated message is handed over exactly as it was
 		// published: the App moves it to the dead-letter queue unchanged.
-		return &driver.ReceivedMessage{Body: body, Queue: queue, Headers: headers, Handle: &memHandle{t: t, queue: queue, m: m}}
+		return &driver.ReceivedMessage{Body: body, Queue: queue, Headers: headers, Key: slices.Clone(m.key), Partition: m.partition, Handle: &memHandle{t: t, queue: queue, m: m}}
 	}
 	hv, present := m.headers[wire.HeaderAttempts]
 	rec := wire.ReconcilePulsar(m.bodyAttempts, hv, present, m.redeliveries)
@@ -438,7 +514,7 @@ func (t *InMemoryTransport) delivery(queue string, m *memMessage) *driver.Receiv
 		}
 		headers[wire.HeaderAttempts] = strconv.Itoa(rec)
 	}
-	return &driver.ReceivedMessage{Body: body, Queue: queue, Headers: headers, Handle: &memHandle{t: t, queue: queue, m: m}}
+	return &driver.ReceivedMessage{Body: body, Queue: queue, Headers: headers, Key: slices.Clone(m.key), Partition: m.partition, Handle: &memHandle{t: t, queue: queue, m: m}}
 }
 
 func queueOf(msg *driver.ReceivedMessage) string {
@@ -475,15 +551,16 @@ func (t *InMemoryTransport) Ack(ctx context.Context, msg *driver.ReceivedMessage
 	if err != nil {
 		return err
 	}
-	delete(q.reserved, h.m.id)
-	q.acked++
+	settleLocked(q, h.m)
 	t.notifyLocked()
 	return nil
 }
 
-// HandBack puts a reserved message back at the head of its queue:
-// unchanged under driver.HandBackRewind (the default), with its redelivery count
-// increased by one under driver.HandBackNack, and not at all under driver.HandBackNone
+// HandBack puts a reserved message back in its place, before every later
+// message of its queue (the head, for a consumer reading one at a time):
+// unchanged under driver.HandBackRewind (the default), with its redelivery
+// count increased by one under driver.HandBackNack, and not at all under
+// driver.HandBackNone
 // (it then stays reserved, as on a broker that redelivers it later).
 func (t *InMemoryTransport) HandBack(ctx context.Context, msg *driver.ReceivedMessage) error {
 	return t.handBackAs(msg, t.features.HandBack)
@@ -513,7 +590,9 @@ func (t *InMemoryTransport) handBack(op string, msg *driver.ReceivedMessage, red
 	}
 	delete(q.reserved, h.m.id)
 	h.m.redeliveries += redelivered
-	q.ready = slices.Insert(q.ready, 0, h.m)
+	// Back to its place: before every later message of the queue.
+	i := sort.Search(len(q.ready), func(i int) bool { return q.ready[i].seq > h.m.seq })
+	q.ready = slices.Insert(q.ready, i, h.m)
 	t.notifyLocked()
 	return nil
 }
@@ -570,6 +649,7 @@ func (t *InMemoryTransport) Messages(queue string) []MemoryMessage {
 			Body:         m.body,
 			Headers:      maps.Clone(m.headers),
 			Key:          slices.Clone(m.key),
+			Partition:    m.partition,
 			Redeliveries: m.redeliveries,
 			DeliverAt:    m.due,
 		})
@@ -615,4 +695,24 @@ func (v featureView) Send(ctx context.Context, out *driver.Outgoing) (driver.Rec
 
 func (v featureView) HandBack(ctx context.Context, msg *driver.ReceivedMessage) error {
 	return v.handBackAs(msg, v.f.HandBack)
+}
+
+// Committed returns the commit position of partition of queue: the offset
+// of its first message not yet settled (acknowledged), or the offset the
+// next stored message gets when all are. It only advances over the
+// contiguous prefix of settled messages, as a Kafka group's committed
+// offset does; a partition out of range reports -1.
+func (t *InMemoryTransport) Committed(queue string, partition int) int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if partition < 0 || partition >= t.partitions {
+		return -1
+	}
+	q := t.queueLocked(queue)
+	p := &q.parts[partition]
+	low := p.next
+	for off := range p.open {
+		low = min(low, off)
+	}
+	return low
 }

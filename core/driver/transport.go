@@ -180,6 +180,13 @@ type ReceivedMessage struct {
 	// Handle is the binding's own reference to the delivery (a Kafka record,
 	// a Pulsar message, ...). The App never looks inside it.
 	Handle any
+	// Key is the message key (a Kafka record key, a Pulsar ordering key or
+	// key); nil when it has none. The App orders concurrent handling by it
+	// (WithConcurrency, OrderKey).
+	Key []byte
+	// Partition is the partition the message was read from, 0 when the
+	// queue has one or the binding does not say.
+	Partition int32
 
 	pre     *predecoded  // Body decoded ahead of the App (Predecode), or nil
 	headers HeaderSource // the deferred headers (DeferHeaders), or nil

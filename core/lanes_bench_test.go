@@ -1,0 +1,63 @@
+package babelqueue
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
+)
+
+// BenchmarkConsumeConcurrentInMemory measures an App with 64 handlers at
+// once (OrderKey, 200 keys over 6 partitions) whose handler sleeps 5 ms,
+// against the ceiling of 64 handlers per 5 ms. It prints
+// "bench: app-inmemory-io-bound-throughput ours=<msg/s> ceiling=<msg/s> ratio=<ours/ceiling>".
+func BenchmarkConsumeConcurrentInMemory(b *testing.B) {
+	const (
+		inFlight = 64
+		latency  = 5 * time.Millisecond
+		keys     = 200
+	)
+	ctx := context.Background()
+	mem := bqtest.NewInMemoryTransport(bqtest.WithMemoryPartitions(6))
+	a, err := NewApp(mem, WithPollTimeout(time.Hour), WithLogger(quietLogger()), WithConcurrency(inFlight, OrderKey))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var done atomic.Int64
+	finished := make(chan struct{})
+	total := int64(max(b.N, 2*inFlight))
+	a.Handle("urn:bench", func(context.Context, *Envelope) error {
+		time.Sleep(latency)
+		if done.Add(1) == total {
+			close(finished)
+		}
+		return nil
+	})
+	for i := range total {
+		key := []byte(fmt.Sprintf("key-%d", i%keys))
+		if _, err := a.Publish(ctx, "urn:bench", map[string]int64{"n": i}, ToQueue("bench"), WithKey(key)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	b.ResetTimer()
+	start := time.Now()
+	go func() { errc <- a.Consume(cctx, "bench") }()
+	<-finished
+	took := time.Since(start)
+	b.StopTimer()
+	cancel()
+	if err := <-errc; err != nil {
+		b.Fatal(err)
+	}
+	ours := float64(total) / took.Seconds()
+	ceiling := float64(inFlight) / latency.Seconds()
+	b.ReportMetric(ours, "msg/s")
+	if total >= 1000 {
+		fmt.Printf("bench: app-inmemory-io-bound-throughput ours=%.0f ceiling=%.0f ratio=%.2f\n", ours, ceiling, ours/ceiling)
+	}
+}

@@ -1,0 +1,82 @@
+//go:build integration
+
+package pulsar
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+)
+
+// TestBenchPulsarAppIOBound measures an App whose handler takes 5 ms
+// (time.Sleep), 64 in flight with OrderKey on a Shared subscription (the App keeps the key order)
+// and 200 keys, against the ceiling of 64 handlers per 5 ms. It prints
+// "bench: pulsar-app-io-bound-throughput ours=<msg/s> ceiling=<msg/s> ratio=<ours/ceiling>"
+// with the median of its rounds, and the same rate against what bare
+// goroutines sleeping 5 ms reach on this machine in the same run.
+func TestBenchPulsarAppIOBound(t *testing.T) {
+	benchEnabled(t)
+	const (
+		keys, inFlight = 200, 64
+		latency        = 5 * time.Millisecond
+		total, rounds  = 10000, 3
+	)
+	b := newConsumeBench(t)
+	b.keys = keys
+	ceiling := float64(inFlight) / latency.Seconds()
+	var rates, bare, vsBare []float64
+	for round := range rounds {
+		r := b.ours(total, latency, []Option{WithSubscriptionType(pulsar.Shared)},
+			babelqueue.WithConcurrency(inFlight, babelqueue.OrderKey))[0]
+		fmt.Printf("bench-round: pulsar-app-io-bound-throughput round=%d ours=%.0f ceiling=%.0f ratio=%.2f\n", round+1, r, ceiling, r/ceiling)
+		rates = append(rates, r)
+		// What bare goroutines sleeping 5 ms reach on this machine right
+		// after: the nominal ceiling is not reachable on a loaded host.
+		bare = append(bare, bareSleepRate(inFlight, latency, 2*time.Second))
+		vsBare = append(vsBare, r/bare[len(bare)-1])
+	}
+	ours := median(rates)
+	fmt.Printf("bench: pulsar-app-io-bound-throughput ours=%.0f ceiling=%.0f ratio=%.2f\n", ours, ceiling, ours/ceiling)
+	fmt.Printf("bench: pulsar-app-io-bound-vs-bare-sleep ours=%.0f raw=%.0f ratio=%.2f\n", ours, median(bare), median(vsBare))
+}
+
+// TestBenchPulsarConsumeConcurrent compares an App with 64 handlers at
+// once (OrderKey, Shared) and a no-op handler with a raw consumer, in
+// paired rounds, and prints
+// "bench: pulsar-consume-concurrent-throughput ours=... raw=... ratio=...".
+func TestBenchPulsarConsumeConcurrent(t *testing.T) {
+	benchEnabled(t)
+	b := newConsumeBench(t)
+	conc := babelqueue.WithConcurrency(64, babelqueue.OrderKey)
+	b.ours(benchWarmupMessages, 0, nil, conc)
+	b.raw(benchWarmupMessages)
+	pairedMetrics([]string{"pulsar-consume-concurrent-throughput", "pulsar-consume-concurrent-cpu-throughput"}, 5,
+		func() []float64 { return b.ours(benchConsumeMessages, 0, nil, conc) },
+		func() []float64 { return b.raw(benchConsumeMessages) })
+}
+
+// bareSleepRate returns how many sleeps of d per second n goroutines that
+// do nothing else complete within run.
+func bareSleepRate(n int, d, run time.Duration) float64 {
+	var count atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	end := start.Add(run)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(end) {
+				time.Sleep(d)
+				count.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	return float64(count.Load()) / time.Since(start).Seconds()
+}
