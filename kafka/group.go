@@ -40,6 +40,7 @@ type partitionReader interface {
 
 // newKafkaMember joins groupID on the brokers for topics.
 func (t *Transport) newKafkaMember(groupID string, topics []string) (groupMember, error) {
+	logger, errorLogger := kafkaLoggers(t.cfg.log())
 	cg, err := kafkago.NewConsumerGroup(kafkago.ConsumerGroupConfig{
 		ID:                groupID,
 		Brokers:           t.cfg.brokers,
@@ -50,7 +51,8 @@ func (t *Transport) newKafkaMember(groupID string, topics []string) (groupMember
 		SessionTimeout:    10 * time.Second,
 		RebalanceTimeout:  10 * time.Second,
 		JoinGroupBackoff:  500 * time.Millisecond,
-		ErrorLogger:       kafkaLogger{t.cfg.log()},
+		Logger:            logger,
+		ErrorLogger:       errorLogger,
 	})
 	if err != nil {
 		return nil, err
@@ -104,6 +106,7 @@ func (g *kafkaGeneration) OpenPartition(topic string, partition int, offset int6
 		ReadBackoffMin:  10 * time.Millisecond,
 		ReadBackoffMax:  250 * time.Millisecond,
 		ReadLagInterval: -1,
+		Logger:          kafkaDebugLogger{g.t.cfg.log()},
 		ErrorLogger:     kafkaLogger{g.t.cfg.log()},
 	})
 	if err := r.SetOffset(offset); err != nil {

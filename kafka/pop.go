@@ -21,6 +21,7 @@ type delivery struct {
 	part     *partitionLedger           // the ledger of its partition, set with cons
 	rm       babelqueue.ReceivedMessage // the message handed out; its Handle is this delivery
 	prepared bool                       // prepare ran: handOut has nothing left to do
+	group    string                     // the consumer group it was read in (deliveryinfo.go)
 }
 
 // recordOf returns the Kafka record behind msg, when this transport
@@ -154,7 +155,7 @@ func (t *Transport) newDelivery(queue string, m kafkago.Message) *delivery {
 	if m.Topic == "" {
 		m.Topic = queue
 	}
-	d := &delivery{msg: m}
+	d := &delivery{msg: m, group: t.cfg.groupID}
 	d.rm = babelqueue.ReceivedMessage{
 		Body:   bytesView(m.Value),
 		Queue:  m.Topic,

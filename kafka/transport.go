@@ -97,6 +97,7 @@ func New(opts ...Option) (*Transport, error) {
 			RequiredAcks:           cfg.requiredAcks,
 			AllowAutoTopicCreation: cfg.autoCreate,
 			Transport:              t.net,
+			Logger:                 kafkaDebugLogger{cfg.log()},
 			ErrorLogger:            kafkaLogger{cfg.log()},
 		}
 		t.writer = t.ownWriter
@@ -175,6 +176,7 @@ func (t *Transport) reader(queue string) (c *consumer, fresh bool, err error) {
 			ReadLagInterval: -1,
 			CommitInterval:  t.cfg.commitInterval,
 			StartOffset:     kafkago.FirstOffset,
+			Logger:          kafkaDebugLogger{t.cfg.log()},
 			ErrorLogger:     kafkaLogger{t.cfg.log()},
 		}))
 	}

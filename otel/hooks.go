@@ -2,12 +2,14 @@ package otel
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
+	"time"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -31,7 +33,7 @@ type ctxKey uint8
 
 const (
 	deliveryKey ctxKey = iota + 1 // *delivery, from OnDelivery to OnSettle
-	sendKey                       // the producer span, from OnPublish to OnPublished
+	sendKey                       // the *send of a new message, from OnPublish to OnPublished
 	redriveKey                    // the span of a StartRedrive run
 )
 
@@ -47,6 +49,15 @@ type delivery struct {
 	// wrapped: Middleware ran the handler and set failed.
 	wrapped atomic.Bool
 	failed  atomic.Bool
+	// group is the consumer group the delivery's handle reported.
+	group string
+}
+
+// send is what the hooks know of one publish between OnPublish and
+// OnPublished.
+type send struct {
+	span  trace.Span
+	start time.Time
 }
 
 func deliveryOf(ctx context.Context) *delivery {
@@ -71,7 +82,7 @@ func (h *Hooks) OnPublish(ctx context.Context, out *babelqueue.Outgoing) context
 			semconv.MessagingSystemKey.String(t.cfg.system),
 			semconv.MessagingDestinationName(out.Queue),
 			semconv.MessagingOperationTypeSend,
-			semconv.MessagingOperationName("send"))
+			semconv.MessagingOperationName(operationSend))
 		if p.MessageID != "" {
 			attrs = append(attrs, semconv.MessagingMessageID(p.MessageID))
 		}
@@ -88,7 +99,7 @@ func (h *Hooks) OnPublish(ctx context.Context, out *babelqueue.Outgoing) context
 		if _, ok := out.Headers[babelqueue.HeaderTraceparent]; !ok {
 			t.prop.Inject(ctx, headerCarrier(out.Headers))
 		}
-		return context.WithValue(ctx, sendKey, span)
+		return context.WithValue(ctx, sendKey, &send{span: span, start: t.cfg.now()})
 	case babelqueue.IntentRetry, babelqueue.IntentRelease, babelqueue.IntentDeadLetter:
 		d := deliveryOf(ctx)
 		if d == nil {
@@ -110,8 +121,9 @@ func (h *Hooks) OnPublish(ctx context.Context, out *babelqueue.Outgoing) context
 }
 
 // OnPublished ends the producer span of a new message, counting it in
-// MetricPublished once the broker acknowledged it; a settle write becomes
-// an event on the process span of its delivery.
+// MetricSentMessages (with error.type when the broker did not acknowledge
+// it) and measuring MetricOperationDuration; a settle write becomes an
+// event on the process span of its delivery.
 func (h *Hooks) OnPublished(ctx context.Context, out *babelqueue.Outgoing, r babelqueue.Receipt, err error) {
 	t := h.t
 	queue := out.Queue
@@ -119,19 +131,24 @@ func (h *Hooks) OnPublished(ctx context.Context, out *babelqueue.Outgoing, r bab
 		queue = r.Queue
 	}
 	if out.Intent == babelqueue.IntentPublish {
-		span, _ := ctx.Value(sendKey).(trace.Span)
+		s, _ := ctx.Value(sendKey).(*send)
+		var errType attribute.KeyValue
 		if err != nil {
-			if span != nil {
-				span.RecordError(err)
-				span.SetStatus(codes.Error, "publish failed")
+			errType = semconv.ErrorType(err)
+			if s != nil {
+				s.span.SetAttributes(errType)
+				s.span.RecordError(err)
+				s.span.SetStatus(codes.Error, "publish failed")
 			}
-		} else {
-			// Counted before the span ends, so that an exported span
-			// implies a counted message.
-			t.m.published.Add(ctx, 1, t.attrs.at(queue))
 		}
-		if span != nil {
-			span.End()
+		// Counted before the span ends, so that an exported span
+		// implies a counted message.
+		opt := t.attrs.at(queue, semconv.MessagingOperationName(operationSend), errType)
+		t.m.sent.Add(ctx, 1, opt)
+		if s != nil {
+			seconds(ctx, t.m.operationDuration, t.cfg.now().Sub(s.start),
+				t.attrs.at(queue, semconv.MessagingOperationName(operationSend), semconv.MessagingOperationTypeSend, errType))
+			s.span.End()
 		}
 		return
 	}
@@ -157,12 +174,14 @@ func (h *Hooks) OnDelivery(ctx context.Context, d *babelqueue.Delivery) context.
 	// then take the remote parent from the headers.
 	ctx = t.prop.Extract(trace.ContextWithSpanContext(ctx, trace.SpanContext{}), messageCarrier{d.Message})
 	st := &delivery{}
+	rec, group := recordAttrs(d.Message)
+	st.group = group
 	opts := make([]trace.SpanStartOption, 0, 3)
-	opts = append(opts, trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
+	opts = append(opts, trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(append(rec,
 		semconv.MessagingSystemKey.String(t.cfg.system),
 		semconv.MessagingDestinationName(d.Queue),
 		semconv.MessagingOperationTypeProcess,
-		semconv.MessagingOperationName("process")))
+		semconv.MessagingOperationName(operationProcess))...))
 	if v, ok := d.Message.Header(HeaderRetryLink); ok {
 		if sc, ok := parseLink(v); ok {
 			st.linked = true
@@ -187,12 +206,17 @@ func (h *Hooks) OnSettle(ctx context.Context, dl *babelqueue.Delivery, s *babelq
 	outcome := AttrOutcome.String(s.Outcome.String())
 	reason := AttrReason.String(s.Reason)
 	target := AttrTarget.String(s.Target)
-
-	if s.Reason != "" {
-		t.m.handled.Add(ctx, 1, t.attrs.at(queue, outcome, reason))
-	} else {
-		t.m.handled.Add(ctx, 1, t.attrs.at(queue, outcome))
+	d := deliveryOf(ctx)
+	var group attribute.KeyValue
+	if d != nil {
+		group = optional(semconv.MessagingConsumerGroupNameKey, d.group)
+	} else if _, g := recordAttrs(dl.Message); g != "" {
+		group = semconv.MessagingConsumerGroupName(g)
 	}
+	errType := optional(semconv.ErrorTypeKey, settleErrorType(s))
+
+	t.m.consumed.Add(ctx, 1, t.attrs.at(queue, semconv.MessagingOperationName(operationProcess), outcome,
+		optional(AttrReason, s.Reason), errType, group))
 	switch s.Outcome {
 	case babelqueue.OutcomeRetried:
 		t.m.retried.Add(ctx, 1, t.attrs.at(queue, reason, target))
@@ -205,14 +229,14 @@ func (h *Hooks) OnSettle(ctx context.Context, dl *babelqueue.Delivery, s *babelq
 	case babelqueue.ReasonVersionGated:
 		t.m.versionGated.Add(ctx, 1, t.attrs.at(queue))
 	}
-	d := deliveryOf(ctx)
 	failed := handlerFailed(d, s)
 	if s.HandlerRan {
-		result := "success"
+		var handlerErr attribute.KeyValue
 		if failed {
-			result = "error"
+			handlerErr = handlerErrorType(s.HandlerErr)
 		}
-		seconds(ctx, t.m.handlerDuration, s.HandlerDuration, t.attrs.at(queue, AttrURN.String(dl.URN), AttrHandlerOutcome.String(result)))
+		seconds(ctx, t.m.processDuration, s.HandlerDuration, t.attrs.at(queue,
+			semconv.MessagingOperationName(operationProcess), optional(AttrURN, dl.URN), handlerErr, group))
 	}
 	if d == nil {
 		return
@@ -226,6 +250,9 @@ func (h *Hooks) OnSettle(ctx context.Context, dl *babelqueue.Delivery, s *babelq
 	}
 	if s.Target != "" {
 		attrs = append(attrs, target)
+	}
+	if errType.Key != "" {
+		attrs = append(attrs, errType)
 	}
 	if s.Delay > 0 {
 		attrs = append(attrs, AttrDelayMS.Int64(s.Delay.Milliseconds()))
@@ -278,6 +305,9 @@ func handlerFailed(d *delivery, s *babelqueue.Settlement) bool {
 	if !s.HandlerRan {
 		return false
 	}
+	if s.HandlerErr != nil {
+		return true
+	}
 	if d != nil && d.wrapped.Load() {
 		return d.failed.Load()
 	}
@@ -316,6 +346,34 @@ func (h *Hooks) OnRedrive(ctx context.Context, dlq string, it babelqueue.Redrive
 // carried back to its work queue; a failed carry is not measured.
 func (h *Hooks) OnReinject(ctx context.Context, r *babelqueue.Reinjection) {
 	if r.Err == nil {
-		seconds(ctx, h.t.m.reinjectLag, r.Lag, h.t.attrs.at(r.Queue))
+		seconds(ctx, h.t.m.lag, r.Lag, h.t.attrs.at(r.Queue))
 	}
+}
+
+// settleErrorType is the error.type of a settled delivery: the reason of
+// one retried, dead-lettered or dropped (failed, unknown_urn, poison,
+// version_gated); settle_failed for one handed back because a settle call
+// failed; none otherwise (handled, released, deleted, or handed back as
+// the consumer stopped).
+func settleErrorType(s *babelqueue.Settlement) string {
+	switch s.Outcome {
+	case babelqueue.OutcomeRetried, babelqueue.OutcomeDeadLettered, babelqueue.OutcomeDropped:
+		return s.Reason
+	case babelqueue.OutcomeHandedBack:
+		if s.Err != nil && errors.Is(s.Err, babelqueue.ErrSettle) {
+			return errorTypeSettleFailed
+		}
+	}
+	return ""
+}
+
+// errorTypeSettleFailed is the error.type of a delivery handed back
+// because its acknowledgement or settle write failed.
+const errorTypeSettleFailed = "settle_failed"
+
+// handlerErrorType is the error.type of a failed handler call: the type
+// of the error it returned (semconv.ErrorType), "_OTHER" when the hooks
+// only know that it failed.
+func handlerErrorType(err error) attribute.KeyValue {
+	return semconv.ErrorType(err)
 }

@@ -64,7 +64,7 @@ func TestKafkaTraceFromPublishThroughRetryTierToDeadLetter(t *testing.T) {
 	app.Handle(testURN, rec.fail)
 
 	rootCtx, root := h.tp.Tracer("test").Start(ctx, "checkout")
-	if _, err := app.Publish(rootCtx, testURN, map[string]any{"order_id": 1042}); err != nil {
+	if _, err := app.Publish(rootCtx, testURN, map[string]any{"order_id": 1042}, babelqueue.WithKey([]byte("order-1042"))); err != nil {
 		t.Fatal(err)
 	}
 	root.End()
