@@ -83,6 +83,11 @@ type config struct {
 
 	reinjectHooks []babelqueue.ReinjectHook
 
+	// reinjectbacklog.go: the backlog hooks and their sampling interval
+	// (zero: DefaultReinjectBacklogInterval).
+	reinjectBacklogHooks []babelqueue.ReinjectBacklogHook
+	reinjectBacklogEvery time.Duration
+
 	// groupFactory builds the consumer-group member of a Reinjector; tests
 	// replace it with a fake.
 	groupFactory func(groupID string, topics []string) groupMember

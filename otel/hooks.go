@@ -15,9 +15,10 @@ import (
 
 // Hooks is the babelqueue hook value of a Telemetry (Telemetry.Hooks). It
 // implements PublishHook, PublishedHook, DeliveryHook, SettleHook,
-// RedriveHook and ReinjectHook. Each method only starts, annotates or ends
-// a span and records measurements: it never fails, never blocks on I/O and
-// keeps nothing it is handed past the call but span contexts.
+// RedriveHook, ReinjectHook and ReinjectBacklogHook. Each method only
+// starts, annotates or ends a span and records measurements: it never
+// fails, never blocks on I/O and keeps nothing it is handed past the call
+// but span contexts and the latest backlog sample.
 type Hooks struct{ t *Telemetry }
 
 var (

@@ -144,6 +144,38 @@ func matches(set attribute.Set, want map[string]string) bool {
 	return true
 }
 
+// gauge returns the value of the gauge name at the data point having want,
+// and whether there is one.
+func (h *harness) gauge(t *testing.T, name string, want map[string]string) (float64, bool) {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := h.reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != name {
+				continue
+			}
+			switch g := m.Data.(type) {
+			case metricdata.Gauge[int64]:
+				for _, dp := range g.DataPoints {
+					if matches(dp.Attributes, want) {
+						return float64(dp.Value), true
+					}
+				}
+			case metricdata.Gauge[float64]:
+				for _, dp := range g.DataPoints {
+					if matches(dp.Attributes, want) {
+						return dp.Value, true
+					}
+				}
+			}
+		}
+	}
+	return 0, false
+}
+
 // count sums the counter name over the data points having want.
 func (h *harness) count(t *testing.T, name string, want map[string]string) int64 {
 	t.Helper()
