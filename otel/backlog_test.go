@@ -67,7 +67,7 @@ func TestReinjectBacklogGaugesShowTheLatestSample(t *testing.T) {
 func setMap(kvs []attribute.KeyValue) map[string]string {
 	out := make(map[string]string, len(kvs))
 	for _, kv := range kvs {
-		out[string(kv.Key)] = kv.Value.Emit()
+		out[string(kv.Key)] = kv.Value.String()
 	}
 	return out
 }

@@ -163,10 +163,9 @@ func Run(ctx context.Context, cfg Config) (*Accounting, error) {
 		return nil, fmt.Errorf("redrive: %w", err)
 	}
 	say("redrive of %s: examined=%d moved=%d kept=%d", dlqTopic, res.Examined, res.Moved, res.Kept)
-	a, err = waitFor(ctx, brokers, topics, func(a *Accounting) bool {
+	if _, err := waitFor(ctx, brokers, topics, func(a *Accounting) bool {
 		return a.Handled == len(orders)-dead+len(fixed) && a.Redriven == len(fixed)
-	})
-	if err != nil {
+	}); err != nil {
 		return nil, fmt.Errorf("waiting for the redriven messages: %w", err)
 	}
 	stop()
