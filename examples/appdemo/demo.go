@@ -67,7 +67,10 @@ func Run(ctx context.Context, cfg Config) (*Accounting, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	out := cfg.Out
-	say := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
+	// Every line goes through the narrator, which the hooks print
+	// through from other goroutines.
+	narr := &narrator{out: out, start: time.Now()}
+	say := narr.say
 
 	broker, err := devkafka.Start(
 		devkafka.WithTopics(3, workTopic, kafka.RetryTopic(workTopic, 1), kafka.RetryTopic(workTopic, 2)),
@@ -83,7 +86,6 @@ func Run(ctx context.Context, cfg Config) (*Accounting, error) {
 	say("app: max attempts %d, retry tiers %v, a Reinjector carrying the tiers back", maxAttempts, tiers)
 	say("")
 
-	narr := &narrator{out: out, start: time.Now()}
 	common := []kafka.Option{kafka.WithBrokers(brokers...), kafka.WithRetryTiers(tiers...), kafka.WithLogger(cfg.Log)}
 	tr, err := kafka.New(append(common, kafka.WithGroupID("appdemo"))...)
 	if err != nil {
@@ -145,7 +147,7 @@ func Run(ctx context.Context, cfg Config) (*Accounting, error) {
 	}
 
 	say("")
-	printDLQ(out, a)
+	narr.locked(func(out io.Writer) { printDLQ(out, a) })
 
 	var fixed []string
 	for _, o := range orders {

@@ -26,6 +26,19 @@ var (
 	_ babelqueue.ReinjectBacklogHook = (*narrator)(nil)
 )
 
+// say prints one line as it is.
+func (n *narrator) say(format string, args ...any) {
+	n.locked(func(out io.Writer) { fmt.Fprintf(out, format+"\n", args...) })
+}
+
+// locked runs print while no other line is printed.
+func (n *narrator) locked(print func(io.Writer)) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	print(n.out)
+}
+
+// printf prints one line stamped with the time since the demo started.
 func (n *narrator) printf(format string, args ...any) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
