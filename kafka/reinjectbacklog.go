@@ -16,8 +16,19 @@ import (
 // WithReinjectHooks, unless WithReinjectBacklogInterval says otherwise.
 const DefaultReinjectBacklogInterval = 10 * time.Second
 
-// reinjectBacklogTimeout bounds the broker calls of one sample.
-const reinjectBacklogTimeout = 10 * time.Second
+// reinjectBacklogTimeout bounds the broker calls of one sample; a sample
+// is also bounded by the interval (but given at least
+// minReinjectBacklogTimeout), so that an unreachable broker is reported
+// within one interval plus that bound.
+const (
+	reinjectBacklogTimeout    = 10 * time.Second
+	minReinjectBacklogTimeout = time.Second
+)
+
+// backlogTimeout is the bound of one sample taken every every.
+func backlogTimeout(every time.Duration) time.Duration {
+	return min(reinjectBacklogTimeout, max(every, minReinjectBacklogTimeout))
+}
 
 // WithReinjectBacklogInterval sets how often a running Reinjector samples
 // the backlog of every retry tier it carries and reports it to the
@@ -56,7 +67,7 @@ func (r *Reinjector) startBacklog(ctx context.Context) (stop func()) {
 		b := newRedriveBroker(cfg)
 		defer b.close()
 		for {
-			r.reportBacklog(ctx, r.sampleBacklog(ctx, b))
+			r.reportBacklog(ctx, r.sampleBacklog(ctx, b, backlogTimeout(every)))
 			if !sleep(ctx, r.clock, every) {
 				return
 			}
@@ -68,9 +79,10 @@ func (r *Reinjector) startBacklog(ctx context.Context) (stop func()) {
 	}
 }
 
-// sampleBacklog reads the backlog of every tier topic, in tier order.
-func (r *Reinjector) sampleBacklog(ctx context.Context, b *redriveBroker) []babelqueue.ReinjectBacklog {
-	ctx, cancel := context.WithTimeout(ctx, reinjectBacklogTimeout)
+// sampleBacklog reads the backlog of every tier topic, in tier order,
+// within timeout.
+func (r *Reinjector) sampleBacklog(ctx context.Context, b *redriveBroker, timeout time.Duration) []babelqueue.ReinjectBacklog {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	out := make([]babelqueue.ReinjectBacklog, 0, len(r.topics))
 	for _, topic := range r.topics {
