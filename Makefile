@@ -10,7 +10,7 @@ SHELL := /bin/bash
 
 # Modules in dependency order. examples/* modules are added here as they land
 # (and in versions.txt and go.work; `make modgraph` checks the last two agree).
-MODULES := core brokertest conformance kafka pulsar tools otel otel/integration chaos examples/orderstatus
+MODULES := core brokertest conformance kafka pulsar tools otel otel/integration chaos examples/orderstatus examples/appdemo
 
 GO ?= go
 GOTEST_FLAGS ?= -count=1 -p 2
@@ -137,7 +137,11 @@ proxytest: ## Install bq@<version> and tidy scratch services from a file-based m
 	tools/release/proxytest.sh
 
 .PHONY: demo
-demo: ## Run the order status processor demo on the embedded Kafka-protocol broker (no setup besides Go).
+demo: ## Run the App demo on the embedded Kafka-protocol broker: handlers, retry tiers, a Reinjector, dead letters, a redrive, an accounting (no setup besides Go).
+	$(GO) run ./examples/appdemo/cmd/demo
+
+.PHONY: demo-orderstatus
+demo-orderstatus: ## Run the order status processor demo (seed 001) on the embedded Kafka-protocol broker.
 	$(GO) run ./examples/orderstatus/cmd/demo
 
 # The chaos suite (chaos/README.md) starts its own brokers, with their own

@@ -43,6 +43,7 @@ type partitionReader interface {
 // group has no committed offset for starts at startOffset
 // (kafkago.FirstOffset or kafkago.LastOffset).
 func (t *Transport) newKafkaMember(groupID string, topics []string, startOffset int64) (groupMember, error) {
+	logger, errorLogger := kafkaLoggers(t.cfg.log())
 	cg, err := kafkago.NewConsumerGroup(kafkago.ConsumerGroupConfig{
 		ID:                groupID,
 		Brokers:           t.cfg.brokers,
@@ -53,7 +54,8 @@ func (t *Transport) newKafkaMember(groupID string, topics []string, startOffset 
 		SessionTimeout:    t.cfg.sessionTimeout,
 		RebalanceTimeout:  t.cfg.rebalanceTimeout,
 		JoinGroupBackoff:  500 * time.Millisecond,
-		ErrorLogger:       kafkaLogger{t.cfg.log()},
+		Logger:            logger,
+		ErrorLogger:       errorLogger,
 	})
 	if err != nil {
 		return nil, err
@@ -95,6 +97,7 @@ func (g *kafkaGeneration) CommitOffsets(offsets map[string]map[int]int64) error 
 }
 
 func (g *kafkaGeneration) OpenPartition(topic string, partition int, offset int64, buffer int) partitionReader {
+	logger, errorLogger := kafkaLoggers(g.t.cfg.log())
 	r := kafkago.NewReader(kafkago.ReaderConfig{
 		Brokers:         g.t.cfg.brokers,
 		Dialer:          g.t.dialer,
@@ -107,7 +110,8 @@ func (g *kafkaGeneration) OpenPartition(topic string, partition int, offset int6
 		ReadBackoffMin:  10 * time.Millisecond,
 		ReadBackoffMax:  250 * time.Millisecond,
 		ReadLagInterval: -1,
-		ErrorLogger:     kafkaLogger{g.t.cfg.log()},
+		Logger:          logger,
+		ErrorLogger:     errorLogger,
 	})
 	if err := r.SetOffset(offset); err != nil {
 		g.t.cfg.log().Warn("kafka: set partition offset", "topic", topic, "partition", partition, "offset", offset, "err", err)

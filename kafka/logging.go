@@ -1,8 +1,11 @@
 package kafka
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
+
+	kafkago "github.com/segmentio/kafka-go"
 )
 
 // kafkaLogger routes kafka-go's error log lines to slog at level Warn: the
@@ -12,6 +15,28 @@ type kafkaLogger struct{ l *slog.Logger }
 
 func (k kafkaLogger) Printf(format string, args ...any) {
 	k.l.Warn(fmt.Sprintf(format, args...), "component", "kafka-go")
+}
+
+// kafkaDebugLogger routes kafka-go's informational log lines (group joins,
+// offsets looked up, writer batches) to slog at level Debug: they describe
+// the client's normal work, one or more lines per fetch or rebalance. The
+// message is formatted only when Debug is enabled.
+type kafkaDebugLogger struct{ l *slog.Logger }
+
+func (k kafkaDebugLogger) Printf(format string, args ...any) {
+	if !k.l.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	k.l.Debug(fmt.Sprintf(format, args...), "component", "kafka-go")
+}
+
+// kafkaLoggers returns the Logger and ErrorLogger every kafka-go Reader,
+// Writer and ConsumerGroup of a transport is configured with, so that
+// none of kafka-go's lines bypass the transport's slog logger (WithLogger):
+// informational lines at Debug, error lines at Warn, each with
+// component=kafka-go.
+func kafkaLoggers(l *slog.Logger) (logger, errorLogger kafkago.Logger) {
+	return kafkaDebugLogger{l}, kafkaLogger{l}
 }
 
 // wrapf adds context to err, keeping it matchable with errors.Is.

@@ -43,6 +43,7 @@ import (
 //	WithClock                      driver.SystemClock{} (stamps publish times, times re-inject waits)
 //	WithReinjectBuffer             DefaultReinjectBuffer (256 records per partition)
 //	WithReinjectHooks              none: a Reinjector reports nothing per record
+//	WithReinjectBacklogInterval    DefaultReinjectBacklogInterval (10s): how often a Reinjector samples its tiers' backlog
 //	WithAutoCreateTopics           true: the broker's auto.create.topics.enable decides
 const (
 	DefaultMaxWaitTime    = time.Second
@@ -58,6 +59,11 @@ const (
 	DefaultRevokeTimeout      = 5 * time.Second
 	DefaultMaxBufferedRecords = 1024
 	DefaultMaxBufferedBytes   = 16 << 20
+
+	// DefaultReinjectBacklogInterval is how often a Reinjector samples the
+	// backlog of its tiers for the babelqueue.ReinjectBacklogHook values
+	// of WithReinjectHooks.
+	DefaultReinjectBacklogInterval = 10 * time.Second
 )
 
 // DefaultRetryTiers is the recommended retry tier list of §6.4: 5s, 30s, 5m
@@ -117,6 +123,10 @@ type config struct {
 
 	reinjectHooks []babelqueue.ReinjectHook
 
+	// reinjectbacklog.go: the backlog hooks and their sampling interval.
+	reinjectBacklogHooks []babelqueue.ReinjectBacklogHook
+	reinjectBacklogEvery time.Duration
+
 	// groupFactory builds the consumer-group member of a Reinjector; tests
 	// replace it with a fake.
 	groupFactory func(groupID string, topics []string) groupMember
@@ -143,6 +153,8 @@ func defaultConfig() config {
 		startAt:            StartEarliest,
 		maxBufferedRecords: DefaultMaxBufferedRecords,
 		maxBufferedBytes:   DefaultMaxBufferedBytes,
+
+		reinjectBacklogEvery: DefaultReinjectBacklogInterval,
 	}
 }
 

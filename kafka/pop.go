@@ -26,6 +26,7 @@ type delivery struct {
 	prepared bool                       // prepare ran: handOut has nothing left to do
 	asg      *assignment                // the member assignment it came from; nil for a Reader's record
 	size     int64                      // its share of the transport's record budget (member records)
+	group    string                     // the consumer group it was read in (deliveryinfo.go)
 }
 
 // recordOf returns the Kafka record behind msg, when this transport
@@ -169,7 +170,7 @@ func (t *Transport) newDelivery(queue string, m kafkago.Message) *delivery {
 	if m.Topic == "" {
 		m.Topic = queue
 	}
-	d := &delivery{msg: m}
+	d := &delivery{msg: m, group: t.cfg.groupID}
 	d.rm = babelqueue.ReceivedMessage{
 		Body:   bytesView(m.Value),
 		Queue:  m.Topic,

@@ -16,14 +16,19 @@ import (
 // record written back to its work topic, after the broker acknowledged the
 // write and before the retry offset is marked for commit, and once per
 // record of every failed write, with Reinjection.Err set. Values that
-// implement no ReinjectHook are ignored. A hook runs on the goroutine that
+// implement neither hook are ignored. A hook runs on the goroutine that
 // carries the record's partition, which waits for it; a panic in it is
 // recovered and logged, and it never changes what is written or committed.
+// Every babelqueue.ReinjectBacklogHook among them receives the backlog of
+// the retry tiers, sampled while Run runs (see WithReinjectBacklogInterval).
 func WithReinjectHooks(hooks ...babelqueue.Hook) Option {
 	return func(c *config) {
 		for _, h := range hooks {
 			if x, ok := h.(babelqueue.ReinjectHook); ok {
 				c.reinjectHooks = append(c.reinjectHooks, x)
+			}
+			if x, ok := h.(babelqueue.ReinjectBacklogHook); ok {
+				c.reinjectBacklogHooks = append(c.reinjectBacklogHooks, x)
 			}
 		}
 	}

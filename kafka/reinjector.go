@@ -113,6 +113,7 @@ func (r *Reinjector) Run(ctx context.Context) error {
 		return wrapf(err, "re-injector: join group %q", r.groupID)
 	}
 	defer m.Close()
+	defer r.startBacklog(ctx)()
 	for {
 		gen, err := m.Next(ctx)
 		switch {

@@ -109,6 +109,7 @@ const clientID = "babelqueue-go"
 // newWriter builds a kafka-go Writer of the configured brokers sending a
 // partition's batch at batchSize records or after the linger.
 func (t *Transport) newWriter(batchSize int) *kafkago.Writer {
+	logger, errorLogger := kafkaLoggers(t.cfg.log())
 	return &kafkago.Writer{
 		Addr:                   kafkago.TCP(t.cfg.brokers...),
 		Balancer:               &Murmur2Balancer{},
@@ -118,7 +119,8 @@ func (t *Transport) newWriter(batchSize int) *kafkago.Writer {
 		RequiredAcks:           t.cfg.requiredAcks,
 		AllowAutoTopicCreation: t.cfg.autoCreate,
 		Transport:              t.net,
-		ErrorLogger:            kafkaLogger{t.cfg.log()},
+		Logger:                 logger,
+		ErrorLogger:            errorLogger,
 	}
 }
 

@@ -27,9 +27,6 @@ const (
 	// AttrDelayMS is the delay of a delayed publish or of a retry, in
 	// milliseconds.
 	AttrDelayMS = attribute.Key("babelqueue.delay_ms")
-	// AttrHandlerOutcome is the result of one handler call: "success" or
-	// "error".
-	AttrHandlerOutcome = attribute.Key("babelqueue.handler.outcome")
 )
 
 // HeaderRetryLink is the out-of-band header a retry, release or dead-letter

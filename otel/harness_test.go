@@ -126,9 +126,17 @@ func findMetric(rm metricdata.ResourceMetrics, name string) (metricdata.Metrics,
 	return metricdata.Metrics{}, false
 }
 
+// matches reports whether set has every attribute of want; an empty
+// wanted value means the attribute must be absent.
 func matches(set attribute.Set, want map[string]string) bool {
 	for k, v := range want {
 		got, ok := set.Value(attribute.Key(k))
+		if v == "" {
+			if ok {
+				return false
+			}
+			continue
+		}
 		if !ok || got.String() != v {
 			return false
 		}

@@ -2,11 +2,13 @@ package otel
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
@@ -17,9 +19,10 @@ import (
 
 // Hooks is the babelqueue hook value of a Telemetry (Telemetry.Hooks). It
 // implements PublishHook, PublishedHook, DeliveryHook, SettleHook,
-// RedriveHook and ReinjectHook. Each method only starts, annotates or ends
-// a span and records measurements: it never fails, never blocks on I/O and
-// keeps nothing it is handed past the call but span contexts.
+// RedriveHook, ReinjectHook and ReinjectBacklogHook. Each method only
+// starts, annotates or ends a span and records measurements: it never
+// fails, never blocks on I/O and keeps nothing it is handed past the call
+// but span contexts and the latest backlog sample.
 type Hooks struct{ t *Telemetry }
 
 var (
@@ -35,7 +38,7 @@ type ctxKey uint8
 
 const (
 	deliveryKey ctxKey = iota + 1 // *delivery, from OnDelivery to OnSettle
-	sendKey                       // the producer span, from OnPublish to OnPublished
+	sendKey                       // the *send of a new message, from OnPublish to OnPublished
 	redriveKey                    // the span of a StartRedrive run
 )
 
@@ -51,6 +54,15 @@ type delivery struct {
 	// wrapped: Middleware ran the handler and set failed.
 	wrapped atomic.Bool
 	failed  atomic.Bool
+	// group is the consumer group the delivery's handle reported.
+	group string
+}
+
+// send is what the hooks know of one publish between OnPublish and
+// OnPublished.
+type send struct {
+	span  trace.Span
+	start time.Time
 }
 
 func deliveryOf(ctx context.Context) *delivery {
@@ -75,7 +87,7 @@ func (h *Hooks) OnPublish(ctx context.Context, out *driver.Outgoing) context.Con
 			semconv.MessagingSystemKey.String(t.cfg.system),
 			semconv.MessagingDestinationName(out.Queue),
 			semconv.MessagingOperationTypeSend,
-			semconv.MessagingOperationName("send"))
+			semconv.MessagingOperationName(operationSend))
 		if p.MessageID != "" {
 			attrs = append(attrs, semconv.MessagingMessageID(p.MessageID))
 		}
@@ -92,7 +104,7 @@ func (h *Hooks) OnPublish(ctx context.Context, out *driver.Outgoing) context.Con
 		if _, ok := out.Headers[wire.HeaderTraceparent]; !ok {
 			t.prop.Inject(ctx, headerCarrier(out.Headers))
 		}
-		return context.WithValue(ctx, sendKey, span)
+		return context.WithValue(ctx, sendKey, &send{span: span, start: t.cfg.now()})
 	case driver.IntentRetry, driver.IntentRelease, driver.IntentDeadLetter:
 		d := deliveryOf(ctx)
 		if d == nil {
@@ -114,8 +126,9 @@ func (h *Hooks) OnPublish(ctx context.Context, out *driver.Outgoing) context.Con
 }
 
 // OnPublished ends the producer span of a new message, counting it in
-// MetricPublished once the broker acknowledged it; a settle write becomes
-// an event on the process span of its delivery.
+// MetricSentMessages (with error.type when the broker did not acknowledge
+// it) and measuring MetricOperationDuration; a settle write becomes an
+// event on the process span of its delivery.
 func (h *Hooks) OnPublished(ctx context.Context, out *driver.Outgoing, r driver.Receipt, err error) {
 	t := h.t
 	queue := out.Queue
@@ -123,19 +136,24 @@ func (h *Hooks) OnPublished(ctx context.Context, out *driver.Outgoing, r driver.
 		queue = r.Queue
 	}
 	if out.Intent == driver.IntentPublish {
-		span, _ := ctx.Value(sendKey).(trace.Span)
+		s, _ := ctx.Value(sendKey).(*send)
+		var errType attribute.KeyValue
 		if err != nil {
-			if span != nil {
-				span.RecordError(err)
-				span.SetStatus(codes.Error, "publish failed")
+			errType = semconv.ErrorType(err)
+			if s != nil {
+				s.span.SetAttributes(errType)
+				s.span.RecordError(err)
+				s.span.SetStatus(codes.Error, "publish failed")
 			}
-		} else {
-			// Counted before the span ends, so that an exported span
-			// implies a counted message.
-			t.m.published.Add(ctx, 1, t.attrs.at(queue))
 		}
-		if span != nil {
-			span.End()
+		// Counted before the span ends, so that an exported span
+		// implies a counted message.
+		opt := t.attrs.at(queue, semconv.MessagingOperationName(operationSend), errType)
+		t.m.sent.Add(ctx, 1, opt)
+		if s != nil {
+			seconds(ctx, t.m.operationDuration, t.cfg.now().Sub(s.start),
+				t.attrs.at(queue, semconv.MessagingOperationName(operationSend), semconv.MessagingOperationTypeSend, errType))
+			s.span.End()
 		}
 		return
 	}
@@ -161,12 +179,14 @@ func (h *Hooks) OnDelivery(ctx context.Context, d *babelqueue.Delivery) context.
 	// then take the remote parent from the headers.
 	ctx = t.prop.Extract(trace.ContextWithSpanContext(ctx, trace.SpanContext{}), messageCarrier{d.Message})
 	st := &delivery{}
+	rec, group := recordAttrs(d.Message)
+	st.group = group
 	opts := make([]trace.SpanStartOption, 0, 3)
-	opts = append(opts, trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
+	opts = append(opts, trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(append(rec,
 		semconv.MessagingSystemKey.String(t.cfg.system),
 		semconv.MessagingDestinationName(d.Queue),
 		semconv.MessagingOperationTypeProcess,
-		semconv.MessagingOperationName("process")))
+		semconv.MessagingOperationName(operationProcess))...))
 	if v, ok := d.Message.Header(HeaderRetryLink); ok {
 		if sc, ok := parseLink(v); ok {
 			st.linked = true
@@ -191,12 +211,17 @@ func (h *Hooks) OnSettle(ctx context.Context, dl *babelqueue.Delivery, s *babelq
 	outcome := AttrOutcome.String(s.Outcome.String())
 	reason := AttrReason.String(s.Reason)
 	target := AttrTarget.String(s.Target)
-
-	if s.Reason != "" {
-		t.m.handled.Add(ctx, 1, t.attrs.at(queue, outcome, reason))
-	} else {
-		t.m.handled.Add(ctx, 1, t.attrs.at(queue, outcome))
+	d := deliveryOf(ctx)
+	var group attribute.KeyValue
+	if d != nil {
+		group = optional(semconv.MessagingConsumerGroupNameKey, d.group)
+	} else if _, g := recordAttrs(dl.Message); g != "" {
+		group = semconv.MessagingConsumerGroupName(g)
 	}
+	errType := optional(semconv.ErrorTypeKey, settleErrorType(s))
+
+	t.m.consumed.Add(ctx, 1, t.attrs.at(queue, semconv.MessagingOperationName(operationProcess), outcome,
+		optional(AttrReason, s.Reason), errType, group))
 	switch s.Outcome {
 	case babelqueue.OutcomeRetried:
 		t.m.retried.Add(ctx, 1, t.attrs.at(queue, reason, target))
@@ -209,14 +234,14 @@ func (h *Hooks) OnSettle(ctx context.Context, dl *babelqueue.Delivery, s *babelq
 	case wire.ReasonVersionGated:
 		t.m.versionGated.Add(ctx, 1, t.attrs.at(queue))
 	}
-	d := deliveryOf(ctx)
 	failed := handlerFailed(d, s)
 	if s.HandlerRan {
-		result := "success"
+		var handlerErr attribute.KeyValue
 		if failed {
-			result = "error"
+			handlerErr = handlerErrorType(s.HandlerErr)
 		}
-		seconds(ctx, t.m.handlerDuration, s.HandlerDuration, t.attrs.at(queue, AttrURN.String(dl.URN), AttrHandlerOutcome.String(result)))
+		seconds(ctx, t.m.processDuration, s.HandlerDuration, t.attrs.at(queue,
+			semconv.MessagingOperationName(operationProcess), optional(AttrURN, dl.URN), handlerErr, group))
 	}
 	if d == nil {
 		return
@@ -230,6 +255,9 @@ func (h *Hooks) OnSettle(ctx context.Context, dl *babelqueue.Delivery, s *babelq
 	}
 	if s.Target != "" {
 		attrs = append(attrs, target)
+	}
+	if errType.Key != "" {
+		attrs = append(attrs, errType)
 	}
 	if s.Delay > 0 {
 		attrs = append(attrs, AttrDelayMS.Int64(s.Delay.Milliseconds()))
@@ -282,6 +310,9 @@ func handlerFailed(d *delivery, s *babelqueue.Settlement) bool {
 	if !s.HandlerRan {
 		return false
 	}
+	if s.HandlerErr != nil {
+		return true
+	}
 	if d != nil && d.wrapped.Load() {
 		return d.failed.Load()
 	}
@@ -320,6 +351,34 @@ func (h *Hooks) OnRedrive(ctx context.Context, dlq string, it redrive.Item) {
 // carried back to its work queue; a failed carry is not measured.
 func (h *Hooks) OnReinject(ctx context.Context, r *babelqueue.Reinjection) {
 	if r.Err == nil {
-		seconds(ctx, h.t.m.reinjectLag, r.Lag, h.t.attrs.at(r.Queue))
+		seconds(ctx, h.t.m.lag, r.Lag, h.t.attrs.at(r.Queue))
 	}
+}
+
+// settleErrorType is the error.type of a settled delivery: the reason of
+// one retried, dead-lettered or dropped (failed, unknown_urn, poison,
+// version_gated); settle_failed for one handed back because a settle call
+// failed; none otherwise (handled, released, deleted, or handed back as
+// the consumer stopped).
+func settleErrorType(s *babelqueue.Settlement) string {
+	switch s.Outcome {
+	case babelqueue.OutcomeRetried, babelqueue.OutcomeDeadLettered, babelqueue.OutcomeDropped:
+		return s.Reason
+	case babelqueue.OutcomeHandedBack:
+		if s.Err != nil && errors.Is(s.Err, babelqueue.ErrSettle) {
+			return errorTypeSettleFailed
+		}
+	}
+	return ""
+}
+
+// errorTypeSettleFailed is the error.type of a delivery handed back
+// because its acknowledgement or settle write failed.
+const errorTypeSettleFailed = "settle_failed"
+
+// handlerErrorType is the error.type of a failed handler call: the type
+// of the error it returned (semconv.ErrorType), "_OTHER" when the hooks
+// only know that it failed.
+func handlerErrorType(err error) attribute.KeyValue {
+	return semconv.ErrorType(err)
 }

@@ -40,9 +40,9 @@ func TestInstrumentsHaveUnitsAndDescriptions(t *testing.T) {
 	hooks.OnReinject(ctx, &babelqueue.Reinjection{Tier: "q.retry.1", TierIndex: 1, Queue: "q", Delay: time.Second, Lag: 1500 * time.Millisecond})
 
 	want := map[string]string{
-		MetricPublished: "{message}", MetricHandled: "{message}", MetricRetried: "{message}",
+		MetricSentMessages: "{message}", MetricConsumedMessages: "{message}", MetricRetried: "{message}",
 		MetricDeadLettered: "{message}", MetricPoison: "{message}", MetricVersionGated: "{message}",
-		MetricRedriven: "{message}", MetricHandlerDuration: "s", MetricReinjectLag: "s",
+		MetricRedriven: "{message}", MetricProcessDuration: "s", MetricOperationDuration: "s", MetricReinjectLag: "s",
 	}
 	rm := h.collect(t)
 	for name, unit := range want {
@@ -58,7 +58,7 @@ func TestInstrumentsHaveUnitsAndDescriptions(t *testing.T) {
 	if n := h.count(t, MetricRedriven, map[string]string{"messaging.system": "kafka", "messaging.destination.name": "q"}); n != 3 {
 		t.Errorf("redriven = %d, want 3", n)
 	}
-	if n, sum := h.observations(t, MetricHandlerDuration, map[string]string{"babelqueue.urn": testURN, "babelqueue.handler.outcome": "error"}); n != 1 || math.Abs(sum-0.02) > 1e-9 {
+	if n, sum := h.observations(t, MetricProcessDuration, map[string]string{"babelqueue.urn": testURN, "error.type": "_OTHER"}); n != 1 || math.Abs(sum-0.02) > 1e-9 {
 		t.Errorf("handler duration: %d observations summing to %v, want 1 of 0.02s", n, sum)
 	}
 }
@@ -71,7 +71,7 @@ func TestSettleWithoutDeliveryStillCounts(t *testing.T) {
 	d := &babelqueue.Delivery{Message: &babelqueue.ReceivedMessage{Queue: "orders"}, Queue: "orders", URN: testURN}
 	h.tel.Hooks().OnSettle(context.Background(), d, &babelqueue.Settlement{Outcome: babelqueue.OutcomeDeadLettered,
 		Reason: wire.ReasonFailed, Target: "orders.dlq", HandlerRan: true, HandlerDuration: time.Second})
-	want := expandCounters([]string{"handled outcome=dead_lettered reason=failed", "dead_lettered reason=failed target=orders.dlq"})
+	want := expandCounters([]string{"consumed outcome=dead_lettered reason=failed error=failed", "dead_lettered reason=failed target=orders.dlq"})
 	got := h.counters(t)
 	if len(got) != len(want) {
 		t.Fatalf("counters %v, want %v", sortedKeys(got), sortedKeys(want))
@@ -81,7 +81,7 @@ func TestSettleWithoutDeliveryStillCounts(t *testing.T) {
 			t.Errorf("%s = %d, want %d", k, got[k], v)
 		}
 	}
-	if n, sum := h.observations(t, MetricHandlerDuration, map[string]string{"babelqueue.handler.outcome": "error"}); n != 1 || sum != 1 {
+	if n, sum := h.observations(t, MetricProcessDuration, map[string]string{"error.type": "_OTHER"}); n != 1 || sum != 1 {
 		t.Errorf("handler duration: %d observations summing %v, want 1 of 1s", n, sum)
 	}
 	if spans := h.spans.GetSpans(); len(spans) != 0 {

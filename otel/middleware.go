@@ -2,9 +2,10 @@ package otel
 
 import (
 	"context"
+	"fmt"
 
 	"go.opentelemetry.io/otel/attribute"
-	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
@@ -42,7 +43,7 @@ func (t *Telemetry) Middleware(h babelqueue.Handler) babelqueue.Handler {
 					semconv.MessagingSystemKey.String(t.cfg.system),
 					semconv.MessagingDestinationName(env.Meta.Queue),
 					semconv.MessagingOperationTypeProcess,
-					semconv.MessagingOperationName("process"),
+					semconv.MessagingOperationName(operationProcess),
 					semconv.MessagingMessageID(env.Meta.ID),
 					AttrURN.String(env.URN()),
 					AttrAttempt.Int(env.Attempts),
@@ -64,12 +65,15 @@ func (t *Telemetry) Middleware(h babelqueue.Handler) babelqueue.Handler {
 			if d != nil {
 				d.failed.Store(failed)
 			} else {
-				result := "success"
-				if failed {
-					result = "error"
+				var errType attribute.KeyValue
+				switch {
+				case p != nil:
+					errType = semconv.ErrorTypeKey.String(panicErrorType)
+				case err != nil:
+					errType = handlerErrorType(err)
 				}
-				seconds(ctx, t.m.handlerDuration, t.cfg.now().Sub(start), t.attrs.at(env.Meta.Queue,
-					AttrURN.String(env.URN()), AttrHandlerOutcome.String(result)))
+				seconds(ctx, t.m.processDuration, t.cfg.now().Sub(start), t.attrs.at(env.Meta.Queue,
+					semconv.MessagingOperationName(operationProcess), optional(AttrURN, env.URN()), errType))
 				span.End()
 			}
 			if p != nil {
@@ -79,6 +83,10 @@ func (t *Telemetry) Middleware(h babelqueue.Handler) babelqueue.Handler {
 		return h(ctx, env)
 	}
 }
+
+// panicErrorType is the error.type of a handler that panicked: the type
+// of the error the App turns the panic into.
+var panicErrorType = fmt.Sprintf("%T", (*babelqueue.PanicError)(nil))
 
 func panicText(p any) string {
 	switch v := p.(type) {

@@ -41,11 +41,11 @@ func TestMiddlewareWithoutHooksMakesItsOwnSpan(t *testing.T) {
 			t.Errorf("middleware span: parent %v status %v events %v", s.Parent.SpanID(), s.Status, s.Events)
 		}
 	}
-	if n, _ := h.observations(t, MetricHandlerDuration, map[string]string{"babelqueue.handler.outcome": "error"}); n != 3 {
+	if n, _ := h.observations(t, MetricProcessDuration, map[string]string{"error.type": handlerErrType}); n != 3 {
 		t.Errorf("handler duration observations = %d, want 3", n)
 	}
-	if n := h.count(t, MetricHandled, nil); n != 0 {
-		t.Errorf("handled = %d without the hooks, want 0 (only the App knows outcomes)", n)
+	if n := h.count(t, MetricConsumedMessages, nil); n != 0 {
+		t.Errorf("consumed = %d without the hooks, want 0 (only the App knows outcomes)", n)
 	}
 }
 
@@ -76,7 +76,7 @@ func TestMiddlewareWithHooksRecordsPanicOnceOnTheDeliverySpan(t *testing.T) {
 	if exceptions != 1 {
 		t.Errorf("%d exception events, want 1 (events %v)", exceptions, p.Events)
 	}
-	if n, sum := h.observations(t, MetricHandlerDuration, nil); n != 1 || math.Abs(sum-1) > 1e-9 {
+	if n, sum := h.observations(t, MetricProcessDuration, nil); n != 1 || math.Abs(sum-1) > 1e-9 {
 		t.Errorf("handler duration: %d observations summing %v, want 1 of 1s", n, sum)
 	}
 }

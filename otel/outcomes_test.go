@@ -24,6 +24,9 @@ import (
 // clock of the App.
 const handlerTime = 250 * time.Millisecond
 
+// handlerErrType is the error.type of the handlers' errors.New errors.
+const handlerErrType = "*errors.errorString"
+
 // gatedBody is an envelope of schema version 2, which the version gate
 // rejects.
 const gatedBody = `{"job":"` + testURN + `","trace_id":"t1","data":{},"meta":{"id":"m1","queue":"orders","lang":"php","schema_version":2,"created_at":1},"attempts":0}`
@@ -47,10 +50,12 @@ type outcomeCase struct {
 	wantErr bool   // Drain returns an error (a settle failure)
 	want    []settled
 	// counters lists the expected data points of every counter but
-	// MetricPublished, one entry per unit counted: "<metric> k=v ...",
-	// metric and keys by their last name segment (outcome, reason, target,
-	// destination), messaging.system and messaging.destination.name=orders
-	// implied.
+	// MetricSentMessages, one entry per unit counted: "<metric> k=v ...",
+	// metric by its last name segment ("consumed" for
+	// MetricConsumedMessages, with messaging.operation.name=process
+	// implied), keys by theirs (outcome, reason, target, destination,
+	// error for error.type), messaging.system and
+	// messaging.destination.name=orders implied.
 	counters []string
 }
 
@@ -62,64 +67,64 @@ func outcomeCases() []outcomeCase {
 	strategy := babelqueue.WithUnknownURNStrategy
 	return []outcomeCase{
 		{name: "handled", want: []settled{{outcome: "handled", handler: "success"}},
-			counters: []string{"handled outcome=handled"}},
+			counters: []string{"consumed outcome=handled"}},
 		{name: "retried/failed", mem: []bqtest.MemoryOption{tiers}, fail: true,
 			want:     []settled{{outcome: "retried", reason: "failed", target: "orders", delayMS: "60000", handler: "error"}},
-			counters: []string{"handled outcome=retried reason=failed", "retried reason=failed target=orders"}},
+			counters: []string{"consumed outcome=retried reason=failed error=failed", "retried reason=failed target=orders"}},
 		{name: "retried/failed/binding-settles", fail: true,
 			mem:      []bqtest.MemoryOption{tiers, bqtest.WithMemoryFeatures(driver.Features{Keys: true, Headers: true, Delay: true, SettlesRetry: true, HandBack: driver.HandBackNack})},
 			want:     []settled{{outcome: "retried", reason: "failed", target: "orders", delayMS: "60000", handler: "error"}},
-			counters: []string{"handled outcome=retried reason=failed", "retried reason=failed target=orders"}},
+			counters: []string{"consumed outcome=retried reason=failed error=failed", "retried reason=failed target=orders"}},
 		{name: "retried/unknown_urn", mem: []bqtest.MemoryOption{tiers}, noRoute: true, opts: []babelqueue.Option{strategy(babelqueue.StrategyFail)},
 			want:     []settled{{outcome: "retried", reason: "unknown_urn", target: "orders", delayMS: "60000"}},
-			counters: []string{"handled outcome=retried reason=unknown_urn", "retried reason=unknown_urn target=orders"}},
+			counters: []string{"consumed outcome=retried reason=unknown_urn error=unknown_urn", "retried reason=unknown_urn target=orders"}},
 		{name: "retried/poison", mem: []bqtest.MemoryOption{tiers}, body: "not json", opts: []babelqueue.Option{noDLQ},
 			want:     []settled{{outcome: "retried", reason: "poison", target: "orders", delayMS: "60000"}},
-			counters: []string{"handled outcome=retried reason=poison", "retried reason=poison target=orders", "poison"}},
+			counters: []string{"consumed outcome=retried reason=poison error=poison", "retried reason=poison target=orders", "poison"}},
 		{name: "dead_lettered/failed", fail: true, opts: []babelqueue.Option{one},
 			want:     []settled{{outcome: "dead_lettered", reason: "failed", target: "orders.dlq", handler: "error"}},
-			counters: []string{"handled outcome=dead_lettered reason=failed", "dead_lettered reason=failed target=orders.dlq"}},
+			counters: []string{"consumed outcome=dead_lettered reason=failed error=failed", "dead_lettered reason=failed target=orders.dlq"}},
 		{name: "dead_lettered/unknown_urn", noRoute: true, opts: []babelqueue.Option{strategy(babelqueue.StrategyDeadLetter)},
 			want:     []settled{{outcome: "dead_lettered", reason: "unknown_urn", target: "orders.dlq"}},
-			counters: []string{"handled outcome=dead_lettered reason=unknown_urn", "dead_lettered reason=unknown_urn target=orders.dlq"}},
+			counters: []string{"consumed outcome=dead_lettered reason=unknown_urn error=unknown_urn", "dead_lettered reason=unknown_urn target=orders.dlq"}},
 		{name: "dead_lettered/poison", body: "not json",
 			want:     []settled{{outcome: "dead_lettered", reason: "poison", target: "orders.dlq"}},
-			counters: []string{"handled outcome=dead_lettered reason=poison", "dead_lettered reason=poison target=orders.dlq", "poison"}},
+			counters: []string{"consumed outcome=dead_lettered reason=poison error=poison", "dead_lettered reason=poison target=orders.dlq", "poison"}},
 		{name: "dead_lettered/version_gated", body: gatedBody,
 			want:     []settled{{outcome: "dead_lettered", reason: "version_gated", target: "orders.dlq"}},
-			counters: []string{"handled outcome=dead_lettered reason=version_gated", "dead_lettered reason=version_gated target=orders.dlq", "version_gated"}},
+			counters: []string{"consumed outcome=dead_lettered reason=version_gated error=version_gated", "dead_lettered reason=version_gated target=orders.dlq", "version_gated"}},
 		{name: "dropped/failed", fail: true, opts: []babelqueue.Option{one, noDLQ},
 			want:     []settled{{outcome: "dropped", reason: "failed", handler: "error"}},
-			counters: []string{"handled outcome=dropped reason=failed"}},
+			counters: []string{"consumed outcome=dropped reason=failed error=failed"}},
 		{name: "dropped/unknown_urn", noRoute: true, opts: []babelqueue.Option{strategy(babelqueue.StrategyDeadLetter), noDLQ},
 			want:     []settled{{outcome: "dropped", reason: "unknown_urn"}},
-			counters: []string{"handled outcome=dropped reason=unknown_urn"}},
+			counters: []string{"consumed outcome=dropped reason=unknown_urn error=unknown_urn"}},
 		{name: "dropped/poison", body: "not json", opts: []babelqueue.Option{one, noDLQ},
 			want:     []settled{{outcome: "dropped", reason: "poison"}},
-			counters: []string{"handled outcome=dropped reason=poison", "poison"}},
+			counters: []string{"consumed outcome=dropped reason=poison error=poison", "poison"}},
 		{name: "dropped/version_gated", body: gatedBody, opts: []babelqueue.Option{noDLQ},
 			want:     []settled{{outcome: "dropped", reason: "version_gated"}},
-			counters: []string{"handled outcome=dropped reason=version_gated", "version_gated"}},
+			counters: []string{"consumed outcome=dropped reason=version_gated error=version_gated", "version_gated"}},
 		{name: "released", noRoute: true, opts: []babelqueue.Option{strategy(babelqueue.StrategyRelease)},
 			// Drain reads its own release back once, releases it again and
 			// stops reading the queue.
 			want:     []settled{{outcome: "released", reason: "unknown_urn", target: "orders"}, {outcome: "released", reason: "unknown_urn", target: "orders"}},
-			counters: []string{"handled outcome=released reason=unknown_urn", "handled outcome=released reason=unknown_urn"}},
+			counters: []string{"consumed outcome=released reason=unknown_urn", "consumed outcome=released reason=unknown_urn"}},
 		{name: "deleted", noRoute: true, opts: []babelqueue.Option{strategy(babelqueue.StrategyDelete)},
 			want:     []settled{{outcome: "deleted", reason: "unknown_urn"}},
-			counters: []string{"handled outcome=deleted reason=unknown_urn"}},
+			counters: []string{"consumed outcome=deleted reason=unknown_urn"}},
 		{name: "handed_back/ack-failed", fault: "Ack", wantErr: true,
 			want:     []settled{{outcome: "handed_back", handler: "success"}},
-			counters: []string{"handled outcome=handed_back"}},
+			counters: []string{"consumed outcome=handed_back error=settle_failed"}},
 		{name: "handed_back/retry-write-failed", fault: "retry", fail: true, wantErr: true,
 			want:     []settled{{outcome: "handed_back", handler: "error"}},
-			counters: []string{"handled outcome=handed_back"}},
+			counters: []string{"consumed outcome=handed_back error=settle_failed"}},
 		{name: "handed_back/dead-letter-write-failed", fault: "dead_letter", fail: true, wantErr: true, opts: []babelqueue.Option{one},
 			want:     []settled{{outcome: "handed_back", handler: "error"}},
-			counters: []string{"handled outcome=handed_back"}},
+			counters: []string{"consumed outcome=handed_back error=settle_failed"}},
 		{name: "handed_back/consumer-stopping", stop: true, wantErr: true,
 			want:     []settled{{outcome: "handed_back", handler: "error"}},
-			counters: []string{"handled outcome=handed_back"}},
+			counters: []string{"consumed outcome=handed_back"}},
 	}
 }
 
@@ -200,8 +205,8 @@ func runOutcome(t *testing.T, tc outcomeCase, wrapped bool) {
 			byResult[s.handler]++
 		}
 	}
-	for _, result := range []string{"success", "error"} {
-		n, sum := h.observations(t, MetricHandlerDuration, map[string]string{"babelqueue.urn": testURN, "babelqueue.handler.outcome": result})
+	for result, errType := range map[string]string{"success": "", "error": handlerErrType} {
+		n, sum := h.observations(t, MetricProcessDuration, map[string]string{"babelqueue.urn": testURN, "error.type": errType, "messaging.operation.name": "process"})
 		wantSum := float64(byResult[result]) * handlerTime.Seconds()
 		if int(n) != byResult[result] || math.Abs(sum-wantSum) > 1e-9 {
 			t.Errorf("handler duration{%s}: %d observations summing %vs, want %d summing %vs", result, n, sum, byResult[result], wantSum)
@@ -236,7 +241,7 @@ func runOutcome(t *testing.T, tc outcomeCase, wrapped bool) {
 func expandCounters(list []string) map[string]int64 {
 	full := map[string]string{
 		"outcome": string(AttrOutcome), "reason": string(AttrReason), "target": string(AttrTarget),
-		"destination": "messaging.destination.name",
+		"destination": "messaging.destination.name", "error": "error.type",
 	}
 	out := map[string]int64{}
 	for _, e := range list {
@@ -246,7 +251,12 @@ func expandCounters(list []string) map[string]int64 {
 			k, v, _ := strings.Cut(f, "=")
 			kv[full[k]] = v
 		}
-		out[pointKey("babelqueue.messages."+fields[0], kv)]++
+		name := "babelqueue.messages." + fields[0]
+		if fields[0] == "consumed" {
+			name = MetricConsumedMessages
+			kv["messaging.operation.name"] = "process"
+		}
+		out[pointKey(name, kv)]++
 	}
 	return out
 }
@@ -260,7 +270,7 @@ func pointKey(metric string, kv map[string]string) string {
 	return metric + "{" + strings.Join(parts, ",") + "}"
 }
 
-// counters returns every data point of every counter but MetricPublished,
+// counters returns every data point of every counter but MetricSentMessages,
 // keyed by metric name and attributes.
 func (h *harness) counters(t testing.TB) map[string]int64 {
 	t.Helper()
@@ -268,7 +278,7 @@ func (h *harness) counters(t testing.TB) map[string]int64 {
 	for _, sm := range h.collect(t).ScopeMetrics {
 		for _, m := range sm.Metrics {
 			sum, ok := m.Data.(metricdata.Sum[int64])
-			if !ok || m.Name == MetricPublished {
+			if !ok || m.Name == MetricSentMessages {
 				continue
 			}
 			for _, dp := range sum.DataPoints {

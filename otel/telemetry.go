@@ -2,7 +2,7 @@ package otel
 
 import (
 	"go.opentelemetry.io/otel/propagation"
-	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
@@ -20,6 +20,8 @@ type Telemetry struct {
 	prop   propagation.TextMapPropagator
 	links  *linkMemory
 	hooks  Hooks
+	// backlogs is the latest re-injector backlog sample (backlog.go).
+	backlogs *backlogs
 }
 
 // New returns a Telemetry configured by opts (see the defaults in
@@ -44,13 +46,18 @@ func New(opts ...Option) (*Telemetry, error) {
 	if err != nil {
 		return nil, err
 	}
+	b := &backlogs{tiers: make(map[backlogKey]babelqueue.ReinjectBacklog)}
+	if err := registerBacklogGauges(m.meter, cfg.system, b); err != nil {
+		return nil, err
+	}
 	t := &Telemetry{
-		cfg:    cfg,
-		tracer: tp.Tracer(scopeName, trace.WithInstrumentationVersion(Version), trace.WithSchemaURL(semconv.SchemaURL)),
-		m:      m,
-		attrs:  newAttrCache(cfg.system),
-		prop:   cfg.propagator,
-		links:  newLinkMemory(cfg.linkMemory),
+		cfg:      cfg,
+		tracer:   tp.Tracer(scopeName, trace.WithInstrumentationVersion(Version), trace.WithSchemaURL(semconv.SchemaURL)),
+		m:        m,
+		attrs:    newAttrCache(cfg.system),
+		prop:     cfg.propagator,
+		links:    newLinkMemory(cfg.linkMemory),
+		backlogs: b,
 	}
 	t.hooks.t = t
 	return t, nil

@@ -92,8 +92,8 @@ func TestPublishStartsProducerSpanAndInjectsTraceparent(t *testing.T) {
 	if sc.SpanID() != send.SpanContext.SpanID() || sc.TraceID() != send.SpanContext.TraceID() {
 		t.Errorf("traceparent %q does not name the send span", msgs[0].Headers["traceparent"])
 	}
-	if n := h.count(t, MetricPublished, map[string]string{"messaging.destination.name": "orders", "messaging.system": "kafka"}); n != 1 {
-		t.Errorf("%s = %d, want 1", MetricPublished, n)
+	if n := h.count(t, MetricSentMessages, map[string]string{"messaging.destination.name": "orders", "messaging.system": "kafka"}); n != 1 {
+		t.Errorf("%s = %d, want 1", MetricSentMessages, n)
 	}
 }
 
@@ -116,7 +116,10 @@ func TestPublishKeepsCallersTraceparentAndHeaders(t *testing.T) {
 	wantAttrs(t, h.only(t, "send orders"), map[string]string{"messaging.system": DefaultSystem})
 }
 
-func TestPublishFailureMarksSendSpanAndIsNotCounted(t *testing.T) {
+// TestPublishFailureMarksSendSpanAndCountsItWithErrorType: a publish the
+// broker refused is an attempted send, counted with error.type, and its
+// span has status Error.
+func TestPublishFailureMarksSendSpanAndCountsItWithErrorType(t *testing.T) {
 	h := newHarness(t)
 	mem := bqtest.NewInMemoryTransport()
 	boom := errors.New("broker down")
@@ -134,8 +137,12 @@ func TestPublishFailureMarksSendSpanAndIsNotCounted(t *testing.T) {
 	if send.Status.Code != codes.Error || !hasEvent(send, "exception") {
 		t.Errorf("failed publish: status %v, events %v", send.Status, send.Events)
 	}
-	if n := h.count(t, MetricPublished, nil); n != 0 {
-		t.Errorf("%s = %d after a failed publish, want 0", MetricPublished, n)
+	wantAttrs(t, send, map[string]string{"error.type": handlerErrType})
+	if n := h.count(t, MetricSentMessages, map[string]string{"error.type": handlerErrType, "messaging.operation.name": "send"}); n != 1 {
+		t.Errorf("%s{error.type} = %d after a failed publish, want 1", MetricSentMessages, n)
+	}
+	if n, _ := h.observations(t, MetricOperationDuration, map[string]string{"error.type": handlerErrType, "messaging.operation.type": "send"}); n != 1 {
+		t.Errorf("%s{error.type} = %d observations after a failed publish, want 1", MetricOperationDuration, n)
 	}
 }
 

@@ -127,14 +127,54 @@ func (h *harness) collect(t *testing.T) metricdata.ResourceMetrics {
 	return rm
 }
 
+// matches reports whether set has every attribute of want; an empty
+// wanted value means the attribute must be absent.
 func matches(set attribute.Set, want map[string]string) bool {
 	for k, v := range want {
 		got, ok := set.Value(attribute.Key(k))
+		if v == "" {
+			if ok {
+				return false
+			}
+			continue
+		}
 		if !ok || got.String() != v {
 			return false
 		}
 	}
 	return true
+}
+
+// gauge returns the value of the gauge name at the data point having want,
+// and whether there is one.
+func (h *harness) gauge(t *testing.T, name string, want map[string]string) (float64, bool) {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := h.reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != name {
+				continue
+			}
+			switch g := m.Data.(type) {
+			case metricdata.Gauge[int64]:
+				for _, dp := range g.DataPoints {
+					if matches(dp.Attributes, want) {
+						return float64(dp.Value), true
+					}
+				}
+			case metricdata.Gauge[float64]:
+				for _, dp := range g.DataPoints {
+					if matches(dp.Attributes, want) {
+						return dp.Value, true
+					}
+				}
+			}
+		}
+	}
+	return 0, false
 }
 
 // count sums the counter name over the data points having want.
@@ -259,6 +299,20 @@ func checkRetryToDeadLetter(t *testing.T, h *harness, rec *recorder, root trace.
 	wantAttrs(t, process[0], map[string]string{"babelqueue.attempt": "0", "babelqueue.outcome": "retried", "babelqueue.reason": "failed"})
 	wantAttrs(t, process[1], map[string]string{"babelqueue.attempt": "1", "babelqueue.outcome": "dead_lettered", "babelqueue.reason": "failed",
 		"babelqueue.target": queue + ".dlq"})
+	for i, p := range process {
+		if got := attrs(p)["error.type"]; got != "failed" {
+			t.Errorf("process span %d: error.type = %q, want failed", i, got)
+		}
+		if system != "kafka" {
+			continue
+		}
+		// The Kafka binding's delivery reports its record.
+		for _, k := range []string{"messaging.destination.partition.id", "messaging.kafka.offset", "messaging.kafka.message.key", "messaging.consumer.group.name"} {
+			if attrs(p)[k] == "" {
+				t.Errorf("process span %d lacks %s (all: %v)", i, k, attrs(p))
+			}
+		}
+	}
 	if process[0].Status.Code != codes.Unset || process[1].Status.Code != codes.Error {
 		t.Errorf("statuses %v, %v: want unset, then error", process[0].Status, process[1].Status)
 	}
@@ -277,9 +331,9 @@ func checkRetryToDeadLetter(t *testing.T, h *harness, rec *recorder, root trace.
 		metric string
 		with   map[string]string
 	}{
-		{bqotel.MetricPublished, nil},
-		{bqotel.MetricHandled, map[string]string{"babelqueue.outcome": "retried", "babelqueue.reason": "failed"}},
-		{bqotel.MetricHandled, map[string]string{"babelqueue.outcome": "dead_lettered", "babelqueue.reason": "failed"}},
+		{bqotel.MetricSentMessages, map[string]string{"messaging.operation.name": "send", "error.type": ""}},
+		{bqotel.MetricConsumedMessages, map[string]string{"messaging.operation.name": "process", "babelqueue.outcome": "retried", "babelqueue.reason": "failed", "error.type": "failed"}},
+		{bqotel.MetricConsumedMessages, map[string]string{"messaging.operation.name": "process", "babelqueue.outcome": "dead_lettered", "babelqueue.reason": "failed", "error.type": "failed"}},
 		{bqotel.MetricRetried, map[string]string{"babelqueue.reason": "failed", "babelqueue.target": retryTarget}},
 		{bqotel.MetricDeadLettered, map[string]string{"babelqueue.reason": "failed", "babelqueue.target": queue + ".dlq"}},
 	} {
@@ -294,7 +348,7 @@ func checkRetryToDeadLetter(t *testing.T, h *harness, rec *recorder, root trace.
 			t.Errorf("%s%v = %d, want 1", c.metric, c.with, n)
 		}
 	}
-	if n, _ := h.observations(t, bqotel.MetricHandlerDuration, map[string]string{"babelqueue.handler.outcome": "error"}); n != 2 {
+	if n, _ := h.observations(t, bqotel.MetricProcessDuration, map[string]string{"error.type": "*errors.errorString"}); n != 2 {
 		t.Errorf("handler duration errors = %d, want 2", n)
 	}
 	return process

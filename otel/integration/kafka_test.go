@@ -44,7 +44,8 @@ func TestKafkaTraceFromPublishThroughRetryTierToDeadLetter(t *testing.T) {
 	}
 	h := newHarness(t, "kafka")
 
-	reinjector, err := kafkaTransport(t, kafka.WithGroupID(brokertest.Topic(t, "reinject")), tiers, kafka.WithReinjectHooks(h.tel.Hooks())).NewReinjector(queue)
+	reinjector, err := kafkaTransport(t, kafka.WithGroupID(brokertest.Topic(t, "reinject")), tiers, kafka.WithReinjectHooks(h.tel.Hooks()),
+		kafka.WithReinjectBacklogInterval(100*time.Millisecond)).NewReinjector(queue)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func TestKafkaTraceFromPublishThroughRetryTierToDeadLetter(t *testing.T) {
 	app.Handle(testURN, rec.fail)
 
 	rootCtx, root := h.tp.Tracer("test").Start(ctx, "checkout")
-	if _, err := app.Publish(rootCtx, testURN, map[string]any{"order_id": 1042}); err != nil {
+	if _, err := app.Publish(rootCtx, testURN, map[string]any{"order_id": 1042}, babelqueue.WithKey([]byte("order-1042"))); err != nil {
 		t.Fatal(err)
 	}
 	root.End()
@@ -84,6 +85,21 @@ func TestKafkaTraceFromPublishThroughRetryTierToDeadLetter(t *testing.T) {
 	}
 	if n != 1 || sum < 0 || sum > 10 {
 		t.Errorf("%s: %d observations summing %vs, want 1 between 0 and 10s", bqotel.MetricReinjectLag, n, sum)
+	}
+
+	// The re-injector's backlog sample reaches the gauges: the tier was
+	// carried, so its backlog is observed as zero.
+	tier := map[string]string{"messaging.system": "kafka", "messaging.destination.name": kafka.RetryTopic(queue, 1), "babelqueue.tier": "1"}
+	v, ok := h.gauge(t, bqotel.MetricReinjectBacklog, tier)
+	for deadline := time.Now().Add(10 * time.Second); (!ok || v != 0) && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		v, ok = h.gauge(t, bqotel.MetricReinjectBacklog, tier)
+	}
+	if !ok || v != 0 {
+		t.Errorf("%s%v = %v (observed: %v), want 0", bqotel.MetricReinjectBacklog, tier, v, ok)
+	}
+	if _, ok := h.gauge(t, bqotel.MetricReinjectOldestAge, tier); !ok {
+		t.Errorf("%s%v not observed", bqotel.MetricReinjectOldestAge, tier)
 	}
 
 	reader, err := babelqueue.NewApp(kafkaTransport(t, kafka.WithGroupID(brokertest.Topic(t, "dlq-reader"))), babelqueue.WithHooks(h.tel.Hooks()),

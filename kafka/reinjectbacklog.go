@@ -1,0 +1,183 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	kafkago "github.com/segmentio/kafka-go"
+)
+
+// reinjectBacklogTimeout bounds the broker calls of one sample; a sample
+// is also bounded by the interval (but given at least
+// minReinjectBacklogTimeout), so that an unreachable broker is reported
+// within one interval plus that bound.
+const (
+	reinjectBacklogTimeout    = 10 * time.Second
+	minReinjectBacklogTimeout = time.Second
+)
+
+// backlogTimeout is the bound of one sample taken every every.
+func backlogTimeout(every time.Duration) time.Duration {
+	return min(reinjectBacklogTimeout, max(every, minReinjectBacklogTimeout))
+}
+
+// WithReinjectBacklogInterval sets how often a running Reinjector samples
+// the backlog of every retry tier it carries and reports it to the
+// babelqueue.ReinjectBacklogHook values of WithReinjectHooks (the first
+// sample is taken when Run starts). The sample reads, per tier topic, the
+// end offsets, the group's committed offsets and the timestamp of the
+// oldest record not carried yet, through connections of its own; a
+// Reinjector without such hooks, or without brokers (WithWriter and a
+// group factory only), samples nothing. A non-positive interval is
+// rejected.
+func WithReinjectBacklogInterval(d time.Duration) Option {
+	return func(c *config) {
+		if d <= 0 {
+			c.fail("re-inject backlog interval %v is not positive", d)
+			return
+		}
+		c.reinjectBacklogEvery = d
+	}
+}
+
+// startBacklog starts the backlog sampler of a Run when it has hooks to
+// report to; the returned function stops it and waits for it.
+func (r *Reinjector) startBacklog(ctx context.Context) (stop func()) {
+	cfg := &r.t.cfg
+	if len(cfg.reinjectBacklogHooks) == 0 || len(cfg.brokers) == 0 {
+		return func() {}
+	}
+	every := cfg.reinjectBacklogEvery
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b := newRedriveBroker(cfg)
+		defer b.close()
+		for {
+			r.reportBacklog(ctx, r.sampleBacklog(ctx, b, backlogTimeout(every)))
+			if !sleep(ctx, r.clock, every) {
+				return
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// sampleBacklog reads the backlog of every tier topic, in tier order,
+// within timeout.
+func (r *Reinjector) sampleBacklog(ctx context.Context, b *redriveBroker, timeout time.Duration) []babelqueue.ReinjectBacklog {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	out := make([]babelqueue.ReinjectBacklog, 0, len(r.topics))
+	for _, topic := range r.topics {
+		tb := babelqueue.ReinjectBacklog{Tier: topic, TierIndex: r.indexOf[topic], Queue: r.workOf[topic], Group: r.groupID}
+		tb.Err = r.tierBacklog(ctx, b, topic, &tb)
+		if tb.Err != nil {
+			tb.Backlog, tb.OldestAge, tb.OldestLag = 0, 0, 0
+		}
+		tb.SampledAt = r.clock.Now()
+		out = append(out, tb)
+	}
+	return out
+}
+
+// tierBacklog fills the counts of tb from the broker: per partition, the
+// records from the group's committed offset (the first offset when it
+// committed none, as the group starts there) to the end offset, and the
+// timestamp of the first of them.
+func (r *Reinjector) tierBacklog(ctx context.Context, b *redriveBroker, topic string, tb *babelqueue.ReinjectBacklog) error {
+	parts, err := b.partitions(ctx, topic)
+	if err != nil {
+		return err
+	}
+	first, next, err := b.boundsOnce(ctx, topic, parts)
+	if err != nil {
+		return err
+	}
+	committed, err := b.committed(ctx, r.groupID, topic, parts)
+	if err != nil {
+		return err
+	}
+	var oldest time.Time
+	for _, p := range parts {
+		start := first[p]
+		if c, ok := committed[p]; ok && c.CommittedOffset > start {
+			start = c.CommittedOffset
+		}
+		if next[p] <= start {
+			continue
+		}
+		tb.Backlog += next[p] - start
+		ts, err := firstRecordTime(ctx, b.client, topic, p, start)
+		if err != nil {
+			return err
+		}
+		if !ts.IsZero() && (oldest.IsZero() || ts.Before(oldest)) {
+			oldest = ts
+		}
+	}
+	if tb.Backlog > 0 && !oldest.IsZero() {
+		now := r.clock.Now()
+		tb.OldestAge = max(now.Sub(oldest), 0)
+		tb.OldestLag = max(tb.OldestAge-r.tierOf[topic], 0)
+	}
+	return nil
+}
+
+// firstRecordTime returns the timestamp of the first record of
+// topic/partition at or after offset; zero when there is none.
+func firstRecordTime(ctx context.Context, client *kafkago.Client, topic string, partition int, offset int64) (time.Time, error) {
+	res, err := client.Fetch(ctx, &kafkago.FetchRequest{
+		Topic: topic, Partition: partition, Offset: offset,
+		MinBytes: 1, MaxBytes: 64 << 10, MaxWait: 100 * time.Millisecond,
+	})
+	if err == nil && res.Error != nil {
+		err = res.Error
+	}
+	if err != nil {
+		return time.Time{}, wrapf(err, "read %s/%d at %d", topic, partition, offset)
+	}
+	for {
+		rec, err := res.Records.ReadRecord()
+		switch {
+		case errors.Is(err, io.EOF):
+			return time.Time{}, nil
+		case err != nil:
+			return time.Time{}, wrapf(err, "read %s/%d at %d", topic, partition, offset)
+		}
+		if rec.Offset >= offset {
+			return rec.Time, nil
+		}
+	}
+}
+
+// reportBacklog hands one sample to every backlog hook, recovering a
+// panic.
+func (r *Reinjector) reportBacklog(ctx context.Context, tiers []babelqueue.ReinjectBacklog) {
+	if ctx.Err() != nil {
+		return
+	}
+	for _, tb := range tiers {
+		if tb.Err != nil {
+			r.log.Warn("kafka: re-injector backlog sample failed", "tier", tb.Tier, "group", tb.Group, "err", tb.Err)
+		}
+	}
+	for _, h := range r.t.cfg.reinjectBacklogHooks {
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					r.log.Warn("kafka: re-inject backlog hook panicked", "panic", fmt.Sprint(p))
+				}
+			}()
+			h.OnReinjectBacklog(ctx, tiers)
+		}()
+	}
+}

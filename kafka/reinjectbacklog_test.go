@@ -1,0 +1,91 @@
+package kafka
+
+import (
+	"context"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+)
+
+// TestBacklogTimeoutIsBoundedByTheInterval: a sample never outlasts its
+// interval by more than the 1s floor, nor 10s.
+func TestBacklogTimeoutIsBoundedByTheInterval(t *testing.T) {
+	for every, want := range map[time.Duration]time.Duration{
+		200 * time.Millisecond: time.Second, 5 * time.Second: 5 * time.Second, time.Minute: 10 * time.Second,
+	} {
+		if got := backlogTimeout(every); got != want {
+			t.Errorf("backlogTimeout(%v) = %v, want %v", every, got, want)
+		}
+	}
+}
+
+// TestBacklogSampleOfAnUnansweringBrokerReportsErrors: a broker that
+// accepts connections and never answers gives every tier an error and
+// zero counts, within the sample's bound; a panicking hook is recovered.
+func TestBacklogSampleOfAnUnansweringBrokerReportsErrors(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var held []net.Conn // accepted, held open, never answered
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		ln.Close()
+		<-done
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	var got []babelqueue.ReinjectBacklog
+	tr, err := New(WithBrokers(ln.Addr().String()), WithGroupID("g"), WithRetryTiers(time.Second, 2*time.Second),
+		WithReinjectHooks(panicky{}, backlogFunc(func(tiers []babelqueue.ReinjectBacklog) { got = tiers })))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	r, err := tr.NewReinjector("orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newRedriveBroker(&tr.cfg)
+	defer b.close()
+	start := time.Now()
+	r.reportBacklog(context.Background(), r.sampleBacklog(context.Background(), b, 300*time.Millisecond))
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("sample took %v, want about its 300ms bound", took)
+	}
+	if len(got) != 2 {
+		t.Fatalf("%d tiers reported, want 2", len(got))
+	}
+	for i, tb := range got {
+		if tb.Err == nil || tb.Backlog != 0 || tb.OldestAge != 0 || tb.Tier != RetryTopic("orders", i+1) || tb.Group != "g" || tb.SampledAt.IsZero() {
+			t.Errorf("tier %d: %+v, want an error and zero counts", i+1, tb)
+		}
+	}
+}
+
+type panicky struct{}
+
+func (panicky) OnReinjectBacklog(context.Context, []babelqueue.ReinjectBacklog) { panic("boom") }
+
+type backlogFunc func([]babelqueue.ReinjectBacklog)
+
+func (f backlogFunc) OnReinjectBacklog(_ context.Context, tiers []babelqueue.ReinjectBacklog) {
+	f(tiers)
+}
