@@ -55,7 +55,7 @@ func (t *Transport) Receive(ctx context.Context, queue string, timeout time.Dura
 }
 
 // Pop receives the next message of queue, subscribing on the first call for
-// that queue, and waits at most timeout (the max wait of WithMaxWait when
+// that queue, and waits at most timeout (the max wait of WithMaxWaitTime when
 // timeout is zero or less). It returns (nil, nil) when nothing arrived.
 //
 // Headers holds every property of the message. Body is the payload with
