@@ -144,6 +144,14 @@ CHAOS_ENV := BQ_BROKERS_STATE=$(CHAOS_STATE) \
 CHAOS_BIN = $(CHAOS_STATE)/bin
 CHAOS_BROKER_LIST ?= kafka pulsar
 
+.PHONY: restart-tests
+restart-tests: ## Publish outcomes across a broker kill -9 and restart (Kafka: acked/unknown/refused; Pulsar: deduplication), on brokers of their own (the chaos state and ports).
+	@for b in $(CHAOS_BROKER_LIST); do \
+	  echo "== restart tests $$b"; \
+	  env $(CHAOS_ENV) BQ_BROKERS=$$b BQ_RESTART_SCRIPTS=$(CURDIR)/tools/brokers $(BROKERS) \
+	    bash -c 'cd "$$0" && $(GO) test -tags "integration restart" -run "^TestRestart" -count=1 -p 1 -timeout 20m -v . | grep -E "^(restart:|--- |PASS|FAIL|ok)|_test.go:"; exit $${PIPESTATUS[0]}' $$b || exit 1; \
+	done
+
 .PHONY: chaos
 chaos: ## Chaos suite, full: per broker 10,000 envelopes, 22 SIGKILLs, a broker kill -9 and restart; the SIGTERM variant and the leak check; then the three-node Kafka cluster scenarios.
 	@$(MAKE) --no-print-directory chaos-run CHAOS_RUNS='run -n 10000 -kills 22 -duration 6m;run -graceful -n 3000 -kills 8 -duration 80s;leak -cycles 50'
