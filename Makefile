@@ -154,12 +154,12 @@ restart-tests: ## Publish outcomes across a broker kill -9 and restart (Kafka: a
 
 .PHONY: chaos
 chaos: ## Chaos suite, full: per broker 10,000 envelopes, 22 SIGKILLs, a broker kill -9 and restart; the SIGTERM variant and the leak check; then the three-node Kafka cluster scenarios.
-	@$(MAKE) --no-print-directory chaos-run CHAOS_RUNS='run -n 10000 -kills 22 -duration 6m;run -graceful -n 3000 -kills 8 -duration 80s;leak -cycles 50'
+	@$(MAKE) --no-print-directory chaos-run CHAOS_RUNS='run -n 10000 -kills 22 -duration 6m;run -graceful -n 3000 -kills 8 -duration 80s;producer-kill -n 4000 -kills 20 -duration 60s;leak -cycles 50'
 	@$(MAKE) --no-print-directory cluster-tests
 
 .PHONY: chaos-short
-chaos-short: ## Chaos suite, short (for CI): per broker 3,000 envelopes, 6 SIGKILLs, a broker kill -9 and restart.
-	@$(MAKE) --no-print-directory chaos-run CHAOS_RUNS='run -n 3000 -kills 6 -duration 75s'
+chaos-short: ## Chaos suite, short (for CI): per broker 3,000 envelopes, 6 SIGKILLs, a broker kill -9 and restart; a producer SIGKILLed 5 times mid-publish.
+	@$(MAKE) --no-print-directory chaos-run CHAOS_RUNS='run -n 3000 -kills 6 -duration 75s;producer-kill -n 1500 -kills 5 -duration 20s'
 
 .PHONY: chaos-run
 chaos-run: # CHAOS_RUNS: ';'-separated bqchaos command lines, run on each broker of CHAOS_BROKER_LIST in turn.

@@ -3,6 +3,7 @@
 //
 //	bqchaos run  -broker kafka|pulsar [-n N] [-kills K] [-duration D] [-graceful] ...
 //	bqchaos leak -broker kafka|pulsar [-cycles 50]
+//	bqchaos producer-kill -broker kafka|pulsar [-n N] [-kills K] [-duration D]
 //
 // `run` provisions a work topic with 6 partitions (Kafka: its retry tiers
 // and DLQ), produces N envelopes whose ids it records durably first, runs
@@ -40,6 +41,10 @@ func main() {
 		os.Exit(leakMain(os.Args[2:]))
 	case "account":
 		os.Exit(accountMain(os.Args[2:]))
+	case "producer-kill":
+		os.Exit(producerKillMain(os.Args[2:]))
+	case "producer":
+		os.Exit(producerMain(os.Args[2:]))
 	default:
 		usage()
 		os.Exit(2)
