@@ -27,6 +27,7 @@ type side interface {
 	name() string
 	transport() babelqueue.Transport
 	workTopic() string
+	dlq() string
 	provision(ctx context.Context) error
 	consumerArgs(self, dir, proc string, work time.Duration) []string
 	helpers() map[string]func(proc string) []string
