@@ -45,27 +45,25 @@ func storedIDs(ctx context.Context, s side) (map[string]int, error) {
 			return nil, fmt.Errorf("pulsar client: %w", err)
 		}
 		defer c.Close()
-		cons, err := c.Subscribe(pulsarclient.ConsumerOptions{Topic: s.topic, SubscriptionName: "chaos-count",
-			Type: pulsarclient.Exclusive, SubscriptionInitialPosition: pulsarclient.SubscriptionPositionEarliest})
-		if err != nil {
-			return nil, fmt.Errorf("count subscription on %s: %w", s.topic, err)
-		}
-		defer cons.Close()
-		seen := map[string]bool{}
-		for {
-			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			m, err := cons.Receive(rctx)
-			cancel()
+		// A reader per partition, to its end: deterministic, unlike a
+		// subscription waited on until it is idle.
+		for i := range s.partitions {
+			part := fmt.Sprintf("persistent://public/default/%s-partition-%d", s.topic, i)
+			r, err := c.CreateReader(pulsarclient.ReaderOptions{Topic: part, StartMessageID: pulsarclient.EarliestMessageID()})
 			if err != nil {
-				if ctx.Err() != nil {
-					return nil, ctx.Err()
-				}
-				break // nothing more within 5 s
+				return nil, fmt.Errorf("reader on %s: %w", part, err)
 			}
-			if key := m.ID().String(); !seen[key] {
-				seen[key] = true
+			for r.HasNext() {
+				rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				m, err := r.Next(rctx)
+				cancel()
+				if err != nil {
+					r.Close()
+					return nil, fmt.Errorf("read %s: %w", part, err)
+				}
 				count[idOfBody(m.Payload())]++
 			}
+			r.Close()
 		}
 	default:
 		return nil, fmt.Errorf("no read-back for %T", s)
