@@ -153,8 +153,9 @@ restart-tests: ## Publish outcomes across a broker kill -9 and restart (Kafka: a
 	done
 
 .PHONY: chaos
-chaos: ## Chaos suite, full: per broker 10,000 envelopes, 22 SIGKILLs, a broker kill -9 and restart; the SIGTERM variant and the leak check; then the three-node Kafka cluster scenarios.
-	@$(MAKE) --no-print-directory chaos-run CHAOS_RUNS='run -n 10000 -kills 22 -duration 6m;run -graceful -n 3000 -kills 8 -duration 80s;producer-kill -n 4000 -kills 20 -duration 60s;leak -cycles 50'
+chaos: ## Chaos suite, full: per broker 10,000 envelopes, 22 SIGKILLs, a broker kill -9 and restart; the SIGTERM variant, producer-kill, redrive-kill, redrive-restart and the leak check; Pulsar restart-shared and restart-exclusive; then the three-node Kafka cluster scenarios.
+	@$(MAKE) --no-print-directory chaos-run CHAOS_RUNS='run -n 10000 -kills 22 -duration 6m;run -graceful -n 3000 -kills 8 -duration 80s;producer-kill -n 4000 -kills 20 -duration 60s;redrive-chaos -n 3000 -kills 8 -duration 40s;redrive-chaos -n 3000 -kills 0 -duration 40s;leak -cycles 50'
+	@$(MAKE) --no-print-directory chaos-run CHAOS_BROKER_LIST=pulsar CHAOS_RUNS='run -scenario restart-shared -n 3000 -kills 2 -duration 60s;run -scenario restart-exclusive -subscription exclusive -n 3000 -kills 2 -duration 60s'
 	@$(MAKE) --no-print-directory cluster-tests
 
 .PHONY: chaos-short
