@@ -146,6 +146,21 @@ func redriveChaos(ctx context.Context, broker, dir, script string, n, kills int,
 		return 1, err
 	}
 	log.Info("seeded the DLQ", "dead_letters", n)
+	// Warm the work topic up: a Pulsar standalone killed with -9 was seen
+	// to lose a partition's first ledger, created seconds before the kill,
+	// with every message the broker had acknowledged in it (the redrive
+	// cannot protect against a broker losing acknowledged writes); a
+	// ledger that exists well before the kill was kept.
+	warm := babelqueue.NewApp(s.transport(), babelqueue.WithDefaultQueue(s.workTopic()))
+	for i := range 4 * workPartitions {
+		pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		_, err := warm.Publish(pctx, URN, map[string]any{"warm": i}, babelqueue.WithKey([]byte(fmt.Sprintf("warm-%d", i))))
+		cancel()
+		if err != nil {
+			return 1, fmt.Errorf("warm-up publish: %w", err)
+		}
+	}
+	sleepCtx(ctx, 15*time.Second)
 	self, err := os.Executable()
 	if err != nil {
 		return 1, err
