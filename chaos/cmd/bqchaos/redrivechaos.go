@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	pulsarclient "github.com/apache/pulsar-client-go/pulsar"
+	pulsarlog "github.com/apache/pulsar-client-go/pulsar/log"
 	"github.com/babelqueue/babelqueue-go/chaos"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 )
@@ -146,21 +148,16 @@ func redriveChaos(ctx context.Context, broker, dir, script string, n, kills int,
 		return 1, err
 	}
 	log.Info("seeded the DLQ", "dead_letters", n)
-	// Warm the work topic up: a Pulsar standalone killed with -9 was seen
-	// to lose a partition's first ledger, created seconds before the kill,
-	// with every message the broker had acknowledged in it (the redrive
-	// cannot protect against a broker losing acknowledged writes); a
-	// ledger that exists well before the kill was kept.
-	warm := babelqueue.NewApp(s.transport(), babelqueue.WithDefaultQueue(s.workTopic()))
-	for i := range 4 * workPartitions {
-		pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		_, err := warm.Publish(pctx, URN, map[string]any{"warm": i}, babelqueue.WithKey([]byte(fmt.Sprintf("warm-%d", i))))
-		cancel()
-		if err != nil {
-			return 1, fmt.Errorf("warm-up publish: %w", err)
+	// Pulsar keeps a topic's messages only for its subscriptions: without
+	// one, the ledgers of the work topic may be dropped when the broker
+	// restarts (in a first run, 700 copies acknowledged before the kill
+	// were gone after it). A durable audit subscription, never consumed,
+	// keeps them, as the consumers' subscription does in a deployment.
+	if p, ok := s.(*pulsarSide); ok {
+		if err := p.auditWorkTopic(); err != nil {
+			return 1, err
 		}
 	}
-	sleepCtx(ctx, 15*time.Second)
 	self, err := os.Executable()
 	if err != nil {
 		return 1, err
@@ -273,4 +270,21 @@ func redriveChaos(ctx context.Context, broker, dir, script string, n, kills int,
 		return 1, nil
 	}
 	return 0, nil
+}
+
+// auditWorkTopic creates the durable subscription chaos-audit on the work
+// topic, at its start, and leaves it unconsumed.
+func (p *pulsarSide) auditWorkTopic() error {
+	c, err := pulsarclient.NewClient(pulsarclient.ClientOptions{URL: p.url, Logger: pulsarlog.NewLoggerWithSlog(p.log)})
+	if err != nil {
+		return fmt.Errorf("pulsar client: %w", err)
+	}
+	defer c.Close()
+	cons, err := c.Subscribe(pulsarclient.ConsumerOptions{Topic: p.topic, SubscriptionName: auditSubscription,
+		Type: pulsarclient.Shared, SubscriptionInitialPosition: pulsarclient.SubscriptionPositionEarliest})
+	if err != nil {
+		return fmt.Errorf("audit subscription on %s: %w", p.topic, err)
+	}
+	cons.Close()
+	return nil
 }
