@@ -231,13 +231,10 @@ func sameHeaders(hs []kafkago.Header, m map[string]string) bool {
 	return true
 }
 
-// write hands msgs to the writer and maps its errors.
+// write hands msgs to the writer and maps its errors (publish_outcome.go).
 func (t *Transport) write(ctx context.Context, topic string, msgs ...kafkago.Message) error {
 	if t.isClosed() {
 		return ErrClosed
 	}
-	if err := t.writer.WriteMessages(ctx, msgs...); err != nil {
-		return writeError(topic, err)
-	}
-	return nil
+	return t.writeClassified(ctx, topic, msgs...)
 }

@@ -96,6 +96,7 @@ func New(opts ...Option) (*Transport, error) {
 			BatchSize:              cfg.batchSize,
 			BatchBytes:             cfg.batchBytes,
 			RequiredAcks:           cfg.requiredAcks,
+			MaxAttempts:            1, // the transport retries (publish_outcome.go)
 			AllowAutoTopicCreation: cfg.autoCreate,
 			Transport:              t.net,
 			ErrorLogger:            kafkaLogger{cfg.log()},

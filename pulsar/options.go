@@ -60,6 +60,7 @@ type config struct {
 	failures            *connFailures // fed by the logger of the client we build
 
 	producerOptions func(*pulsar.ProducerOptions)
+	dedupName       string // WithDeduplication (dedup.go)
 	consumerOptions func(*pulsar.ConsumerOptions)
 
 	logger    *slog.Logger
