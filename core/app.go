@@ -102,6 +102,11 @@ func WithEnvelopeOptions(opts ...MakeOption) PublishOption {
 // Publish makes an envelope of urn and data (see Make) and writes it to the
 // default queue, or to the queue of a ToQueue option. It returns meta.id,
 // the message's idempotency key, once the transport acknowledged the write.
+//
+// An error matching ErrPublishUnknown (an *UnknownPublishError) means the
+// outcome is unknown: the envelope may be stored. Pass that error to
+// Republish to write the same envelope, under the same meta.id, again;
+// any other error means nothing was written.
 func (a *App) Publish(ctx context.Context, urn string, data any, opts ...PublishOption) (string, error) {
 	return a.PublishWithHeaders(ctx, urn, data, nil, opts...)
 }
@@ -111,7 +116,8 @@ func (a *App) Publish(ctx context.Context, urn string, data any, opts ...Publish
 // keys and values are skipped). An empty headers map behaves exactly like
 // Publish. A transport without the Headers feature makes a call with
 // headers fail with an error matching errors.ErrUnsupported, having
-// written nothing.
+// written nothing. Its errors are those of Publish: one matching
+// ErrPublishUnknown leaves the outcome unknown (see Republish).
 func (a *App) PublishWithHeaders(ctx context.Context, urn string, data any, headers map[string]string, opts ...PublishOption) (string, error) {
 	var p publishConfig
 	for _, o := range opts {
@@ -148,6 +154,9 @@ func (a *App) PublishWithHeaders(ctx context.Context, urn string, data any, head
 		out.Headers = maps.Clone(headers)
 	}
 	if _, err := a.send(ctx, out); err != nil {
+		if errors.Is(err, ErrPublishUnknown) {
+			return "", newUnknownPublishError(out, env.Meta.ID, err)
+		}
 		return "", fmt.Errorf("babelqueue: publish %s to %s: %w", urn, queue, err)
 	}
 	return env.Meta.ID, nil

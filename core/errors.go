@@ -37,4 +37,20 @@ var (
 	// holding the dead-letter queue's cursor; it read, wrote and settled
 	// nothing. The bindings' own ErrRedriveBusy values match it.
 	ErrRedriveBusy = driver.ErrRedriveBusy
+	// ErrPublishUnknown marks a publish whose outcome is unknown: the write
+	// left the client, but no acknowledgement came back (the connection broke
+	// after the request went out, or the wait for the acknowledgement timed
+	// out). The message may or may not be stored, and may still be stored
+	// after the call returned. A binding wraps it into every such error; a
+	// publish error that does not match it means nothing was written.
+	//
+	// Do not publish the same intent again with Publish: that makes a new
+	// envelope with a new meta.id, which no consumer can tell from a second
+	// message. Pass the error to App.Republish, which writes the very same
+	// envelope (same bytes, same meta.id) again: at worst the message is
+	// stored twice under one meta.id, which a consumer deduplicates, and on a
+	// binding with broker-side deduplication (Pulsar's WithDeduplication) it
+	// is stored once. It is driver.ErrPublishUnknown, the value the
+	// bindings wrap.
+	ErrPublishUnknown = driver.ErrPublishUnknown
 )

@@ -16,7 +16,10 @@ import (
 // bq-attempts; a field the body lacks is left out) and the timestamp is
 // meta.created_at (the publish time when the body has none). A Publish
 // with no other write in flight is sent at once; concurrent publishers to a
-// partition share a batch, held open at most the linger (WithLinger).
+// partition share a batch, held open at most the linger (WithLinger). An
+// error matching babelqueue.ErrPublishUnknown means the record may be stored
+// (the outcome is unknown); any other error means nothing was written
+// (publish_outcome.go). The same holds for every publish call and Send.
 func (t *Transport) Publish(ctx context.Context, queue, body string) error {
 	return t.PublishWithHeaders(ctx, queue, body, nil)
 }
@@ -45,8 +48,9 @@ func (t *Transport) PublishKeyed(ctx context.Context, queue string, key []byte, 
 // records are handed to the writer together, so they travel in as few
 // produce requests as the batch limits allow. It returns once every record
 // was acknowledged, or with an error naming how many failed; on error some
-// records may have been written. Records keep their relative order per
-// partition.
+// records may have been written, and it matches
+// babelqueue.ErrPublishUnknown unless every record was refused before it
+// was sent. Records keep their relative order per partition.
 func (t *Transport) PublishBatch(ctx context.Context, queue string, bodies ...string) error {
 	if wire.IsBlank(queue) {
 		return ErrEmptyTopic

@@ -231,7 +231,7 @@ func sameHeaders(hs []kafkago.Header, m map[string]string) bool {
 	return true
 }
 
-// write hands msgs to the writer and maps its errors. A single record
+// write hands msgs to the writer and maps its errors (publish_outcome.go). A single record
 // written while no other write is in flight goes through the lone writer,
 // which sends it at once: the batching writer would hold it for the linger
 // (WithLinger) waiting for records that only concurrent writes bring.
@@ -246,8 +246,5 @@ func (t *Transport) write(ctx context.Context, topic string, msgs ...kafkago.Mes
 		}
 		defer t.writing.Add(-1)
 	}
-	if err := w.WriteMessages(ctx, msgs...); err != nil {
-		return writeError(topic, err)
-	}
-	return nil
+	return t.writeClassified(ctx, w, topic, msgs...)
 }

@@ -117,6 +117,7 @@ func (t *Transport) newWriter(batchSize int) *kafkago.Writer {
 		BatchSize:              batchSize,
 		BatchBytes:             t.cfg.batchBytes,
 		RequiredAcks:           t.cfg.requiredAcks,
+		MaxAttempts:            1, // the transport retries what was refused (publish_outcome.go)
 		AllowAutoTopicCreation: t.cfg.autoCreate,
 		Transport:              t.net,
 		Logger:                 logger,

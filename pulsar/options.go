@@ -12,7 +12,29 @@ import (
 	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
-// Defaults applied by New. They are listed here, in one place.
+// Defaults applied by New. Every option and its default is listed here:
+//
+//	option                         default
+//	WithServiceURL, WithClient     none: exactly one is required
+//	WithTopicPrefix                none: a queue name is the topic name (public/default)
+//	WithSubscription               DefaultSubscription ("babelqueue")
+//	WithSubscriptionType           pulsar.Exclusive (the client's), undeclared
+//	WithInitialPosition            pulsar.SubscriptionPositionEarliest
+//	WithNackRedeliveryDelay        the client's (1 min)
+//	WithMaxWaitTime                DefaultMaxWaitTime (1s)
+//	WithMaxAttempts                babelqueue.DefaultMaxAttempts (3)
+//	WithRetryProducer,
+//	WithRetryClient,
+//	WithRepublishRetries           none: Retry negatively acknowledges
+//	WithToken, WithTLSAuth         none (no authentication)
+//	WithTLSTrustCerts              none
+//	WithTLSAllowInsecure           off
+//	WithTimeouts                   the client's
+//	WithProducerOptions            none: batching delay DefaultBatchingMaxPublishDelay (1ms)
+//	WithDeduplication              off: producers have generated names and no explicit sequence ids
+//	WithConsumerOptions            none
+//	WithLogger                     slog.Default()
+//	WithOnWarning                  none (warnings are logged at level Warn)
 const (
 	// DefaultSubscription is the subscription name used by Pop.
 	DefaultSubscription = "babelqueue"
@@ -60,6 +82,7 @@ type config struct {
 	failures            *connFailures // fed by the logger of the client we build
 
 	producerOptions func(*pulsar.ProducerOptions)
+	dedupName       string // WithDeduplication (dedup.go)
 	consumerOptions func(*pulsar.ConsumerOptions)
 
 	logger    *slog.Logger

@@ -71,6 +71,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		"tls auth without key":  {url, shared, WithTLSAuth("cert.pem", "")},
 		"nil logger":            {url, shared, WithLogger(nil)},
 		"retry producer no q":   {url, WithRetryProducer("", &fakeProducer{})},
+		"blank dedup name":      {url, shared, WithDeduplication(" ")},
 	}
 	for name, opts := range tests {
 		t.Run(name, func(t *testing.T) {

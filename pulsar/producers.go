@@ -66,10 +66,23 @@ func (t *Transport) slot(m map[string]*producerSlot, key string, c client, topic
 		Topic:                   topic,
 		BatchingMaxPublishDelay: DefaultBatchingMaxPublishDelay,
 	}
+	name := t.cfg.dedupName
+	if name != "" {
+		if c != t.client {
+			name += "-retry"
+		}
+		dedupOptions(&opts, name)
+	}
 	if t.cfg.producerOptions != nil {
 		t.cfg.producerOptions(&opts)
 	}
 	s.p, s.err = c.CreateProducer(opts)
+	switch {
+	case s.err == nil && name != "":
+		s.p, s.err = deduplicating(s.p)
+	case s.err == nil:
+		s.p = outcomeProducer{s.p}
+	}
 	if s.err != nil {
 		s.err = fmt.Errorf("pulsar: create producer for %s: %w", topic, s.err)
 		s.p = nil

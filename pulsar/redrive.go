@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -114,6 +115,8 @@ type redriveRun struct {
 	after     map[string]string          // partition topic -> encoded ID the next copies land after
 	guards    map[string]bool            // target topics holding the guard subscription
 	moved     map[string]bool            // sources already copied (from the journal)
+	copied    map[string]bool            // sources whose copy a recovery scan found (not journaled)
+	from      map[string]string          // partition topic -> encoded ID the run's first copies land after
 	journaled bool                       // this run wrote a journal record
 	recovered bool                       // the journal named work to carry on
 
@@ -162,15 +165,16 @@ func (r *redriveRun) open(ctx context.Context) error {
 		return fmt.Errorf("pulsar: redrive: subscribe %s to %s: %w", r.cursor, r.topic, err)
 	}
 	r.cons = cons
-	moved, guards, interrupted, err := recoverJournal(ctx, r.c, r.journalTopic())
+	rec, err := recoverJournal(ctx, r.c, r.journalTopic())
 	if err != nil {
 		return err
 	}
-	r.moved, r.recovered = moved, interrupted || len(moved) > 0
-	for _, g := range guards {
+	r.moved, r.copied, r.from = rec.moved, rec.copied, rec.from
+	r.recovered = rec.interrupted || len(rec.moved) > 0
+	for _, g := range rec.guards {
 		r.guards[g] = true
 	}
-	r.res.Resumed = interrupted
+	r.res.Resumed = rec.interrupted
 	if r.plan.DryRun {
 		return nil
 	}
@@ -330,7 +334,7 @@ func (r *redriveRun) examine(group []pulsar.Message) bool {
 	moves, keeps := 0, 0
 	for _, m := range group {
 		e := &redriveEntry{msg: m, rm: rawReceived(r.dlq, r.cons, m), source: sourceOf(m)}
-		if r.moved[e.source] {
+		if r.moved[e.source] || r.copied[e.source] {
 			e.act = actAck
 			e.item = redrive.Item{Outcome: redrive.AlreadyMoved}
 			if env, err := babelqueue.Decode([]byte(e.rm.Body)); err == nil {
@@ -445,6 +449,7 @@ func (r *redriveRun) settle(ctx context.Context) error {
 			e.item.Disposition = redrive.DispositionRemoved
 			if e.act == actAck {
 				delete(r.moved, e.source)
+				delete(r.copied, e.source)
 			}
 		}
 		r.plan.Report(r.res, e.item)
@@ -481,6 +486,7 @@ func (r *redriveRun) writeCopies(ctx context.Context, moves []*redriveEntry) err
 		}
 	}
 	rec.Guards = r.guardList()
+	rec.From = maps.Clone(r.from)
 	if _, err := writeJournal(ctx, r.journal, rec); err != nil {
 		return fmt.Errorf("%w: %w", babelqueue.ErrSettle, err)
 	}
@@ -555,6 +561,9 @@ func (r *redriveRun) partitions(target string) ([]string, error) {
 			return nil, err
 		}
 		r.after[part] = encodeID(id)
+		if _, ok := r.from[part]; !ok {
+			r.from[part] = r.after[part]
+		}
 	}
 	r.parts[target] = parts
 	return parts, nil

@@ -42,6 +42,15 @@ type journalRecord struct {
 	// Guards are the target topics that hold a guard subscription (see
 	// guardSubscription) not removed yet.
 	Guards []string `json:"guards,omitempty"`
+	// From maps each target partition to the serialized message ID the
+	// first copies of the run landed after (of the earliest interrupted
+	// run it continues, when it recovered one). A broker killed with -9
+	// can forget acknowledgements of dead letters it had confirmed, from
+	// any batch settled in its last seconds, not only the pending one: a
+	// run that recovers an interrupted one scans every target from here
+	// and acknowledges, without copying it again, every dead letter whose
+	// copy it finds. The guard subscriptions keep those messages.
+	From map[string]string `json:"from,omitempty"`
 	// At is when the record was written (Unix milliseconds), for people.
 	At int64 `json:"at"`
 }
@@ -115,7 +124,8 @@ func lastJournalRecord(ctx context.Context, c pulsar.Client, topic string) (*jou
 }
 
 // copiesWritten scans topic from after (exclusive) to its end and returns
-// the members of pending found as the bq-redrive-source of a message.
+// the members of pending found as the bq-redrive-source of a message;
+// every source found when pending is nil.
 func copiesWritten(ctx context.Context, c pulsar.Client, topic, after string, pending map[string]bool) (map[string]bool, error) {
 	start, err := decodeID(after)
 	if err != nil {
@@ -132,10 +142,15 @@ func copiesWritten(ctx context.Context, c pulsar.Client, topic, after string, pe
 		if err != nil {
 			return nil, fmt.Errorf("pulsar: redrive: scan %s for copies: %w", topic, err)
 		}
-		if src := m.Properties()[wire.HeaderRedriveSource]; pending[src] {
+		src := m.Properties()[wire.HeaderRedriveSource]
+		switch {
+		case src == "":
+		case pending == nil:
+			found[src] = true
+		case pending[src]:
 			found[src] = true
 			if len(found) == len(pending) {
-				break
+				return found, nil
 			}
 		}
 	}
@@ -157,35 +172,64 @@ func lastMessageID(c pulsar.Client, topic string) (pulsar.MessageID, error) {
 	return id, nil
 }
 
-// recoverJournal reads the last journal record and returns the sources
-// already copied to a target (to acknowledge without writing them again),
-// the targets that hold a guard subscription, and whether an earlier run
-// was interrupted with a batch pending.
-func recoverJournal(ctx context.Context, c pulsar.Client, journal string) (map[string]bool, []string, bool, error) {
+// journalRecovery is what the last journal record tells a new run.
+type journalRecovery struct {
+	// moved are the sources the record carries forward (Moved), and the
+	// pending ones whose copy was found: journaled again by the new run.
+	moved map[string]bool
+	// copied are the sources of every copy found in the targets since the
+	// interrupted run's From: acknowledged when read, never journaled.
+	copied map[string]bool
+	// from is the record's From, the new run's scan start.
+	from        map[string]string
+	guards      []string
+	interrupted bool
+}
+
+// recoverJournal reads the last journal record. When it names a pending
+// batch (an interrupted run), it scans each target partition from the
+// run's From (the pending batch's After when the record has none) and
+// collects the sources of the copies written there.
+func recoverJournal(ctx context.Context, c pulsar.Client, journal string) (journalRecovery, error) {
+	out := journalRecovery{moved: map[string]bool{}, copied: map[string]bool{}, from: map[string]string{}}
 	rec, err := lastJournalRecord(ctx, c, journal)
 	if err != nil || rec == nil {
-		return map[string]bool{}, nil, false, err
+		return out, err
 	}
-	moved := make(map[string]bool, len(rec.Moved)+len(rec.Pending))
 	for _, s := range rec.Moved {
-		moved[s] = true
+		out.moved[s] = true
 	}
-	if len(rec.Pending) > 0 {
-		pending := make(map[string]bool, len(rec.Pending))
-		for _, s := range rec.Pending {
-			pending[s] = true
+	out.guards = rec.Guards
+	if len(rec.Pending) == 0 {
+		return out, nil
+	}
+	out.interrupted = true
+	pending := make(map[string]bool, len(rec.Pending))
+	for _, s := range rec.Pending {
+		pending[s] = true
+	}
+	starts := make(map[string]string, len(rec.After)+len(rec.From))
+	for part, after := range rec.After {
+		starts[part] = after
+	}
+	for part, from := range rec.From {
+		starts[part] = from
+		out.from[part] = from
+	}
+	for part, start := range starts {
+		found, err := copiesWritten(ctx, c, part, start, nil)
+		if err != nil {
+			return journalRecovery{}, err
 		}
-		for topic, after := range rec.After {
-			found, err := copiesWritten(ctx, c, topic, after, pending)
-			if err != nil {
-				return nil, nil, false, err
-			}
-			for s := range found {
-				moved[s] = true
+		for s := range found {
+			if pending[s] {
+				out.moved[s] = true
+			} else {
+				out.copied[s] = true
 			}
 		}
 	}
-	return moved, rec.Guards, len(rec.Pending) > 0, nil
+	return out, nil
 }
 
 // guardSubscription names the subscription a run keeps on each target

@@ -33,7 +33,10 @@ func (t *Transport) Features() driver.Features {
 // event time is meta.created_at of the body, except for IntentRetry,
 // IntentForward and IntentRestore, which keep the event time of out.From.
 // A delay (IntentPublish) uses DeliverAfter. IntentRetry also settles
-// out.From (see Retry for its rules). DESIGN.md has the details.
+// out.From (see Retry for its rules). DESIGN.md has the details. An error
+// matching babelqueue.ErrPublishUnknown means the message may be stored
+// (the outcome is unknown); any other error means nothing was written
+// (publish_outcome.go). The publish calls below inherit this.
 func (t *Transport) Send(ctx context.Context, out *driver.Outgoing) (driver.Receipt, error) {
 	if out == nil {
 		return noReceipt, fmt.Errorf("pulsar: send: %w: nil message", babelqueue.ErrInvalidOption)

@@ -26,4 +26,9 @@ var (
 	// holding the dead-letter queue's cursor; it read, wrote and settled
 	// nothing. The bindings' own ErrRedriveBusy values match it.
 	ErrRedriveBusy = errors.New("babelqueue: another redrive holds the cursor")
+	// ErrPublishUnknown marks a write whose outcome is unknown: it left the
+	// client but no acknowledgement came back, so the message may be stored.
+	// A binding wraps it into every such error of Send and its publish
+	// calls; any other write error means nothing was written.
+	ErrPublishUnknown = errors.New("babelqueue: publish outcome unknown")
 )

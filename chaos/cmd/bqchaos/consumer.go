@@ -46,6 +46,7 @@ func consumerMain(args []string) int {
 	dir := fs.String("dir", "", "run directory")
 	proc := fs.String("proc", "", "incarnation name")
 	work := fs.Duration("work", time.Millisecond, "time a handler takes")
+	subType := fs.String("subscription-type", "shared", "Pulsar: shared or exclusive")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -69,8 +70,12 @@ func consumerMain(args []string) int {
 		tr, err = kafka.New(kafka.WithBrokers(kafkaBrokers()...), kafka.WithGroupID(*group),
 			kafka.WithRetryTiers(tiers...), kafka.WithLogger(log))
 	case "pulsar":
+		st := pulsarclient.Shared
+		if *subType == "exclusive" {
+			st = pulsarclient.Exclusive
+		}
 		tr, err = pulsar.New(pulsar.WithServiceURL(os.Getenv("BQ_PULSAR_URL")),
-			pulsar.WithSubscription(subscription), pulsar.WithSubscriptionType(pulsarclient.Shared),
+			pulsar.WithSubscription(subscription), pulsar.WithSubscriptionType(st),
 			pulsar.WithRepublishRetries(), pulsar.WithMaxAttempts(maxAttempts), pulsar.WithLogger(log))
 	default:
 		err = fmt.Errorf("unknown broker %q", *broker)

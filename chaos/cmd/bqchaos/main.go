@@ -3,6 +3,8 @@
 //
 //	bqchaos run  -broker kafka|pulsar [-n N] [-kills K] [-duration D] [-graceful] ...
 //	bqchaos leak -broker kafka|pulsar [-cycles 50]
+//	bqchaos producer-kill -broker kafka|pulsar [-n N] [-kills K] [-duration D]
+//	bqchaos redrive-chaos -broker kafka|pulsar [-n N] [-kills K] [-duration D]
 //
 // `run` provisions a work topic with 6 partitions (Kafka: its retry tiers
 // and DLQ), produces N envelopes whose ids it records durably first, runs
@@ -40,6 +42,14 @@ func main() {
 		os.Exit(leakMain(os.Args[2:]))
 	case "account":
 		os.Exit(accountMain(os.Args[2:]))
+	case "producer-kill":
+		os.Exit(producerKillMain(os.Args[2:]))
+	case "producer":
+		os.Exit(producerMain(os.Args[2:]))
+	case "redrive-chaos":
+		os.Exit(redriveChaosMain(os.Args[2:]))
+	case "redriver":
+		os.Exit(redriverMain(os.Args[2:]))
 	default:
 		usage()
 		os.Exit(2)

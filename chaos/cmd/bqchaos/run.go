@@ -27,6 +27,7 @@ type side interface {
 	name() string
 	transport() babelqueue.Transport
 	workTopic() string
+	dlq() string
 	provision(ctx context.Context) error
 	consumerArgs(self, dir, proc string, work time.Duration) []string
 	helpers() map[string]func(proc string) []string
@@ -50,6 +51,9 @@ type runConfig struct {
 	work          time.Duration
 	drain         time.Duration
 	windows       chaos.Windows
+	scenario      string // printed as scenario=<s> in the chaos: line when set
+	consumers     int
+	subscription  string // Pulsar: shared or exclusive
 }
 
 func runMain(args []string) int {
@@ -69,8 +73,18 @@ func runMain(args []string) int {
 	fs.DurationVar(&c.work, "work", time.Millisecond, "time each handler takes")
 	fs.DurationVar(&c.drain, "drain", 150*time.Second, "longest wait for the drain after the chaos phase")
 	windows := windowFlags(fs)
+	fs.StringVar(&c.scenario, "scenario", "", "name printed as scenario=<name> in the chaos: line")
+	fs.IntVar(&c.consumers, "consumers", 2, "consumer processes (one with -subscription exclusive)")
+	fs.StringVar(&c.subscription, "subscription", "shared", "Pulsar subscription type of the consumers: shared or exclusive (retries by republish either way)")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if c.subscription != "shared" && c.subscription != "exclusive" {
+		fmt.Fprintln(os.Stderr, "bqchaos: -subscription must be shared or exclusive")
+		return 2
+	}
+	if c.subscription == "exclusive" {
+		c.consumers = 1 // a second consumer of an Exclusive subscription is refused
 	}
 	switch *restart {
 	case "auto":
@@ -178,9 +192,13 @@ func run(ctx context.Context, c runConfig, log *slog.Logger) (int, error) {
 
 	sup := &supervisor{dir: c.dir, events: events, log: log}
 	var targets []*slot
-	for i := 1; i <= 2; i++ {
+	for i := 1; i <= max(c.consumers, 1); i++ {
 		targets = append(targets, sup.add(fmt.Sprintf("consumer-%d", i), func(proc string) []string {
-			return s.consumerArgs(self, c.dir, proc, c.work)
+			args := s.consumerArgs(self, c.dir, proc, c.work)
+			if c.broker == "pulsar" {
+				args = append(args, "-subscription-type", c.subscription)
+			}
+			return args
 		}))
 	}
 	helpers := s.helpers()
@@ -356,7 +374,11 @@ func run(ctx context.Context, c runConfig, log *slog.Logger) (int, error) {
 	if len(rep.Contradicted) > 0 {
 		fmt.Fprintf(os.Stderr, "chaos contradictions (first %d): %s\n", len(rep.Contradicted), strings.Join(rep.Contradicted, "; "))
 	}
-	fmt.Println(rep.Line(c.broker, lag))
+	line := rep.Line(c.broker, lag)
+	if c.scenario != "" {
+		line = strings.Replace(line, "broker="+c.broker, "broker="+c.broker+" scenario="+c.scenario, 1)
+	}
+	fmt.Println(line)
 	if rep.Failed(lag) {
 		if rep.Duplicates > rep.Bound {
 			fmt.Fprintf(os.Stderr, "chaos: FAIL: %d duplicates exceed the bound %d\n", rep.Duplicates, rep.Bound)

@@ -1,0 +1,150 @@
+//go:build integration && restart
+
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/babelqueue/babelqueue-go/brokertest"
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+)
+
+// TestRestartPublishOutcomes publishes from four goroutines while the
+// broker is killed with -9 and started again, and sorts every publish into
+// acked, unknown (ErrPublishUnknown) and refused (any other error). Then
+// it republishes the unknown ones with App.Republish and reads the topic
+// back: no acked or unknown id is missing, no refused id was stored (that
+// is what one attempt per Writer call guarantees), and duplicates are
+// counted. Run by `make restart-tests` on a broker of its own.
+func TestRestartPublishOutcomes(t *testing.T) {
+	tr := itTransport(t)
+	topic := uniq("restart")
+	ensure(t, tr, topic, 3)
+	app, err := babelqueue.NewApp(tr, babelqueue.WithDefaultQueue(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var (
+		mu      sync.Mutex
+		acked   = map[string]bool{}
+		refused = map[string]bool{}
+		unknown []error
+		seq     atomic.Int64
+		stop    = make(chan struct{})
+		wg      sync.WaitGroup
+	)
+	publish := func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			n := seq.Add(1)
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			id := fmt.Sprintf("%s-%06d", topic, n)
+			_, err := app.Publish(ctx, "urn:restart", map[string]int64{"n": n}, babelqueue.WithEnvelopeOptions(babelqueue.WithID(id)))
+			cancel()
+			mu.Lock()
+			switch {
+			case err == nil:
+				acked[id] = true
+			case errors.Is(err, babelqueue.ErrPublishUnknown):
+				unknown = append(unknown, err)
+			default:
+				refused[id] = true
+			}
+			mu.Unlock()
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	for range 4 {
+		wg.Add(1)
+		go publish()
+	}
+	time.Sleep(3 * time.Second)
+	killed := time.Now()
+	brokertest.BrokerScript(t, "kafka", "kill", time.Minute)
+	time.Sleep(4 * time.Second)
+	brokertest.BrokerScript(t, "kafka", "start", 5*time.Minute)
+	back := time.Since(killed)
+	time.Sleep(5 * time.Second)
+	close(stop)
+	wg.Wait()
+
+	// Republish every unknown outcome until it is acknowledged.
+	republished := map[string]bool{}
+	for _, err := range unknown {
+		var u *babelqueue.UnknownPublishError
+		if !errors.As(err, &u) {
+			t.Fatalf("unknown outcome without *UnknownPublishError: %v", err)
+		}
+		for attempt := 0; ; attempt++ {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			_, rerr := app.Republish(ctx, err)
+			cancel()
+			if rerr == nil {
+				break
+			}
+			if attempt == 20 {
+				t.Fatalf("republish %s: %v", u.ID, rerr)
+			}
+			if errors.Is(rerr, babelqueue.ErrPublishUnknown) {
+				err = rerr
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		republished[u.ID] = true
+	}
+
+	total := len(acked) + len(unknown) + len(refused)
+	if len(refused) == 0 || len(acked) == 0 {
+		t.Errorf("acked=%d refused=%d: the run did not cover both outcomes (the broker was down %s)", len(acked), len(refused), back)
+	}
+	expect := len(acked) + len(republished)
+	recs := readTopic(t, topic, expect, 60*time.Second, 3*time.Second)
+	count := map[string]int{}
+	for _, r := range recs {
+		env, err := babelqueue.Decode(r.Value)
+		if err != nil {
+			t.Fatalf("undecodable record at %d/%d: %v", r.Partition, r.Offset, err)
+		}
+		count[env.Meta.ID]++
+	}
+	lost, dups, refusedStored := 0, 0, 0
+	for id := range acked {
+		if count[id] == 0 {
+			lost++
+		}
+	}
+	for id := range republished {
+		if count[id] == 0 {
+			lost++
+		}
+	}
+	for id := range refused {
+		if count[id] > 0 {
+			refusedStored++
+		}
+	}
+	for _, c := range count {
+		if c > 1 {
+			dups += c - 1
+		}
+	}
+	t.Logf("restart: broker=kafka published=%d acked=%d unknown=%d refused=%d lost=%d duplicates=%d refused_stored=%d down=%s",
+		total, len(acked), len(unknown), len(refused), lost, dups, refusedStored, back.Round(100*time.Millisecond))
+	fmt.Printf("restart: broker=kafka published=%d acked=%d unknown=%d refused=%d lost=%d duplicates=%d refused_stored=%d\n",
+		total, len(acked), len(unknown), len(refused), lost, dups, refusedStored)
+	if lost != 0 || refusedStored != 0 {
+		t.Fatalf("lost=%d refused_stored=%d, want 0 and 0", lost, refusedStored)
+	}
+}

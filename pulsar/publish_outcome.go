@@ -1,0 +1,50 @@
+package pulsar
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/babelqueue/babelqueue-go/core/driver"
+)
+
+// outcomeProducer wraps a producer the Transport created: a failed Send
+// whose message may have reached the broker wraps
+// babelqueue.ErrPublishUnknown (see sendOutcomeUnknown).
+type outcomeProducer struct{ p producer }
+
+func (o outcomeProducer) Send(ctx context.Context, msg *pulsar.ProducerMessage) (pulsar.MessageID, error) {
+	live := ctx.Err() == nil
+	id, err := o.p.Send(ctx, msg)
+	if err != nil && live && sendOutcomeUnknown(err) {
+		return nil, fmt.Errorf("%w: %w", driver.ErrPublishUnknown, err)
+	}
+	return id, err
+}
+
+func (o outcomeProducer) Close() { o.p.Close() }
+
+// sendOutcomeUnknown reports whether a failed Send may have written its
+// message: the send timeout fired, or the caller's context ended, while
+// the message waited for the broker's receipt (the client keeps sending a
+// queued message after Send returned on the context), or the client failed
+// in a way it does not name. Refusals before the message was queued or
+// answered by the broker (closed producer, full queue, too large, schema,
+// unknown or terminated topic, quota, fenced producer) wrote nothing.
+func sendOutcomeUnknown(err error) bool {
+	if errors.Is(err, pulsar.ErrContextExpired) {
+		return false // the context ended before the message was queued
+	}
+	var perr *pulsar.Error
+	if errors.As(err, &perr) {
+		switch perr.Result() {
+		case pulsar.MessageTooBig, pulsar.InvalidMessage, pulsar.ProducerClosed, pulsar.ProducerQueueIsFull,
+			pulsar.ClientMemoryBufferIsFull, pulsar.SchemaFailure, pulsar.TopicNotFound, pulsar.TopicTerminated,
+			pulsar.ProducerBlockedQuotaExceededException, pulsar.ProducerBlockedQuotaExceededError,
+			pulsar.ProducerFenced, pulsar.AddToBatchFailed:
+			return false
+		}
+	}
+	return !errors.Is(err, pulsar.ErrTransaction)
+}
