@@ -365,7 +365,7 @@ func TestKafkaRedriveSelectorsDryRunGuard(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if !rep.DryRun || rep.Examined != 6 || rep.Outcomes[outcomeMoved] != 4 || rep.Outcomes[outcomeUndecodable] != 1 {
+	if !rep.DryRun || rep.Examined != 6 || rep.Outcomes[outcomeWouldMove] != 4 || rep.Outcomes[outcomeUndecodable] != 1 {
 		t.Errorf("dry run report %+v", rep)
 	}
 	if n := len(readAll(t, ctx, k, topic)); n != 0 {
