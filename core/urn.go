@@ -17,7 +17,9 @@ var ErrInvalidURN = fmt.Errorf("babelqueue: invalid URN: %w", ErrInvalidOption)
 // "not-a-urn", "urn:babel: bad" and "urn:babel:" are not). The error
 // wraps ErrInvalidURN and says why.
 func ValidURN(urn string) error {
-	bad := func(why string) error { return fmt.Errorf("%w %q: %s (want urn:<namespace>:<name>)", ErrInvalidURN, urn, why) }
+	bad := func(why string) error {
+		return fmt.Errorf("%w %q: %s (want urn:<namespace>:<name>)", ErrInvalidURN, urn, why)
+	}
 	for _, r := range urn {
 		if unicode.IsSpace(r) || unicode.IsControl(r) {
 			return bad("contains a space or control character")

@@ -120,7 +120,7 @@ func TestPulsarPublishTailPeekStatsRedrive(t *testing.T) {
 	// Dry run moves nothing; a real run moves urn:a only; a rerun moves nothing.
 	out = mustBQ(t, ctx, "redrive", "--broker", url, "--queue", queue, "--urn", "urn:a", "--dry-run", "--json")
 	var rep redriveReport
-	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Moved != 2 || !rep.DryRun {
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.WouldMove != 2 || !rep.DryRun {
 		t.Fatalf("dry run %+v %v", rep, err)
 	}
 	out = mustBQ(t, ctx, "redrive", "--broker", url, "--queue", queue, "--urn", "urn:a", "--replay-bypass", "--json")

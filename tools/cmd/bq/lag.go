@@ -126,16 +126,18 @@ func (k *kafkaConn) lag(ctx context.Context, group string, topics []string) ([]l
 	sort.Strings(names)
 	var rows []lagRow
 	for _, t := range names {
-		parts := make([]int, 0, len(res.Topics[t]))
-		for _, p := range res.Topics[t] {
-			parts = append(parts, p.Partition)
+		parts, err := k.partitions(ctx, t)
+		if err != nil {
+			return nil, err
 		}
-		sort.Ints(parts)
 		first, next, err := k.bounds(ctx, t, parts)
 		if err != nil {
 			return nil, err
 		}
 		committed := map[int]int64{}
+		for _, p := range parts {
+			committed[p] = -1
+		}
 		for _, p := range res.Topics[t] {
 			if p.Error != nil {
 				return nil, fmt.Errorf("offset of group %q on %s/%d: %w", group, t, p.Partition, p.Error)

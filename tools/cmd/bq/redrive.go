@@ -98,13 +98,15 @@ func viewRedriveItem(it babelqueue.RedriveItem) redriveItem {
 // ItemsLeftOut, never dropped silently. In a dry run the outcome of a
 // dead letter that would move is "would_move".
 type redriveReport struct {
-	DLQ       string         `json:"dlq"`
-	Cursor    string         `json:"cursor,omitempty"`
-	DryRun    bool           `json:"dry_run"`
-	Resumed   bool           `json:"resumed"`
-	Pending   int            `json:"pending"`
-	Examined  int            `json:"examined"`
-	Moved     int            `json:"moved"`
+	DLQ      string `json:"dlq"`
+	Cursor   string `json:"cursor,omitempty"`
+	DryRun   bool   `json:"dry_run"`
+	Resumed  bool   `json:"resumed"`
+	Pending  int    `json:"pending"`
+	Examined int    `json:"examined"`
+	Moved    int    `json:"moved"`
+	// WouldMove is what a dry run would have moved (Moved stays 0).
+	WouldMove int            `json:"would_move"`
 	Recovered int            `json:"recovered"`
 	Kept      int            `json:"kept"`
 	Outcomes  map[string]int `json:"outcomes"`
@@ -163,6 +165,9 @@ func (r *redriveReport) finish(res *babelqueue.RedriveResult) {
 	}
 	r.Resumed, r.Truncated = res.Resumed, res.Truncated
 	r.Examined, r.Moved, r.Recovered, r.Kept = res.Examined, res.Moved, res.Recovered, res.Kept
+	if r.DryRun {
+		r.WouldMove, r.Moved = res.Moved, 0
+	}
 }
 
 // write prints the summary table (and the guarded records).

@@ -33,7 +33,7 @@ func TestRedriveWithReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !dry.DryRun || dry.Moved != 2 || dry.Examined != 4 || dry.Outcomes[outcomeWouldMove] != 2 || items != 4 || total != -1 || dry.Pending != -1 {
+	if !dry.DryRun || dry.WouldMove != 2 || dry.Moved != 0 || dry.Examined != 4 || dry.Outcomes[outcomeWouldMove] != 2 || items != 4 || total != -1 || dry.Pending != -1 {
 		t.Errorf("dry run report %+v (total %d, items %d)", dry, total, items)
 	}
 	rep, err := redriveWith(ctx, tr, "q.dlq", "", redriveOptions{selector: sel})

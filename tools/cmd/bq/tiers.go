@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	kafkago "github.com/segmentio/kafka-go"
 	"sort"
 	"strconv"
 	"strings"
@@ -51,7 +52,7 @@ func tiersString(ds []time.Duration) string {
 
 // listTopics returns every topic name of the cluster, sorted.
 func (k *kafkaConn) listTopics(ctx context.Context) ([]string, map[string]int, error) {
-	md, err := k.client.Metadata(ctx, nil)
+	md, err := k.client.Metadata(ctx, &kafkago.MetadataRequest{})
 	if err != nil {
 		return nil, nil, fmt.Errorf("list topics: %w", err)
 	}

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -465,4 +467,8 @@ func TestEmbeddedBrokerPublishTailStats(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &st); err != nil || st.Total != 0 {
 		t.Errorf("stats of an empty DLQ: %+v %v", st, err)
 	}
+}
+
+func newTestLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, nil))
 }
