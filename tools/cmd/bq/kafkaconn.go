@@ -96,7 +96,7 @@ func (k *kafkaConn) dialer() *kafkago.Dialer {
 // cannot be reached.
 func (k *kafkaConn) ping(ctx context.Context) error {
 	var errs []error
-	silent := false
+	silent, allSilent := false, true
 	for _, b := range k.brokers {
 		err := pingBroker(ctx, k.dialer(), b, k.timeout)
 		if err == nil {
@@ -109,11 +109,17 @@ func (k *kafkaConn) ping(ctx context.Context) error {
 		if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) {
 			silent = true
 			err = fmt.Errorf("no answer within %v: %w", k.timeout, err)
+		} else {
+			allSilent = false
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", b, err))
 	}
-	if why := k.rejection(ctx); why != nil {
-		return why
+	// Settings are rejected at once (a TLS alert, a closed connection, a
+	// SASL error); brokers that all stayed silent are not asked again.
+	if !allSilent {
+		if why := k.rejection(ctx); why != nil {
+			return why
+		}
 	}
 	hint := ""
 	if silent {
@@ -139,7 +145,10 @@ func pingBroker(ctx context.Context, dialer *kafkago.Dialer, addr string, d time
 	// ends the blocked request at once.
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
-	_, err = conn.ApiVersions()
+	if _, err = conn.ApiVersions(); err != nil && ctx.Err() != nil {
+		// The deadline, or the close above, ended the request.
+		return fmt.Errorf("%w (%w)", ctx.Err(), err)
+	}
 	return err
 }
 
