@@ -10,11 +10,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -498,33 +495,6 @@ func TestKafkaRedriveSelectorsDryRunGuard(t *testing.T) {
 	if n := strings.Count(peek, "\n"); n != 1 || !strings.Contains(peek, `"key":"x1"`) {
 		t.Errorf("peek of the live region shows %d records:\n%s", n, peek)
 	}
-}
-
-// buildBQ builds the bq binary once per test binary run.
-var buildOnce struct {
-	sync.Once
-	path string
-	err  error
-}
-
-func bqBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "bq-bin")
-		if err != nil {
-			buildOnce.err = err
-			return
-		}
-		buildOnce.path = filepath.Join(dir, "bq")
-		out, err := exec.Command("go", "build", "-o", buildOnce.path, ".").CombinedOutput()
-		if err != nil {
-			buildOnce.err = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildOnce.err != nil {
-		t.Fatal(buildOnce.err)
-	}
-	return buildOnce.path
 }
 
 // TestKafkaRedriveKilledAndResumed SIGKILLs the bq binary three times in

@@ -1,0 +1,94 @@
+//go:build integration
+
+package main
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/babelqueue/babelqueue-go/brokertest"
+)
+
+// TestKafkaConnectionCausesNamed checks that a failed connection names
+// its real cause, at once rather than after the dial timeout: TLS against
+// the plaintext listener, plaintext against the TLS listener, refused SASL
+// credentials, and an untrusted certificate.
+func TestKafkaConnectionCausesNamed(t *testing.T) {
+	clearConnEnv(t)
+	plain := strings.Join(brokertest.KafkaBrokers(t), ",")
+	tlsHosts, ca := brokertest.KafkaTLS(t)
+	saslHosts, user, _ := brokertest.KafkaSASL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"TLS against plaintext", []string{"-b", "kafka+ssl://" + plain, "--tls-insecure"}, "does not speak TLS"},
+		{"plaintext against TLS", []string{"-b", strings.Join(tlsHosts, ",")}, "speaks TLS, but WithTLS is not set"},
+		{"SASL refused", []string{"-b", strings.Join(saslHosts, ","), "--sasl-mechanism", "scram-sha-512", "--sasl-user", user, "--sasl-password", "wrong"}, "refuses the SASL credentials"},
+		{"untrusted certificate", []string{"-b", "kafka+ssl://" + strings.Join(tlsHosts, ",")}, "certificate is not accepted"},
+	}
+	_ = ca
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			start := time.Now()
+			args := append([]string{"topics", "list", "--dial-timeout", "8s"}, c.args...)
+			_, errOut, code := bq(t, ctx, args...)
+			took := time.Since(start)
+			if code != exitError || !strings.Contains(errOut, c.want) || !strings.Contains(errOut, "rejected") {
+				t.Errorf("exit %d, stderr %q; want exit %d naming %q", code, errOut, exitError, c.want)
+			}
+			if took > 6*time.Second {
+				t.Errorf("took %v: the cause should be known before the 8s dial timeout", took)
+			}
+			t.Logf("%s: %v: %s", c.name, took.Round(time.Millisecond), strings.TrimSpace(errOut))
+		})
+	}
+}
+
+// TestKafkaNewCommandsOnRealBroker runs topics list/describe, lag, tail
+// from an offset, publish --stdin and dlq discard on the real broker.
+func TestKafkaNewCommandsOnRealBroker(t *testing.T) {
+	brokers := strings.Join(brokertest.KafkaBrokers(t), ",")
+	clearConnEnv(t)
+	clearBrokerEnv(t)
+	t.Setenv(envKafkaBrokers, brokers)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	topic := brokertest.Topic(t, "bq-new")
+	mustBQ(t, ctx, "topics", "ensure", "-t", topic, "-p", "2", "--tiers", "1s,2s")
+	out := mustBQ(t, ctx, "topics", "list", "--prefix", topic)
+	for _, s := range []string{topic + ".retry.2", topic + ".dlq", "retry", "dlq"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("topics list lacks %q:\n%s", s, out)
+		}
+	}
+	out = mustBQ(t, ctx, "topics", "describe", "-t", topic)
+	if !strings.Contains(out, "retry tier 2: "+topic+".retry.2") || !strings.Contains(out, "message.timestamp.type") && !strings.Contains(out, "PARTITION") {
+		t.Errorf("describe:\n%s", out)
+	}
+	describeRetry := mustBQ(t, ctx, "topics", "describe", "-t", topic+".retry.1")
+	if !strings.Contains(describeRetry, "LogAppendTime") {
+		t.Errorf("describe of a tier topic lacks its config:\n%s", describeRetry)
+	}
+	_, errOut, code := bq(t, ctx, "topics", "ensure", "-t", topic, "-p", "3")
+	if code != exitError || !strings.Contains(errOut, "another partition count") {
+		t.Errorf("partition mismatch: exit %d %s", code, errOut)
+	}
+	stdin = strings.NewReader("{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n")
+	defer func() { stdin = os.Stdin }()
+	mustBQ(t, ctx, "publish", "-q", topic, "-u", "urn:bq:new:x", "--stdin", "-k", "one-key")
+	out = mustBQ(t, ctx, "tail", "-q", topic, "--from-start", "--no-follow", "--format", "{partition} {offset} {key}")
+	if strings.Count(out, "one-key") != 3 {
+		t.Errorf("tail:\n%s", out)
+	}
+	out = mustBQ(t, ctx, "lag", "-g", "bq-nobody-"+topic, "-t", topic)
+	if !strings.Contains(out, "total lag: 3") {
+		t.Errorf("lag of a group that read nothing:\n%s", out)
+	}
+}
