@@ -121,6 +121,8 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 	r.SetErr(errOut)
 	r.SetIn(stdin)
 	if len(args) == 0 {
+		r.InitDefaultHelpCmd()
+		r.InitDefaultCompletionCmd()
 		r.SetOut(errOut)
 		_ = r.Help()
 		return exitUsage
