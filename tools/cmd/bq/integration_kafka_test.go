@@ -173,11 +173,15 @@ func TestKafkaPublishTailPeekStats(t *testing.T) {
 	defer cancel()
 	topic := brokertest.Topic(t, "bq")
 	ensure(t, ctx, topic)
-	// idempotent
-	out := mustBQ(t, ctx, "topics", "ensure", "--broker", kafkaURL(t), "--topic", topic, "--partitions", "5", "--tiers", "1s", "--json")
+	// idempotent: the existing topic is left as it is, and the partition
+	// count asked for but not there is reported (exit 1).
+	out, errOut, code := bq(t, ctx, "topics", "ensure", "--broker", kafkaURL(t), "--topic", topic, "--partitions", "5", "--tiers", "1s", "--json")
 	var ens []ensureResult
-	if err := json.Unmarshal([]byte(out), &ens); err != nil || len(ens) != 1 || ens[0].Partition != 2 || ens[0].DLQ != topic+".dlq" {
+	if err := json.Unmarshal([]byte(out), &ens); err != nil || len(ens) != 1 || ens[0].Partition != 2 || ens[0].DLQ != topic+".dlq" || ens[0].Mismatch == "" {
 		t.Fatalf("second ensure: %v %+v (%s)", err, ens, out)
+	}
+	if code != exitError || !strings.Contains(errOut, "another partition count") {
+		t.Errorf("second ensure with another partition count: exit %d, stderr %q", code, errOut)
 	}
 	k := testKafkaConn(t, ctx)
 	for _, tp := range []string{topic + ".retry.1", topic + ".dlq"} {
@@ -327,8 +331,8 @@ func TestKafkaSASLPublish(t *testing.T) {
 		t.Errorf("tail over SASL:\n%s", out)
 	}
 	t.Setenv("BQ_SASL_PASSWORD", "wrong")
-	_, errOut, code := bq(t, ctx, "publish", "--broker", url, "--sasl-mechanism", "scram-sha-256", "--sasl-user", user, "--queue", topic, "--urn", "u", "--dial-timeout", "5s")
-	if code != exitError || !strings.Contains(errOut, "broker unreachable") {
+	_, errOut, code := bq(t, ctx, "publish", "--broker", url, "--sasl-mechanism", "scram-sha-256", "--sasl-user", user, "--queue", topic, "--urn", "urn:bq:sasl", "--dial-timeout", "5s")
+	if code != exitError || !strings.Contains(errOut, "refuses the SASL credentials") {
 		t.Errorf("wrong password: exit %d, stderr %q", code, errOut)
 	}
 }

@@ -78,15 +78,15 @@ func (a *pulsarAdmin) get(ctx context.Context, path string, v any) error {
 	defer res.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(res.Body, 32<<20))
 	if err != nil {
-		return fmt.Errorf("Pulsar admin API %s: %w", path, err)
+		return fmt.Errorf("pulsar admin API %s: %w", path, err)
 	}
 	switch {
 	case res.StatusCode == http.StatusNotFound:
-		return fmt.Errorf("Pulsar admin API %s: %w", path, errNotFound)
+		return fmt.Errorf("pulsar admin API %s: %w", path, errNotFound)
 	case res.StatusCode == http.StatusUnauthorized || res.StatusCode == http.StatusForbidden:
 		return fmt.Errorf("%w: Pulsar admin API %s: %s (--pulsar-token)", errRejected, path, res.Status)
 	case res.StatusCode/100 != 2:
-		return fmt.Errorf("Pulsar admin API %s: %s: %s", path, res.Status, abbreviate(strings.TrimSpace(string(body)), 200))
+		return fmt.Errorf("pulsar admin API %s: %s: %s", path, res.Status, abbreviate(strings.TrimSpace(string(body)), 200))
 	}
 	return json.Unmarshal(body, v)
 }
