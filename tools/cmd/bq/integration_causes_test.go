@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -90,5 +91,52 @@ func TestKafkaNewCommandsOnRealBroker(t *testing.T) {
 	out = mustBQ(t, ctx, "lag", "-g", "bq-nobody-"+topic, "-t", topic)
 	if !strings.Contains(out, "total lag: 3") {
 		t.Errorf("lag of a group that read nothing:\n%s", out)
+	}
+}
+
+// TestPulsarNewCommandsOnRealBroker runs publish --stdin with a key,
+// tail --since, lag, topics list/describe and dlq discard on the real
+// Pulsar broker and its admin API.
+func TestPulsarNewCommandsOnRealBroker(t *testing.T) {
+	url, admin := brokertest.PulsarURL(t), brokertest.PulsarAdminURL(t)
+	clearConnEnv(t)
+	clearBrokerEnv(t)
+	t.Setenv(envPulsarURL, url)
+	t.Setenv(envPulsarAdmin, admin)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	queue := brokertest.Topic(t, "bq-new")
+	stdin = strings.NewReader("{\"n\":1}\n{\"n\":2}\n")
+	defer func() { stdin = os.Stdin }()
+	mustBQ(t, ctx, "publish", "-q", queue, "-u", "urn:bq:new:p", "--stdin", "-k", "pk")
+	out := mustBQ(t, ctx, "tail", "-q", queue, "--since", "10m", "--no-follow", "--format", "{key} {urn}")
+	if strings.Count(out, "pk urn:bq:new:p") != 2 {
+		t.Errorf("tail --since:\n%s", out)
+	}
+	out = mustBQ(t, ctx, "topics", "list", "--prefix", queue)
+	if !strings.Contains(out, queue) {
+		t.Errorf("topics list:\n%s", out)
+	}
+	seedPulsarDLQ(t, ctx, url, queue+".dlq", []seedDeadLetter{
+		{key: "a", urn: "urn:bq:new:drop", reason: "failed", queue: queue},
+		{key: "b", urn: "urn:bq:new:keep", reason: "failed", queue: queue},
+	})
+	record := t.TempDir() + "/discarded.jsonl"
+	out = mustBQ(t, ctx, "dlq", "discard", "-q", queue, "-u", "urn:bq:new:drop", "--record", record, "--json")
+	var rep redriveReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Outcomes[outcomeMoved] != 1 {
+		t.Fatalf("discard on Pulsar: %s %v", out, err)
+	}
+	if b, err := os.ReadFile(record); err != nil || !strings.Contains(string(b), "urn:bq:new:drop") {
+		t.Errorf("record file %q %v", b, err)
+	}
+	// The redrive subscription now has the kept dead letter left.
+	out = mustBQ(t, ctx, "lag", "-t", queue+".dlq", "-g", "bq-redrive")
+	if !strings.Contains(out, "bq-redrive") {
+		t.Errorf("lag on Pulsar:\n%s", out)
+	}
+	out = mustBQ(t, ctx, "topics", "describe", "-t", queue+".dlq")
+	if !strings.Contains(out, "SUBSCRIPTION") {
+		t.Errorf("describe on Pulsar:\n%s", out)
 	}
 }

@@ -158,7 +158,7 @@ func TestPulsarPublishTailPeekStatsRedrive(t *testing.T) {
 		t.Errorf("rerun %+v %v; want nothing moved, urn:b left", rep, err)
 	}
 	_, errOut, code := bq(t, ctx, "topics", "ensure", "--broker", url, "--topic", queue)
-	if code != exitError || !strings.Contains(errOut, "needs a Kafka broker") {
+	if code != exitUsage || !strings.Contains(errOut, "needs a Kafka broker") {
 		t.Errorf("topics ensure on Pulsar: exit %d %q", code, errOut)
 	}
 }
