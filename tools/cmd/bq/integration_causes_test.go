@@ -140,3 +140,32 @@ func TestPulsarNewCommandsOnRealBroker(t *testing.T) {
 		t.Errorf("describe on Pulsar:\n%s", out)
 	}
 }
+
+// TestPulsarConnectionCausesNamed: TLS on one side only and an untrusted
+// certificate are named, within the dial timeout.
+func TestPulsarConnectionCausesNamed(t *testing.T) {
+	plain := strings.TrimPrefix(brokertest.PulsarURL(t), "pulsar://")
+	tlsURL, _ := brokertest.PulsarTLS(t)
+	tlsHost := strings.TrimPrefix(tlsURL, "pulsar+ssl://")
+	clearConnEnv(t)
+	clearBrokerEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cases := []struct{ name, broker, want string }{
+		{"TLS against plaintext", "pulsar+ssl://" + plain, "does not speak TLS"},
+		{"plaintext against TLS", "pulsar://" + tlsHost, "speaks TLS, but TLS is not set"},
+		{"untrusted certificate", "pulsar+ssl://" + tlsHost, "certificate is not accepted"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			start := time.Now()
+			_, errOut, code := bq(t, ctx, "tail", "-q", "x", "--from-start", "--no-follow", "-b", c.broker, "--dial-timeout", "3s")
+			if code != exitError || !strings.Contains(errOut, c.want) {
+				t.Errorf("exit %d, stderr %q; want exit %d naming %q", code, errOut, exitError, c.want)
+			}
+			if took := time.Since(start); took > 5*time.Second {
+				t.Errorf("took %v with --dial-timeout 3s", took)
+			}
+		})
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
@@ -81,7 +82,23 @@ func (c *connFlags) pulsar(ctx context.Context, u brokerURL) (*pulsarConn, error
 	if err != nil {
 		return nil, fmt.Errorf("pulsar client for %s: %w", opts.URL, err)
 	}
+	// The TLS diagnosis runs beside the probe, so a listener that never
+	// answers costs one dial timeout, not two.
+	tcfg, _ := c.tlsConfig(u)
+	dctx, stopDiag := context.WithTimeout(ctx, c.dialTimeout)
+	defer stopDiag()
+	diag := make(chan string, 1)
+	go func() { diag <- diagnoseTLS(dctx, u.Hosts[0], tcfg) }()
 	if err := probePulsar(ctx, cl, opts.URL, c.dialTimeout); err != nil {
+		if errors.Is(err, errUnreachable) {
+			select {
+			case why := <-diag:
+				if why != "" {
+					return nil, fmt.Errorf("%w: %s: %s", errRejected, opts.URL, why)
+				}
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
 		return nil, err
 	}
 	return &pulsarConn{client: cl, url: opts.URL, flags: c, brokerU: u}, nil
@@ -151,4 +168,46 @@ func (p *pulsarConn) transport(opts ...bqpulsar.Option) (*bqpulsar.Transport, er
 	all := append([]bqpulsar.Option{bqpulsar.WithClient(p.client), bqpulsar.WithLogger(discardLogger()),
 		bqpulsar.WithSubscriptionType(pulsar.Shared)}, opts...)
 	return bqpulsar.New(all...)
+}
+
+// diagnoseTLS tells why a listener that accepted the connection did not
+// complete the handshake, when TLS explains it: tcfg (nil without TLS)
+// against a plaintext listener, plaintext against a TLS listener, or a
+// certificate the configuration does not accept. "" when TLS does not
+// explain it. ctx bounds the check.
+func diagnoseTLS(ctx context.Context, addr string, tcfg *tls.Config) string {
+	probe := tcfg
+	if probe == nil {
+		probe = &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12} // #nosec G402 -- detection only, nothing is sent
+	} else {
+		probe = probe.Clone()
+	}
+	if probe.ServerName == "" {
+		host, _, _ := net.SplitHostPort(addr)
+		probe.ServerName = host
+	}
+	conn, err := (&tls.Dialer{NetDialer: &net.Dialer{}, Config: probe}).DialContext(ctx, "tcp", addr)
+	if err == nil {
+		conn.Close()
+		if tcfg == nil {
+			return "the listener speaks TLS, but TLS is not set (use pulsar+ssl:// and --tls-ca)"
+		}
+		return ""
+	}
+	if tcfg == nil || ctx.Err() != nil {
+		return ""
+	}
+	if why := pulsarCause(err); why != "" {
+		return why + ": " + err.Error()
+	}
+	var rec tls.RecordHeaderError
+	if errors.As(err, &rec) || closedConn(err) {
+		return "the listener does not speak TLS, but TLS is set: " + err.Error()
+	}
+	return ""
+}
+
+// closedConn reports whether err is a connection the peer closed.
+func closedConn(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
 }
