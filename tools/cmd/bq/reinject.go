@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
-	"github.com/spf13/cobra"
 	"log/slog"
 	"net"
 	"net/http"
@@ -15,8 +13,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	bqkafka "github.com/babelqueue/babelqueue-go/kafka"
 	kafkago "github.com/segmentio/kafka-go"
+	"github.com/spf13/cobra"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	bqkafka "github.com/babelqueue/babelqueue-go/kafka"
 )
 
 // countingWriter counts the records the re-injector wrote, per topic, for
@@ -57,6 +58,9 @@ type reinjectServer struct {
 	unhealthyAfter time.Duration
 	now            func() time.Time
 	mismatch       *tierMismatch
+	// backlog holds the latest backlog samples of the tiers; /healthz
+	// fails when one of them has no good sample for too long.
+	backlog *backlogStore
 }
 
 func (s *reinjectServer) healthz(w http.ResponseWriter, _ *http.Request) {
@@ -67,6 +71,16 @@ func (s *reinjectServer) healthz(w http.ResponseWriter, _ *http.Request) {
 	if silent := s.now().Sub(time.Unix(0, s.lastReachable.Load())); silent > s.unhealthyAfter {
 		http.Error(w, fmt.Sprintf("broker unreachable for %v (more than %v)\n", silent.Truncate(time.Second), s.unhealthyAfter), http.StatusServiceUnavailable)
 		return
+	}
+	if s.backlog != nil {
+		if tier, age, lastErr, stale := s.backlog.stale(); stale {
+			msg := fmt.Sprintf("no backlog sample of %s for %v (more than %v)", tier, age.Round(10*time.Millisecond), s.backlog.maxAge)
+			if lastErr != "" {
+				msg += ": " + lastErr
+			}
+			http.Error(w, msg+"\n", http.StatusServiceUnavailable)
+			return
+		}
 	}
 	fmt.Fprintln(w, "ok")
 }
@@ -128,6 +142,9 @@ func (s *reinjectServer) metrics(w http.ResponseWriter, _ *http.Request) {
 		for _, t := range s.mismatch.tiers() {
 			fmt.Fprintf(w, "bq_reinject_tier_mismatch_total{tier=%q} %d\n", t, s.mismatch.count(t))
 		}
+	}
+	if s.backlog != nil {
+		s.backlog.writeMetrics(w)
 	}
 	fmt.Fprintf(w, "# HELP bq_reinject_write_errors_total Failed writes (retried by the re-injector).\n# TYPE bq_reinject_write_errors_total counter\nbq_reinject_write_errors_total %d\n", s.writer.errors.Load())
 	fmt.Fprintf(w, "# HELP bq_reinject_last_write_time_seconds Time of the last successful write (0: none).\n# TYPE bq_reinject_last_write_time_seconds gauge\nbq_reinject_last_write_time_seconds %d\n", s.writer.lastUnix.Load())
@@ -199,11 +216,20 @@ is reported. Every carried record whose bq-delay is not its tier's
 duration is counted (bq_reinject_tier_mismatch_total) and warned about.
 
 HTTP endpoints on --http (loopback by default; "" disables them):
-  /healthz  200 "ok" while running and the broker answered within
-            --unhealthy-after; 503 otherwise
+  /healthz  200 "ok" while running, the broker answered within
+            --unhealthy-after and every tier's backlog was sampled within
+            --backlog-interval plus a slack (the sample's own bound, 1s..10s,
+            plus 1s); 503 otherwise, saying which
   /metrics  Prometheus text: bq_reinject_up, bq_reinject_records_total{topic},
             bq_reinject_write_errors_total, bq_reinject_last_write_time_seconds,
-            bq_reinject_broker_reachable, bq_reinject_tier_mismatch_total{tier}
+            bq_reinject_broker_reachable, bq_reinject_tier_mismatch_total{tier},
+            and per tier from the latest good backlog sample:
+            bq_reinject_backlog_records{tier,queue} (records not carried yet),
+            bq_reinject_backlog_oldest_age_seconds{tier,queue} (how long the
+            oldest has waited), bq_reinject_backlog_oldest_lag_seconds{tier,queue}
+            (how far past its due time it is), bq_reinject_backlog_sample_ok{tier},
+            bq_reinject_backlog_sample_time_seconds{tier},
+            bq_reinject_backlog_sample_errors_total{tier}
 
 ` + connEnvHelp
 
@@ -298,6 +324,7 @@ func newReinjectCmd() *cobra.Command {
 	group := fs.StringP("group", "g", "bq-reinject", "consumer group of the re-injector")
 	httpAddr := fs.String("http", "127.0.0.1:9464", `listen address of /healthz and /metrics ("" disables)`)
 	unhealthyAfter := fs.Duration("unhealthy-after", 10*time.Second, "/healthz fails once the broker has not answered for this long")
+	backlogEvery := fs.Duration("backlog-interval", bqkafka.DefaultReinjectBacklogInterval, "how often the tiers' backlog is sampled for /metrics; /healthz fails when no sample succeeds within it plus a slack")
 	verbose := fs.BoolP("verbose", "v", false, "log the re-injector's activity on stderr")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx, out, errOut := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
@@ -317,6 +344,9 @@ func newReinjectCmd() *cobra.Command {
 		}
 		if *unhealthyAfter <= 0 {
 			return usagef("--unhealthy-after must be positive")
+		}
+		if *backlogEvery <= 0 {
+			return usagef("--backlog-interval must be positive")
 		}
 		u, err := cf.resolve(errOut)
 		if err != nil {
@@ -347,11 +377,16 @@ func newReinjectCmd() *cobra.Command {
 		defer kw.Close()
 		cw := &countingWriter{w: kw, byTopic: map[string]int64{}}
 		mismatch := &tierMismatch{durations: durations, log: logger, counts: map[string]int64{}}
+		tierTopics := make([]string, 0, len(durations))
+		for t := range durations {
+			tierTopics = append(tierTopics, t)
+		}
+		backlog := newBacklogStore(tierTopics, *backlogEvery, backlogSlack(*backlogEvery), time.Now)
 		var runners []*bqkafka.Reinjector
 		ntiers := 0
 		for _, p := range plans {
 			opts := append(k.transportOptions(), bqkafka.WithRetryTiers(p.tiers...), bqkafka.WithGroupID(*group), bqkafka.WithWriter(cw),
-				bqkafka.WithLogger(logger), bqkafka.WithReinjectHooks(mismatch))
+				bqkafka.WithLogger(logger), bqkafka.WithReinjectHooks(mismatch, backlog), bqkafka.WithReinjectBacklogInterval(*backlogEvery))
 			t, err := bqkafka.New(opts...)
 			if err != nil {
 				return err
@@ -365,7 +400,7 @@ func newReinjectCmd() *cobra.Command {
 			ntiers += len(p.tiers) * len(p.topics)
 			fmt.Fprintf(errOut, "bq reinject: %v: %d tier(s) found: %s\n", p.topics, len(p.tiers), tiersString(p.tiers))
 		}
-		srv := &reinjectServer{writer: cw, topics: *topics, tiers: ntiers, started: time.Now(), unhealthyAfter: *unhealthyAfter, now: time.Now, mismatch: mismatch}
+		srv := &reinjectServer{writer: cw, topics: *topics, tiers: ntiers, started: time.Now(), unhealthyAfter: *unhealthyAfter, now: time.Now, mismatch: mismatch, backlog: backlog}
 		srv.running.Store(true)
 		srv.lastReachable.Store(time.Now().UnixNano())
 		wctx, stopWatch := context.WithCancel(ctx)
