@@ -678,7 +678,7 @@ func TestKafkaReinject(t *testing.T) {
 	var errOut syncBuffer
 	go func() {
 		defer pw.Close()
-		done <- run(rctx, []string{"reinject", "--broker", kafkaURL(t), "--topic", topic, "--tiers", "1s", "--group", "bq-reinject-" + topic, "--http", "127.0.0.1:0"}, pw, &errOut)
+		done <- run(rctx, []string{"reinject", "--broker", kafkaURL(t), "--topic", topic, "--tiers", "1s", "--group", "bq-reinject-" + topic, "--http", "127.0.0.1:0", "--backlog-interval", "1s"}, pw, &errOut)
 	}()
 	line, err := bufio.NewReader(pr).ReadString('\n')
 	if err != nil {
@@ -727,6 +727,25 @@ func TestKafkaReinject(t *testing.T) {
 	_, metrics := get("/metrics")
 	if !strings.Contains(metrics, fmt.Sprintf("bq_reinject_records_total{topic=%q} 1", topic)) || !strings.Contains(metrics, "bq_reinject_up 1") {
 		t.Errorf("/metrics:\n%s", metrics)
+	}
+	// The backlog samples (every second) see the carried record committed:
+	// a sample taken after it found nothing waiting in the tier.
+	carried := time.Now()
+	backlog := fmt.Sprintf("bq_reinject_backlog_records{tier=%q,queue=%q}", topic+".retry.1", topic)
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		_, metrics = get("/metrics")
+		v, ok := metricValue(metrics, backlog)
+		okv, _ := metricValue(metrics, fmt.Sprintf("bq_reinject_backlog_sample_ok{tier=%q}", topic+".retry.1"))
+		at, _ := metricValue(metrics, fmt.Sprintf("bq_reinject_backlog_sample_time_seconds{tier=%q}", topic+".retry.1"))
+		if ok && v == 0 && okv == 1 && at >= float64(carried.UnixMilli())/1000 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("backlog not sampled as empty:\n%s", metrics)
+		}
+	}
+	if code, body := get("/healthz"); code != 200 {
+		t.Errorf("/healthz after backlog samples = %d %q", code, body)
 	}
 	rcancel()
 	select {
