@@ -132,6 +132,9 @@ func (a *App) PublishWithHeaders(ctx context.Context, urn string, data any, head
 	if wire.IsBlank(queue) {
 		return "", invalid("publish queue is blank")
 	}
+	if err := ValidURN(urn); err != nil {
+		return "", fmt.Errorf("babelqueue: publish to %s: %w", queue, err)
+	}
 	switch {
 	case p.delay > 0 && !a.features.Delay:
 		return "", fmt.Errorf("babelqueue: publish %s to %s: transport %T has no delayed publish: %w", urn, queue, a.t, ErrDelayUnsupported)

@@ -20,15 +20,14 @@ func TestUsage(t *testing.T) {
 		contains string
 	}{
 		{nil, exitUsage, "dev"},
-		{[]string{"help"}, exitOK, "dev"},
 		{[]string{"nope"}, exitUsage, `unknown command "nope"`},
 		{[]string{"dev"}, exitUsage, "kafka"},
 		{[]string{"dev", "nope"}, exitUsage, `unknown command "nope"`},
-		{[]string{"dev", "kafka", "-h"}, exitOK, "-addr"},
-		{[]string{"dev", "kafka", "-bogus"}, exitUsage, "flag provided but not defined"},
+		{[]string{"dev", "kafka", "-h"}, exitOK, "--addr"},
+		{[]string{"dev", "kafka", "--bogus"}, exitUsage, "unknown flag: --bogus"},
 		{[]string{"dev", "kafka", "extra"}, exitUsage, "unexpected arguments"},
 		{[]string{"dev", "kafka", "-addr", "0.0.0.0:9092"}, exitUsage, "127.0.0.1 only"},
-		{[]string{"dev", "kafka", "-addr", "127.0.0.1"}, exitUsage, "-addr"},
+		{[]string{"dev", "kafka", "--addr", "127.0.0.1"}, exitUsage, "--addr"},
 		{[]string{"dev", "kafka", "-addr", "127.0.0.1:0", "-partitions", "0"}, exitError, "invalid option"},
 	}
 	for _, c := range cases {
@@ -38,7 +37,7 @@ func TestUsage(t *testing.T) {
 			if code != c.code {
 				t.Errorf("exit code %d, want %d (stderr %q)", code, c.code, errOut.String())
 			}
-			if !strings.Contains(errOut.String(), c.contains) {
+			if !strings.Contains(errOut.String()+out.String(), c.contains) {
 				t.Errorf("stderr %q does not contain %q", errOut.String(), c.contains)
 			}
 		})

@@ -27,18 +27,19 @@ type brokerURL struct {
 	TLS bool
 }
 
-// parseBrokerURL parses kafka://host:port[,host:port...],
+// parseBrokerURL parses kafka://host:port[,host:port...], a bare
+// host:port[,host:port...] (Kafka, as BQ_KAFKA_BROKERS holds it),
 // kafka+ssl://..., pulsar://host:port[,host:port] and pulsar+ssl://...
 // Every host needs an explicit numeric port; paths, queries and user
 // information are rejected (credentials go in flags or the environment).
 func parseBrokerURL(s string) (brokerURL, error) {
 	var u brokerURL
 	if strings.TrimSpace(s) == "" {
-		return u, fmt.Errorf("%w: empty (set --broker or BQ_BROKER, e.g. kafka://127.0.0.1:9092)", errBadURL)
+		return u, fmt.Errorf("%w: none given (set --broker, BQ_KAFKA_BROKERS or BQ_PULSAR_URL, e.g. 127.0.0.1:9092)", errBadURL)
 	}
 	scheme, rest, ok := strings.Cut(s, "://")
 	if !ok {
-		return u, fmt.Errorf("%w %q: want kafka://host:port[,host:port] or pulsar://host:port", errBadURL, s)
+		scheme, rest = "kafka", s
 	}
 	switch strings.ToLower(scheme) {
 	case "kafka":

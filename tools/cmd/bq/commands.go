@@ -3,179 +3,189 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
-// Exit codes of every command (also listed in "bq help").
+// Exit codes of every command (also listed in "bq --help").
 const (
 	// exitOK: the command did what was asked.
 	exitOK = 0
 	// exitError: the command failed (unreachable broker, broker error).
 	exitError = 1
-	// exitUsage: unknown command, bad flag or missing argument.
+	// exitUsage: unknown command, bad flag, bad value or missing argument.
 	exitUsage = 2
 	// exitPartial: a redrive finished but the replay-count guard held
 	// records back.
 	exitPartial = 3
+	// exitInterrupted: SIGINT or SIGTERM stopped a command before it
+	// finished (128+SIGINT, as shells report it). A redrive so stopped is
+	// resumable: running it again continues where it stopped.
+	exitInterrupted = 130
 )
 
 // exitCodesHelp documents the exit codes in the root help.
 const exitCodesHelp = `Exit codes:
-  0  success
-  1  failure (unreachable broker, broker or I/O error)
-  2  usage error (unknown command, bad flag, bad broker URL, missing argument)
-  3  partial: a redrive finished, but the replay-count guard held records
-     back; they are listed in the summary`
-
-// command is one node of the command tree: either a group holding
-// subcommands or a leaf that runs.
-type command struct {
-	name    string
-	summary string
-	subs    []*command
-	// run executes a leaf with the arguments after its name.
-	run func(ctx context.Context, args []string, out, errOut io.Writer) error
-}
-
-// errUsage marks an error already explained to the user (usage printed).
-var errUsage = errors.New("usage")
+  0    success (also: tail, reinject and dev kafka stopped by Ctrl-C/SIGTERM)
+  1    failure (unreachable broker, rejected TLS/SASL settings, broker or I/O error)
+  2    usage error (unknown command or flag, bad value, bad broker URL, missing flag)
+  3    partial: a redrive finished, but the replay-count guard held records back
+  130  interrupted by SIGINT or SIGTERM before finishing; an interrupted redrive
+       or dlq discard is resumable: run the same command again`
 
 // errPartial marks a run that finished with records held back; the
 // command has already reported them.
 var errPartial = errors.New("partial")
 
-// root returns the command tree. New commands are added here.
-func root() *command {
-	return &command{
-		name:    "bq",
-		summary: "BabelQueue for Go operator command line",
-		subs: []*command{
-			{
-				name:    "dev",
-				summary: "local development helpers",
-				subs: []*command{
-					{name: "kafka", summary: "run an embedded Kafka-protocol broker on 127.0.0.1", run: runDevKafka},
-				},
-			},
-			{
-				name:    "topics",
-				summary: "Kafka topic provisioning",
-				subs: []*command{
-					{name: "ensure", summary: "create a work topic, its retry tiers and its DLQ (idempotent)", run: runTopicsEnsure},
-				},
-			},
-			{name: "reinject", summary: "run the Kafka re-injector for retry tiers until stopped", run: runReinject},
-			{
-				name:    "dlq",
-				summary: "inspect a dead-letter queue without consuming it",
-				subs: []*command{
-					{name: "stats", summary: "count dead letters by reason, URN, original queue and age", run: runDLQStats},
-					{name: "peek", summary: "show dead letters: envelope, dead_letter block and headers", run: runDLQPeek},
-				},
-			},
-			{name: "redrive", summary: "move dead letters back to their queue (resumable)", run: runRedrive},
-			{name: "publish", summary: "publish an envelope built from a URN and JSON data", run: runPublish},
-			{name: "tail", summary: "print decoded envelopes and headers of a queue, following", run: runTail},
-		},
-	}
+// errInterrupted marks a command stopped by a signal; the command has
+// already said what the user can do about it.
+var errInterrupted = errors.New("interrupted")
+
+// usageError is a usage problem found while parsing or validating flags.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+// usagef returns a usage error (exit code 2).
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
 
-// run dispatches args through the command tree and returns the exit code.
-func run(ctx context.Context, args []string, out, errOut io.Writer) int {
-	c := root()
-	path := []string{c.name}
-	for c.run == nil {
-		if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-			printGroupUsage(errOut, path, c)
-			if len(args) == 0 {
-				return exitUsage
-			}
-			return exitOK
-		}
-		next := c.find(args[0])
-		if next == nil {
-			fmt.Fprintf(errOut, "%s: unknown command %q\n\n", strings.Join(path, " "), args[0])
-			printGroupUsage(errOut, path, c)
-			return exitUsage
-		}
-		c, args = next, args[1:]
-		path = append(path, c.name)
+// root returns the command tree. New commands are added here.
+func root() *cobra.Command {
+	r := &cobra.Command{
+		Use:   "bq",
+		Short: "BabelQueue for Go operator command line",
+		Long: `bq operates BabelQueue queues on Apache Kafka and Apache Pulsar: topics,
+lag, dead letters, redrive, publish and tail.
+
+` + connEnvHelp + `
+
+` + exitCodesHelp,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Version:       versionString(),
 	}
-	err := c.run(ctx, args, out, errOut)
+	r.SetVersionTemplate("{{.Version}}\n")
+	group(r, &cobra.Command{Use: "dev", Short: "local development helpers"}, newDevKafkaCmd())
+	group(r, &cobra.Command{Use: "topics", Short: "list, describe and provision topics"},
+		newTopicsEnsureCmd(), newTopicsListCmd(), newTopicsDescribeCmd())
+	group(r, &cobra.Command{Use: "dlq", Short: "inspect and discard dead letters"},
+		newDLQStatsCmd(), newDLQPeekCmd(), newDLQDiscardCmd())
+	r.AddCommand(newReinjectCmd(), newRedriveCmd(), newPublishCmd(), newTailCmd(), newLagCmd(), newVersionCmd())
+	r.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{msg: err.Error()} })
+	return r
+}
+
+// group adds a command that only holds subcommands: run without one, it
+// prints its help and exits 2; with an unknown one, it says so.
+func group(parent, g *cobra.Command, subs ...*cobra.Command) {
+	g.Args = func(_ *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return usagef("unknown command %q", args[0])
+		}
+		return nil
+	}
+	g.RunE = func(c *cobra.Command, _ []string) error {
+		c.SetOut(c.ErrOrStderr())
+		_ = c.Help()
+		return usagef("a subcommand is required")
+	}
+	g.AddCommand(subs...)
+	parent.AddCommand(g)
+}
+
+// noArgs rejects positional arguments with a hint for the usual mistake
+// of giving a boolean flag its value after a blank.
+func noArgs(_ *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	for _, a := range args {
+		if a == "true" || a == "false" {
+			return usagef("unexpected argument %q: a boolean flag takes its value after '=' (--follow=false)", a)
+		}
+	}
+	return usagef("unexpected arguments %q (this command takes flags only)", args)
+}
+
+// run executes args and returns the exit code.
+func run(ctx context.Context, args []string, out, errOut io.Writer) int {
+	r := root()
+	r.SetArgs(longFlagsWithOneDash(r, args))
+	r.SetOut(out)
+	r.SetErr(errOut)
+	r.SetIn(stdin)
+	if len(args) == 0 {
+		r.InitDefaultHelpCmd()
+		r.InitDefaultCompletionCmd()
+		r.SetOut(errOut)
+		_ = r.Help()
+		return exitUsage
+	}
+	cmd, err := r.ExecuteContextC(ctx)
+	path := "bq"
+	if cmd != nil {
+		path = cmd.CommandPath()
+	}
+	var ue *usageError
 	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
+	case err == nil:
 		return exitOK
-	case errors.Is(err, errUsage):
+	case errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command") ||
+		strings.HasPrefix(err.Error(), "unknown flag") || strings.HasPrefix(err.Error(), "unknown shorthand"):
+		fmt.Fprintf(errOut, "%s: %v\nRun '%s --help' for usage.\n", path, err, path)
 		return exitUsage
 	case errors.Is(err, errPartial):
 		return exitPartial
+	case errors.Is(err, errInterrupted):
+		return exitInterrupted
+	case ctx.Err() != nil:
+		fmt.Fprintf(errOut, "%s: interrupted: %v\n", path, err)
+		return exitInterrupted
 	default:
-		fmt.Fprintf(errOut, "%s: %v\n", strings.Join(path, " "), err)
+		fmt.Fprintf(errOut, "%s: %v\n", path, err)
 		return exitError
 	}
 }
 
-func (c *command) find(name string) *command {
-	for _, s := range c.subs {
-		if s.name == name {
-			return s
+// longFlagsWithOneDash rewrites "-name" and "-name=v" to "--name..." when
+// name is a long flag of the command args select, so the single-dash form
+// of the standard flag package, used by earlier versions of bq and in
+// scripts, keeps working. Short flags (-q) and their clusters are left.
+func longFlagsWithOneDash(r *cobra.Command, args []string) []string {
+	c, _, err := r.Find(args)
+	if err != nil || c == nil {
+		return args
+	}
+	out := make([]string, 0, len(args))
+	for i, a := range args {
+		if a == "--" {
+			return append(out, args[i:]...)
 		}
-	}
-	return nil
-}
-
-func printGroupUsage(w io.Writer, path []string, c *command) {
-	fmt.Fprintf(w, "%s: %s\n\nUsage:\n  %s <command> [flags]\n\nCommands:\n", strings.Join(path, " "), c.summary, strings.Join(path, " "))
-	subs := append([]*command(nil), c.subs...)
-	sort.Slice(subs, func(i, j int) bool { return subs[i].name < subs[j].name })
-	for _, s := range subs {
-		fmt.Fprintf(w, "  %-10s %s\n", s.name, s.summary)
-	}
-	if len(path) == 1 {
-		fmt.Fprintf(w, "\nRun \"bq <command> -h\" for flags and examples.\n\n%s\n", exitCodesHelp)
-	}
-}
-
-// leafFlags builds the flag set of a leaf command with a usage text made of
-// a description, the flags and examples.
-func leafFlags(name, usage, description, examples string, errOut io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(errOut)
-	fs.Usage = func() {
-		fmt.Fprintf(errOut, "Usage: %s\n\n%s\n\nFlags:\n", usage, strings.TrimSpace(description))
-		fs.PrintDefaults()
-		if examples != "" {
-			fmt.Fprintf(errOut, "\nExamples:\n%s\n", strings.TrimRight(examples, "\n"))
+		if len(a) > 2 && a[0] == '-' && a[1] != '-' {
+			name, _, _ := strings.Cut(a[1:], "=")
+			if len(name) > 1 && lookupFlag(c, name) != nil {
+				a = "-" + a
+			}
 		}
+		out = append(out, a)
 	}
-	return fs
+	return out
 }
 
-// parseLeaf parses args; it returns flag.ErrHelp for -h, errUsage (usage
-// printed) for a bad flag or unexpected positional arguments.
-func parseLeaf(fs *flag.FlagSet, args []string, errOut io.Writer) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return errUsage
+func lookupFlag(c *cobra.Command, name string) *pflag.Flag {
+	if f := c.Flags().Lookup(name); f != nil {
+		return f
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(errOut, "%s: unexpected arguments %q\n", fs.Name(), fs.Args())
-		fs.Usage()
-		return errUsage
-	}
-	return nil
+	return c.InheritedFlags().Lookup(name)
 }
 
-// usageErrorf reports a usage problem found after parsing and returns
-// errUsage.
-func usageErrorf(fs *flag.FlagSet, errOut io.Writer, format string, args ...any) error {
-	fmt.Fprintf(errOut, "%s: %s\n", fs.Name(), fmt.Sprintf(format, args...))
-	fmt.Fprintf(errOut, "Run \"%s -h\" for help.\n", fs.Name())
-	return errUsage
+// leaf makes a command that takes flags only.
+func leaf(use, short, long, example string) *cobra.Command {
+	return &cobra.Command{Use: use, Short: short, Long: strings.TrimSpace(long), Example: strings.TrimRight(example, "\n"), Args: noArgs}
 }

@@ -3,11 +3,27 @@ package main
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// stdin is where commands read standard input (tests replace it).
+var stdin io.Reader = os.Stdin
+
+// Environment variables naming the broker. BQ_KAFKA_BROKERS and
+// BQ_PULSAR_URL are what tools/brokers/env.sh and "bq dev kafka" print.
+const (
+	envKafkaBrokers = "BQ_KAFKA_BROKERS"
+	envPulsarURL    = "BQ_PULSAR_URL"
+	envPulsarAdmin  = "BQ_PULSAR_ADMIN_URL"
+	// envBrokerDeprecated is the single variable of earlier versions,
+	// still read last.
+	envBrokerDeprecated = "BQ_BROKER"
 )
 
 // connFlags are the broker connection flags shared by every command that
@@ -25,6 +41,7 @@ type connFlags struct {
 	saslPassword string
 	pulsarToken  string
 	dialTimeout  time.Duration
+	timeout      time.Duration
 
 	// Secrets from the environment. They are not flag defaults, so --help
 	// never prints them; check applies them when the flag is not given.
@@ -32,12 +49,21 @@ type connFlags struct {
 	// --pulsar-token is an error.
 	envSASLPassword string
 	envPulsarToken  string
+
+	// warn receives a note about a deprecated variable (stderr).
+	warn io.Writer
 }
 
 // connEnvHelp lists the environment variables of connFlags.
-const connEnvHelp = `Connection environment variables (flags win):
-  BQ_BROKER            broker URL: kafka://host:port[,host:port], kafka+ssl://...,
-                       pulsar://host:port, pulsar+ssl://...
+const connEnvHelp = `Broker (--broker/-b wins, then the first variable set):
+  BQ_KAFKA_BROKERS     Kafka: host:port[,host:port] (what "bq dev kafka" and
+                       tools/brokers/env.sh print); kafka://, kafka+ssl:// also work
+  BQ_PULSAR_URL        Pulsar: pulsar://host:port or pulsar+ssl://host:port
+  BQ_BROKER            deprecated: any of the above
+  --broker takes a URL, a bare host:port[,host:port] (Kafka), or the word
+  "kafka" or "pulsar" to pick BQ_KAFKA_BROKERS or BQ_PULSAR_URL when both are set.
+  BQ_PULSAR_ADMIN_URL  Pulsar admin REST API (lag, topics), default http://<host>:8080
+Security (flags win):
   BQ_TLS=1             use TLS (implied by kafka+ssl:// and pulsar+ssl://)
   BQ_TLS_CA, BQ_TLS_CERT, BQ_TLS_KEY, BQ_TLS_INSECURE=1
   BQ_SASL_MECHANISM    Kafka: plain, scram-sha-256 or scram-sha-512
@@ -53,8 +79,8 @@ func envBool(name string) bool {
 }
 
 // register adds the connection flags to fs.
-func (c *connFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.broker, "broker", os.Getenv("BQ_BROKER"), "broker URL: kafka://host:port[,host:port] or pulsar://host:port (env BQ_BROKER)")
+func (c *connFlags) register(fs *pflag.FlagSet) {
+	fs.StringVarP(&c.broker, "broker", "b", "", `broker: URL, bare host:port (Kafka), or "kafka"/"pulsar" (env BQ_KAFKA_BROKERS, BQ_PULSAR_URL)`)
 	fs.BoolVar(&c.tls, "tls", envBool("BQ_TLS"), "connect with TLS (env BQ_TLS)")
 	fs.StringVar(&c.tlsCA, "tls-ca", os.Getenv("BQ_TLS_CA"), "PEM file of CA certificates to trust (env BQ_TLS_CA)")
 	fs.StringVar(&c.tlsCert, "tls-cert", os.Getenv("BQ_TLS_CERT"), "PEM client certificate for mutual TLS (env BQ_TLS_CERT)")
@@ -66,12 +92,63 @@ func (c *connFlags) register(fs *flag.FlagSet) {
 	c.envPulsarToken = os.Getenv("BQ_PULSAR_TOKEN")
 	fs.StringVar(&c.saslPassword, "sasl-password", "", "SASL password (prefer env BQ_SASL_PASSWORD)")
 	fs.StringVar(&c.pulsarToken, "pulsar-token", "", "Pulsar JWT token (prefer env BQ_PULSAR_TOKEN; ignored on Kafka)")
-	fs.DurationVar(&c.dialTimeout, "dial-timeout", 10*time.Second, "bound on connecting to the broker")
+	fs.DurationVar(&c.dialTimeout, "dial-timeout", 10*time.Second, "bound on the first connection: dial, TLS, SASL and the first answer")
+	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "bound on each later broker request")
 }
 
-// url parses the broker URL.
+// brokerSpec is the broker the flags and the environment name.
+func (c *connFlags) brokerSpec() (string, error) {
+	kafkaEnv, pulsarEnv := os.Getenv(envKafkaBrokers), os.Getenv(envPulsarURL)
+	switch strings.ToLower(strings.TrimSpace(c.broker)) {
+	case "":
+	case "kafka":
+		if kafkaEnv == "" {
+			return "", fmt.Errorf("%w: --broker kafka needs %s", errBadURL, envKafkaBrokers)
+		}
+		return kafkaEnv, nil
+	case "pulsar":
+		if pulsarEnv == "" {
+			return "", fmt.Errorf("%w: --broker pulsar needs %s", errBadURL, envPulsarURL)
+		}
+		return pulsarEnv, nil
+	default:
+		return c.broker, nil
+	}
+	switch {
+	case kafkaEnv != "":
+		return kafkaEnv, nil
+	case pulsarEnv != "":
+		return pulsarEnv, nil
+	case os.Getenv(envBrokerDeprecated) != "":
+		if c.warn != nil {
+			fmt.Fprintf(c.warn, "bq: %s is deprecated; use %s or %s\n", envBrokerDeprecated, envKafkaBrokers, envPulsarURL)
+		}
+		return os.Getenv(envBrokerDeprecated), nil
+	}
+	return "", nil
+}
+
+// url parses the broker the flags and the environment name.
 func (c *connFlags) url() (brokerURL, error) {
-	return parseBrokerURL(c.broker)
+	s, err := c.brokerSpec()
+	if err != nil {
+		return brokerURL{}, err
+	}
+	return parseBrokerURL(s)
+}
+
+// resolve parses and checks the broker and the security flags; every
+// problem is a usage error.
+func (c *connFlags) resolve(errOut io.Writer) (brokerURL, error) {
+	c.warn = errOut
+	u, err := c.url()
+	if err != nil {
+		return u, usagef("%v", err)
+	}
+	if err := c.check(u); err != nil {
+		return u, usagef("%v", err)
+	}
+	return u, nil
 }
 
 // check validates the flag combination without connecting, and fills in
@@ -85,6 +162,9 @@ func (c *connFlags) check(u brokerURL) error {
 	}
 	if c.dialTimeout <= 0 {
 		return fmt.Errorf("--dial-timeout %v: must be positive", c.dialTimeout)
+	}
+	if c.timeout <= 0 {
+		return fmt.Errorf("--timeout %v: must be positive", c.timeout)
 	}
 	if (c.tlsCert == "") != (c.tlsKey == "") {
 		return fmt.Errorf("--tls-cert and --tls-key go together")

@@ -2,7 +2,7 @@ package main
 
 import (
 	"bytes"
-	"flag"
+	"github.com/spf13/pflag"
 	"strings"
 	"testing"
 )
@@ -13,7 +13,7 @@ func TestConnFlagsSecretsFromEnvironment(t *testing.T) {
 	parse := func(args ...string) *connFlags {
 		t.Helper()
 		var c connFlags
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
 		c.register(fs)
 		if err := fs.Parse(args); err != nil {
 			t.Fatal(err)
@@ -48,7 +48,7 @@ func TestConnFlagsSecretsFromEnvironment(t *testing.T) {
 	// --help never prints the secrets.
 	var help bytes.Buffer
 	var hc connFlags
-	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
 	hc.register(fs)
 	fs.SetOutput(&help)
 	fs.PrintDefaults()

@@ -2,9 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
+	"github.com/spf13/cobra"
 	"io"
 	"log/slog"
 	"net"
@@ -17,51 +16,43 @@ import (
 // defaultDevKafkaAddr is where the demo and the README expect the broker.
 const defaultDevKafkaAddr = "127.0.0.1:9092"
 
-// runDevKafka runs an embedded broker until ctx ends (Ctrl-C). Its first
-// line on out is "BQ_KAFKA_BROKERS=<host:port>", so scripts can read it.
-func runDevKafka(ctx context.Context, args []string, out, errOut io.Writer) error {
-	fs := flag.NewFlagSet("bq dev kafka", flag.ContinueOnError)
-	fs.SetOutput(errOut)
+// newDevKafkaCmd runs an embedded broker until ctx ends (Ctrl-C). Its
+// first line on out is "BQ_KAFKA_BROKERS=<host:port>", so scripts can
+// read it.
+func newDevKafkaCmd() *cobra.Command {
+	cmd := leaf("kafka", "run an embedded Kafka-protocol broker on 127.0.0.1", `Runs an embedded Kafka-protocol broker (franz-go's kfake) in this process until
+interrupted. It is a fake for the demo and local development: data lives in
+memory and is lost on exit. Integration tests use the real brokers of
+tools/brokers instead. The first line on stdout is BQ_KAFKA_BROKERS=<host:port>,
+which every bq command reads as it is.`, "  bq dev kafka\n  eval \"$(bq dev kafka --addr 127.0.0.1:0 | head -1)\"")
+	fs := cmd.Flags()
 	addr := fs.String("addr", defaultDevKafkaAddr, "listen address; the host must be 127.0.0.1 (or localhost), port 0 picks a free port")
-	partitions := fs.Int("partitions", 1, "partitions of topics created on first use")
-	topics := fs.String("topics", "", "comma-separated topics to create at start (with -partitions partitions)")
-	verbose := fs.Bool("v", false, "log the broker's requests and warnings on stderr")
-	fs.Usage = func() {
-		fmt.Fprintf(errOut, "Usage: bq dev kafka [flags]\n\n"+
-			"Runs an embedded Kafka-protocol broker (franz-go's kfake) in this process until\n"+
-			"interrupted. It is a fake for the demo and local development: data lives in\n"+
-			"memory and is lost on exit. Integration tests use the real brokers of\n"+
-			"tools/brokers instead.\n\nFlags:\n")
-		fs.PrintDefaults()
+	partitions := fs.IntP("partitions", "p", 1, "partitions of topics created on first use")
+	topics := fs.String("topics", "", "comma-separated topics to create at start (with --partitions partitions)")
+	verbose := fs.BoolP("verbose", "v", false, "log the broker's requests and warnings on stderr")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		return devKafka(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), *addr, *partitions, *topics, *verbose)
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return errUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(errOut, "bq dev kafka: unexpected arguments %q\n", fs.Args())
-		fs.Usage()
-		return errUsage
-	}
-	port, err := loopbackPort(*addr)
+	return cmd
+}
+
+func devKafka(ctx context.Context, out, errOut io.Writer, addr string, partitions int, topicList string, verbose bool) error {
+	port, err := loopbackPort(addr)
 	if err != nil {
-		fmt.Fprintf(errOut, "bq dev kafka: -addr: %v\n", err)
-		return errUsage
+		return usagef("--addr: %v", err)
 	}
 
-	opts := []devkafka.Option{devkafka.WithPort(port), devkafka.WithDefaultPartitions(*partitions)}
-	if *topics != "" {
+	opts := []devkafka.Option{devkafka.WithPort(port), devkafka.WithDefaultPartitions(partitions)}
+	if topicList != "" {
 		var names []string
-		for _, n := range strings.Split(*topics, ",") {
+		for _, n := range strings.Split(topicList, ",") {
 			if n = strings.TrimSpace(n); n != "" {
 				names = append(names, n)
 			}
 		}
-		opts = append(opts, devkafka.WithTopics(*partitions, names...))
+		opts = append(opts, devkafka.WithTopics(partitions, names...))
 	}
-	if *verbose {
+	if verbose {
 		opts = append(opts, devkafka.WithLogger(slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	}
 	b, err := devkafka.Start(opts...)

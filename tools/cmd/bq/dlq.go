@@ -1,9 +1,9 @@
 package main
 
 import (
-	"context"
-	"flag"
 	"fmt"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"io"
 	"strconv"
 	"strings"
@@ -33,7 +33,7 @@ type dlqRegion struct {
 	group string
 }
 
-func (d *dlqRegion) register(fs *flag.FlagSet) {
+func (d *dlqRegion) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&d.all, "all", false, "Kafka: read the whole DLQ topic, with the records a redrive already moved or copied to the tail")
 	fs.StringVar(&d.group, "group", "", "Kafka: the redrive cursor the DLQ's live region starts at (default bq-redrive.<dlq>)")
 }
@@ -164,44 +164,43 @@ with a Reader from the earliest message (no subscription).
 const dlqStatsExamples = `  bq dlq stats --broker kafka://127.0.0.1:9092 --queue orders
   bq dlq stats --broker pulsar://127.0.0.1:6650 --dlq orders.dlq --json`
 
-func runDLQStats(ctx context.Context, args []string, out, errOut io.Writer) error {
-	fs := leafFlags("bq dlq stats", "bq dlq stats --broker URL (--queue Q | --dlq TOPIC) [--json]", dlqStatsHelp, dlqStatsExamples, errOut)
+func newDLQStatsCmd() *cobra.Command {
+	cmd := leaf("stats", "count dead letters by reason, URN, original queue and age", dlqStatsHelp, dlqStatsExamples)
+	fs := cmd.Flags()
 	var cf connFlags
 	cf.register(fs)
-	queue := fs.String("queue", "", "work queue; its DLQ is <queue>.dlq")
+	queue := fs.StringP("queue", "q", "", "work queue; its DLQ is <queue>.dlq")
 	dlq := fs.String("dlq", "", "dead-letter topic (overrides --queue)")
 	var region dlqRegion
 	region.register(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := parseLeaf(fs, args, errOut); err != nil {
-		return err
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx, out, errOut := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+		topic := dlqName(*dlq, *queue)
+		if topic == "" {
+			return usagef("--queue or --dlq is required")
+		}
+		u, err := cf.resolve(errOut)
+		if err != nil {
+			return err
+		}
+		sc, err := cf.openScanner(ctx, u)
+		if err != nil {
+			return err
+		}
+		defer sc.Close()
+		sc = region.apply(sc, topic)
+		st := newDLQStats(topic)
+		now := time.Now()
+		if err := sc.scan(ctx, topic, func(r *record) error { st.add(r, now); return nil }); err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(out, st)
+		}
+		return st.write(out)
 	}
-	topic := dlqName(*dlq, *queue)
-	if topic == "" {
-		return usageErrorf(fs, errOut, "--queue or --dlq is required")
-	}
-	u, err := cf.url()
-	if err != nil {
-		return usageErrorf(fs, errOut, "%v", err)
-	}
-	if err := cf.check(u); err != nil {
-		return usageErrorf(fs, errOut, "%v", err)
-	}
-	sc, err := cf.openScanner(ctx, u)
-	if err != nil {
-		return err
-	}
-	defer sc.Close()
-	sc = region.apply(sc, topic)
-	st := newDLQStats(topic)
-	now := time.Now()
-	if err := sc.scan(ctx, topic, func(r *record) error { st.add(r, now); return nil }); err != nil {
-		return err
-	}
-	if *asJSON {
-		return writeJSON(out, st)
-	}
-	return st.write(out)
+	return cmd
 }
 
 const dlqPeekHelp = `Shows dead letters: where each record sits, its headers, its dead_letter
@@ -215,71 +214,70 @@ const dlqPeekExamples = `  bq dlq peek --broker kafka://127.0.0.1:9092 --queue o
   bq dlq peek --broker kafka://127.0.0.1:9092 --queue orders --reason poison --json
   bq dlq peek --broker pulsar://127.0.0.1:6650 --dlq orders.dlq --urn urn:bq:orders:created`
 
-func runDLQPeek(ctx context.Context, args []string, out, errOut io.Writer) error {
-	fs := leafFlags("bq dlq peek", "bq dlq peek --broker URL (--queue Q | --dlq TOPIC) [filters] [--limit N] [--json]", dlqPeekHelp, dlqPeekExamples, errOut)
+func newDLQPeekCmd() *cobra.Command {
+	cmd := leaf("peek", "show dead letters: envelope, dead_letter block and headers", dlqPeekHelp, dlqPeekExamples)
+	fs := cmd.Flags()
 	var cf connFlags
 	cf.register(fs)
-	queue := fs.String("queue", "", "work queue; its DLQ is <queue>.dlq")
+	queue := fs.StringP("queue", "q", "", "work queue; its DLQ is <queue>.dlq")
 	dlq := fs.String("dlq", "", "dead-letter topic (overrides --queue)")
-	limit := fs.Int("limit", 20, "show at most this many dead letters (0: all)")
+	limit := fs.IntP("limit", "n", 20, "show at most this many dead letters (0: all)")
 	var region dlqRegion
 	region.register(fs)
 	var sel selectorFlags
 	sel.register(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object per dead letter")
-	if err := parseLeaf(fs, args, errOut); err != nil {
-		return err
-	}
-	topic := dlqName(*dlq, *queue)
-	if topic == "" {
-		return usageErrorf(fs, errOut, "--queue or --dlq is required")
-	}
-	if *limit < 0 {
-		return usageErrorf(fs, errOut, "--limit %d: must be >= 0", *limit)
-	}
-	selector, err := sel.build()
-	if err != nil {
-		return usageErrorf(fs, errOut, "%v", err)
-	}
-	u, err := cf.url()
-	if err != nil {
-		return usageErrorf(fs, errOut, "%v", err)
-	}
-	if err := cf.check(u); err != nil {
-		return usageErrorf(fs, errOut, "%v", err)
-	}
-	sc, err := cf.openScanner(ctx, u)
-	if err != nil {
-		return err
-	}
-	defer sc.Close()
-	sc = region.apply(sc, topic)
-	shown := 0
-	err = sc.scan(ctx, topic, func(r *record) error {
-		if !selector.matchRecord(r) {
-			return nil
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx, out, errOut := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+		topic := dlqName(*dlq, *queue)
+		if topic == "" {
+			return usagef("--queue or --dlq is required")
 		}
-		v := r.view()
-		if *asJSON {
-			if err := writeJSONLine(out, v); err != nil {
-				return err
+		if *limit < 0 {
+			return usagef("--limit %d: must be >= 0", *limit)
+		}
+		selector, err := sel.build()
+		if err != nil {
+			return usagef("%v", err)
+		}
+		u, err := cf.resolve(errOut)
+		if err != nil {
+			return err
+		}
+		sc, err := cf.openScanner(ctx, u)
+		if err != nil {
+			return err
+		}
+		defer sc.Close()
+		sc = region.apply(sc, topic)
+		shown := 0
+		err = sc.scan(ctx, topic, func(r *record) error {
+			if !selector.matchRecord(r) {
+				return nil
 			}
-		} else {
-			writeRecordText(out, v)
+			v := r.view()
+			if *asJSON {
+				if err := writeJSONLine(out, v); err != nil {
+					return err
+				}
+			} else {
+				writeRecordText(out, v)
+			}
+			shown++
+			if *limit > 0 && shown >= *limit {
+				return errStop
+			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		shown++
-		if *limit > 0 && shown >= *limit {
-			return errStop
+		if !*asJSON {
+			fmt.Fprintf(errOut, "%d dead letters shown\n", shown)
 		}
 		return nil
-	})
-	if err != nil {
-		return err
 	}
-	if !*asJSON {
-		fmt.Fprintf(errOut, "%d dead letters shown\n", shown)
-	}
-	return nil
+	return cmd
 }
 
 // writeRecordText prints one record for people.

@@ -10,11 +10,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -178,11 +175,15 @@ func TestKafkaPublishTailPeekStats(t *testing.T) {
 	defer cancel()
 	topic := brokertest.Topic(t, "bq")
 	ensure(t, ctx, topic)
-	// idempotent
-	out := mustBQ(t, ctx, "topics", "ensure", "--broker", kafkaURL(t), "--topic", topic, "--partitions", "5", "--tiers", "1s", "--json")
+	// idempotent: the existing topic is left as it is, and the partition
+	// count asked for but not there is reported (exit 1).
+	out, errOut, code := bq(t, ctx, "topics", "ensure", "--broker", kafkaURL(t), "--topic", topic, "--partitions", "5", "--tiers", "1s", "--json")
 	var ens []ensureResult
-	if err := json.Unmarshal([]byte(out), &ens); err != nil || len(ens) != 1 || ens[0].Partition != 2 || ens[0].DLQ != topic+".dlq" {
+	if err := json.Unmarshal([]byte(out), &ens); err != nil || len(ens) != 1 || ens[0].Partition != 2 || ens[0].DLQ != topic+".dlq" || ens[0].Mismatch == "" {
 		t.Fatalf("second ensure: %v %+v (%s)", err, ens, out)
+	}
+	if code != exitError || !strings.Contains(errOut, "another partition count") {
+		t.Errorf("second ensure with another partition count: exit %d, stderr %q", code, errOut)
 	}
 	k := testKafkaConn(t, ctx)
 	for _, tp := range []string{topic + ".retry.1", topic + ".dlq"} {
@@ -332,8 +333,8 @@ func TestKafkaSASLPublish(t *testing.T) {
 		t.Errorf("tail over SASL:\n%s", out)
 	}
 	t.Setenv("BQ_SASL_PASSWORD", "wrong")
-	_, errOut, code := bq(t, ctx, "publish", "--broker", url, "--sasl-mechanism", "scram-sha-256", "--sasl-user", user, "--queue", topic, "--urn", "u", "--dial-timeout", "5s")
-	if code != exitError || !strings.Contains(errOut, "broker unreachable") {
+	_, errOut, code := bq(t, ctx, "publish", "--broker", url, "--sasl-mechanism", "scram-sha-256", "--sasl-user", user, "--queue", topic, "--urn", "urn:bq:sasl", "--dial-timeout", "5s")
+	if code != exitError || !strings.Contains(errOut, "refuses the SASL credentials") {
 		t.Errorf("wrong password: exit %d, stderr %q", code, errOut)
 	}
 }
@@ -367,7 +368,7 @@ func TestKafkaRedriveSelectorsDryRunGuard(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if !rep.DryRun || rep.Examined != 6 || rep.Outcomes[outcomeMoved] != 4 || rep.Outcomes[outcomeUndecodable] != 1 {
+	if !rep.DryRun || rep.Examined != 6 || rep.Outcomes[outcomeWouldMove] != 4 || rep.Outcomes[outcomeUndecodable] != 1 {
 		t.Errorf("dry run report %+v", rep)
 	}
 	if n := len(readAll(t, ctx, k, topic)); n != 0 {
@@ -500,33 +501,6 @@ func TestKafkaRedriveSelectorsDryRunGuard(t *testing.T) {
 	if n := strings.Count(peek, "\n"); n != 1 || !strings.Contains(peek, `"key":"x1"`) {
 		t.Errorf("peek of the live region shows %d records:\n%s", n, peek)
 	}
-}
-
-// buildBQ builds the bq binary once per test binary run.
-var buildOnce struct {
-	sync.Once
-	path string
-	err  error
-}
-
-func bqBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "bq-bin")
-		if err != nil {
-			buildOnce.err = err
-			return
-		}
-		buildOnce.path = filepath.Join(dir, "bq")
-		out, err := exec.Command("go", "build", "-o", buildOnce.path, ".").CombinedOutput()
-		if err != nil {
-			buildOnce.err = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildOnce.err != nil {
-		t.Fatal(buildOnce.err)
-	}
-	return buildOnce.path
 }
 
 // TestKafkaRedriveKilledAndResumed SIGKILLs the bq binary three times in
@@ -704,7 +678,7 @@ func TestKafkaReinject(t *testing.T) {
 	var errOut syncBuffer
 	go func() {
 		defer pw.Close()
-		done <- run(rctx, []string{"reinject", "--broker", kafkaURL(t), "--topic", topic, "--tiers", "1s", "--group", "bq-reinject-" + topic, "--http", "127.0.0.1:0"}, pw, &errOut)
+		done <- run(rctx, []string{"reinject", "--broker", kafkaURL(t), "--topic", topic, "--tiers", "1s", "--group", "bq-reinject-" + topic, "--http", "127.0.0.1:0", "--backlog-interval", "1s"}, pw, &errOut)
 	}()
 	line, err := bufio.NewReader(pr).ReadString('\n')
 	if err != nil {
@@ -753,6 +727,25 @@ func TestKafkaReinject(t *testing.T) {
 	_, metrics := get("/metrics")
 	if !strings.Contains(metrics, fmt.Sprintf("bq_reinject_records_total{topic=%q} 1", topic)) || !strings.Contains(metrics, "bq_reinject_up 1") {
 		t.Errorf("/metrics:\n%s", metrics)
+	}
+	// The backlog samples (every second) see the carried record committed:
+	// a sample taken after it found nothing waiting in the tier.
+	carried := time.Now()
+	backlog := fmt.Sprintf("bq_reinject_backlog_records{tier=%q,queue=%q}", topic+".retry.1", topic)
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		_, metrics = get("/metrics")
+		v, ok := metricValue(metrics, backlog)
+		okv, _ := metricValue(metrics, fmt.Sprintf("bq_reinject_backlog_sample_ok{tier=%q}", topic+".retry.1"))
+		at, _ := metricValue(metrics, fmt.Sprintf("bq_reinject_backlog_sample_time_seconds{tier=%q}", topic+".retry.1"))
+		if ok && v == 0 && okv == 1 && at >= float64(carried.UnixMilli())/1000 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("backlog not sampled as empty:\n%s", metrics)
+		}
+	}
+	if code, body := get("/healthz"); code != 200 {
+		t.Errorf("/healthz after backlog samples = %d %q", code, body)
 	}
 	rcancel()
 	select {

@@ -122,7 +122,7 @@ func TestPulsarPublishTailPeekStatsRedrive(t *testing.T) {
 	// Dry run moves nothing; a real run moves urn:a only; a rerun moves nothing.
 	out = mustBQ(t, ctx, "redrive", "--broker", url, "--queue", queue, "--urn", "urn:a", "--dry-run", "--json")
 	var rep redriveReport
-	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Moved != 2 || !rep.DryRun {
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.WouldMove != 2 || !rep.DryRun {
 		t.Fatalf("dry run %+v %v", rep, err)
 	}
 	out = mustBQ(t, ctx, "redrive", "--broker", url, "--queue", queue, "--urn", "urn:a", "--replay-bypass", "--json")
@@ -160,7 +160,7 @@ func TestPulsarPublishTailPeekStatsRedrive(t *testing.T) {
 		t.Errorf("rerun %+v %v; want nothing moved, urn:b left", rep, err)
 	}
 	_, errOut, code := bq(t, ctx, "topics", "ensure", "--broker", url, "--topic", queue)
-	if code != exitError || !strings.Contains(errOut, "needs a Kafka broker") {
+	if code != exitUsage || !strings.Contains(errOut, "needs a Kafka broker") {
 		t.Errorf("topics ensure on Pulsar: exit %d %q", code, errOut)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"sort"
 	"strings"
 	"time"
@@ -19,6 +20,13 @@ import (
 // errUnreachable is matched when no broker answered within the dial timeout.
 var errUnreachable = errors.New("broker unreachable")
 
+// kafkaMessage is a record as kafka-go reads it.
+type kafkaMessage = kafkago.Message
+
+// errRejected is matched when a broker rejects the connection settings
+// (TLS, SASL): retrying cannot help, the flags must change.
+var errRejected = errors.New("connection settings rejected")
+
 // kafkaConn holds what every Kafka command needs: brokers, security and
 // the bounded dial timeout, plus a kafka-go client for admin calls.
 type kafkaConn struct {
@@ -26,21 +34,24 @@ type kafkaConn struct {
 	tls     *tls.Config
 	sasl    sasl.Mechanism
 	timeout time.Duration
-	client  *kafkago.Client
+	// reqTimeout bounds each request after the first connection.
+	reqTimeout time.Duration
+	client     *kafkago.Client
 }
 
 // kafka connects to the Kafka cluster of the flags: it checks that some
 // broker answers within the dial timeout (with TLS and SASL applied) so a
-// wrong address fails fast with a clear error.
+// wrong address fails fast with a clear error. Every later admin request
+// is bounded by the request timeout.
 func (c *connFlags) kafka(ctx context.Context, u brokerURL) (*kafkaConn, error) {
 	if u.Kind != kindKafka {
-		return nil, fmt.Errorf("this command needs a Kafka broker (kafka://host:port), got %s", u.Kind)
+		return nil, usagef("this command needs a Kafka broker (host:port or kafka://host:port), got %s", u.Kind)
 	}
 	tcfg, err := c.tlsConfig(u)
 	if err != nil {
 		return nil, err
 	}
-	k := &kafkaConn{brokers: u.Hosts, tls: tcfg, timeout: c.dialTimeout}
+	k := &kafkaConn{brokers: u.Hosts, tls: tcfg, timeout: c.dialTimeout, reqTimeout: c.timeout}
 	switch strings.ToLower(c.saslMech) {
 	case "":
 	case "plain":
@@ -58,7 +69,7 @@ func (c *connFlags) kafka(ctx context.Context, u brokerURL) (*kafkaConn, error) 
 	}
 	k.client = &kafkago.Client{
 		Addr:    kafkago.TCP(k.brokers...),
-		Timeout: 30 * time.Second,
+		Timeout: c.timeout,
 		Transport: &kafkago.Transport{
 			DialTimeout: k.timeout,
 			TLS:         k.tls,
@@ -77,24 +88,84 @@ func (k *kafkaConn) dialer() *kafkago.Dialer {
 	return &kafkago.Dialer{Timeout: k.timeout, DualStack: true, TLS: k.tls, SASLMechanism: k.sasl, ClientID: "bq"}
 }
 
-// ping dials the brokers in turn until one completes the handshake
-// (TLS, SASL) within the timeout.
+// ping dials the brokers in turn until one completes the handshake (TLS,
+// SASL) and answers an API versions request, each attempt bounded by the
+// dial timeout. When none answers, the error names the real cause: the
+// settings a broker rejects (ErrConnectionRejected of the kafka module),
+// a broker that accepted the connection but never answered, or one that
+// cannot be reached.
 func (k *kafkaConn) ping(ctx context.Context) error {
 	var errs []error
+	silent, allSilent := false, true
 	for _, b := range k.brokers {
-		dctx, cancel := context.WithTimeout(ctx, k.timeout)
-		conn, err := k.dialer().DialContext(dctx, "tcp", b)
-		cancel()
+		err := pingBroker(ctx, k.dialer(), b, k.timeout)
 		if err == nil {
-			_, err = conn.ApiVersions()
-			conn.Close()
-			if err == nil {
-				return nil
-			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) {
+			silent = true
+			err = fmt.Errorf("no answer within %v: %w", k.timeout, err)
+		} else {
+			allSilent = false
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", b, err))
 	}
-	return fmt.Errorf("%w: no Kafka broker of %s answered within %v: %w", errUnreachable, strings.Join(k.brokers, ","), k.timeout, errors.Join(errs...))
+	// Settings are rejected at once (a TLS alert, a closed connection, a
+	// SASL error); brokers that all stayed silent are not asked again.
+	if !allSilent {
+		if why := k.rejection(ctx); why != nil {
+			return why
+		}
+	}
+	hint := ""
+	if silent {
+		hint = " (a broker that accepts connections but does not answer: a frozen broker, or a port that is not a Kafka listener)"
+	}
+	return fmt.Errorf("%w: no Kafka broker of %s answered within %v%s: %w", errUnreachable, strings.Join(k.brokers, ","), k.timeout, hint, errors.Join(errs...))
+}
+
+// pingBroker dials addr and asks for its API versions, all within d.
+func pingBroker(ctx context.Context, dialer *kafkago.Dialer, addr string, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	conn, err := dialer.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	deadline, _ := ctx.Deadline()
+	if err := conn.SetDeadline(deadline); err != nil {
+		return err
+	}
+	// A signal must not wait for the deadline: closing the connection
+	// ends the blocked request at once.
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	if _, err = conn.ApiVersions(); err != nil && ctx.Err() != nil {
+		// The deadline, or the close above, ended the request.
+		return fmt.Errorf("%w (%w)", ctx.Err(), err)
+	}
+	return err
+}
+
+// rejection asks the kafka module whether a broker rejects the
+// connection settings, within the dial timeout; nil when none does.
+func (k *kafkaConn) rejection(ctx context.Context) error {
+	t, err := bqkafka.New(append(k.transportOptions(), bqkafka.WithLogger(discardLogger()))...)
+	if err != nil {
+		return nil
+	}
+	defer t.Close()
+	cctx, cancel := context.WithTimeout(ctx, k.timeout)
+	defer cancel()
+	if why := t.CheckConnection(cctx); errors.Is(why, bqkafka.ErrConnectionRejected) {
+		return fmt.Errorf("%w: %w", errRejected, why)
+	}
+	return nil
 }
 
 // transportOptions are the babelqueue kafka.Transport options for this

@@ -1,50 +1,63 @@
-// Command bq is the BabelQueue for Go command line.
+// Command bq is the BabelQueue for Go operator command line.
 //
 // Usage:
 //
 //	bq <command> [<subcommand>] [flags]
 //
-// Commands:
+// Commands: dev kafka, topics ensure|list|describe, lag, tail, publish,
+// dlq stats|peek|discard, redrive, reinject, version, completion. Run
+// "bq --help" or "bq <command> --help" for flags and examples.
 //
-//	dev kafka       run an embedded Kafka-protocol broker on 127.0.0.1 for the
-//	                demo and local development (github.com/twmb/franz-go/pkg/kfake)
-//	topics ensure   create a Kafka work topic, its retry tiers and its DLQ
-//	reinject        run the Kafka re-injector (/healthz, /metrics)
-//	dlq stats       count dead letters by reason, URN, original queue and age
-//	dlq peek        show dead letters without consuming them
-//	redrive         move dead letters back to work, resumably (SPEC 8)
-//	publish         publish an envelope from a URN and JSON data
-//	tail            print decoded envelopes and headers, following
+// Brokers are named by --broker/-b, else BQ_KAFKA_BROKERS (a bare
+// host:port list means Kafka) or BQ_PULSAR_URL; TLS, SASL and Pulsar
+// tokens come from flags or BQ_* environment variables.
 //
-// Brokers are named by URL (kafka://host:port[,host:port], kafka+ssl://...,
-// pulsar://host:port, pulsar+ssl://...) with --broker or BQ_BROKER; TLS,
-// SASL and Pulsar tokens come from flags or BQ_* environment variables.
+// The command line is built on github.com/spf13/cobra (see README.md for
+// why). Every broker call has a deadline (--dial-timeout for the first
+// connection, --timeout for each request), and SIGINT or SIGTERM stops any
+// command within 2 s: the root context is cancelled at once and, should a
+// command not return within stopGrace, the process exits anyway.
 //
-// The command line uses the standard library's flag package with a small
-// command tree (commands.go) rather than a framework such as cobra: the
-// commands are few and flat, flag gives -h/--help and clear "flag provided
-// but not defined" errors for free, and the module keeps one dependency
-// less. The progress bar of redrive is github.com/schollz/progressbar/v3:
-// a single small dependency, widely used and maintained, that writes to any
-// io.Writer and is shown only when stdout is a terminal.
-//
-// Exit codes: 0 success, 1 failure (unreachable broker, broker or I/O
-// error), 2 usage error (including a bad broker URL), 3 partial (a redrive
-// left records held by the replay-count guard). README.md has the details.
-//
-// Run "bq help" or "bq <command> -h" for details and examples.
+// Exit codes: 0 success, 1 failure, 2 usage error, 3 partial (a redrive
+// left records held by the replay-count guard), 130 interrupted (an
+// interrupted redrive or dlq discard is resumable). README.md has details.
 package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 )
+
+// stopGrace is how long a command may take to stop after SIGINT or
+// SIGTERM before the process exits without it (the 2 s promise, with
+// room for the exit itself).
+const stopGrace = 1500 * time.Millisecond
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, os.Args[1:], os.Stdout, os.Stderr) }()
+	select {
+	case code := <-done:
+		stop()
+		os.Exit(code)
+	case <-ctx.Done():
+	}
+	// A signal arrived: the command's context is cancelled. Give it
+	// stopGrace to report and return; a second signal exits at once.
 	stop()
-	os.Exit(code)
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	select {
+	case code := <-done:
+		os.Exit(code)
+	case <-again:
+	case <-time.After(stopGrace):
+		fmt.Fprintf(os.Stderr, "bq: interrupted; the command did not stop within %v, exiting\n", stopGrace)
+	}
+	os.Exit(exitInterrupted)
 }

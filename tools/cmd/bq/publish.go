@@ -1,42 +1,38 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
 	bqkafka "github.com/babelqueue/babelqueue-go/kafka"
+	"github.com/spf13/cobra"
 )
-
-// headerFlags collects repeated --header key=value flags.
-type headerFlags map[string]string
-
-func (h headerFlags) String() string { return "" }
-
-func (h headerFlags) Set(s string) error {
-	k, v, ok := strings.Cut(s, "=")
-	if !ok || strings.TrimSpace(k) == "" {
-		return fmt.Errorf("%q: want key=value", s)
-	}
-	h[k] = v
-	return nil
-}
 
 const publishHelp = `Builds a BabelQueue envelope (SPEC 2) from a URN and JSON data and
 publishes it with the contract headers/properties, plus any --header.
 Prints the message id (meta.id).
 
+--stdin publishes one message per input line: a whole envelope (a JSON
+object with "job") is republished as it is; any other JSON object is the
+data of a new envelope with --urn. Each line is validated before anything
+is written.
+
+The URN must follow the family's rule, urn:<namespace>:<name> without
+blanks. Headers starting with "bq-" belong to the contract and cannot be
+set with --header.
+
 ` + connEnvHelp
 
-const publishExamples = `  bq publish --broker kafka://127.0.0.1:9092 --queue orders \
-      --urn urn:bq:orders:created --data '{"order_id":42}'
-  echo '{"order_id":42}' | bq publish --broker pulsar://127.0.0.1:6650 \
-      --queue orders --urn urn:bq:orders:created --data - --header traceparent=00-...`
+const publishExamples = `  bq publish -b 127.0.0.1:9092 -q orders --urn urn:bq:orders:created --data '{"order_id":42}'
+  bq publish -b kafka://127.0.0.1:9092 -q orders --urn urn:bq:orders:created --key 42 --data '{"order_id":42}'
+  jq -c '.[]' orders.json | bq publish -b pulsar://127.0.0.1:6650 -q orders --urn urn:bq:orders:created --stdin`
 
 // publishResult is the --json output of publish.
 type publishResult struct {
@@ -45,67 +41,214 @@ type publishResult struct {
 	URN   string `json:"urn"`
 }
 
-func runPublish(ctx context.Context, args []string, out, errOut io.Writer) error {
-	fs := leafFlags("bq publish", "bq publish --broker URL --queue Q --urn URN [--data JSON|-] [--header k=v]... [--json]", publishHelp, publishExamples, errOut)
+// maxStdinLine bounds one line of --stdin.
+const maxStdinLine = 16 << 20
+
+// publishItem is one message to publish.
+type publishItem struct {
+	urn  string
+	data json.RawMessage
+	// env is set when the line is a whole envelope.
+	env []byte
+}
+
+func newPublishCmd() *cobra.Command {
+	cmd := leaf("publish", "publish envelopes built from a URN and JSON data (or read from stdin)", publishHelp, publishExamples)
+	fs := cmd.Flags()
 	var cf connFlags
 	cf.register(fs)
-	queue := fs.String("queue", "", "queue (topic) to publish to")
-	urn := fs.String("urn", "", "message URN (the envelope's job)")
-	data := fs.String("data", "{}", "JSON data, or - to read it from stdin")
+	queue := fs.StringP("queue", "q", "", "queue (topic) to publish to")
+	urn := fs.StringP("urn", "u", "", "message URN (the envelope's job)")
+	data := fs.StringP("data", "d", "{}", "JSON object of data, or - to read it from stdin")
+	fromStdin := fs.Bool("stdin", false, "publish one envelope or data object per stdin line")
+	key := fs.StringP("key", "k", "", "message key (Kafka partitioning and ordering, Pulsar key)")
 	traceID := fs.String("trace-id", "", "trace id (default: a new one)")
-	id := fs.String("id", "", "meta.id (default: a new UUID)")
-	headers := headerFlags{}
-	fs.Var(headers, "header", "out-of-band header key=value (repeatable)")
+	id := fs.String("id", "", "meta.id (default: a new UUID; not with --stdin)")
+	headers := fs.StringToStringP("header", "H", nil, "out-of-band header key=value (repeatable; bq- headers are refused)")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := parseLeaf(fs, args, errOut); err != nil {
-		return err
-	}
-	if strings.TrimSpace(*queue) == "" || strings.TrimSpace(*urn) == "" {
-		return usageErrorf(fs, errOut, "--queue and --urn are required")
-	}
-	raw := []byte(*data)
-	if *data == "-" {
-		b, err := io.ReadAll(io.LimitReader(os.Stdin, 16<<20))
-		if err != nil {
-			return fmt.Errorf("read data from stdin: %w", err)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx, out, errOut := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+		if strings.TrimSpace(*queue) == "" {
+			return usagef("--queue is required")
 		}
-		raw = b
+		for k := range *headers {
+			if strings.HasPrefix(strings.ToLower(k), "bq-") {
+				return usagef("--header %s: bq- headers belong to the contract and are set by bq, not by hand", k)
+			}
+			if strings.TrimSpace(k) == "" {
+				return usagef("--header: blank key")
+			}
+		}
+		var items []publishItem
+		switch {
+		case *fromStdin:
+			if *id != "" {
+				return usagef("--id applies to one message; with --stdin every message gets its own")
+			}
+			var err error
+			if items, err = readPublishLines(stdin, *urn); err != nil {
+				return err
+			}
+		default:
+			if *urn == "" {
+				return usagef("--urn is required (or --stdin with envelopes)")
+			}
+			raw := []byte(*data)
+			if *data == "-" {
+				b, err := io.ReadAll(io.LimitReader(stdin, maxStdinLine))
+				if err != nil {
+					return fmt.Errorf("read data from stdin: %w", err)
+				}
+				raw = bytes.TrimSpace(b)
+			}
+			if err := checkData(raw); err != nil {
+				return usagef("--data: %v", err)
+			}
+			items = []publishItem{{urn: *urn, data: raw}}
+		}
+		for i, it := range items {
+			if it.env != nil {
+				continue
+			}
+			if err := babelqueue.ValidURN(it.urn); err != nil {
+				if *fromStdin {
+					return usagef("line %d: %v", i+1, err)
+				}
+				return usagef("--urn: %v", err)
+			}
+		}
+		u, err := cf.resolve(errOut)
+		if err != nil {
+			return err
+		}
+		t, closeT, err := openTransport(ctx, &cf, u)
+		if err != nil {
+			return err
+		}
+		defer closeT()
+		app, err := babelqueue.NewApp(t, babelqueue.WithDefaultQueue(*queue), babelqueue.WithLogger(discardLogger()))
+		if err != nil {
+			return err
+		}
+		for i, it := range items {
+			pctx, cancel := context.WithTimeout(ctx, cf.timeout)
+			msgID, urnOut, err := publishOne(pctx, t, app, *queue, *key, *traceID, *id, *headers, it)
+			cancel()
+			if err != nil {
+				if len(items) > 1 {
+					return fmt.Errorf("line %d (%d of %d published before it): %w", i+1, i, len(items), err)
+				}
+				return err
+			}
+			if *asJSON {
+				if err := writeJSONLine(out, publishResult{ID: msgID, Queue: *queue, URN: urnOut}); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintln(out, msgID)
+			}
+		}
+		return nil
 	}
-	if !json.Valid(raw) {
-		return usageErrorf(fs, errOut, "--data is not valid JSON")
+	return cmd
+}
+
+// publishOne writes one item: a new envelope through the App, or a whole
+// envelope as it is, with its contract headers.
+func publishOne(ctx context.Context, t babelqueue.Transport, app *babelqueue.App, queue, key, traceID, id string, headers map[string]string, it publishItem) (string, string, error) {
+	if it.env != nil {
+		env, err := babelqueue.Decode(it.env)
+		if err != nil {
+			return "", "", err
+		}
+		out := &driver.Outgoing{Intent: driver.IntentPublish, Queue: queue, Body: string(it.env), Headers: headers}
+		if key != "" {
+			out.Key = []byte(key)
+		}
+		if _, err := t.Send(ctx, out); err != nil {
+			return "", "", fmt.Errorf("publish to %q: %w", queue, err)
+		}
+		return env.Meta.ID, env.URN(), nil
 	}
-	u, err := cf.url()
-	if err != nil {
-		return usageErrorf(fs, errOut, "%v", err)
-	}
-	if err := cf.check(u); err != nil {
-		return usageErrorf(fs, errOut, "%v", err)
-	}
-	t, closeT, err := openTransport(ctx, &cf, u)
-	if err != nil {
-		return err
-	}
-	defer closeT()
 	var mk []babelqueue.MakeOption
-	if *traceID != "" {
-		mk = append(mk, babelqueue.WithTraceID(*traceID))
+	if traceID != "" {
+		mk = append(mk, babelqueue.WithTraceID(traceID))
 	}
-	if *id != "" {
-		mk = append(mk, babelqueue.WithID(*id))
+	if id != "" {
+		mk = append(mk, babelqueue.WithID(id))
 	}
-	app, err := babelqueue.NewApp(t, babelqueue.WithDefaultQueue(*queue), babelqueue.WithLogger(discardLogger()))
+	opts := []babelqueue.PublishOption{babelqueue.ToQueue(queue), babelqueue.WithEnvelopeOptions(mk...)}
+	if key != "" {
+		opts = append(opts, babelqueue.WithKey([]byte(key)))
+	}
+	msgID, err := app.PublishWithHeaders(ctx, it.urn, it.data, headers, opts...)
 	if err != nil {
-		return err
+		return "", "", fmt.Errorf("publish to %q: %w", queue, err)
 	}
-	msgID, err := app.PublishWithHeaders(ctx, *urn, json.RawMessage(raw), headers, babelqueue.ToQueue(*queue), babelqueue.WithEnvelopeOptions(mk...))
-	if err != nil {
-		return fmt.Errorf("publish to %q: %w", *queue, err)
+	return msgID, it.urn, nil
+}
+
+// checkData accepts a JSON object only: the envelope's data is an object.
+func checkData(raw []byte) error {
+	if !json.Valid(raw) {
+		return fmt.Errorf("not valid JSON")
 	}
-	if *asJSON {
-		return writeJSON(out, publishResult{ID: msgID, Queue: *queue, URN: *urn})
+	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
+		return fmt.Errorf("%s is not a JSON object (data is always an object)", abbreviate(string(t), 40))
 	}
-	fmt.Fprintln(out, msgID)
 	return nil
+}
+
+// readPublishLines reads --stdin: each non-empty line is an envelope (an
+// object with "job" or "urn") or a data object published under urn.
+func readPublishLines(r io.Reader, urn string) ([]publishItem, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), maxStdinLine)
+	var items []publishItem
+	for n := 1; sc.Scan(); n++ {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		if err := checkData(line); err != nil {
+			return nil, usagef("stdin line %d: %v", n, err)
+		}
+		var probe struct {
+			Job *string `json:"job"`
+			URN *string `json:"urn"`
+		}
+		_ = json.Unmarshal(line, &probe)
+		if probe.Job != nil || probe.URN != nil {
+			env, err := babelqueue.Decode(line)
+			if err != nil {
+				return nil, usagef("stdin line %d: not a valid envelope: %v", n, err)
+			}
+			if err := babelqueue.ValidURN(env.URN()); err != nil {
+				return nil, usagef("stdin line %d: %v", n, err)
+			}
+			items = append(items, publishItem{env: append([]byte(nil), line...)})
+			continue
+		}
+		if urn == "" {
+			return nil, usagef("stdin line %d is data without a URN: give --urn, or whole envelopes", n)
+		}
+		items = append(items, publishItem{urn: urn, data: json.RawMessage(append([]byte(nil), line...))})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read stdin: %w", err)
+	}
+	if len(items) == 0 {
+		return nil, usagef("--stdin: no message on stdin")
+	}
+	return items, nil
+}
+
+// abbreviate shortens s for a message.
+func abbreviate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }
 
 // openTransport builds the babelqueue transport of the broker URL.
@@ -135,5 +278,3 @@ func openTransport(ctx context.Context, cf *connFlags, u brokerURL) (babelqueue.
 		return t, func() { t.Close(); p.client.Close() }, nil
 	}
 }
-
-var _ flag.Value = headerFlags{}

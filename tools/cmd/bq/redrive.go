@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/spf13/cobra"
 	"io"
 	"os"
 	"strconv"
@@ -27,10 +28,11 @@ const (
 )
 
 // Outcomes of one examined dead letter, as the summary counts them: the
-// redrive.Outcome values, except that a dry run's would_move
-// counts as moved.
+// redrive.Outcome values (a dry run's would_move is counted apart from
+// moved).
 const (
 	outcomeMoved       = string(redrive.Moved)
+	outcomeWouldMove   = string(redrive.WouldMove)
 	outcomeRecovered   = string(redrive.AlreadyMoved)
 	outcomeKeptBefore  = string(redrive.AlreadyKept)
 	outcomeUnselected  = string(redrive.Unselected)
@@ -55,6 +57,9 @@ type redriveOptions struct {
 	// onTotal and onItem, when set, follow the run (the progress bar).
 	onTotal func(n int)
 	onItem  func()
+	// onEach, when set, sees every examined dead letter (dlq discard
+	// writes its record file from it).
+	onEach func(redriveItem)
 }
 
 // redriveItem is one examined dead letter. Partition and Offset are set
@@ -76,9 +81,6 @@ type redriveItem struct {
 func viewRedriveItem(it redrive.Item) redriveItem {
 	v := redriveItem{Position: it.Position, ID: it.MessageID, URN: it.URN, Reason: it.Reason, Target: it.Target,
 		Count: it.Redrives, Outcome: string(it.Outcome), Disposition: string(it.Disposition)}
-	if it.Outcome == redrive.WouldMove {
-		v.Outcome = outcomeMoved
-	}
 	if it.Err != nil {
 		v.Note = it.Err.Error()
 	}
@@ -95,43 +97,67 @@ func viewRedriveItem(it redrive.Item) redriveItem {
 // redriveReport sums up a run from its redrive.Result. Outcomes
 // and Targets count every examined dead letter; Guarded lists those the
 // replay-count guard held back and Items the examined ones, each at most
-// maxReportedItems.
+// maxReportedItems: the rows beyond it are counted in GuardedLeftOut and
+// ItemsLeftOut, never dropped silently. In a dry run the outcome of a
+// dead letter that would move is "would_move".
 type redriveReport struct {
-	DLQ       string         `json:"dlq"`
-	Cursor    string         `json:"cursor,omitempty"`
-	DryRun    bool           `json:"dry_run"`
-	Resumed   bool           `json:"resumed"`
-	Pending   int            `json:"pending"`
-	Examined  int            `json:"examined"`
-	Moved     int            `json:"moved"`
+	DLQ      string `json:"dlq"`
+	Cursor   string `json:"cursor,omitempty"`
+	DryRun   bool   `json:"dry_run"`
+	Resumed  bool   `json:"resumed"`
+	Pending  int    `json:"pending"`
+	Examined int    `json:"examined"`
+	Moved    int    `json:"moved"`
+	// WouldMove is what a dry run would have moved (Moved stays 0).
+	WouldMove int            `json:"would_move"`
 	Recovered int            `json:"recovered"`
 	Kept      int            `json:"kept"`
 	Outcomes  map[string]int `json:"outcomes"`
 	Targets   map[string]int `json:"targets"`
 	Guarded   []redriveItem  `json:"guarded"`
 	Items     []redriveItem  `json:"items"`
-	Failed    string         `json:"error,omitempty"`
+	// GuardedLeftOut and ItemsLeftOut count the rows beyond
+	// maxReportedItems (memory stays bounded on a huge DLQ).
+	GuardedLeftOut int `json:"guarded_left_out"`
+	ItemsLeftOut   int `json:"items_left_out"`
+	// Truncated: a dry run stopped after babelqueue.MaxRedriveHeld
+	// messages; the rest was not examined.
+	Truncated   bool   `json:"truncated"`
+	Interrupted bool   `json:"interrupted"`
+	Failed      string `json:"error,omitempty"`
+	// verb is "moved" ("discarded" for dlq discard), for the text report.
+	verb string
 }
 
-// maxReportedItems bounds the item lists kept in memory.
-const maxReportedItems = 1000
+// maxReportedItems bounds the item lists kept in memory; the text report
+// prints at most maxPrintedRows guarded rows.
+const (
+	maxReportedItems = 100_000
+	maxPrintedRows   = 50
+)
 
 func newRedriveReport(dlq, cursor string, dry bool) *redriveReport {
 	return &redriveReport{DLQ: dlq, Cursor: cursor, DryRun: dry, Pending: -1, Outcomes: map[string]int{}, Targets: map[string]int{},
-		Guarded: []redriveItem{}, Items: []redriveItem{}}
+		Guarded: []redriveItem{}, Items: []redriveItem{}, verb: "moved"}
 }
 
 // add counts one examined dead letter.
 func (r *redriveReport) add(it redriveItem) {
 	r.Outcomes[it.Outcome]++
-	if it.Outcome == outcomeMoved {
+	if it.Outcome == outcomeMoved || it.Outcome == outcomeWouldMove {
 		r.Targets[it.Target]++
 	}
-	if it.Outcome == outcomeGuarded && len(r.Guarded) < maxReportedItems {
-		r.Guarded = append(r.Guarded, it)
+	if it.Outcome == outcomeGuarded {
+		if len(r.Guarded) < maxReportedItems {
+			r.Guarded = append(r.Guarded, it)
+		} else {
+			r.GuardedLeftOut++
+		}
 	}
 	if len(r.Items) < maxReportedItems {
 		r.Items = append(r.Items, it)
+	} else {
+		r.ItemsLeftOut++
 	}
 }
 
@@ -140,8 +166,11 @@ func (r *redriveReport) finish(res *redrive.Result) {
 	if res == nil {
 		return
 	}
-	r.Resumed = res.Resumed
+	r.Resumed, r.Truncated = res.Resumed, res.Truncated
 	r.Examined, r.Moved, r.Recovered, r.Kept = res.Examined, res.Moved, res.Recovered, res.Kept
+	if r.DryRun {
+		r.WouldMove, r.Moved = res.Moved, 0
+	}
 }
 
 // write prints the summary table (and the guarded records).
@@ -154,13 +183,18 @@ func (r *redriveReport) write(w io.Writer) error {
 	if r.Cursor != "" {
 		fmt.Fprintf(w, "cursor: %s (resumed: %t)\n", r.Cursor, r.Resumed)
 	}
-	moved := "moved"
+	moved := r.verb
+	count := r.Outcomes[outcomeMoved]
 	if r.DryRun {
-		moved = "would move"
+		moved = "would be " + r.verb
+		if r.verb == "moved" {
+			moved = "would move"
+		}
+		count = r.Outcomes[outcomeWouldMove]
 	}
 	rows := [][]string{
 		{"examined", strconv.Itoa(r.Examined)},
-		{moved, strconv.Itoa(r.Outcomes[outcomeMoved])},
+		{moved, strconv.Itoa(count)},
 		{"already moved by an interrupted run", strconv.Itoa(r.Outcomes[outcomeRecovered])},
 		{"already kept by an interrupted run (stay)", strconv.Itoa(r.Outcomes[outcomeKeptBefore])},
 		{"not selected (stay)", strconv.Itoa(r.Outcomes[outcomeUnselected])},
@@ -189,14 +223,26 @@ func (r *redriveReport) write(w io.Writer) error {
 	if len(r.Guarded) > 0 {
 		fmt.Fprintln(w)
 		var grows [][]string
-		for _, g := range r.Guarded {
+		for _, g := range r.Guarded[:min(len(r.Guarded), maxPrintedRows)] {
 			grows = append(grows, []string{g.Position, g.ID, g.URN, strconv.Itoa(g.Count)})
 		}
 		if err := writeTable(w, []string{"POSITION", "ID", "URN", "REDRIVES"}, grows); err != nil {
 			return err
 		}
+		if left := len(r.Guarded) - len(grows) + r.GuardedLeftOut; left > 0 {
+			fmt.Fprintf(w, "... and %d more held by the guard (--json lists them all)\n", left)
+		}
 	}
-	if r.Failed != "" {
+	if r.ItemsLeftOut > 0 || r.GuardedLeftOut > 0 {
+		fmt.Fprintf(w, "\nnote: %d examined records and %d guarded ones are counted above but not listed (the lists keep %d rows)\n", r.ItemsLeftOut, r.GuardedLeftOut, maxReportedItems)
+	}
+	if r.Truncated {
+		fmt.Fprintf(w, "\nnote: the dry run stopped after %d records (babelqueue.MaxRedriveHeld); the rest of the DLQ was not examined\n", r.Examined)
+	}
+	switch {
+	case r.Interrupted:
+		fmt.Fprintf(w, "\ninterrupted: everything counted above is settled; run the same command again to resume from the cursor\n")
+	case r.Failed != "":
 		fmt.Fprintf(w, "\nstopped by an error: %s\n", r.Failed)
 	}
 	return nil
@@ -264,11 +310,12 @@ const redriveExamples = `  # what would move, without writing anything
   bq redrive --broker kafka://127.0.0.1:9092 --dlq orders.dlq --target orders.slow --max 100 --json
   bq redrive --broker pulsar://127.0.0.1:6650 --queue orders --urn urn:bq:orders:created`
 
-func runRedrive(ctx context.Context, args []string, out, errOut io.Writer) error {
-	fs := leafFlags("bq redrive", "bq redrive --broker URL (--queue Q | --dlq TOPIC) [selectors] [--target Q] [--max N] [--dry-run] [--replay-bypass] [--json]", redriveHelp, redriveExamples, errOut)
+func newRedriveCmd() *cobra.Command {
+	cmd := leaf("redrive", "move dead letters back to their queue (resumable)", redriveHelp, redriveExamples)
+	fs := cmd.Flags()
 	var cf connFlags
 	cf.register(fs)
-	queue := fs.String("queue", "", "work queue; its DLQ is <queue>.dlq")
+	queue := fs.StringP("queue", "q", "", "work queue; its DLQ is <queue>.dlq")
 	dlq := fs.String("dlq", "", "dead-letter topic (overrides --queue)")
 	var sel selectorFlags
 	sel.register(fs)
@@ -281,89 +328,78 @@ func runRedrive(ctx context.Context, args []string, out, errOut io.Writer) error
 	sub := fs.String("subscription", "bq-redrive", "Pulsar subscription on the DLQ")
 	noProgress := fs.Bool("no-progress", false, "never show the progress bar")
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
-	if err := parseLeaf(fs, args, errOut); err != nil {
-		return err
-	}
-	topic := dlqName(*dlq, *queue)
-	if topic == "" {
-		return usageErrorf(fs, errOut, "--queue or --dlq is required")
-	}
-	if *maxN < 0 || *maxRedrives < 0 {
-		return usageErrorf(fs, errOut, "--max and --max-redrives must be >= 0")
-	}
-	selector, err := sel.build()
-	if err != nil {
-		return usageErrorf(fs, errOut, "%v", err)
-	}
-	u, err := cf.url()
-	if err != nil {
-		return usageErrorf(fs, errOut, "%v", err)
-	}
-	if err := cf.check(u); err != nil {
-		return usageErrorf(fs, errOut, "%v", err)
-	}
-	opts := redriveOptions{selector: selector, target: *target, max: *maxN, maxRedrives: *maxRedrives, dryRun: *dry, bypass: *bypass}
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx, out, errOut := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+		topic := dlqName(*dlq, *queue)
+		if topic == "" {
+			return usagef("--queue or --dlq is required")
+		}
+		if *maxN < 0 || *maxRedrives < 0 {
+			return usagef("--max and --max-redrives must be >= 0")
+		}
+		selector, err := sel.build()
+		if err != nil {
+			return usagef("%v", err)
+		}
+		u, err := cf.resolve(errOut)
+		if err != nil {
+			return err
+		}
+		opts := redriveOptions{selector: selector, target: *target, max: *maxN, maxRedrives: *maxRedrives, dryRun: *dry, bypass: *bypass}
 
-	var t babelqueue.Transport
-	var cursor string
-	if u.Kind == kindKafka {
-		k, err := cf.kafka(ctx, u) // fails fast and clearly on an unreachable broker
-		if err != nil {
-			return err
-		}
-		k.close()
-		kt, err := bqkafka.New(k.transportOptions()...)
-		if err != nil {
-			return err
-		}
-		defer kt.Close()
-		t, opts.cursor, cursor = kt, *group, *group
-		if cursor == "" {
-			cursor = bqkafka.RedriveCursor(topic)
-		}
-	} else {
-		pt, closeT, err := openPulsarForRedrive(ctx, &cf, u, *sub)
+		t, cursor, closeT, err := openRedrive(ctx, &cf, u, topic, *group, *sub)
 		if err != nil {
 			return err
 		}
 		defer closeT()
-		t, opts.cursor, cursor = pt, *sub, *sub
-	}
-
-	var bar *progressbar.ProgressBar
-	if !*noProgress && !*asJSON && isTerminal(out) {
-		opts.onTotal = func(n int) {
-			bar = progressbar.NewOptions(n, progressbar.OptionSetWriter(os.Stderr), progressbar.OptionSetDescription("redrive "+topic),
-				progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+		opts.cursor = *group
+		if u.Kind == kindPulsar {
+			opts.cursor = *sub
 		}
-		opts.onItem = func() {
-			if bar != nil {
-				_ = bar.Add(1)
+
+		var bar *progressbar.ProgressBar
+		if !*noProgress && !*asJSON && isTerminal(out) {
+			opts.onTotal = func(n int) {
+				bar = progressbar.NewOptions(n, progressbar.OptionSetWriter(os.Stderr), progressbar.OptionSetDescription("redrive "+topic),
+					progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+			}
+			opts.onItem = func() {
+				if bar != nil {
+					_ = bar.Add(1)
+				}
 			}
 		}
-	}
-	report, runErr := redriveWith(ctx, t, topic, cursor, opts)
-	if bar != nil {
-		_ = bar.Finish()
-	}
-	if *asJSON {
-		if err := writeJSON(out, report); err != nil {
+		report, runErr := redriveWith(ctx, t, topic, cursor, opts)
+		if runErr != nil && ctx.Err() != nil {
+			report.Interrupted, report.Failed = true, ""
+		}
+		if bar != nil {
+			_ = bar.Finish()
+		}
+		if *asJSON {
+			if err := writeJSON(out, report); err != nil {
+				return err
+			}
+		} else if err := report.write(out); err != nil {
 			return err
 		}
-	} else if err := report.write(out); err != nil {
-		return err
+		if errors.Is(runErr, bqkafka.ErrRedriveBusy) || errors.Is(runErr, bqpulsar.ErrRedriveBusy) {
+			// The wrapped error says how long a killed run keeps the cursor.
+			return fmt.Errorf("bq redrive: another redrive is running on cursor %q (one run at a time), nothing was redriven: %w", cursor, runErr)
+		}
+		if report.Interrupted {
+			fmt.Fprintf(errOut, "bq redrive: interrupted; the run is resumable: run the same command again (cursor %q)\n", cursor)
+			return errInterrupted
+		}
+		if runErr != nil {
+			return runErr
+		}
+		if report.Outcomes[outcomeGuarded] > 0 {
+			return errPartial
+		}
+		return nil
 	}
-	if errors.Is(runErr, bqkafka.ErrRedriveBusy) || errors.Is(runErr, bqpulsar.ErrRedriveBusy) {
-		// The wrapped error says how long a killed run keeps the cursor.
-		return fmt.Errorf("bq redrive: another redrive is running on cursor %q (one run at a time), nothing was redriven: %w", cursor, runErr)
-	}
-	if runErr != nil {
-		return runErr
-	}
-	if report.Outcomes[outcomeGuarded] > 0 {
-		return errPartial
-	}
-	return nil
+	return cmd
 }
 
 // redriveWith runs redrive.Run of dlq over t with the options and
@@ -380,7 +416,11 @@ func redriveWith(ctx context.Context, t babelqueue.Transport, dlq, cursor string
 				o.onTotal(n)
 			}
 		}, func(it redrive.Item) {
-			report.add(viewRedriveItem(it))
+			v := viewRedriveItem(it)
+			report.add(v)
+			if o.onEach != nil {
+				o.onEach(v)
+			}
 			if o.onItem != nil {
 				o.onItem()
 			}
@@ -407,6 +447,33 @@ func redriveWith(ctx context.Context, t babelqueue.Transport, dlq, cursor string
 		report.Failed = err.Error()
 	}
 	return report, err
+}
+
+// openRedrive opens the transport a redrive (or a discard) of dlq runs
+// on and names its cursor: the Kafka consumer group (group, else
+// bq-redrive.<dlq>) or the Pulsar subscription.
+func openRedrive(ctx context.Context, cf *connFlags, u brokerURL, dlq, group, sub string) (babelqueue.Transport, string, func(), error) {
+	if u.Kind == kindKafka {
+		k, err := cf.kafka(ctx, u) // fails fast and clearly on an unreachable broker
+		if err != nil {
+			return nil, "", nil, err
+		}
+		k.close()
+		kt, err := bqkafka.New(k.transportOptions()...)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		cursor := group
+		if cursor == "" {
+			cursor = bqkafka.RedriveCursor(dlq)
+		}
+		return kt, cursor, func() { kt.Close() }, nil
+	}
+	pt, closeT, err := openPulsarForRedrive(ctx, cf, u, sub)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	return pt, sub, closeT, nil
 }
 
 // openPulsarForRedrive builds a Pulsar transport consuming the DLQ on a

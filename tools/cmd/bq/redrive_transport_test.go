@@ -37,7 +37,7 @@ func TestRedriveWithReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !dry.DryRun || dry.Moved != 2 || dry.Examined != 4 || dry.Outcomes[outcomeMoved] != 2 || items != 4 || total != -1 || dry.Pending != -1 {
+	if !dry.DryRun || dry.WouldMove != 2 || dry.Moved != 0 || dry.Examined != 4 || dry.Outcomes[outcomeWouldMove] != 2 || items != 4 || total != -1 || dry.Pending != -1 {
 		t.Errorf("dry run report %+v (total %d, items %d)", dry, total, items)
 	}
 	rep, err := redriveWith(ctx, tr, "q.dlq", "", redriveOptions{selector: sel})
@@ -106,7 +106,7 @@ func TestRedriveWithGuard(t *testing.T) {
 
 func TestViewRedriveItem(t *testing.T) {
 	v := viewRedriveItem(redrive.Item{Position: "2/41", MessageID: "m", Outcome: redrive.WouldMove, Redrives: 1})
-	if v.Partition == nil || *v.Partition != 2 || v.Offset == nil || *v.Offset != 41 || v.Outcome != outcomeMoved || v.Count != 1 {
+	if v.Partition == nil || *v.Partition != 2 || v.Offset == nil || *v.Offset != 41 || v.Outcome != outcomeWouldMove || v.Count != 1 {
 		t.Errorf("kafka position view %+v", v)
 	}
 	v = viewRedriveItem(redrive.Item{Position: "CAEQAw==", Outcome: redrive.Guarded})

@@ -1,8 +1,8 @@
 package main
 
 import (
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"strings"
 	"time"
 
@@ -18,9 +18,9 @@ type selectorFlags struct {
 	until   string
 }
 
-func (s *selectorFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&s.urns, "urn", "", "only these URNs (comma-separated)")
-	fs.StringVar(&s.reasons, "reason", "", "only these dead-letter reasons (comma-separated: failed, unknown_urn, poison, none)")
+func (s *selectorFlags) register(fs *pflag.FlagSet) {
+	fs.StringVarP(&s.urns, "urn", "u", "", "only these URNs (comma-separated)")
+	fs.StringVarP(&s.reasons, "reason", "r", "", "only these dead-letter reasons (comma-separated: failed, unknown_urn, poison, none)")
 	fs.StringVar(&s.since, "since", "", "only dead letters failed at or after this time (RFC 3339, or a duration ago such as 24h)")
 	fs.StringVar(&s.until, "until", "", "only dead letters failed before this time (RFC 3339, or a duration ago)")
 }

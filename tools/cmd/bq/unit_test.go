@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +30,8 @@ func TestParseBrokerURL(t *testing.T) {
 		{"KAFKA+SSL://a:9093/", brokerURL{Kind: kindKafka, Hosts: []string{"a:9093"}, TLS: true}},
 		{"pulsar://127.0.0.1:6650", brokerURL{Kind: kindPulsar, Hosts: []string{"127.0.0.1:6650"}}},
 		{"pulsar+ssl://[::1]:6651", brokerURL{Kind: kindPulsar, Hosts: []string{"[::1]:6651"}, TLS: true}},
+		{"127.0.0.1:9092", brokerURL{Kind: kindKafka, Hosts: []string{"127.0.0.1:9092"}}},
+		{"a:1,b:2", brokerURL{Kind: kindKafka, Hosts: []string{"a:1", "b:2"}}},
 	}
 	for _, c := range good {
 		got, err := parseBrokerURL(c.in)
@@ -40,8 +44,8 @@ func TestParseBrokerURL(t *testing.T) {
 		}
 	}
 	bad := map[string]string{
-		"":                       "empty",
-		"127.0.0.1:9092":         "want kafka://",
+		"":                       "none given",
+		"127.0.0.1":              "want host:port",
 		"amqp://a:1":             "unknown scheme",
 		"kafka://a":              "want host:port",
 		"kafka://a:0":            "1-65535",
@@ -72,14 +76,15 @@ func TestConnFlagsCheck(t *testing.T) {
 		u    brokerURL
 		want string
 	}{
-		{"ok", connFlags{dialTimeout: time.Second}, k, ""},
-		{"scram ok", connFlags{dialTimeout: time.Second, saslMech: "SCRAM-SHA-512", saslUser: "u"}, k, ""},
+		{"ok", connFlags{dialTimeout: time.Second, timeout: time.Second}, k, ""},
+		{"scram ok", connFlags{dialTimeout: time.Second, timeout: time.Second, saslMech: "SCRAM-SHA-512", saslUser: "u"}, k, ""},
 		{"zero timeout", connFlags{}, k, "--dial-timeout"},
-		{"cert without key", connFlags{dialTimeout: time.Second, tlsCert: "c"}, k, "go together"},
-		{"bad mechanism", connFlags{dialTimeout: time.Second, saslMech: "gssapi", saslUser: "u"}, k, "want plain"},
-		{"no user", connFlags{dialTimeout: time.Second, saslMech: "plain"}, k, "needs --sasl-user"},
-		{"sasl on pulsar", connFlags{dialTimeout: time.Second, saslMech: "plain", saslUser: "u"}, p, "Kafka only"},
-		{"token on kafka", connFlags{dialTimeout: time.Second, pulsarToken: "t"}, k, "Pulsar only"},
+		{"zero request timeout", connFlags{dialTimeout: time.Second}, k, "--timeout"},
+		{"cert without key", connFlags{dialTimeout: time.Second, timeout: time.Second, tlsCert: "c"}, k, "go together"},
+		{"bad mechanism", connFlags{dialTimeout: time.Second, timeout: time.Second, saslMech: "gssapi", saslUser: "u"}, k, "want plain"},
+		{"no user", connFlags{dialTimeout: time.Second, timeout: time.Second, saslMech: "plain"}, k, "needs --sasl-user"},
+		{"sasl on pulsar", connFlags{dialTimeout: time.Second, timeout: time.Second, saslMech: "plain", saslUser: "u"}, p, "Kafka only"},
+		{"token on kafka", connFlags{dialTimeout: time.Second, timeout: time.Second, pulsarToken: "t"}, k, "Pulsar only"},
 	}
 	for _, c := range cases {
 		err := c.c.check(c.u)
@@ -227,6 +232,9 @@ func TestParseTiers(t *testing.T) {
 	if got, err := parseTiers("none"); got != nil || err != nil {
 		t.Errorf("parseTiers(none) = %v, %v", got, err)
 	}
+	if got, err := parseTiers("recommended"); err != nil || len(got) != 4 {
+		t.Errorf("parseTiers(recommended) = %v, %v", got, err)
+	}
 	for _, s := range []string{"5s,1s", "x", "0s", "1s,1s"} {
 		if _, err := parseTiers(s); err == nil {
 			t.Errorf("parseTiers(%q): no error", s)
@@ -235,39 +243,62 @@ func TestParseTiers(t *testing.T) {
 }
 
 func TestCommandErrorsAndExitCodes(t *testing.T) {
-	t.Setenv("BQ_BROKER", "")
+	clearBrokerEnv(t)
+	k := "127.0.0.1:1"
 	cases := []struct {
 		args     []string
 		code     int
 		contains string
 	}{
 		{[]string{"help"}, exitOK, "Exit codes"},
+		{[]string{"--help"}, exitOK, "Exit codes"},
 		{[]string{"publish", "-h"}, exitOK, "Examples:"},
 		{[]string{"redrive", "-h"}, exitOK, "nothing is lost"},
 		{[]string{"dlq", "peek", "-h"}, exitOK, "Examples:"},
 		{[]string{"dlq", "stats", "-h"}, exitOK, "Examples:"},
+		{[]string{"dlq", "discard", "-h"}, exitOK, "record file"},
 		{[]string{"topics", "ensure", "-h"}, exitOK, "Examples:"},
+		{[]string{"topics", "list", "-h"}, exitOK, "Examples:"},
+		{[]string{"topics", "describe", "-h"}, exitOK, "retry tiers"},
+		{[]string{"lag", "-h"}, exitOK, "committed offset"},
 		{[]string{"reinject", "-h"}, exitOK, "/metrics"},
 		{[]string{"tail", "-h"}, exitOK, "Examples:"},
-		{[]string{"publish", "--queue", "q", "--urn", "u"}, exitUsage, "empty (set --broker"},
-		{[]string{"publish", "--broker", "kafka://h", "--queue", "q", "--urn", "u"}, exitUsage, "want host:port"},
-		{[]string{"publish", "--broker", "kafka://127.0.0.1:1", "--queue", "q"}, exitUsage, "--urn are required"},
-		{[]string{"publish", "--broker", "kafka://127.0.0.1:1", "--queue", "q", "--urn", "u", "--data", "{"}, exitUsage, "not valid JSON"},
-		{[]string{"publish", "--broker", "kafka://127.0.0.1:1", "--queue", "q", "--urn", "u", "--header", "novalue"}, exitUsage, "want key=value"},
-		{[]string{"publish", "--broker", "kafka://127.0.0.1:1", "--queue", "q", "--urn", "u", "--dial-timeout", "300ms"}, exitError, "broker unreachable"},
-		{[]string{"publish", "--broker", "pulsar://127.0.0.1:1", "--queue", "q", "--urn", "u", "--dial-timeout", "300ms"}, exitError, "broker unreachable"},
-		{[]string{"dlq", "stats", "--broker", "kafka://127.0.0.1:1"}, exitUsage, "--queue or --dlq"},
-		{[]string{"dlq", "peek", "--broker", "kafka://127.0.0.1:1", "--queue", "q", "--reason", "x"}, exitUsage, "--reason"},
-		{[]string{"redrive", "--broker", "kafka://127.0.0.1:1", "--queue", "q", "--since", "soon"}, exitUsage, "--since"},
-		{[]string{"redrive", "--broker", "kafka://127.0.0.1:1", "--queue", "q", "--max", "-1"}, exitUsage, "--max"},
-		{[]string{"redrive", "--broker", "kafka://127.0.0.1:1", "--queue", "q", "--dial-timeout", "300ms"}, exitError, "broker unreachable"},
-		{[]string{"topics", "ensure", "--broker", "pulsar://127.0.0.1:1", "--topic", "t", "--dial-timeout", "300ms"}, exitError, "needs a Kafka broker"},
-		{[]string{"topics", "ensure", "--broker", "kafka://127.0.0.1:1", "--topic", "t", "--tiers", "5s,1s"}, exitUsage, "ascend"},
-		{[]string{"reinject", "--broker", "kafka://127.0.0.1:1"}, exitUsage, "--topic is required"},
-		{[]string{"reinject", "--broker", "kafka://127.0.0.1:1", "--topic", "t", "--tiers", "none"}, exitUsage, "at least one tier"},
-		{[]string{"tail", "--broker", "kafka://127.0.0.1:1", "--queue", "q", "--follow=false"}, exitUsage, "needs --from-start"},
-		{[]string{"tail", "--broker", "kafka://127.0.0.1:1", "--bogus"}, exitUsage, "flag provided but not defined"},
-		{[]string{"publish", "--broker", "kafka://127.0.0.1:1", "--sasl-mechanism", "plain", "--queue", "q", "--urn", "u"}, exitUsage, "needs --sasl-user"},
+		{[]string{"publish", "--queue", "q", "--urn", "urn:a:b"}, exitUsage, "none given (set --broker"},
+		{[]string{"publish", "--broker", "kafka://h", "--queue", "q", "--urn", "urn:a:b"}, exitUsage, "want host:port"},
+		{[]string{"publish", "--broker", k, "--queue", "q"}, exitUsage, "--urn is required"},
+		{[]string{"publish", "--broker", k, "--queue", "q", "--urn", "urn:a:b", "--data", "{"}, exitUsage, "not valid JSON"},
+		{[]string{"publish", "--broker", k, "--queue", "q", "--urn", "urn:a:b", "--data", "[1,2]"}, exitUsage, "not a JSON object"},
+		{[]string{"publish", "--broker", k, "--queue", "q", "--urn", "not-a-urn"}, exitUsage, "invalid URN"},
+		{[]string{"publish", "--broker", k, "--queue", "q", "--urn", "urn:babel: bad"}, exitUsage, "space"},
+		{[]string{"publish", "--broker", k, "--queue", "q", "--urn", "urn:a:b", "--header", "bq-job=urn:x:y"}, exitUsage, "bq- headers belong to the contract"},
+		{[]string{"publish", "--broker", k, "--queue", "q", "--urn", "urn:a:b", "--header", "novalue"}, exitUsage, "novalue"},
+		{[]string{"publish", "--broker", k, "--queue", "q", "--urn", "urn:a:b", "--dial-timeout", "300ms"}, exitError, "broker unreachable"},
+		{[]string{"publish", "--broker", "pulsar://127.0.0.1:1", "--queue", "q", "--urn", "urn:a:b", "--dial-timeout", "300ms"}, exitError, "broker unreachable"},
+		{[]string{"publish", "--broker", k, "--queue", "q", "--stdin", "--id", "x"}, exitUsage, "--id applies to one message"},
+		{[]string{"dlq", "stats", "--broker", k}, exitUsage, "--queue or --dlq"},
+		{[]string{"dlq", "peek", "--broker", k, "--queue", "q", "--reason", "x"}, exitUsage, "--reason"},
+		{[]string{"dlq", "discard", "--broker", k, "--queue", "q"}, exitUsage, "or --all"},
+		{[]string{"redrive", "--broker", k, "--queue", "q", "--since", "soon"}, exitUsage, "--since"},
+		{[]string{"redrive", "--broker", k, "--queue", "q", "--max", "-1"}, exitUsage, "--max"},
+		{[]string{"redrive", "--broker", k, "--queue", "q", "--dial-timeout", "300ms"}, exitError, "broker unreachable"},
+		{[]string{"topics", "ensure", "--broker", "pulsar://127.0.0.1:1", "--topic", "t", "--dial-timeout", "300ms"}, exitUsage, "needs a Kafka broker"},
+		{[]string{"topics", "ensure", "--broker", k, "--topic", "t", "--tiers", "5s,1s"}, exitUsage, "ascend"},
+		{[]string{"topics", "describe", "--broker", k}, exitUsage, "--topic is required"},
+		{[]string{"lag", "--broker", k}, exitUsage, "--group is required"},
+		{[]string{"lag", "--broker", "pulsar://127.0.0.1:1"}, exitUsage, "--topic is required"},
+		{[]string{"reinject", "--broker", k}, exitUsage, "--topic is required"},
+		{[]string{"reinject", "--broker", k, "--topic", "t", "--tiers", "none"}, exitUsage, "at least one tier"},
+		{[]string{"tail", "--broker", k, "--queue", "q", "--follow=false"}, exitUsage, "needs a start"},
+		{[]string{"tail", "--broker", k, "--queue", "q", "--follow", "false"}, exitUsage, "after '='"},
+		{[]string{"tail", "--broker", k, "--queue", "q", "--format", "{nope}"}, exitUsage, "unknown placeholder"},
+		{[]string{"tail", "--broker", k, "--queue", "q", "--from-start", "--offset", "3"}, exitUsage, "exclusive"},
+		{[]string{"tail", "--broker", "pulsar://127.0.0.1:1", "--queue", "q", "--offset", "3"}, exitUsage, "Kafka only"},
+		{[]string{"tail", "--broker", k, "--bogus"}, exitUsage, "unknown flag: --bogus"},
+		{[]string{"tail", "--bogus"}, exitUsage, "Run 'bq tail --help'"},
+		{[]string{"publish", "--broker", k, "--sasl-mechanism", "plain", "--queue", "q", "--urn", "urn:a:b"}, exitUsage, "needs --sasl-user"},
+		{[]string{"topics"}, exitUsage, "a subcommand is required"},
+		{[]string{"topics", "nope"}, exitUsage, `unknown command "nope"`},
+		{[]string{"nope"}, exitUsage, `unknown command "nope"`},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
@@ -276,8 +307,8 @@ func TestCommandErrorsAndExitCodes(t *testing.T) {
 			if code != c.code {
 				t.Errorf("exit code %d, want %d (stderr %q)", code, c.code, errOut.String())
 			}
-			if !strings.Contains(errOut.String(), c.contains) {
-				t.Errorf("stderr %q does not contain %q", errOut.String(), c.contains)
+			if !strings.Contains(errOut.String()+out.String(), c.contains) {
+				t.Errorf("output %q does not contain %q", errOut.String()+out.String(), c.contains)
 			}
 		})
 	}
@@ -304,6 +335,112 @@ func TestRedriveReportTable(t *testing.T) {
 	}
 }
 
+// clearBrokerEnv unsets the broker variables for a test.
+func clearBrokerEnv(t *testing.T) {
+	t.Helper()
+	for _, v := range []string{envKafkaBrokers, envPulsarURL, envBrokerDeprecated, envPulsarAdmin} {
+		t.Setenv(v, "")
+	}
+}
+
+func TestRedriveReportNeverTruncatesSilently(t *testing.T) {
+	r := newRedriveReport("q.dlq", "g", true)
+	for i := range maxReportedItems + 5 {
+		r.add(viewRedriveItem(redrive.Item{Outcome: redrive.Guarded, Position: fmt.Sprintf("0/%d", i)}))
+	}
+	r.add(viewRedriveItem(redrive.Item{Outcome: redrive.WouldMove, Target: "q"}))
+	r.finish(&redrive.Result{Examined: maxReportedItems + 6, Truncated: true})
+	if r.ItemsLeftOut != 6 || r.GuardedLeftOut != 5 || r.Outcomes["would_move"] != 1 || r.Outcomes["moved"] != 0 {
+		t.Fatalf("left out %d items, %d guarded; outcomes %v", r.ItemsLeftOut, r.GuardedLeftOut, r.Outcomes)
+	}
+	var buf bytes.Buffer
+	if err := r.write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"would move", fmt.Sprintf("... and %d more held by the guard", maxReportedItems+5-maxPrintedRows), "not listed", "dry run stopped after"} {
+		if !strings.Contains(buf.String(), s) {
+			t.Errorf("summary lacks %q:\n%s", s, buf.String()[max(0, buf.Len()-2000):])
+		}
+	}
+	b, _ := json.Marshal(r)
+	if !strings.Contains(string(b), `"would_move":1`) || !strings.Contains(string(b), `"items_left_out":6`) {
+		t.Errorf("JSON report lacks would_move or items_left_out")
+	}
+}
+
+func TestBrokerFromEnvironment(t *testing.T) {
+	clearBrokerEnv(t)
+	resolve := func(flag string) (brokerURL, error) {
+		c := connFlags{broker: flag}
+		return c.url()
+	}
+	t.Setenv(envKafkaBrokers, "127.0.0.1:19092")
+	if u, err := resolve(""); err != nil || u.Kind != kindKafka || u.Hosts[0] != "127.0.0.1:19092" {
+		t.Errorf("BQ_KAFKA_BROKERS bare host:port = %+v, %v", u, err)
+	}
+	t.Setenv(envPulsarURL, "pulsar://127.0.0.1:6650")
+	if u, err := resolve("pulsar"); err != nil || u.Kind != kindPulsar {
+		t.Errorf("--broker pulsar = %+v, %v", u, err)
+	}
+	if u, err := resolve("a:1,b:2"); err != nil || u.Kind != kindKafka || len(u.Hosts) != 2 {
+		t.Errorf("--broker a:1,b:2 = %+v, %v", u, err)
+	}
+	t.Setenv(envKafkaBrokers, "")
+	if u, err := resolve(""); err != nil || u.Kind != kindPulsar {
+		t.Errorf("BQ_PULSAR_URL alone = %+v, %v", u, err)
+	}
+	t.Setenv(envPulsarURL, "")
+	t.Setenv(envBrokerDeprecated, "kafka://h:1")
+	var warn bytes.Buffer
+	c := connFlags{warn: &warn}
+	if u, err := c.url(); err != nil || u.Kind != kindKafka || !strings.Contains(warn.String(), "deprecated") {
+		t.Errorf("BQ_BROKER = %+v, %v, warning %q", u, err, warn.String())
+	}
+	if _, err := resolve("kafka"); err == nil {
+		t.Error("--broker kafka without BQ_KAFKA_BROKERS: no error")
+	}
+}
+
+func TestLongFlagsWithOneDash(t *testing.T) {
+	got := longFlagsWithOneDash(root(), []string{"dev", "kafka", "-addr", "127.0.0.1:0", "-partitions=2", "-v", "-p", "3"})
+	want := []string{"dev", "kafka", "--addr", "127.0.0.1:0", "--partitions=2", "-v", "-p", "3"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestRecordFormat(t *testing.T) {
+	r := &record{Topic: "orders", Partition: 2, Offset: 9, Key: []byte("k1"), Value: deadLetterBody(t, "urn:a:b", "orders", "failed", time.UnixMilli(1))}
+	for format, want := range map[string]string{
+		"{topic}/{partition}@{offset} {urn} {key}": "orders/2@9 urn:a:b k1\n",
+		"{{.Partition}} {{.Offset}} {{.URN}}":      "2 9 urn:a:b\n",
+	} {
+		f, err := parseRecordFormat(format)
+		if err != nil {
+			t.Fatalf("%q: %v", format, err)
+		}
+		var buf bytes.Buffer
+		if err := f(&buf, r.view()); err != nil || buf.String() != want {
+			t.Errorf("%q = %q, %v; want %q", format, buf.String(), err, want)
+		}
+	}
+	if _, err := parseRecordFormat("{{.Nope"); err == nil {
+		t.Error("a broken template parsed")
+	}
+}
+
+func TestTierTopicsOf(t *testing.T) {
+	tiers, gaps := tierTopicsOf("o", []string{"o", "o.dlq", "o.retry.1", "o.retry.2", "o.retry.4", "o.retry.x", "oo.retry.3", "o.retry.01"})
+	if !cmp.Equal(tiers, []string{"o.retry.1", "o.retry.2"}) || !cmp.Equal(gaps, []string{"o.retry.4"}) {
+		t.Errorf("tiers %v, gaps %v", tiers, gaps)
+	}
+	for name, want := range map[string]string{"o": "work", "o.dlq": "dlq", "o.retry.3": "retry", "o.dlq.bq-redrive.journal": "journal", "o.retry.x": "work"} {
+		if got := topicKind(name); got != want {
+			t.Errorf("topicKind(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
+
 func TestEmbeddedBrokerPublishTailStats(t *testing.T) {
 	b, err := devkafka.Start(devkafka.WithTopics(2, "orders", "orders.dlq"))
 	if err != nil {
@@ -322,7 +459,7 @@ func TestEmbeddedBrokerPublishTailStats(t *testing.T) {
 		return out.String()
 	}
 	for i := range 3 {
-		runOK("publish", "--broker", url, "--queue", "orders", "--urn", "urn:bq:emb", "--data", fmt.Sprintf(`{"i":%d}`, i))
+		runOK("publish", "--broker", url, "--queue", "orders", "--urn", "urn:bq:emb", "--data", fmt.Sprintf(`{"i":%d}`, i), "--key", "k")
 	}
 	out := runOK("tail", "--broker", url, "--queue", "orders", "--from-start", "--follow=false", "--json")
 	if n := strings.Count(out, "\n"); n != 3 || strings.Count(out, `"urn":"urn:bq:emb"`) != 3 {
@@ -333,4 +470,8 @@ func TestEmbeddedBrokerPublishTailStats(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &st); err != nil || st.Total != 0 {
 		t.Errorf("stats of an empty DLQ: %+v %v", st, err)
 	}
+}
+
+func newTestLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, nil))
 }

@@ -1,0 +1,41 @@
+package babelqueue
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+)
+
+// ErrInvalidURN is matched by the error of ValidURN and of a publish whose
+// URN breaks the rule.
+var ErrInvalidURN = fmt.Errorf("babelqueue: invalid URN: %w", ErrInvalidOption)
+
+// ValidURN checks urn against the URN rule of the BabelQueue family:
+// "urn:<namespace>[:<name>...]", the "urn" scheme in any case, a
+// namespace that is not empty, no empty part after it, and no space or
+// control character anywhere (so "urn:babel:orders:created" is valid,
+// "not-a-urn", "urn:babel: bad" and "urn:babel:" are not). The error
+// wraps ErrInvalidURN and says why.
+func ValidURN(urn string) error {
+	bad := func(why string) error {
+		return fmt.Errorf("%w %q: %s (want urn:<namespace>:<name>)", ErrInvalidURN, urn, why)
+	}
+	for _, r := range urn {
+		if unicode.IsSpace(r) || unicode.IsControl(r) {
+			return bad("contains a space or control character")
+		}
+	}
+	scheme, rest, ok := strings.Cut(urn, ":")
+	if !ok || !strings.EqualFold(scheme, "urn") {
+		return bad(`does not start with "urn:"`)
+	}
+	for i, part := range strings.Split(rest, ":") {
+		if part == "" && i == 0 {
+			return bad("the namespace is empty")
+		}
+		if part == "" {
+			return bad("a part after the namespace is empty")
+		}
+	}
+	return nil
+}
