@@ -302,6 +302,9 @@ func (a *App) settle(ctx context.Context, msg *ReceivedMessage, d *Delivery) (ou
 	if h == nil {
 		return a.settleUnknownURN(ctx, msg, env, route)
 	}
+	if out, invalid := a.settleInvalidPayload(ctx, msg, env, route); invalid {
+		return out
+	}
 
 	dl.ctx = deliveredContext{Context: ctx, headers: viewOf(msg)}
 	var began time.Time

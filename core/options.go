@@ -25,6 +25,7 @@ import (
 //	WithSettleTimeout              DefaultSettleTimeout (10s)
 //	WithFailureBackoff             DefaultFailureBackoff (1s)
 //	WithHooks                      none
+//	WithPayloadValidator           none (payloads are not checked)
 const (
 	DefaultQueue            = "default"
 	DefaultDeadLetterSuffix = ".dlq"
@@ -91,6 +92,7 @@ type config struct {
 	settleTimeout    time.Duration
 	failureBackoff   time.Duration
 	hooks            hookSet
+	payloadValidator PayloadValidator
 }
 
 func defaultConfig() config {
