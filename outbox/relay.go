@@ -52,7 +52,8 @@ func WithRelayID(id string) RelayOption { return func(c *relayConfig) { c.id = i
 // WithBatchSize sets how many rows one claim takes (default DefaultBatchSize).
 func WithBatchSize(n int) RelayOption { return func(c *relayConfig) { c.batch = n } }
 
-// WithParallelism bounds the sends in flight (default DefaultParallelism).
+// WithParallelism bounds the sends in flight per batch (default
+// DefaultParallelism); Run keeps at most two batches in flight.
 func WithParallelism(n int) RelayOption { return func(c *relayConfig) { c.parallel = n } }
 
 // WithLease sets how long claimed rows are the relay's (default
@@ -106,27 +107,48 @@ func (r *Relay) logger() *slog.Logger {
 	return slog.Default()
 }
 
-// Run publishes until ctx ends, then returns ctx's error. A database
-// error is logged and retried after the poll interval.
+// Run publishes until ctx ends, then returns ctx's error once the batches
+// in flight are settled. It keeps two batches in flight: the next batch is
+// claimed while the previous one is being sent (the claim never takes a
+// row whose older row of the same key is still unsettled, so order holds).
+// A database error is logged and retried after the poll interval.
 func (r *Relay) Run(ctx context.Context) error {
+	slots := make(chan struct{}, 2)
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	for {
-		n, err := r.RunOnce(ctx)
-		if ctx.Err() != nil {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
 			return ctx.Err()
 		}
-		if err != nil {
-			r.logger().LogAttrs(ctx, slog.LevelError, "outbox: relay pass failed", slog.String("relay", r.cfg.id), slog.String("error", err.Error()))
+		rows, err := r.claim(ctx)
+		if ctx.Err() != nil {
+			<-slots
+			return ctx.Err()
 		}
-		if n > 0 && err == nil {
+		if err != nil || len(rows) == 0 {
+			<-slots
+			if err != nil {
+				r.logger().LogAttrs(ctx, slog.LevelError, "outbox: claim failed", slog.String("relay", r.cfg.id), slog.String("error", err.Error()))
+			}
+			t := time.NewTimer(r.cfg.poll)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			case <-t.C:
+			}
 			continue
 		}
-		t := time.NewTimer(r.cfg.poll)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			if err := r.sendAndSettle(ctx, rows); err != nil {
+				r.logger().LogAttrs(ctx, slog.LevelError, "outbox: settling a batch failed; its rows are sent again after their lease",
+					slog.String("relay", r.cfg.id), slog.String("error", err.Error()))
+			}
+		}()
 	}
 }
 
@@ -147,6 +169,12 @@ func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 	if err != nil || len(rows) == 0 {
 		return 0, err
 	}
+	return len(rows), r.sendAndSettle(ctx, rows)
+}
+
+// sendAndSettle sends rows, at most parallel at once, and records the
+// outcome of each.
+func (r *Relay) sendAndSettle(ctx context.Context, rows []row) error {
 	sem := make(chan struct{}, r.cfg.parallel)
 	var wg sync.WaitGroup
 	for i := range rows {
@@ -160,7 +188,7 @@ func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 		}(&rows[i])
 	}
 	wg.Wait()
-	return len(rows), r.settle(context.WithoutCancel(ctx), rows)
+	return r.settle(context.WithoutCancel(ctx), rows)
 }
 
 func (r *Relay) claim(ctx context.Context) ([]row, error) {

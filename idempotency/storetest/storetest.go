@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -181,4 +182,32 @@ func expectState(t *testing.T, s idempotency.Store, id, token string, lease time
 	if got != want {
 		t.Fatalf("Claim(%s, %s) = %v, want %v", id, token, got, want)
 	}
+}
+
+// Overhead returns the mean time Wrap adds per message over store: n
+// deliveries of distinct ids through a wrapped no-op handler (a claim and a
+// completion each), one after the other.
+func Overhead(ctx context.Context, store idempotency.Store, n int) (time.Duration, error) {
+	h := idempotency.Wrap(store, func(context.Context, *babelqueue.Envelope) error { return nil })
+	prefix := fmt.Sprintf("bench-%d-", time.Now().UnixNano())
+	env := &babelqueue.Envelope{Job: "urn:bench"}
+	start := time.Now()
+	for i := range n {
+		env.Meta.ID = prefix + strconv.Itoa(i)
+		if err := h(ctx, env); err != nil {
+			return 0, err
+		}
+	}
+	return time.Since(start) / time.Duration(n), nil
+}
+
+// PrintOverhead runs Overhead and prints the benchmark line
+// "bench: idempotency-overhead-<name> value=<µs per message>".
+func PrintOverhead(t *testing.T, name string, store idempotency.Store, n int) {
+	t.Helper()
+	d, err := Overhead(context.Background(), store, n)
+	if err != nil {
+		t.Fatalf("overhead of %s: %v", name, err)
+	}
+	fmt.Printf("bench: idempotency-overhead-%s value=%.1f\n", name, float64(d.Nanoseconds())/1000)
 }
