@@ -52,6 +52,7 @@ func newOutbox(t *testing.T, db *sql.DB, d outbox.Dialect) *outbox.Outbox {
 	if err := ob.Migrate(context.Background(), db); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _, _ = db.ExecContext(context.Background(), "DROP TABLE "+ob.Table()) })
 	return ob
 }
 

@@ -83,9 +83,12 @@ func NewRelay(db *sql.DB, ob *Outbox, sender Sender, opts ...RelayOption) *Relay
 		}
 	}
 	c.batch, c.parallel = max(c.batch, 1), max(c.parallel, 1)
-	lock := ""
+	// PostgreSQL: lock the claimed rows, skipping those another relay's
+	// claim holds, and find them again by primary key (a join would hash
+	// the whole table).
+	lock, join := "", " FROM c WHERE {t}.id = c.id"
 	if ob.dialect == Postgres {
-		lock = " FOR UPDATE SKIP LOCKED"
+		lock, join = " FOR UPDATE SKIP LOCKED", " WHERE {t}.id = ANY(ARRAY(SELECT id FROM c))"
 	}
 	// A row is claimable when it is due, not leased, and the oldest pending
 	// row of its order key: one row per key is in flight at a time.
@@ -94,8 +97,8 @@ func NewRelay(db *sql.DB, ob *Outbox, sender Sender, opts ...RelayOption) *Relay
   WHERE o.published_at IS NULL AND o.next_attempt_at <= ? AND o.locked_until <= ?
     AND NOT EXISTS (SELECT 1 FROM {t} p WHERE p.order_key = o.order_key AND p.published_at IS NULL AND p.id < o.id)
   ORDER BY o.id LIMIT ?` + lock + `)
-UPDATE {t} SET locked_by = ?, locked_until = ? FROM c
-WHERE {t}.id = c.id AND {t}.published_at IS NULL AND {t}.locked_until <= ?
+UPDATE {t} SET locked_by = ?, locked_until = ?` + join + `
+AND {t}.published_at IS NULL AND {t}.locked_until <= ?
 RETURNING {t}.id, queue, msg_key, body, headers, attempts`)
 	return &Relay{db: db, ob: ob, sender: sender, cfg: c, claimQ: claim}
 }

@@ -43,7 +43,7 @@ FROM {t}`)).Scan(&s.Pending, &oldest, &s.Failing, &s.Published)
 	return s, nil
 }
 
-// Stats reads the state of the default outbox table of a database of
+// StatsOf reads the state of the default outbox table of a database of
 // dialect d.
 func StatsOf(ctx context.Context, db *sql.DB, d Dialect) (Stats, error) {
 	o, err := New(d)
