@@ -7,6 +7,9 @@
 #   postgres.sh status  exit 0 when it runs
 #   postgres.sh env     print BQ_POSTGRES_URL of the running server
 #
+# The server is started with the lock's descriptor closed (9>&-), so it
+# does not hold the lock of with_lock while it runs.
+#
 # State lives under $BQ_BROKERS_STATE/postgres (see lib.sh); the port is
 # BQ_POSTGRES_PORT (default 25432). Authentication is trust, on loopback
 # only. initdb refuses to run as root, so as root the server runs as the
@@ -57,7 +60,7 @@ up() {
     { tail_logs "$PG_DIR/logs" initdb.log; die "postgres: initdb failed"; }
   log "postgres: starting on $BQ_HOST:$PG_PORT"
   as_owner "$(pg_bin pg_ctl)" start -D "$PG_DATA" -l "$PG_DIR/logs/postgres.log" -w -t 60 \
-    -o "-c listen_addresses=$BQ_HOST -p $PG_PORT -k $PG_DIR -c fsync=off -c max_connections=200" >/dev/null ||
+    -o "-c listen_addresses=$BQ_HOST -p $PG_PORT -k $PG_DIR -c fsync=off -c max_connections=200" >/dev/null 9>&- ||
     { tail_logs "$PG_DIR/logs" postgres.log; die "postgres: did not start"; }
   url >"$PG_DIR/env"
   cat "$PG_DIR/env"

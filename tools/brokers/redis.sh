@@ -34,7 +34,7 @@ up() {
   mkdir -p "$R_DATA" "$R_DIR/logs"
   log "redis: starting on $BQ_HOST:$R_PORT"
   redis-server --bind "$BQ_HOST" --port "$R_PORT" --daemonize yes --pidfile "$R_DATA/redis.pid" \
-    --dir "$R_DATA" --save '' --appendonly no --logfile "$R_DIR/logs/redis.log" ||
+    --dir "$R_DATA" --save '' --appendonly no --logfile "$R_DIR/logs/redis.log" 9>&- ||
     die "redis: redis-server failed"
   local i
   for i in $(seq 1 100); do
