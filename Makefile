@@ -10,7 +10,7 @@ SHELL := /bin/bash
 
 # Modules in dependency order. examples/* modules are added here as they land
 # (and in versions.txt and go.work; `make modgraph` checks the last two agree).
-MODULES := core brokertest conformance kafka pulsar tools otel otel/integration chaos examples/orderstatus examples/appdemo
+MODULES := core brokertest idempotency idempotency/sqlstore idempotency/redisstore schema outbox conformance kafka pulsar tools otel otel/integration outbox/integration chaos examples/orderstatus examples/appdemo
 
 GO ?= go
 GOTEST_FLAGS ?= -count=1 -p 2
@@ -91,6 +91,16 @@ bench: ## Benchmarks: codec micro-benchmarks, then broker benchmarks (ours vs th
 .PHONY: bench-brokers
 bench-brokers: ## Broker benchmarks against brokers already described by BQ_* variables.
 	@for m in kafka pulsar; do (cd $$m && BQ_BENCH=1 $(GO) test -tags integration -run '^TestBench' -count=1 -p 1 -timeout 20m -v ./... | grep -E '^(bench:|--- FAIL|FAIL|ok)' || exit 1); done
+	@for m in $(HELPER_BENCH_MODULES); do (cd $$m && BQ_BENCH=1 $(GO) test -tags integration -run '^TestBench' -count=1 -p 1 -timeout 20m -v ./... | grep -E '^(bench:|--- FAIL|FAIL|ok)' || exit 1); done
+
+# The idempotency stores' overhead (memory, sqlite, postgres, redis) and the
+# outbox relay's throughput (PostgreSQL to Kafka); the servers come from
+# with-brokers.sh (postgres.sh, redis.sh).
+HELPER_BENCH_MODULES := idempotency idempotency/sqlstore idempotency/redisstore outbox/integration
+
+.PHONY: outbox-kill
+outbox-kill: ## Outbox SIGKILL test: 10,000 rows relayed from PostgreSQL to Kafka while relay processes are SIGKILLed at random (at least 12 times); none lost, order kept.
+	@BQ_BROKERS="kafka postgres" $(BROKERS) $(GO) run ./outbox/integration/cmd/bqoutboxkill -rows 10000 -kills 12 -timeout 5m
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME (default 10s) each.

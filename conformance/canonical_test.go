@@ -30,8 +30,8 @@ func TestCanonicalShapedSuite(t *testing.T) {
 	pass, skip := conformance.StatusPassed, conformance.StatusSkipped
 	want := map[string]conformance.Status{
 		"cases":                          pass,
-		"idempotency.dedup_key":          skip,
-		"idempotency.sequences":          skip,
+		"idempotency.dedup_key":          pass,
+		"idempotency.sequences":          pass,
 		"sqs.attribute_projection":       skip,
 		"sqs.attempts_reconciliation":    skip,
 		"sqs.schema_version_gate":        skip,
@@ -43,7 +43,7 @@ func TestCanonicalShapedSuite(t *testing.T) {
 		"kafka.attempts_reconciliation":  pass,
 		"kafka.schema_version_gate":      pass,
 		"redis.payload_identity":         skip,
-		"payload_schema":                 skip,
+		"payload_schema":                 pass,
 		"roundtrip":                      pass,
 		"data_shape":                     pass,
 		"forbidden_keys":                 skip,

@@ -1,11 +1,15 @@
 module github.com/babelqueue/babelqueue-go/conformance
 
-go 1.25
+go 1.25.0
 
 require (
 	github.com/babelqueue/babelqueue-go/core v0.1.0
+	github.com/babelqueue/babelqueue-go/schema v0.1.0
 	github.com/google/go-cmp v0.7.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 )
 
-require golang.org/x/text v0.14.0 // indirect
+require (
+	github.com/babelqueue/babelqueue-go/idempotency v0.1.0
+	golang.org/x/text v0.14.0 // indirect
+)

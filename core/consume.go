@@ -310,6 +310,9 @@ func (a *App) settle(ctx context.Context, msg *ReceivedMessage, d *Delivery) (ou
 	if h == nil {
 		return a.settleUnknownURN(ctx, msg, env, route)
 	}
+	if out, invalid := a.settleInvalidPayload(ctx, msg, env, route); invalid {
+		return out
+	}
 
 	hctx := &deliveredContext{Context: ctx, msg: msg}
 	var began time.Time

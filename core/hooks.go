@@ -121,7 +121,8 @@ func (o Outcome) String() string {
 type Settlement struct {
 	Outcome Outcome
 	// Reason is why a message was retried, dead-lettered or dropped:
-	// wire.ReasonFailed, wire.ReasonUnknownURN, wire.ReasonPoison or wire.ReasonVersionGated;
+	// wire.ReasonFailed, wire.ReasonUnknownURN, wire.ReasonPoison,
+	// wire.ReasonInvalidPayload or wire.ReasonVersionGated;
 	// empty for the other outcomes.
 	Reason string
 	// Target is the queue the settle write went to (the retry tier topic

@@ -30,6 +30,7 @@ import (
 //	WithHooks                      none
 //	WithConcurrency                DefaultConcurrency (1 handler at a time per queue), OrderKey
 //	WithMaxPending                 4 × the concurrency
+//	WithPayloadValidator           none (payloads are not checked)
 const (
 	DefaultQueue            = "default"
 	DefaultMaxAttempts      = 3
@@ -101,6 +102,7 @@ type config struct {
 	failureBackoff   time.Duration
 	hooks            hookSet
 	conc             concurrencyConfig
+	payloadValidator PayloadValidator
 
 	suffixSet bool    // WithDeadLetterSuffix was given
 	errs      []error // the problems the options found

@@ -10,6 +10,9 @@ require (
 )
 
 require (
+	github.com/babelqueue/babelqueue-go/idempotency v0.1.0 // indirect
+	github.com/babelqueue/babelqueue-go/schema v0.1.0 // indirect
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
 	github.com/twmb/franz-go v1.21.7 // indirect
 	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260905045312-d70fc1b5b9f8 // indirect
 	github.com/twmb/franz-go/pkg/kmsg v1.13.1 // indirect

@@ -12,7 +12,12 @@ require (
 	github.com/google/go-cmp v0.7.0
 )
 
-require github.com/kr/text v0.2.0 // indirect
+require (
+	github.com/babelqueue/babelqueue-go/idempotency v0.1.0 // indirect
+	github.com/babelqueue/babelqueue-go/schema v0.1.0 // indirect
+	github.com/kr/text v0.2.0 // indirect
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
+)
 
 require (
 	github.com/AthenZ/athenz v1.12.13 // indirect

@@ -13,6 +13,10 @@ const (
 	ReasonUnknownURN = "unknown_urn"
 	// ReasonPoison: the body is not a conformant envelope (SPEC 4.2).
 	ReasonPoison = "poison"
+	// ReasonInvalidPayload: the App's payload validator rejected the data
+	// (babelqueue.WithPayloadValidator); the message is dead-lettered at
+	// once, never retried.
+	ReasonInvalidPayload = "invalid_payload"
 	// ReasonVersionGated is the Settlement.Reason of a message the version
 	// gate rejected. It is never written as dead_letter.reason: such a
 	// message goes to its dead-letter queue unchanged.
@@ -23,7 +27,8 @@ const (
 // It is written with its keys in the order reason, error, exception,
 // failed_at, original_queue, attempts, lang.
 type DeadLetter struct {
-	// Reason is ReasonFailed, ReasonUnknownURN or ReasonPoison.
+	// Reason is ReasonFailed, ReasonUnknownURN, ReasonPoison or
+	// ReasonInvalidPayload.
 	Reason string
 	// Error is the error text, or nil (written as null).
 	Error *string

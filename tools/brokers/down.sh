@@ -11,9 +11,9 @@ brokers=("$@")
 status=0
 for b in "${brokers[@]}"; do
   case "$b" in
-  kafka | pulsar) "$here/$b.sh" down || status=1 ;;
+  kafka | pulsar | postgres | redis) "$here/$b.sh" down || status=1 ;;
   *)
-    echo "usage: $0 [kafka] [pulsar]" >&2
+    echo "usage: $0 [kafka] [pulsar] [postgres] [redis]" >&2
     exit 2
     ;;
   esac

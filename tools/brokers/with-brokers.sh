@@ -9,7 +9,9 @@
 # this script started as well, e.g. to inspect them after a failure.
 #
 # Usage: with-brokers.sh CMD [ARGS...]
-# Set BQ_BROKERS (e.g. "kafka") to start only some brokers.
+# Set BQ_BROKERS (e.g. "kafka") to start only some brokers; the default
+# also starts PostgreSQL and Redis (postgres.sh, redis.sh) for the
+# idempotency and outbox tests.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
@@ -18,7 +20,7 @@ if [ $# -eq 0 ]; then
   exit 2
 fi
 
-read -r -a brokers <<<"${BQ_BROKERS:-kafka pulsar}"
+read -r -a brokers <<<"${BQ_BROKERS:-kafka pulsar postgres redis}"
 started=()
 # shellcheck disable=SC2317 # invoked by the EXIT trap
 cleanup() {

@@ -12,8 +12,9 @@
 #      and runs the installed bq;
 #   2. for each of core, kafka, pulsar and otel, a scratch service that
 #      requires only that module runs go get and go mod tidy; its go.mod must
-#      keep its go line and list no fake broker (franz-go, kfake) and no other
-#      broker's client.
+#      keep its go line and list no fake broker (franz-go, kfake), no other
+#      broker's client, and no store's client (pgx, go-redis, sqlite: the
+#      idempotency stores and the outbox are opt-in modules).
 #
 # Usage, from anywhere in the repository: tools/release/proxytest.sh
 # Exit status 0 when every check holds; 1 otherwise.
@@ -108,18 +109,19 @@ service() {
 FAKE=(github.com/twmb/franz-go)
 KAFKA_CLIENT=github.com/segmentio/kafka-go
 PULSAR_CLIENT=github.com/apache/pulsar-client-go
-SIBLINGS_BUT=(brokertest conformance tools)
+SIBLINGS_BUT=(brokertest conformance tools idempotency idempotency/sqlstore idempotency/redisstore schema outbox)
+STORES=(github.com/jackc/pgx github.com/redis/go-redis modernc.org/sqlite)
 
 sib() { local out=(); for s in "$@"; do out+=("$PREFIX/$s"); done; echo "${out[@]}"; }
 
 # shellcheck disable=SC2046
-service core 1.25.0 "$PREFIX/core" 'bq.NewApp' "${FAKE[@]}" "$KAFKA_CLIENT" "$PULSAR_CLIENT" $(sib kafka pulsar otel "${SIBLINGS_BUT[@]}")
+service core 1.25.0 "$PREFIX/core" 'bq.NewApp' "${FAKE[@]}" "${STORES[@]}" "$KAFKA_CLIENT" "$PULSAR_CLIENT" $(sib kafka pulsar otel "${SIBLINGS_BUT[@]}")
 # shellcheck disable=SC2046
-service kafka 1.25.0 "$PREFIX/kafka" 'bq.New' "${FAKE[@]}" "$PULSAR_CLIENT" $(sib pulsar otel "${SIBLINGS_BUT[@]}")
+service kafka 1.25.0 "$PREFIX/kafka" 'bq.New' "${FAKE[@]}" "${STORES[@]}" "$PULSAR_CLIENT" $(sib pulsar otel "${SIBLINGS_BUT[@]}")
 # shellcheck disable=SC2046
-service pulsar 1.25.0 "$PREFIX/pulsar" 'bq.New' "${FAKE[@]}" "$KAFKA_CLIENT" $(sib kafka otel "${SIBLINGS_BUT[@]}")
+service pulsar 1.25.0 "$PREFIX/pulsar" 'bq.New' "${FAKE[@]}" "${STORES[@]}" "$KAFKA_CLIENT" $(sib kafka otel "${SIBLINGS_BUT[@]}")
 # shellcheck disable=SC2046
-service otel 1.26.0 "$PREFIX/otel" 'bq.New' "${FAKE[@]}" "$PULSAR_CLIENT" "$KAFKA_CLIENT" $(sib kafka pulsar "${SIBLINGS_BUT[@]}")
+service otel 1.26.0 "$PREFIX/otel" 'bq.New' "${FAKE[@]}" "${STORES[@]}" "$PULSAR_CLIENT" "$KAFKA_CLIENT" $(sib kafka pulsar "${SIBLINGS_BUT[@]}")
 
 if [ "$fail" != 0 ]; then
   echo "proxytest: FAILED" >&2

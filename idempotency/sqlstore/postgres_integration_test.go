@@ -1,0 +1,48 @@
+//go:build integration
+
+package sqlstore_test
+
+import (
+	"database/sql"
+	"os"
+	"testing"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/babelqueue/babelqueue-go/idempotency"
+	"github.com/babelqueue/babelqueue-go/idempotency/sqlstore"
+	"github.com/babelqueue/babelqueue-go/idempotency/storetest"
+)
+
+// openPostgres opens BQ_POSTGRES_URL (tools/brokers/postgres.sh up); the
+// test fails when it is not set.
+func openPostgres(t testing.TB) *sql.DB {
+	t.Helper()
+	url := os.Getenv("BQ_POSTGRES_URL")
+	if url == "" {
+		t.Fatal("BQ_POSTGRES_URL is not set: start PostgreSQL with tools/brokers/postgres.sh up (make integration does)")
+	}
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if err := db.Ping(); err != nil {
+		t.Fatalf("PostgreSQL at %s: %v", url, err)
+	}
+	return db
+}
+
+func TestPostgresStore(t *testing.T) {
+	db := openPostgres(t)
+	storetest.Run(t, func(t *testing.T) idempotency.Store { return newStore(t, db, sqlstore.Postgres) })
+}
+
+func TestPostgresWrapTx(t *testing.T) {
+	db := openPostgres(t)
+	runWrapTx(t, db, newStore(t, db, sqlstore.Postgres))
+}
+
+func TestPostgresCleanup(t *testing.T) {
+	runCleanup(t, openPostgres(t), sqlstore.Postgres)
+}

@@ -1,0 +1,243 @@
+package outbox_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
+	"github.com/babelqueue/babelqueue-go/outbox"
+)
+
+// sent is one message a recordingSender got.
+type sent struct {
+	queue   string
+	key     []byte
+	body    []byte
+	headers map[string]string
+}
+
+// recordingSender records every send; fail, when set, decides failures.
+type recordingSender struct {
+	mu   sync.Mutex
+	got  []sent
+	fail func(body []byte) error
+}
+
+func (s *recordingSender) Send(_ context.Context, queue string, key, body []byte, headers map[string]string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail != nil {
+		if err := s.fail(body); err != nil {
+			return err
+		}
+	}
+	s.got = append(s.got, sent{queue, bytes.Clone(key), bytes.Clone(body), maps.Clone(headers)})
+	return nil
+}
+
+func newOutbox(t *testing.T, db *sql.DB, d outbox.Dialect) *outbox.Outbox {
+	t.Helper()
+	ob, err := outbox.New(d, outbox.WithTable(fmt.Sprintf("bq_outbox_%d", time.Now().UnixNano())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ob.Migrate(context.Background(), db); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = db.ExecContext(context.Background(), "DROP TABLE "+ob.Table()) })
+	return ob
+}
+
+func write(t *testing.T, db *sql.DB, ob *outbox.Outbox, commit bool, msgs ...outbox.Message) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		if _, err := ob.Write(ctx, tx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if commit {
+		err = tx.Commit()
+	} else {
+		err = tx.Rollback()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func drain(t *testing.T, r *outbox.Relay) {
+	t.Helper()
+	for range 1000 {
+		n, err := r.RunOnce(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+	}
+	t.Fatal("relay did not finish")
+}
+
+// runOutboxTests is the behaviour every dialect must show.
+func runOutboxTests(t *testing.T, db *sql.DB, d outbox.Dialect) {
+	ctx := context.Background()
+	t.Run("ByteIdenticalAndOnlyCommitted", func(t *testing.T) {
+		ob := newOutbox(t, db, d)
+		env, err := babelqueue.Make("urn:babel:orders:created", map[string]any{"order_id": 7}, babelqueue.WithQueue("orders"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := env.Encode()
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ob.WriteEnvelope(ctx, tx, env, []byte("k1"), map[string]string{"x-tenant": "t1"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		write(t, db, ob, false, outbox.Message{Queue: "orders", Body: []byte(`{"rolled":"back"}`)})
+		s := &recordingSender{}
+		drain(t, outbox.NewRelay(db, ob, s))
+		if len(s.got) != 1 {
+			t.Fatalf("%d sent, want 1 (the rolled-back row must not exist)", len(s.got))
+		}
+		g := s.got[0]
+		if g.queue != "orders" || string(g.key) != "k1" || !bytes.Equal(g.body, body) || g.headers["x-tenant"] != "t1" {
+			t.Fatalf("sent %q %q %s %v; want orders, k1, the encoded envelope, the header", g.queue, g.key, g.body, g.headers)
+		}
+		back, err := babelqueue.Decode(g.body)
+		if err != nil || back.Meta.CreatedAt != env.Meta.CreatedAt || back.Meta.ID != env.Meta.ID {
+			t.Fatalf("decoded %+v (%v): meta must be kept", back, err)
+		}
+		st, err := ob.Stats(ctx, db)
+		if err != nil || st.Pending != 0 || st.Published != 1 {
+			t.Fatalf("stats %+v (%v)", st, err)
+		}
+	})
+	t.Run("FailureRetriedWithBackoffAndOrderKept", func(t *testing.T) {
+		ob := newOutbox(t, db, d)
+		var msgs []outbox.Message
+		for i := range 30 {
+			msgs = append(msgs, outbox.Message{Queue: "q", Key: []byte("k" + strconv.Itoa(i%3)), Body: []byte(strconv.Itoa(i))})
+		}
+		write(t, db, ob, true, msgs...)
+		fails := map[string]int{"1": 2, "10": 1}
+		s := &recordingSender{fail: func(body []byte) error {
+			if fails[string(body)] > 0 {
+				fails[string(body)]--
+				return errors.New("broker said no")
+			}
+			return nil
+		}}
+		r := outbox.NewRelay(db, ob, s, outbox.WithBackoff(time.Millisecond, 5*time.Millisecond), outbox.WithBatchSize(7))
+		n, err := r.RunOnce(ctx)
+		if err != nil || n == 0 {
+			t.Fatalf("first pass: %d, %v", n, err)
+		}
+		st, err := ob.Stats(ctx, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Failing != 1 || st.LastError == "" {
+			t.Fatalf("after a failed send: %+v, want one failing row with its error", st)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			st, err = ob.Stats(ctx, db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Pending == 0 || time.Now().After(deadline) {
+				break
+			}
+			if _, err := r.RunOnce(ctx); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		if st.Pending != 0 || len(s.got) != 30 {
+			t.Fatalf("pending %d, sent %d; want 0 and 30", st.Pending, len(s.got))
+		}
+		last := map[string]int{}
+		for _, g := range s.got {
+			i, _ := strconv.Atoi(string(g.body))
+			if p, ok := last[string(g.key)]; ok && i < p {
+				t.Fatalf("key %s: %d sent after %d", g.key, i, p)
+			}
+			last[string(g.key)] = i
+		}
+	})
+	t.Run("ConcurrentRelaysNoDuplicateAndOrder", func(t *testing.T) {
+		ob := newOutbox(t, db, d)
+		const rows = 600
+		var msgs []outbox.Message
+		for i := range rows {
+			msgs = append(msgs, outbox.Message{Queue: "q", Key: []byte("k" + strconv.Itoa(i%20)), Body: []byte(strconv.Itoa(i))})
+		}
+		write(t, db, ob, true, msgs...)
+		s := &recordingSender{}
+		rctx, cancel := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		for i := range 4 {
+			r := outbox.NewRelay(db, ob, s, outbox.WithBatchSize(25), outbox.WithPoll(5*time.Millisecond), outbox.WithRelayID("r"+strconv.Itoa(i)))
+			wg.Add(1)
+			go func() { defer wg.Done(); _ = r.Run(rctx) }()
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) {
+			st, err := ob.Stats(ctx, db)
+			if err == nil && st.Pending == 0 {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		cancel()
+		wg.Wait()
+		seen := map[string]bool{}
+		last := map[string]int{}
+		for _, g := range s.got {
+			if seen[string(g.body)] {
+				t.Fatalf("row %s published twice", g.body)
+			}
+			seen[string(g.body)] = true
+			i, _ := strconv.Atoi(string(g.body))
+			if p, ok := last[string(g.key)]; ok && i < p {
+				t.Fatalf("key %s: %d sent after %d", g.key, i, p)
+			}
+			last[string(g.key)] = i
+		}
+		if len(seen) != rows {
+			t.Fatalf("%d rows published, want %d", len(seen), rows)
+		}
+	})
+	t.Run("TransportSender", func(t *testing.T) {
+		ob := newOutbox(t, db, d)
+		env, _ := babelqueue.Make("urn:x", map[string]any{"a": 1}, babelqueue.WithQueue("q"))
+		body, _ := env.Encode()
+		write(t, db, ob, true, outbox.Message{Queue: "q", Key: []byte("k"), Body: body, Headers: map[string]string{"h": "v"}})
+		tr := bqtest.NewInMemoryTransport()
+		drain(t, outbox.NewRelay(db, ob, outbox.TransportSender{Transport: tr}))
+		got := tr.Messages("q")
+		if len(got) != 1 || got[0].Body != string(body) || string(got[0].Key) != "k" || got[0].Headers["h"] != "v" {
+			t.Fatalf("transport got %+v", got)
+		}
+	})
+}

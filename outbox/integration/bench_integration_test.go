@@ -1,0 +1,149 @@
+//go:build integration
+
+package integration_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/kafka"
+	"github.com/babelqueue/babelqueue-go/outbox"
+	"github.com/babelqueue/babelqueue-go/outbox/integration"
+)
+
+func env(t *testing.T, name string) string {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		t.Fatalf("%s is not set: start the servers with tools/brokers/with-brokers.sh (make bench does)", name)
+	}
+	return v
+}
+
+// TestBenchOutboxRelayThroughput compares one relay (PostgreSQL to Kafka,
+// two batches of 500 rows in flight, 1,000 sends at most) with publishing
+// the same envelopes straight through the Kafka transport with 1,000 sends
+// in flight, and prints
+// "bench: outbox-relay-throughput ours=<rows/s> raw=<msg/s> ratio=<ours/raw>".
+func TestBenchOutboxRelayThroughput(t *testing.T) {
+	if os.Getenv("BQ_BENCH") == "" {
+		t.Skip("benchmark: set BQ_BENCH=1 (make bench)")
+	}
+	const n, keys, parallel = 20000, 2000, 1000
+	pg := env(t, "BQ_POSTGRES_URL")
+	broker := strings.Split(env(t, "BQ_KAFKA_BROKERS"), ",")[0]
+	ctx := context.Background()
+	db, err := sql.Open("pgx", pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	suffix := time.Now().UnixNano()
+	rawTopic, ourTopic := fmt.Sprintf("bq-outbox-bench-raw-%d", suffix), fmt.Sprintf("bq-outbox-bench-%d", suffix)
+	for _, topic := range []string{rawTopic, ourTopic} {
+		if err := integration.CreateTopic(broker, topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr, err := kafka.New(kafka.WithBrokers(broker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	bodies := make([][]byte, n)
+	for i := range bodies {
+		e, err := babelqueue.Make("urn:babel:bench", map[string]any{"i": i}, babelqueue.WithQueue(ourTopic))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bodies[i], _ = e.Encode()
+	}
+	key := func(i int) []byte { return fmt.Appendf(nil, "k%d", i%keys) }
+
+	// Raw: the same sends, no database.
+	sender := outbox.TransportSender{Transport: tr}
+	start := time.Now()
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	var failed error
+	var mu sync.Mutex
+	for i := range n {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := sender.Send(ctx, rawTopic, key(i), bodies[i], nil); err != nil {
+				mu.Lock()
+				failed = err
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if failed != nil {
+		t.Fatal(failed)
+	}
+	raw := float64(n) / time.Since(start).Seconds()
+
+	// Ours: rows written beforehand, then timed from the first claim to
+	// the last mark.
+	ob, err := outbox.New(outbox.Postgres, outbox.WithTable(fmt.Sprintf("bq_outbox_bench_%d", suffix)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ob.Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	defer db.ExecContext(ctx, "DROP TABLE "+ob.Table())
+	for i := 0; i < n; i += 1000 {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := i; j < min(i+1000, n); j++ {
+			if _, err := ob.Write(ctx, tx, outbox.Message{Queue: ourTopic, Key: key(j), Body: bodies[j]}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.ExecContext(ctx, "ANALYZE "+ob.Table()); err != nil {
+		t.Fatal(err)
+	}
+	r := outbox.NewRelay(db, ob, sender, outbox.WithBatchSize(parallel/2), outbox.WithParallelism(parallel/2), outbox.WithPoll(10*time.Millisecond))
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	start = time.Now()
+	go func() { done <- r.Run(rctx) }()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		var pending bool
+		if err := db.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM "+ob.Table()+" WHERE published_at IS NULL)").Scan(&pending); err != nil {
+			t.Fatal(err)
+		}
+		if !pending || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	elapsed := time.Since(start)
+	cancel()
+	<-done
+	ours := float64(n) / elapsed.Seconds()
+	st, err := ob.Stats(ctx, db)
+	if err != nil || st.Pending != 0 || st.Published != n {
+		t.Fatalf("after the run: %+v (%v)", st, err)
+	}
+	fmt.Printf("bench: outbox-relay-throughput ours=%.0f raw=%.0f ratio=%.2f\n", ours, raw, ours/raw)
+}

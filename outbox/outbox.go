@@ -1,0 +1,187 @@
+// Package outbox is a transactional outbox for BabelQueue on database/sql
+// (PostgreSQL and SQLite 3.35+). Write stores a message in the caller's
+// transaction, so it exists exactly when the caller's own writes commit; a
+// Relay publishes pending rows through any binding and marks each row
+// published only after the broker acknowledged it. At-least-once: a relay
+// that dies between the broker's acknowledgement and the mark publishes
+// the row again when its lease ends. See DESIGN.md for per-key order and
+// several relays at once.
+package outbox
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/wire"
+)
+
+// Dialect selects the SQL of a database.
+type Dialect int
+
+const (
+	// Postgres: $n placeholders, BYTEA, FOR UPDATE SKIP LOCKED.
+	Postgres Dialect = iota + 1
+	// SQLite: ? placeholders, BLOB, one writer at a time.
+	SQLite
+)
+
+// DefaultTable is the table name unless WithTable says otherwise.
+const DefaultTable = "bq_outbox"
+
+// Outbox names the outbox table of a database.
+type Outbox struct {
+	dialect Dialect
+	table   string
+	now     func() time.Time
+}
+
+// Option configures an Outbox.
+type Option func(*Outbox)
+
+// WithTable sets the table name (default DefaultTable), a plain identifier.
+func WithTable(name string) Option { return func(o *Outbox) { o.table = name } }
+
+// WithClock sets the source of time (default time.Now).
+func WithClock(now func() time.Time) Option { return func(o *Outbox) { o.now = now } }
+
+var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// New returns the outbox of a database of dialect d.
+func New(d Dialect, opts ...Option) (*Outbox, error) {
+	o := &Outbox{dialect: d, table: DefaultTable, now: time.Now}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(o)
+		}
+	}
+	if d != Postgres && d != SQLite {
+		return nil, fmt.Errorf("outbox: unknown dialect %d", d)
+	}
+	if !identifier.MatchString(o.table) {
+		return nil, fmt.Errorf("outbox: table name %q is not a plain identifier", o.table)
+	}
+	return o, nil
+}
+
+// Table returns the table name.
+func (o *Outbox) Table() string { return o.table }
+
+// q rewrites ? placeholders for the dialect and {t} as the table name.
+func (o *Outbox) q(s string) string {
+	s = strings.ReplaceAll(s, "{t}", o.table)
+	if o.dialect != Postgres {
+		return s
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range s {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// Migrate creates the table and its indexes when they do not exist.
+func (o *Outbox) Migrate(ctx context.Context, db *sql.DB) error {
+	id, blob := "BIGSERIAL PRIMARY KEY", "BYTEA"
+	if o.dialect == SQLite {
+		id, blob = "INTEGER PRIMARY KEY AUTOINCREMENT", "BLOB"
+	}
+	for _, s := range []string{
+		`CREATE TABLE IF NOT EXISTS {t} (
+  id ` + id + `,
+  queue TEXT NOT NULL,
+  msg_key ` + blob + `,
+  order_key TEXT NOT NULL,
+  body ` + blob + ` NOT NULL,
+  headers TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at BIGINT NOT NULL DEFAULT 0,
+  last_error TEXT NOT NULL DEFAULT '',
+  locked_by TEXT NOT NULL DEFAULT '',
+  locked_until BIGINT NOT NULL DEFAULT 0,
+  published_at BIGINT)`,
+		`CREATE INDEX IF NOT EXISTS {t}_pending ON {t} (order_key, id) WHERE published_at IS NULL`,
+		`CREATE INDEX IF NOT EXISTS {t}_pending_id ON {t} (id) WHERE published_at IS NULL`,
+	} {
+		if _, err := db.ExecContext(ctx, o.q(s)); err != nil {
+			return fmt.Errorf("outbox: migrate %s: %w", o.table, err)
+		}
+	}
+	return nil
+}
+
+// Message is one row of the outbox: what the relay sends, byte for byte.
+type Message struct {
+	// Queue is the destination queue (topic).
+	Queue string
+	// Key is the message key the binding writes (nil: none).
+	Key []byte
+	// Body is the envelope as it goes on the wire.
+	Body []byte
+	// Headers are out-of-band headers written beside the binding's own.
+	Headers map[string]string
+	// OrderKey groups rows that are published in Write order; rows of
+	// different order keys are published independently. Empty: string(Key)
+	// when there is a key, else the row is ordered with no other row.
+	OrderKey string
+}
+
+// Write stores m in tx; it is published once tx commits. It returns the
+// row id.
+func (o *Outbox) Write(ctx context.Context, tx *sql.Tx, m Message) (int64, error) {
+	if wire.IsBlank(m.Queue) {
+		return 0, fmt.Errorf("outbox: write: blank queue")
+	}
+	if len(m.Body) == 0 {
+		return 0, fmt.Errorf("outbox: write: empty body")
+	}
+	h, err := json.Marshal(m.Headers)
+	if err != nil {
+		return 0, fmt.Errorf("outbox: write: headers: %w", err)
+	}
+	orderKey := m.OrderKey
+	if orderKey == "" && m.Key != nil {
+		orderKey = "k:" + string(m.Key)
+	}
+	if orderKey == "" {
+		orderKey = "u:" + randomID()
+	}
+	var id int64
+	err = tx.QueryRowContext(ctx, o.q(`INSERT INTO {t} (queue, msg_key, order_key, body, headers, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id`),
+		m.Queue, m.Key, orderKey, m.Body, string(h), o.now().UnixMilli()).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("outbox: write to %s: %w", o.table, err)
+	}
+	return id, nil
+}
+
+// WriteEnvelope encodes env (meta.created_at and every other field as they
+// are) and writes it for env.Meta.Queue, keyed by key.
+func (o *Outbox) WriteEnvelope(ctx context.Context, tx *sql.Tx, env *babelqueue.Envelope, key []byte, headers map[string]string) (int64, error) {
+	body, err := env.Encode()
+	if err != nil {
+		return 0, fmt.Errorf("outbox: encode: %w", err)
+	}
+	return o.Write(ctx, tx, Message{Queue: env.Meta.Queue, Key: key, Body: body, Headers: headers})
+}
+
+func randomID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

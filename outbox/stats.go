@@ -1,0 +1,63 @@
+package outbox
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// Stats is the state of an outbox table.
+type Stats struct {
+	// Pending counts rows not yet published.
+	Pending int64
+	// OldestPending is the age of the oldest pending row (0 when none).
+	OldestPending time.Duration
+	// Failing counts pending rows whose last send failed.
+	Failing int64
+	// Published counts rows published and not yet purged.
+	Published int64
+	// LastError is the most recent error of a failing row ("" when none).
+	LastError string
+}
+
+// Stats reads the state of the outbox table (`bq outbox stats`).
+func (o *Outbox) Stats(ctx context.Context, db *sql.DB) (Stats, error) {
+	var s Stats
+	var oldest sql.NullInt64
+	err := db.QueryRowContext(ctx, o.q(`SELECT
+  COUNT(*) FILTER (WHERE published_at IS NULL),
+  MIN(created_at) FILTER (WHERE published_at IS NULL),
+  COUNT(*) FILTER (WHERE published_at IS NULL AND attempts > 0),
+  COUNT(*) FILTER (WHERE published_at IS NOT NULL)
+FROM {t}`)).Scan(&s.Pending, &oldest, &s.Failing, &s.Published)
+	if err != nil {
+		return Stats{}, fmt.Errorf("outbox: stats: %w", err)
+	}
+	if oldest.Valid {
+		s.OldestPending = max(o.now().Sub(time.UnixMilli(oldest.Int64)), 0)
+	}
+	if s.Failing > 0 {
+		_ = db.QueryRowContext(ctx, o.q(`SELECT last_error FROM {t} WHERE published_at IS NULL AND attempts > 0 ORDER BY next_attempt_at DESC LIMIT 1`)).Scan(&s.LastError)
+	}
+	return s, nil
+}
+
+// StatsOf reads the state of the default outbox table of a database of
+// dialect d.
+func StatsOf(ctx context.Context, db *sql.DB, d Dialect) (Stats, error) {
+	o, err := New(d)
+	if err != nil {
+		return Stats{}, err
+	}
+	return o.Stats(ctx, db)
+}
+
+// Purge deletes published rows published before cutoff and returns how many.
+func (o *Outbox) Purge(ctx context.Context, db *sql.DB, cutoff time.Time) (int64, error) {
+	res, err := db.ExecContext(ctx, o.q(`DELETE FROM {t} WHERE published_at IS NOT NULL AND published_at < ?`), cutoff.UnixMilli())
+	if err != nil {
+		return 0, fmt.Errorf("outbox: purge: %w", err)
+	}
+	return res.RowsAffected()
+}
