@@ -97,7 +97,7 @@ func keepRoute(hs headerSet, out *driver.Outgoing) headerSet {
 func (t *Transport) newRecord(queue, body string, extra map[string]string, key []byte) kafkago.Message {
 	hs, ts := projection(body, t.cfg.clock.Now())
 	hs = withExtra(hs, extra)
-	return kafkago.Message{Topic: queue, Key: key, Value: []byte(body), Headers: toKafkaHeaders(hs), Time: ts}
+	return kafkago.Message{Topic: queue, Key: key, Value: stringBytes(body), Headers: toKafkaHeaders(hs), Time: ts}
 }
 
 // republished builds a republish of out: the projection of the body (the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"unsafe"
 
 	kafkago "github.com/segmentio/kafka-go"
 
@@ -138,4 +139,11 @@ func mixedOutcomes(each kafkago.WriteErrors, started bool) bool {
 		}
 	}
 	return refused && unknown
+}
+
+// stringBytes returns the bytes of s without copying them. They are
+// read-only: the writer only reads a record's value and header values
+// (Writer), and the projection only parses them.
+func stringBytes(s string) []byte {
+	return unsafe.Slice(unsafe.StringData(s), len(s))
 }
