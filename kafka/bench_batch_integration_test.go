@@ -156,4 +156,3 @@ func TestBenchKafkaPublishBatch(t *testing.T) {
 	}
 	benchLine("kafka-publish-batch-throughput", ours, rawRate)
 }
-
