@@ -145,6 +145,9 @@ func (a *App) batchOutgoing(m *BatchMessage, batch []PublishOption) (driver.Outg
 		return driver.Outgoing{}, "", fmt.Errorf("%s: %w", m.URN, err)
 	}
 	out := driver.Outgoing{Intent: driver.IntentPublish, Queue: queue, Body: string(raw), Key: p.key, Headers: m.Headers, Delay: p.delay}
+	if proj, ok := wire.ProjectFresh(env); ok {
+		driver.SetProjection(&out, proj)
+	}
 	if len(a.cfg.hooks.publish) > 0 {
 		// The hooks may add headers; the caller's map stays untouched.
 		out.Headers = maps.Clone(m.Headers)

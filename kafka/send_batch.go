@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 	"unsafe"
 
 	kafkago "github.com/segmentio/kafka-go"
@@ -59,7 +60,7 @@ func (t *Transport) record(out *driver.Outgoing) (kafkago.Message, driver.Receip
 		if out.Delay > 0 {
 			return t.delayedRecord(out)
 		}
-		return t.newRecord(out.Queue, out.Body, out.Headers, out.Key), r, nil
+		return t.publishRecord(out), r, nil
 	case driver.IntentRetry:
 		if len(t.cfg.tiers) > 0 {
 			n := TierForAttempt(out.Attempt, len(t.cfg.tiers))
@@ -146,4 +147,16 @@ func mixedOutcomes(each kafkago.WriteErrors, started bool) bool {
 // (Writer), and the projection only parses them.
 func stringBytes(s string) []byte {
 	return unsafe.Slice(unsafe.StringData(s), len(s))
+}
+
+// publishRecord is newRecord of out, from the projection its writer gave
+// (driver.Outgoing.Projection) instead of parsing the body again.
+func (t *Transport) publishRecord(out *driver.Outgoing) kafkago.Message {
+	p := out.Projection()
+	ts := t.cfg.clock.Now()
+	if p.HasCreatedAt {
+		ts = time.UnixMilli(p.CreatedAt)
+	}
+	hs := withExtra(headerSet(p.Headers()), out.Headers)
+	return kafkago.Message{Topic: out.Queue, Key: out.Key, Value: stringBytes(out.Body), Headers: toKafkaHeaders(hs), Time: ts}
 }
