@@ -18,7 +18,7 @@ func toKafkaHeaders(hs []wire.Header) []kafkago.Header {
 	}
 	out := make([]kafkago.Header, len(hs))
 	for i, h := range hs {
-		out[i] = kafkago.Header{Key: h.Key, Value: []byte(h.Value)}
+		out[i] = kafkago.Header{Key: h.Key, Value: stringBytes(h.Value)}
 	}
 	return out
 }
@@ -96,7 +96,7 @@ func isTierHeader(key string) bool {
 // order) and the record timestamp: meta.created_at, or now when the body
 // has none.
 func projection(body string, now time.Time) (headerSet, time.Time) {
-	p := wire.ProjectBody([]byte(body))
+	p := wire.ProjectBody(stringBytes(body))
 	ts := now
 	if p.HasCreatedAt {
 		ts = time.UnixMilli(p.CreatedAt)

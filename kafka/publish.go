@@ -47,10 +47,10 @@ func (t *Transport) PublishKeyed(ctx context.Context, queue string, key []byte, 
 // PublishBatch writes bodies to queue as Publish does, in one call: the
 // records are handed to the writer together, so they travel in as few
 // produce requests as the batch limits allow. It returns once every record
-// was acknowledged, or with an error naming how many failed; on error some
-// records may have been written, and it matches
-// babelqueue.ErrPublishUnknown unless every record was refused before it
-// was sent. Records keep their relative order per partition.
+// was acknowledged, or with an error: driver.SendErrors when the records
+// had different outcomes (one entry per body, as SendBatch), else one
+// error for all of them, matching babelqueue.ErrPublishUnknown when they
+// may be stored. Records keep their relative order per partition.
 func (t *Transport) PublishBatch(ctx context.Context, queue string, bodies ...string) error {
 	if wire.IsBlank(queue) {
 		return ErrEmptyTopic
@@ -62,5 +62,5 @@ func (t *Transport) PublishBatch(ctx context.Context, queue string, bodies ...st
 	for i, b := range bodies {
 		msgs[i] = t.newRecord(queue, b, nil, nil)
 	}
-	return t.write(ctx, queue, msgs...)
+	return t.writeBatch(ctx, msgs)
 }

@@ -97,7 +97,7 @@ func keepRoute(hs headerSet, out *driver.Outgoing) headerSet {
 func (t *Transport) newRecord(queue, body string, extra map[string]string, key []byte) kafkago.Message {
 	hs, ts := projection(body, t.cfg.clock.Now())
 	hs = withExtra(hs, extra)
-	return kafkago.Message{Topic: queue, Key: key, Value: []byte(body), Headers: toKafkaHeaders(hs), Time: ts}
+	return kafkago.Message{Topic: queue, Key: key, Value: stringBytes(body), Headers: toKafkaHeaders(hs), Time: ts}
 }
 
 // republished builds a republish of out: the projection of the body (the
@@ -120,10 +120,22 @@ func (t *Transport) republished(out *driver.Outgoing, keepRecordJob bool) kafkag
 // sendDelayed writes a delayed publish to the smallest tier that covers
 // out.Delay.
 func (t *Transport) sendDelayed(ctx context.Context, out *driver.Outgoing) (driver.Receipt, error) {
-	r := driver.Receipt{Partition: -1}
+	m, r, err := t.delayedRecord(out)
+	if err != nil {
+		return driver.Receipt{Partition: -1}, err
+	}
+	if err := t.write(ctx, m.Topic, m); err != nil {
+		return driver.Receipt{Partition: -1}, err
+	}
+	return r, nil
+}
+
+// delayedRecord builds the record of a delayed publish, to the smallest
+// tier that covers out.Delay, and the receipt naming it.
+func (t *Transport) delayedRecord(out *driver.Outgoing) (kafkago.Message, driver.Receipt, error) {
 	n := TierForDelay(out.Delay, t.cfg.tiers)
 	if n == 0 {
-		return r, fmt.Errorf("%w: delay %v", ErrDelayUnsupported, out.Delay)
+		return kafkago.Message{}, driver.Receipt{Partition: -1}, fmt.Errorf("%w: delay %v", ErrDelayUnsupported, out.Delay)
 	}
 	tier := t.cfg.tiers[n-1]
 	hs, _ := projection(out.Body, t.cfg.clock.Now())
@@ -131,35 +143,31 @@ func (t *Transport) sendDelayed(ctx context.Context, out *driver.Outgoing) (driv
 	hs.set(wire.HeaderOriginalTopic, out.Queue)
 	hs = withExtra(hs, out.Headers)
 	topic := RetryTopic(out.Queue, n)
-	err := t.write(ctx, topic, kafkago.Message{
-		Topic: topic, Key: out.Key, Value: []byte(out.Body), Headers: toKafkaHeaders(hs), Time: t.cfg.clock.Now(),
-	})
-	if err != nil {
-		return r, err
-	}
-	r.Queue, r.Delay = topic, tier
-	return r, nil
+	m := kafkago.Message{Topic: topic, Key: out.Key, Value: []byte(out.Body), Headers: toKafkaHeaders(hs), Time: t.cfg.clock.Now()}
+	return m, driver.Receipt{Partition: -1, Queue: topic, Delay: tier}, nil
 }
 
 // sendTier writes the retry copy out to tier n, with bq-delay = delay and
 // bq-original-topic = out.Queue, stamped with the publish time from which
 // the Reinjector counts the tier.
 func (t *Transport) sendTier(ctx context.Context, out *driver.Outgoing, n int, delay time.Duration) (driver.Receipt, error) {
-	r := driver.Receipt{Partition: -1}
+	m, r := t.tierRecord(out, n, delay)
+	if err := t.write(ctx, m.Topic, m); err != nil {
+		return driver.Receipt{Partition: -1}, err
+	}
+	return r, nil
+}
+
+// tierRecord builds the record of sendTier and the receipt naming its tier.
+func (t *Transport) tierRecord(out *driver.Outgoing, n int, delay time.Duration) (kafkago.Message, driver.Receipt) {
 	hs, _ := projection(out.Body, t.cfg.clock.Now())
 	hs = keepRoute(hs, out)
 	hs.set(wire.HeaderDelay, millis(delay))
 	hs.set(wire.HeaderOriginalTopic, out.Queue)
 	hs = withExtra(hs, out.Headers)
 	topic := RetryTopic(out.Queue, n)
-	err := t.write(ctx, topic, kafkago.Message{
-		Topic: topic, Key: keyOf(out), Value: []byte(out.Body), Headers: toKafkaHeaders(hs), Time: t.cfg.clock.Now(),
-	})
-	if err != nil {
-		return r, err
-	}
-	r.Queue, r.Delay = topic, delay
-	return r, nil
+	m := kafkago.Message{Topic: topic, Key: keyOf(out), Value: []byte(out.Body), Headers: toKafkaHeaders(hs), Time: t.cfg.clock.Now()}
+	return m, driver.Receipt{Partition: -1, Queue: topic, Delay: delay}
 }
 
 // forwarded builds a verbatim write of out: body and headers exactly as

@@ -15,7 +15,8 @@ import (
 
 // Writer is the subset of *kafkago.Writer the transport writes through.
 // WriteMessages returns once every record was acknowledged by the broker, or
-// with an error.
+// with an error. It must not change the records' byte slices: a new
+// message's value and header values are read-only views of its strings.
 type Writer interface {
 	WriteMessages(ctx context.Context, msgs ...kafkago.Message) error
 }

@@ -149,6 +149,8 @@ type Outgoing struct {
 	Delay time.Duration
 	// Attempt is, on IntentRetry, the reconciled attempts of From.
 	Attempt int
+
+	proj known // the projection of Body, when its writer knew it (SetProjection)
 }
 
 // Receipt is what a binding reports of a write it made. Fields it does

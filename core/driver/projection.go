@@ -1,0 +1,31 @@
+package driver
+
+import (
+	"unsafe"
+
+	"github.com/babelqueue/babelqueue-go/core/wire"
+)
+
+// known is a projection of a body given by whoever made it, with the body
+// it belongs to.
+type known struct {
+	p    wire.Projection
+	body string
+}
+
+// SetProjection records p as the projection of out.Body (the App sets it
+// for an envelope it just encoded, wire.ProjectFresh), so that a binding
+// need not parse the body again. p must equal wire.ProjectBody(out.Body).
+func SetProjection(out *Outgoing, p wire.Projection) {
+	out.proj = known{p: p, body: out.Body}
+}
+
+// Projection returns the contract projection of out.Body: the one given
+// by SetProjection while Body is still the body it was given for, else
+// wire.ProjectBody of it.
+func (out *Outgoing) Projection() wire.Projection {
+	if b := out.proj.body; len(b) == len(out.Body) && len(b) > 0 && unsafe.StringData(b) == unsafe.StringData(out.Body) {
+		return out.proj.p
+	}
+	return wire.ProjectBody(unsafe.Slice(unsafe.StringData(out.Body), len(out.Body)))
+}

@@ -1,0 +1,162 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+	"unsafe"
+
+	kafkago "github.com/segmentio/kafka-go"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/wire"
+)
+
+var _ driver.BatchSender = (*Transport)(nil)
+
+// SendBatch writes outs as Send writes each (driver.BatchSender), handing
+// every record to the writer in one WriteMessages call, so they travel in
+// as few produce requests as the batch limits allow; it returns once every
+// record was acknowledged, with one Receipt per Outgoing. An Outgoing Send
+// would refuse (a blank queue, a delay no tier covers) fails the call
+// before anything is written. A write refused before anything of it was
+// sent is attempted again as a whole, like a lone Send; once some records
+// were acknowledged and others not, it returns driver.SendErrors, one entry
+// per Outgoing (nil: written; matching babelqueue.ErrPublishUnknown: may be
+// stored; else not written) and attempts nothing again, so no record is
+// written twice or behind a later one of its partition.
+func (t *Transport) SendBatch(ctx context.Context, outs []*driver.Outgoing) ([]driver.Receipt, error) {
+	if len(outs) == 0 {
+		return nil, nil
+	}
+	msgs := make([]kafkago.Message, len(outs))
+	receipts := make([]driver.Receipt, len(outs))
+	for i, out := range outs {
+		m, r, err := t.record(out)
+		if err != nil {
+			return nil, fmt.Errorf("kafka: send batch entry %d: %w", i, err)
+		}
+		msgs[i], receipts[i] = m, r
+	}
+	if err := t.writeBatch(ctx, msgs); err != nil {
+		return nil, err
+	}
+	return receipts, nil
+}
+
+// record builds the record Send writes for out, and its receipt.
+func (t *Transport) record(out *driver.Outgoing) (kafkago.Message, driver.Receipt, error) {
+	r := driver.Receipt{Partition: -1}
+	if out == nil {
+		return kafkago.Message{}, r, wrapf(babelqueue.ErrInvalidOption, "send of a nil message")
+	}
+	if wire.IsBlank(out.Queue) {
+		return kafkago.Message{}, r, ErrEmptyTopic
+	}
+	switch out.Intent {
+	case driver.IntentPublish:
+		if out.Delay > 0 {
+			return t.delayedRecord(out)
+		}
+		return t.publishRecord(out), r, nil
+	case driver.IntentRetry:
+		if len(t.cfg.tiers) > 0 {
+			n := TierForAttempt(out.Attempt, len(t.cfg.tiers))
+			m, r := t.tierRecord(out, n, t.cfg.tiers[n-1])
+			return m, r, nil
+		}
+		return t.republished(out, false), r, nil
+	case driver.IntentRelease, driver.IntentDeadLetter, driver.IntentRedrive:
+		return t.republished(out, false), r, nil
+	case driver.IntentForward:
+		return t.forwarded(out), r, nil
+	case driver.IntentRestore:
+		return t.restored(out, false), r, nil
+	default:
+		return kafkago.Message{}, r, wrapf(babelqueue.ErrInvalidOption, "send to %q: unknown intent %v", out.Queue, out.Intent)
+	}
+}
+
+// writeBatch hands msgs to the batching writer in one call, classifying
+// what failed as writeClassified does. While every record was refused
+// before it was sent, the whole call is attempted again (at most
+// writeAttempts times); an error then holds for every record. When the
+// records had different outcomes it returns driver.SendErrors.
+func (t *Transport) writeBatch(ctx context.Context, msgs []kafkago.Message) error {
+	if t.isClosed() {
+		return ErrClosed
+	}
+	if t.loneWriter != nil {
+		t.writing.Add(1) // a lone Send meanwhile goes through the batching writer too
+		defer t.writing.Add(-1)
+	}
+	topic := msgs[0].Topic
+	pause := writeBackoffMin
+	for attempt := 1; ; attempt++ {
+		started := ctx.Err() == nil
+		err := t.writer.WriteMessages(ctx, msgs...)
+		if err == nil {
+			return nil
+		}
+		var each kafkago.WriteErrors
+		if errors.As(err, &each) && len(each) == len(msgs) && mixedOutcomes(each, started) {
+			errs := make(driver.SendErrors, len(msgs))
+			for i, e := range each {
+				if e == nil {
+					continue
+				}
+				errs[i] = writeError(msgs[i].Topic, e)
+				if classifyWrite(e, started) == outcomeUnknown {
+					errs[i] = fmt.Errorf("%w: %w", driver.ErrPublishUnknown, errs[i])
+				}
+			}
+			return errs
+		}
+		if classifyWrite(err, started) == outcomeUnknown {
+			return fmt.Errorf("%w: %w", driver.ErrPublishUnknown, writeError(topic, err))
+		}
+		if attempt >= writeAttempts || !retryable(err) || t.isClosed() || !sleep(ctx, t.cfg.clock, pause) {
+			return writeError(topic, err)
+		}
+		pause = min(2*pause, writeBackoffMax)
+	}
+}
+
+// mixedOutcomes reports whether the records of each did not all share one
+// outcome: some were written, or some were refused and others may be
+// stored.
+func mixedOutcomes(each kafkago.WriteErrors, started bool) bool {
+	refused, unknown := false, false
+	for _, e := range each {
+		switch {
+		case e == nil:
+			return true
+		case classifyWrite(e, started) == outcomeUnknown:
+			unknown = true
+		default:
+			refused = true
+		}
+	}
+	return refused && unknown
+}
+
+// stringBytes returns the bytes of s without copying them. They are
+// read-only: the writer only reads a record's value and header values
+// (Writer), and the projection only parses them.
+func stringBytes(s string) []byte {
+	return unsafe.Slice(unsafe.StringData(s), len(s))
+}
+
+// publishRecord is newRecord of out, from the projection its writer gave
+// (driver.Outgoing.Projection) instead of parsing the body again.
+func (t *Transport) publishRecord(out *driver.Outgoing) kafkago.Message {
+	p := out.Projection()
+	ts := t.cfg.clock.Now()
+	if p.HasCreatedAt {
+		ts = time.UnixMilli(p.CreatedAt)
+	}
+	hs := withExtra(headerSet(p.Headers()), out.Headers)
+	return kafkago.Message{Topic: out.Queue, Key: out.Key, Value: stringBytes(out.Body), Headers: toKafkaHeaders(hs), Time: ts}
+}
