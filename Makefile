@@ -114,7 +114,7 @@ fuzz: ## Run every fuzz target for FUZZTIME (default 10s) each.
 	done
 
 .PHONY: lint
-lint: verify-versions modgraph tidy-check sizecheck ## gofmt check, go vet, staticcheck (pinned), actionlint (pinned), version list, module graph, tidy go.mod files, no large file.
+lint: verify-versions modgraph tidy-check sizecheck docsize ## gofmt check, go vet, staticcheck (pinned), actionlint (pinned), version list, module graph, tidy go.mod files, no large file.
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@$(MAKE) --no-print-directory vet
 	@for m in $(MODULES); do echo "== staticcheck $$m"; (cd $$m && $(GO) run $(STATICCHECK) ./... && $(GO) run $(STATICCHECK) -tags integration ./...); done
@@ -125,6 +125,10 @@ sizecheck: ## Fail when a tracked file is over 1 MiB or looks like a build outpu
 	@bad=$$(git ls-files -z | xargs -0 -r stat -c '%s %n' | awk '$$1 > 1048576 {print "  over 1 MiB: " $$2}'); \
 	elf=$$( (git ls-files -z | xargs -0 -r grep -l -m1 -P '^\x7fELF' 2>/dev/null || true) | sed 's/^/  executable: /'); \
 	if [ -n "$$bad$$elf" ]; then echo "sizecheck: files that must not be tracked:"; printf '%s\n' "$$bad" "$$elf" | sed '/^$$/d'; exit 1; fi
+
+.PHONY: docsize
+docsize: ## Fail when go doc -short of the user package (core) is over 66 lines.
+	@n=$$(cd core && $(GO) doc -short . | wc -l); echo "docsize: babelqueue go doc -short = $$n lines (at most 66)"; [ "$$n" -le 66 ]
 
 .PHONY: verify-versions
 verify-versions: ## Check every module requires its siblings at the versions in versions.txt.

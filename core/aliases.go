@@ -23,8 +23,6 @@ type (
 	// ReceivedMessage is one delivery as a binding hands it to the App;
 	// see driver.ReceivedMessage.
 	ReceivedMessage = driver.ReceivedMessage
-	// Clock is the App's source of time; see driver.Clock.
-	Clock = driver.Clock
 )
 
 // Make returns a new Envelope of job carrying data, which must encode to a

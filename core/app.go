@@ -132,8 +132,8 @@ func (a *App) PublishWithHeaders(ctx context.Context, urn string, data any, head
 	if wire.IsBlank(queue) {
 		return "", invalid("publish queue is blank")
 	}
-	if err := ValidURN(urn); err != nil {
-		return "", fmt.Errorf("babelqueue: publish to %s: %w", queue, err)
+	if err := wire.ValidURN(urn); err != nil {
+		return "", fmt.Errorf("babelqueue: publish to %s: %w: %w", queue, ErrInvalidOption, err)
 	}
 	switch {
 	case p.delay > 0 && !a.features.Delay:

@@ -37,6 +37,18 @@ var (
 	// holding the dead-letter queue's cursor; it read, wrote and settled
 	// nothing. The bindings' own ErrRedriveBusy values match it.
 	ErrRedriveBusy = driver.ErrRedriveBusy
+	// ErrInvalidURN matches a publish whose URN breaks the URN rule of the
+	// BabelQueue family (see wire.ValidURN); it also matches
+	// ErrInvalidOption.
+	ErrInvalidURN = wire.ErrInvalidURN
+	// ErrInvalidPayload matches a payload rejected by the App's
+	// PayloadValidator.
+	ErrInvalidPayload = errors.New("babelqueue: invalid payload")
+	// ErrBatchAborted is the error of a batch message that was not written
+	// because an earlier message of the same batch failed (a transport that
+	// writes one message at a time stops at the first failure, so that no
+	// later message overtakes it).
+	ErrBatchAborted = errors.New("babelqueue: not written: an earlier message of the batch failed")
 	// ErrPublishUnknown marks a publish whose outcome is unknown: the write
 	// left the client, but no acknowledgement came back (the connection broke
 	// after the request went out, or the wait for the acknowledgement timed

@@ -10,8 +10,8 @@ import (
 )
 
 // Hook is a value that implements one or more of the hook interfaces
-// below: PublishHook, PublishedHook, DeliveryHook, SettleHook, RedriveHook
-// and ReinjectHook. The App (WithHooks), Redrive (redrive.WithHooks) and a
+// below: PublishHook, PublishedHook, DeliveryHook, SettleHook, RedriveHook,
+// and driver.ReinjectHook and driver.ReinjectBacklogHook. The App (WithHooks), Redrive (redrive.WithHooks) and a
 // binding's re-injector report their own decisions to the hooks they hold,
 // so that telemetry never has to guess them from the traffic.
 //
@@ -55,12 +55,6 @@ type SettleHook interface {
 // it was settled.
 type RedriveHook interface {
 	OnRedrive(ctx context.Context, dlq string, item redrive.Item)
-}
-
-// ReinjectHook is called by a binding's re-injector for every retry record
-// it carried back to its work queue, or failed to.
-type ReinjectHook interface {
-	OnReinject(ctx context.Context, r *Reinjection)
 }
 
 // Delivery describes one delivery to the hooks. Its fields fill in as the
@@ -147,24 +141,6 @@ type Settlement struct {
 	HandlerErr error
 }
 
-// Reinjection is one retry record a re-injector carried back, or failed
-// to, as reported to ReinjectHook.
-type Reinjection struct {
-	// Tier is the retry tier topic the record was read from, and TierIndex
-	// its 1-based position among the configured tiers.
-	Tier      string
-	TierIndex int
-	// Queue is the work queue it was written back to.
-	Queue string
-	// Delay is the record's delay (its bq-delay, else the tier's).
-	Delay time.Duration
-	// Lag is how late the write back was acknowledged past the record's due
-	// time; negative when it went early (it never should).
-	Lag time.Duration
-	// Err is why the write back failed; nil when it succeeded.
-	Err error
-}
-
 // hookSet holds an App's hooks by kind, so that an App without a kind of
 // hook tests one slice length.
 type hookSet struct {
@@ -194,8 +170,11 @@ func (s *hookSet) add(h Hook) bool {
 	if x, ok := h.(RedriveHook); ok {
 		s.redrive, n = append(s.redrive, x), n+1
 	}
-	if _, ok := h.(ReinjectHook); ok {
+	if _, ok := h.(driver.ReinjectHook); ok {
 		n++ // reported by bindings' re-injectors, not by the App
+	}
+	if _, ok := h.(driver.ReinjectBacklogHook); ok {
+		n++
 	}
 	return n > 0
 }

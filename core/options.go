@@ -93,7 +93,7 @@ type config struct {
 	pollTimeout      time.Duration
 	unknownURN       UnknownURNStrategy
 	logger           *slog.Logger
-	clock            Clock
+	clock            driver.Clock
 	onError          func(error)
 	onWarning        func(error)
 	onVersion        func(version, queue string)
@@ -236,7 +236,7 @@ func WithLogger(l *slog.Logger) Option {
 
 // WithClock sets the clock that stamps dead_letter.failed_at and times the
 // failure backoff. nil is rejected.
-func WithClock(clock Clock) Option {
+func WithClock(clock driver.Clock) Option {
 	return func(c *config) {
 		if clock == nil {
 			c.fail("clock is nil")

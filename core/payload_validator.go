@@ -18,19 +18,11 @@ type PayloadValidator interface {
 	ValidatePayload(urn string, data []byte) error
 }
 
-// ErrInvalidPayload matches a payload rejected by the App's PayloadValidator.
-var ErrInvalidPayload = errors.New("babelqueue: invalid payload")
-
-// ReasonInvalidPayload is the dead_letter.reason (and Settlement.Reason)
-// of a consumed message whose payload the App's PayloadValidator rejected;
-// see wire.ReasonInvalidPayload.
-const ReasonInvalidPayload = wire.ReasonInvalidPayload
-
 // WithPayloadValidator makes the App check every payload against v, on
 // both sides. Publish of an invalid payload returns an error matching
 // ErrInvalidPayload and writes nothing. A consumed message with an invalid
 // payload never reaches its handler and is never retried: it is
-// dead-lettered at once with reason ReasonInvalidPayload and the
+// dead-lettered at once with reason wire.ReasonInvalidPayload and the
 // validation errors in dead_letter.error (acknowledged and dropped, with a
 // warning, when dead-lettering is off). The check runs in the delivery
 // path, so it also runs on the handler goroutines under WithConcurrency.
@@ -84,14 +76,14 @@ func (a *App) settleInvalidPayload(ctx context.Context, msg *ReceivedMessage, en
 		return outcome{}, false
 	}
 	msg.FillHeaders()
-	attrs := a.attrs(msg, env, route, slog.String("reason", ReasonInvalidPayload))
+	attrs := a.attrs(msg, env, route, slog.String("reason", wire.ReasonInvalidPayload))
 	if !a.cfg.deadLetter {
 		out := a.ack(ctx, msg, env, route)
 		if out.err == nil {
 			a.reportWarning(ctx, "babelqueue: message with an invalid payload dropped", a.deliveryErr(msg, env, route, fmt.Errorf("dropped (dead-lettering off): %w", cause)), attrs...)
 		}
-		return settled(out, Settlement{Outcome: OutcomeDropped, Reason: ReasonInvalidPayload, Err: cause}), true
+		return settled(out, Settlement{Outcome: OutcomeDropped, Reason: wire.ReasonInvalidPayload, Err: cause}), true
 	}
 	a.reportError(ctx, "babelqueue: invalid payload", a.deliveryErr(msg, env, route, cause), attrs...)
-	return a.deadLetter(ctx, msg, env, route, ReasonInvalidPayload, cause, wire.Decide(env.Attempts, 1, true).Counted), true
+	return a.deadLetter(ctx, msg, env, route, wire.ReasonInvalidPayload, cause, wire.Decide(env.Attempts, 1, true).Counted), true
 }

@@ -21,12 +21,6 @@ type BatchMessage struct {
 	Options []PublishOption
 }
 
-// ErrBatchAborted is the error of a batch message that was not written
-// because an earlier message of the same batch failed (a transport that
-// writes one message at a time stops at the first failure, so that no
-// later message overtakes it).
-var ErrBatchAborted = errors.New("babelqueue: not written: an earlier message of the batch failed")
-
 // BatchPublishError is the error of a PublishBatch whose messages were not
 // all acknowledged. Errs has one entry per message, in order: nil when the
 // message was written; an *UnknownPublishError (matching ErrPublishUnknown)

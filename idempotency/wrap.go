@@ -29,7 +29,7 @@ const (
 
 type config struct {
 	lease, ttl, busyWait, busyPoll time.Duration
-	clock                          babelqueue.Clock
+	clock                          driver.Clock
 	logger                         *slog.Logger
 }
 
@@ -56,7 +56,7 @@ func WithBusyWait(wait, poll time.Duration) Option {
 }
 
 // WithClock sets the clock of the busy wait (default driver.SystemClock).
-func WithClock(clock babelqueue.Clock) Option { return func(c *config) { c.clock = clock } }
+func WithClock(clock driver.Clock) Option { return func(c *config) { c.clock = clock } }
 
 // WithLogger sets the logger of store failures that do not fail the
 // delivery (default slog.Default()).

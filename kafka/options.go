@@ -61,7 +61,7 @@ const (
 	DefaultMaxBufferedBytes   = 16 << 20
 
 	// DefaultReinjectBacklogInterval is how often a Reinjector samples the
-	// backlog of its tiers for the babelqueue.ReinjectBacklogHook values
+	// backlog of its tiers for the driver.ReinjectBacklogHook values
 	// of WithReinjectHooks.
 	DefaultReinjectBacklogInterval = 10 * time.Second
 )
@@ -101,7 +101,7 @@ type config struct {
 	sasl           sasl.Mechanism
 	saslBy         string // the option that set sasl, to report a second one
 	logger         *slog.Logger
-	clock          babelqueue.Clock
+	clock          driver.Clock
 	reinjectBuffer int
 	autoCreate     bool
 
@@ -121,10 +121,10 @@ type config struct {
 	// and hand-out ("out") of a partition.
 	memberEvent func(queue, event string, partition int, offset int64)
 
-	reinjectHooks []babelqueue.ReinjectHook
+	reinjectHooks []driver.ReinjectHook
 
 	// reinjectbacklog.go: the backlog hooks and their sampling interval.
-	reinjectBacklogHooks []babelqueue.ReinjectBacklogHook
+	reinjectBacklogHooks []driver.ReinjectBacklogHook
 	reinjectBacklogEvery time.Duration
 
 	// groupFactory builds the consumer-group member of a Reinjector; tests
@@ -330,7 +330,7 @@ func WithLogger(l *slog.Logger) Option {
 
 // WithClock sets the clock that stamps publish times of retry-tier records
 // and times the Reinjector's waits. nil is rejected.
-func WithClock(clock babelqueue.Clock) Option {
+func WithClock(clock driver.Clock) Option {
 	return func(c *config) {
 		if clock == nil {
 			c.fail("nil clock")

@@ -7,7 +7,7 @@ import (
 	"io"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
 	kafkago "github.com/segmentio/kafka-go"
 )
 
@@ -27,7 +27,7 @@ func backlogTimeout(every time.Duration) time.Duration {
 
 // WithReinjectBacklogInterval sets how often a running Reinjector samples
 // the backlog of every retry tier it carries and reports it to the
-// babelqueue.ReinjectBacklogHook values of WithReinjectHooks (the first
+// driver.ReinjectBacklogHook values of WithReinjectHooks (the first
 // sample is taken when Run starts). The sample reads, per tier topic, the
 // end offsets, the group's committed offsets and the timestamp of the
 // oldest record not carried yet, through connections of its own; a
@@ -73,12 +73,12 @@ func (r *Reinjector) startBacklog(ctx context.Context) (stop func()) {
 
 // sampleBacklog reads the backlog of every tier topic, in tier order,
 // within timeout.
-func (r *Reinjector) sampleBacklog(ctx context.Context, b *redriveBroker, timeout time.Duration) []babelqueue.ReinjectBacklog {
+func (r *Reinjector) sampleBacklog(ctx context.Context, b *redriveBroker, timeout time.Duration) []driver.ReinjectBacklog {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	out := make([]babelqueue.ReinjectBacklog, 0, len(r.topics))
+	out := make([]driver.ReinjectBacklog, 0, len(r.topics))
 	for _, topic := range r.topics {
-		tb := babelqueue.ReinjectBacklog{Tier: topic, TierIndex: r.indexOf[topic], Queue: r.workOf[topic], Group: r.groupID}
+		tb := driver.ReinjectBacklog{Tier: topic, TierIndex: r.indexOf[topic], Queue: r.workOf[topic], Group: r.groupID}
 		tb.Err = r.tierBacklog(ctx, b, topic, &tb)
 		if tb.Err != nil {
 			tb.Backlog, tb.OldestAge, tb.OldestLag = 0, 0, 0
@@ -93,7 +93,7 @@ func (r *Reinjector) sampleBacklog(ctx context.Context, b *redriveBroker, timeou
 // records from the group's committed offset (the first offset when it
 // committed none, as the group starts there) to the end offset, and the
 // timestamp of the first of them.
-func (r *Reinjector) tierBacklog(ctx context.Context, b *redriveBroker, topic string, tb *babelqueue.ReinjectBacklog) error {
+func (r *Reinjector) tierBacklog(ctx context.Context, b *redriveBroker, topic string, tb *driver.ReinjectBacklog) error {
 	parts, err := b.partitions(ctx, topic)
 	if err != nil {
 		return err
@@ -161,7 +161,7 @@ func firstRecordTime(ctx context.Context, client *kafkago.Client, topic string, 
 
 // reportBacklog hands one sample to every backlog hook, recovering a
 // panic.
-func (r *Reinjector) reportBacklog(ctx context.Context, tiers []babelqueue.ReinjectBacklog) {
+func (r *Reinjector) reportBacklog(ctx context.Context, tiers []driver.ReinjectBacklog) {
 	if ctx.Err() != nil {
 		return
 	}

@@ -8,24 +8,24 @@ import (
 	"testing"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
 	kafkago "github.com/segmentio/kafka-go"
 )
 
 // backlogRecorder keeps every backlog sample a Reinjector reports.
 type backlogRecorder struct {
 	mu      sync.Mutex
-	samples [][]babelqueue.ReinjectBacklog
+	samples [][]driver.ReinjectBacklog
 }
 
-func (b *backlogRecorder) OnReinjectBacklog(_ context.Context, tiers []babelqueue.ReinjectBacklog) {
+func (b *backlogRecorder) OnReinjectBacklog(_ context.Context, tiers []driver.ReinjectBacklog) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.samples = append(b.samples, append([]babelqueue.ReinjectBacklog(nil), tiers...))
+	b.samples = append(b.samples, append([]driver.ReinjectBacklog(nil), tiers...))
 }
 
 // waitFor returns the first sample for which ok holds, failing after d.
-func (b *backlogRecorder) waitFor(t *testing.T, d time.Duration, ok func([]babelqueue.ReinjectBacklog) bool) []babelqueue.ReinjectBacklog {
+func (b *backlogRecorder) waitFor(t *testing.T, d time.Duration, ok func([]driver.ReinjectBacklog) bool) []driver.ReinjectBacklog {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	seen := 0
@@ -43,7 +43,7 @@ func (b *backlogRecorder) waitFor(t *testing.T, d time.Duration, ok func([]babel
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var last []babelqueue.ReinjectBacklog
+	var last []driver.ReinjectBacklog
 	if len(b.samples) > 0 {
 		last = b.samples[len(b.samples)-1]
 	}
@@ -87,7 +87,7 @@ func TestIntegrationReinjectBacklogPerTier(t *testing.T) {
 		}
 	}()
 
-	first := rec.waitFor(t, 30*time.Second, func(s []babelqueue.ReinjectBacklog) bool {
+	first := rec.waitFor(t, 30*time.Second, func(s []driver.ReinjectBacklog) bool {
 		return len(s) == 2 && s[0].Err == nil && s[1].Err == nil && s[0].Backlog == 0 && s[1].Backlog == 3
 	})
 	for i, tb := range first {
@@ -101,7 +101,7 @@ func TestIntegrationReinjectBacklogPerTier(t *testing.T) {
 	if first[1].OldestAge <= 0 || first[1].OldestAge > time.Minute || first[1].OldestLag != 0 {
 		t.Errorf("waiting tier: oldest age %v lag %v, want a positive age under the tier and no lag", first[1].OldestAge, first[1].OldestLag)
 	}
-	later := rec.waitFor(t, 10*time.Second, func(s []babelqueue.ReinjectBacklog) bool {
+	later := rec.waitFor(t, 10*time.Second, func(s []driver.ReinjectBacklog) bool {
 		return len(s) == 2 && s[1].Err == nil && s[1].OldestAge >= first[1].OldestAge+500*time.Millisecond
 	})
 	if later[1].Backlog != 3 {

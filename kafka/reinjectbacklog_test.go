@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
 )
 
 // TestBacklogTimeoutIsBoundedByTheInterval: a sample never outlasts its
@@ -52,9 +52,9 @@ func TestBacklogSampleOfAnUnansweringBrokerReportsErrors(t *testing.T) {
 			c.Close()
 		}
 	}()
-	var got []babelqueue.ReinjectBacklog
+	var got []driver.ReinjectBacklog
 	tr, err := New(WithBrokers(ln.Addr().String()), WithGroupID("g"), WithRetryTiers(time.Second, 2*time.Second),
-		WithReinjectHooks(panicky{}, backlogFunc(func(tiers []babelqueue.ReinjectBacklog) { got = tiers })))
+		WithReinjectHooks(panicky{}, backlogFunc(func(tiers []driver.ReinjectBacklog) { got = tiers })))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,10 +82,10 @@ func TestBacklogSampleOfAnUnansweringBrokerReportsErrors(t *testing.T) {
 
 type panicky struct{}
 
-func (panicky) OnReinjectBacklog(context.Context, []babelqueue.ReinjectBacklog) { panic("boom") }
+func (panicky) OnReinjectBacklog(context.Context, []driver.ReinjectBacklog) { panic("boom") }
 
-type backlogFunc func([]babelqueue.ReinjectBacklog)
+type backlogFunc func([]driver.ReinjectBacklog)
 
-func (f backlogFunc) OnReinjectBacklog(_ context.Context, tiers []babelqueue.ReinjectBacklog) {
+func (f backlogFunc) OnReinjectBacklog(_ context.Context, tiers []driver.ReinjectBacklog) {
 	f(tiers)
 }

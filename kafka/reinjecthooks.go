@@ -8,26 +8,27 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
 	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // WithReinjectHooks registers hooks that the transport's Reinjectors report
-// to: every babelqueue.ReinjectHook among them is called once per retry
+// to: every driver.ReinjectHook among them is called once per retry
 // record written back to its work topic, after the broker acknowledged the
 // write and before the retry offset is marked for commit, and once per
 // record of every failed write, with Reinjection.Err set. Values that
 // implement neither hook are ignored. A hook runs on the goroutine that
 // carries the record's partition, which waits for it; a panic in it is
 // recovered and logged, and it never changes what is written or committed.
-// Every babelqueue.ReinjectBacklogHook among them receives the backlog of
+// Every driver.ReinjectBacklogHook among them receives the backlog of
 // the retry tiers, sampled while Run runs (see WithReinjectBacklogInterval).
 func WithReinjectHooks(hooks ...babelqueue.Hook) Option {
 	return func(c *config) {
 		for _, h := range hooks {
-			if x, ok := h.(babelqueue.ReinjectHook); ok {
+			if x, ok := h.(driver.ReinjectHook); ok {
 				c.reinjectHooks = append(c.reinjectHooks, x)
 			}
-			if x, ok := h.(babelqueue.ReinjectBacklogHook); ok {
+			if x, ok := h.(driver.ReinjectBacklogHook); ok {
 				c.reinjectBacklogHooks = append(c.reinjectBacklogHooks, x)
 			}
 		}
@@ -36,14 +37,14 @@ func WithReinjectHooks(hooks ...babelqueue.Hook) Option {
 
 // reinjection describes the write back of in, the retry record due at due,
 // to out's topic, acknowledged at written (or failed with err).
-func (w *partitionWorker) reinjection(out, in *kafkago.Message, due, written time.Time, err error) babelqueue.Reinjection {
+func (w *partitionWorker) reinjection(out, in *kafkago.Message, due, written time.Time, err error) driver.Reinjection {
 	delay := w.tier
 	if v, ok := lastHeader(in.Headers, wire.HeaderDelay); ok {
 		if ms, perr := strconv.ParseInt(v, 10, 64); perr == nil && ms >= 0 {
 			delay = time.Duration(ms) * time.Millisecond
 		}
 	}
-	return babelqueue.Reinjection{
+	return driver.Reinjection{
 		Tier: w.topic, TierIndex: w.tierIndex, Queue: out.Topic, Delay: delay,
 		Lag: written.Sub(due), Err: err,
 	}

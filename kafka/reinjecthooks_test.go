@@ -12,19 +12,19 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	kafkago "github.com/segmentio/kafka-go"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
 	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
-// hookLog is a babelqueue.ReinjectHook that collects what it is handed,
+// hookLog is a driver.ReinjectHook that collects what it is handed,
 // and calls inspect first when set.
 type hookLog struct {
 	mu      sync.Mutex
-	events  []babelqueue.Reinjection
-	inspect func(r *babelqueue.Reinjection)
+	events  []driver.Reinjection
+	inspect func(r *driver.Reinjection)
 }
 
-func (l *hookLog) OnReinject(_ context.Context, r *babelqueue.Reinjection) {
+func (l *hookLog) OnReinject(_ context.Context, r *driver.Reinjection) {
 	l.mu.Lock()
 	l.events = append(l.events, *r)
 	l.mu.Unlock()
@@ -34,9 +34,9 @@ func (l *hookLog) OnReinject(_ context.Context, r *babelqueue.Reinjection) {
 }
 
 // sorted returns the events by lag, then delay, then tier.
-func (l *hookLog) sorted() []babelqueue.Reinjection {
+func (l *hookLog) sorted() []driver.Reinjection {
 	l.mu.Lock()
-	out := append([]babelqueue.Reinjection(nil), l.events...)
+	out := append([]driver.Reinjection(nil), l.events...)
 	l.mu.Unlock()
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
@@ -51,7 +51,7 @@ func (l *hookLog) sorted() []babelqueue.Reinjection {
 	return out
 }
 
-func (l *hookLog) wait(t *testing.T, n int) []babelqueue.Reinjection {
+func (l *hookLog) wait(t *testing.T, n int) []driver.Reinjection {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -92,7 +92,7 @@ func TestReinjectHooksReportTierDelayAndLag(t *testing.T) {
 	rg.clock.Advance(7 * time.Second) // both are written 2s after they were due
 	rg.waitRecords("orders", 4)
 	got := log.wait(t, 4)
-	want := []babelqueue.Reinjection{
+	want := []driver.Reinjection{
 		{Tier: "orders.retry.1", TierIndex: 1, Queue: "orders", Delay: 1234 * time.Millisecond, Lag: 2 * time.Second},
 		{Tier: "orders.retry.1", TierIndex: 1, Queue: "orders", Delay: tier1, Lag: 2 * time.Second},
 		{Tier: "orders.retry.1", TierIndex: 1, Queue: "orders", Delay: tier1, Lag: 5 * time.Second},
@@ -114,7 +114,7 @@ func TestReinjectHooksRunAfterTheWriteBeforeTheCommit(t *testing.T) {
 	var mu sync.Mutex
 	calls := 0
 	var bad []string
-	log := &hookLog{inspect: func(r *babelqueue.Reinjection) {
+	log := &hookLog{inspect: func(r *driver.Reinjection) {
 		mu.Lock()
 		defer mu.Unlock()
 		if written := len(rg.log.records("orders")); written < calls {
@@ -141,7 +141,7 @@ func TestReinjectHooksRunAfterTheWriteBeforeTheCommit(t *testing.T) {
 }
 
 func TestReinjectHooksReportFailedWritesAndSurvivePanics(t *testing.T) {
-	log := &hookLog{inspect: func(*babelqueue.Reinjection) { panic("hook bug") }}
+	log := &hookLog{inspect: func(*driver.Reinjection) { panic("hook bug") }}
 	rg := newReinjectRigWith(t, 1, []time.Duration{time.Second}, []Option{WithReinjectHooks(log)})
 	down := errors.New("broker down")
 	failed := false
@@ -158,7 +158,7 @@ func TestReinjectHooksReportFailedWritesAndSurvivePanics(t *testing.T) {
 	rg.waitTimers(1) // backing off after the failed write
 	failures := log.wait(t, 2)
 	for i, ev := range failures {
-		want := babelqueue.Reinjection{Tier: "orders.retry.1", TierIndex: 1, Queue: "orders", Delay: time.Second, Lag: 59 * time.Second, Err: down}
+		want := driver.Reinjection{Tier: "orders.retry.1", TierIndex: 1, Queue: "orders", Delay: time.Second, Lag: 59 * time.Second, Err: down}
 		if diff := cmp.Diff(want, ev, cmpopts.EquateErrors()); diff != "" {
 			t.Errorf("failure %d (-want +got):\n%s", i, diff)
 		}

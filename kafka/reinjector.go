@@ -8,7 +8,7 @@ import (
 
 	kafkago "github.com/segmentio/kafka-go"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
 	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
@@ -34,7 +34,7 @@ type Reinjector struct {
 	indexOf   map[string]int           // retry topic -> 1-based tier index
 	workOf    map[string]string        // retry topic -> work topic
 	newMember func(groupID string, topics []string) (groupMember, error)
-	clock     babelqueue.Clock
+	clock     driver.Clock
 	log       *slog.Logger
 }
 
@@ -401,7 +401,7 @@ func (c *committer) flush() {
 }
 
 // sleep waits d on clock; it reports false when ctx ended first.
-func sleep(ctx context.Context, clock babelqueue.Clock, d time.Duration) bool {
+func sleep(ctx context.Context, clock driver.Clock, d time.Duration) bool {
 	if d <= 0 {
 		return ctx.Err() == nil
 	}

@@ -5,14 +5,14 @@ import (
 	"fmt"
 	"sync"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 )
 
 // Re-injector backlog gauges, observed from the latest sample a
-// re-injector reported (babelqueue.ReinjectBacklogHook). Each carries
+// re-injector reported (driver.ReinjectBacklogHook). Each carries
 // messaging.system, messaging.destination.name (the retry tier queue),
 // messaging.consumer.group.name (the re-injector's group) and AttrTier.
 const (
@@ -34,7 +34,7 @@ const AttrTier = attribute.Key("babelqueue.tier")
 // backlogs holds the latest sample of every tier, by tier queue and group.
 type backlogs struct {
 	mu    sync.Mutex
-	tiers map[backlogKey]babelqueue.ReinjectBacklog
+	tiers map[backlogKey]driver.ReinjectBacklog
 }
 
 type backlogKey struct{ tier, group string }
@@ -84,7 +84,7 @@ func registerBacklogGauges(m metric.Meter, system string, b *backlogs) error {
 // OnReinjectBacklog keeps the latest sample of every tier for the backlog
 // gauges. A tier whose sample failed is not observed until a sample of it
 // succeeds again, so that a gauge never shows a stale count as current.
-func (h *Hooks) OnReinjectBacklog(_ context.Context, tiers []babelqueue.ReinjectBacklog) {
+func (h *Hooks) OnReinjectBacklog(_ context.Context, tiers []driver.ReinjectBacklog) {
 	b := h.t.backlogs
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -98,4 +98,4 @@ func (h *Hooks) OnReinjectBacklog(_ context.Context, tiers []babelqueue.Reinject
 	}
 }
 
-var _ babelqueue.ReinjectBacklogHook = (*Hooks)(nil)
+var _ driver.ReinjectBacklogHook = (*Hooks)(nil)

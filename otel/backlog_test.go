@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
@@ -18,11 +18,11 @@ func TestReinjectBacklogGaugesShowTheLatestSample(t *testing.T) {
 	h := newHarness(t, WithSystem("kafka"))
 	hooks := h.tel.Hooks()
 	ctx := context.Background()
-	hooks.OnReinjectBacklog(ctx, []babelqueue.ReinjectBacklog{
+	hooks.OnReinjectBacklog(ctx, []driver.ReinjectBacklog{
 		{Tier: "orders.retry.1", TierIndex: 1, Queue: "orders", Group: "bq-reinject", Backlog: 7, OldestAge: 1500 * time.Millisecond, OldestLag: 500 * time.Millisecond},
 		{Tier: "orders.retry.2", TierIndex: 2, Queue: "orders", Group: "bq-reinject", Backlog: 1, OldestAge: time.Second},
 	})
-	hooks.OnReinjectBacklog(ctx, []babelqueue.ReinjectBacklog{
+	hooks.OnReinjectBacklog(ctx, []driver.ReinjectBacklog{
 		{Tier: "orders.retry.1", TierIndex: 1, Queue: "orders", Group: "bq-reinject", Backlog: 3, OldestAge: 2 * time.Second, OldestLag: time.Second},
 		{Tier: "orders.retry.2", TierIndex: 2, Queue: "orders", Group: "bq-reinject", Err: errors.New("broker unreachable")},
 	})

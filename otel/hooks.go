@@ -31,7 +31,7 @@ var (
 	_ babelqueue.DeliveryHook  = (*Hooks)(nil)
 	_ babelqueue.SettleHook    = (*Hooks)(nil)
 	_ babelqueue.RedriveHook   = (*Hooks)(nil)
-	_ babelqueue.ReinjectHook  = (*Hooks)(nil)
+	_ driver.ReinjectHook      = (*Hooks)(nil)
 )
 
 type ctxKey uint8
@@ -349,7 +349,7 @@ func (h *Hooks) OnRedrive(ctx context.Context, dlq string, it redrive.Item) {
 
 // OnReinject records MetricReinjectLag for a retry record a re-injector
 // carried back to its work queue; a failed carry is not measured.
-func (h *Hooks) OnReinject(ctx context.Context, r *babelqueue.Reinjection) {
+func (h *Hooks) OnReinject(ctx context.Context, r *driver.Reinjection) {
 	if r.Err == nil {
 		seconds(ctx, h.t.m.lag, r.Lag, h.t.attrs.at(r.Queue))
 	}

@@ -37,7 +37,7 @@ func TestInstrumentsHaveUnitsAndDescriptions(t *testing.T) {
 	for range 3 {
 		hooks.OnRedrive(ctx, "q.dlq", redrive.Item{Target: "q", Outcome: redrive.Moved})
 	}
-	hooks.OnReinject(ctx, &babelqueue.Reinjection{Tier: "q.retry.1", TierIndex: 1, Queue: "q", Delay: time.Second, Lag: 1500 * time.Millisecond})
+	hooks.OnReinject(ctx, &driver.Reinjection{Tier: "q.retry.1", TierIndex: 1, Queue: "q", Delay: time.Second, Lag: 1500 * time.Millisecond})
 
 	want := map[string]string{
 		MetricSentMessages: "{message}", MetricConsumedMessages: "{message}", MetricRetried: "{message}",
@@ -92,7 +92,7 @@ func TestSettleWithoutDeliveryStillCounts(t *testing.T) {
 func TestReinjectLagPerWorkQueue(t *testing.T) {
 	h := newHarness(t, WithSystem("kafka"))
 	hooks := h.tel.Hooks()
-	for _, r := range []babelqueue.Reinjection{
+	for _, r := range []driver.Reinjection{
 		{Tier: "orders.retry.1", TierIndex: 1, Queue: "orders", Delay: 5 * time.Second, Lag: 1500 * time.Millisecond},
 		{Tier: "orders.retry.2", TierIndex: 2, Queue: "orders", Delay: 30 * time.Second, Lag: 250 * time.Millisecond},
 		{Tier: "payments.retry.1", TierIndex: 1, Queue: "payments", Delay: 5 * time.Second, Lag: 3 * time.Second},

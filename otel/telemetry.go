@@ -6,6 +6,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
 )
 
 // Telemetry holds the tracer, the instruments and the propagator that its
@@ -46,7 +47,7 @@ func New(opts ...Option) (*Telemetry, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &backlogs{tiers: make(map[backlogKey]babelqueue.ReinjectBacklog)}
+	b := &backlogs{tiers: make(map[backlogKey]driver.ReinjectBacklog)}
 	if err := registerBacklogGauges(m.meter, cfg.system, b); err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/babelqueue/babelqueue-go/core/bqtest"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 	"github.com/babelqueue/babelqueue-go/schema"
 )
 
@@ -98,7 +99,7 @@ func TestAppIntegration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if env.DeadLetter.Reason != babelqueue.ReasonInvalidPayload || !strings.Contains(*env.DeadLetter.Error, "/order_id") {
+	if env.DeadLetter.Reason != wire.ReasonInvalidPayload || !strings.Contains(*env.DeadLetter.Error, "/order_id") {
 		t.Fatalf("dead_letter %+v (error %q)", env.DeadLetter, *env.DeadLetter.Error)
 	}
 }

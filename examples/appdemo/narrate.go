@@ -9,6 +9,7 @@ import (
 	"time"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
 )
 
 // narrator prints what the App and the Reinjector report through their
@@ -21,9 +22,9 @@ type narrator struct {
 }
 
 var (
-	_ babelqueue.SettleHook          = (*narrator)(nil)
-	_ babelqueue.ReinjectHook        = (*narrator)(nil)
-	_ babelqueue.ReinjectBacklogHook = (*narrator)(nil)
+	_ babelqueue.SettleHook      = (*narrator)(nil)
+	_ driver.ReinjectHook        = (*narrator)(nil)
+	_ driver.ReinjectBacklogHook = (*narrator)(nil)
 )
 
 // say prints one line as it is.
@@ -72,7 +73,7 @@ func (n *narrator) OnSettle(_ context.Context, d *babelqueue.Delivery, s *babelq
 }
 
 // OnReinject prints one line per retry record the Reinjector carried back.
-func (n *narrator) OnReinject(_ context.Context, r *babelqueue.Reinjection) {
+func (n *narrator) OnReinject(_ context.Context, r *driver.Reinjection) {
 	if r.Err != nil {
 		n.printf("re-inject from %s failed: %v", r.Tier, r.Err)
 		return
@@ -83,7 +84,7 @@ func (n *narrator) OnReinject(_ context.Context, r *babelqueue.Reinjection) {
 // OnReinjectBacklog prints the Reinjector's backlog sample of the tiers
 // whenever it changed: the records waiting in each tier and how long the
 // oldest has waited.
-func (n *narrator) OnReinjectBacklog(_ context.Context, tiers []babelqueue.ReinjectBacklog) {
+func (n *narrator) OnReinjectBacklog(_ context.Context, tiers []driver.ReinjectBacklog) {
 	parts := make([]string, 0, len(tiers))
 	for _, tb := range tiers {
 		switch {

@@ -11,7 +11,6 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/babelqueue/babelqueue-go/core/driver"
 )
 
@@ -23,7 +22,7 @@ type Option func(*Projector)
 
 // WithClock sets the clock the backoff waits on (default
 // driver.SystemClock).
-func WithClock(c babelqueue.Clock) Option { return func(p *Projector) { p.clock = c } }
+func WithClock(c driver.Clock) Option { return func(p *Projector) { p.clock = c } }
 
 // WithMeterProvider sets where the counters are registered (default: a
 // no-op provider).
@@ -46,7 +45,7 @@ type Projector struct {
 	settings    Settings
 	store       Store
 	producer    Producer
-	clock       babelqueue.Clock
+	clock       driver.Clock
 	meters      metric.MeterProvider
 	log         *slog.Logger
 	workTimeout time.Duration

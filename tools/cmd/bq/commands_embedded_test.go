@@ -13,6 +13,7 @@ import (
 
 	"github.com/babelqueue/babelqueue-go/brokertest/devkafka"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
 	kafkago "github.com/segmentio/kafka-go"
 )
 
@@ -282,8 +283,8 @@ func TestEmbeddedReinjectDiscoversTiers(t *testing.T) {
 	}
 	// A mismatching record is counted.
 	m := &tierMismatch{durations: durations, log: newTestLogger(&logs), counts: map[string]int64{}}
-	m.OnReinject(ctx, &babelqueue.Reinjection{Tier: "orders.retry.1", Delay: 5 * time.Second})
-	m.OnReinject(ctx, &babelqueue.Reinjection{Tier: "orders.retry.1", Delay: time.Second})
+	m.OnReinject(ctx, &driver.Reinjection{Tier: "orders.retry.1", Delay: 5 * time.Second})
+	m.OnReinject(ctx, &driver.Reinjection{Tier: "orders.retry.1", Delay: time.Second})
 	if m.count("orders.retry.1") != 1 || !strings.Contains(logs.String(), "disagree") {
 		t.Errorf("mismatch count %d, logs %s", m.count("orders.retry.1"), logs.String())
 	}

@@ -11,6 +11,7 @@ import (
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 	bqkafka "github.com/babelqueue/babelqueue-go/kafka"
 	"github.com/spf13/cobra"
 )
@@ -110,7 +111,7 @@ func newPublishCmd() *cobra.Command {
 			if it.env != nil {
 				continue
 			}
-			if err := babelqueue.ValidURN(it.urn); err != nil {
+			if err := wire.ValidURN(it.urn); err != nil {
 				if *fromStdin {
 					return usagef("line %d: %v", i+1, err)
 				}
@@ -223,7 +224,7 @@ func readPublishLines(r io.Reader, urn string) ([]publishItem, error) {
 			if err != nil {
 				return nil, usagef("stdin line %d: not a valid envelope: %v", n, err)
 			}
-			if err := babelqueue.ValidURN(env.URN()); err != nil {
+			if err := wire.ValidURN(env.URN()); err != nil {
 				return nil, usagef("stdin line %d: %v", n, err)
 			}
 			items = append(items, publishItem{env: append([]byte(nil), line...)})

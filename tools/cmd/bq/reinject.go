@@ -16,7 +16,7 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/spf13/cobra"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
 	bqkafka "github.com/babelqueue/babelqueue-go/kafka"
 )
 
@@ -157,7 +157,7 @@ func b2i(b bool) int {
 	return 0
 }
 
-// tierMismatch is a babelqueue.ReinjectHook that checks each carried
+// tierMismatch is a driver.ReinjectHook that checks each carried
 // record's bq-delay against the duration of the tier it was carried on,
 // warns once per tier and counts every mismatch.
 type tierMismatch struct {
@@ -167,7 +167,7 @@ type tierMismatch struct {
 	counts    map[string]int64
 }
 
-func (m *tierMismatch) OnReinject(_ context.Context, r *babelqueue.Reinjection) {
+func (m *tierMismatch) OnReinject(_ context.Context, r *driver.Reinjection) {
 	want, ok := m.durations[r.Tier]
 	if !ok || r.Err != nil || r.Delay == want {
 		return

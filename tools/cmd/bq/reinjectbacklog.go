@@ -9,10 +9,10 @@ import (
 	"sync"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
 )
 
-// backlogStore is a babelqueue.ReinjectBacklogHook that keeps the latest
+// backlogStore is a driver.ReinjectBacklogHook that keeps the latest
 // sample of every retry tier the re-injectors carry, for /metrics, and
 // when each tier was last sampled successfully, for /healthz. A tier
 // counts as sampled from the start, so a tier is stale only once no good
@@ -28,8 +28,8 @@ type backlogStore struct {
 // tierBacklog is what /metrics reports of one tier: the counts of its
 // last good sample, when that was taken, and how many samples failed.
 type tierBacklog struct {
-	last     babelqueue.ReinjectBacklog // last good sample (Err nil)
-	lastOK   time.Time                  // when it arrived (or the start)
+	last     driver.ReinjectBacklog // last good sample (Err nil)
+	lastOK   time.Time              // when it arrived (or the start)
 	hasGood  bool
 	failing  bool // the latest sample failed
 	failures int64
@@ -55,7 +55,7 @@ func newBacklogStore(tiers []string, interval, slack time.Duration, now func() t
 }
 
 // OnReinjectBacklog records one sample.
-func (s *backlogStore) OnReinjectBacklog(_ context.Context, tiers []babelqueue.ReinjectBacklog) {
+func (s *backlogStore) OnReinjectBacklog(_ context.Context, tiers []driver.ReinjectBacklog) {
 	at := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -16,7 +16,7 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/babelqueue/babelqueue-go/brokertest/devkafka"
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
 )
 
 func getHandler(path string, h http.HandlerFunc) (int, string) {
@@ -51,7 +51,7 @@ func TestReinjectBacklogHealthAndMetrics(t *testing.T) {
 	}
 
 	now = now.Add(time.Second)
-	store.OnReinjectBacklog(ctx, []babelqueue.ReinjectBacklog{
+	store.OnReinjectBacklog(ctx, []driver.ReinjectBacklog{
 		{Tier: "o.retry.1", TierIndex: 1, Queue: "o", Backlog: 3, OldestAge: 7 * time.Second, OldestLag: 1500 * time.Millisecond},
 		{Tier: "o.retry.2", TierIndex: 2, Queue: "o"},
 	})
@@ -72,7 +72,7 @@ func TestReinjectBacklogHealthAndMetrics(t *testing.T) {
 	// Tier 2 keeps failing; tier 1 keeps succeeding.
 	for range 3 {
 		now = now.Add(interval)
-		store.OnReinjectBacklog(ctx, []babelqueue.ReinjectBacklog{
+		store.OnReinjectBacklog(ctx, []driver.ReinjectBacklog{
 			{Tier: "o.retry.1", Queue: "o", Backlog: 1},
 			{Tier: "o.retry.2", Queue: "o", Err: errors.New("read o.retry.2/0: i/o timeout")},
 		})
@@ -93,7 +93,7 @@ func TestReinjectBacklogHealthAndMetrics(t *testing.T) {
 			t.Errorf("metrics lack %q:\n%s", want, m)
 		}
 	}
-	store.OnReinjectBacklog(ctx, []babelqueue.ReinjectBacklog{{Tier: "o.retry.2", Queue: "o"}})
+	store.OnReinjectBacklog(ctx, []driver.ReinjectBacklog{{Tier: "o.retry.2", Queue: "o"}})
 	if code, body := getHandler("/healthz", s.healthz); code != http.StatusOK {
 		t.Errorf("healthz after a good sample: %d %q", code, body)
 	}

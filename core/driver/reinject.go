@@ -1,9 +1,35 @@
-package babelqueue
+package driver
 
 import (
 	"context"
 	"time"
 )
+
+// ReinjectHook is called by a binding's re-injector for every retry record
+// it carried back to its work queue, or failed to. Register it with the
+// binding (the Kafka binding: WithReinjectHooks); the App's WithHooks
+// accepts it too, so that one telemetry value serves both.
+type ReinjectHook interface {
+	OnReinject(ctx context.Context, r *Reinjection)
+}
+
+// Reinjection is one retry record a re-injector carried back, or failed
+// to, as reported to ReinjectHook.
+type Reinjection struct {
+	// Tier is the retry tier topic the record was read from, and TierIndex
+	// its 1-based position among the configured tiers.
+	Tier      string
+	TierIndex int
+	// Queue is the work queue it was written back to.
+	Queue string
+	// Delay is the record's delay (its bq-delay, else the tier's).
+	Delay time.Duration
+	// Lag is how late the write back was acknowledged past the record's due
+	// time; negative when it went early (it never should).
+	Lag time.Duration
+	// Err is why the write back failed; nil when it succeeded.
+	Err error
+}
 
 // ReinjectBacklogHook is called by a binding's re-injector each time it
 // samples the backlog of its retry tiers (the Kafka binding: every

@@ -1,14 +1,14 @@
-package babelqueue
+package wire
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"unicode"
 )
 
-// ErrInvalidURN is matched by the error of ValidURN and of a publish whose
-// URN breaks the rule.
-var ErrInvalidURN = fmt.Errorf("babelqueue: invalid URN: %w", ErrInvalidOption)
+// ErrInvalidURN is matched by the error of ValidURN.
+var ErrInvalidURN = errors.New("babelqueue: invalid URN")
 
 // ValidURN checks urn against the URN rule of the BabelQueue family:
 // "urn:<namespace>[:<name>...]", the "urn" scheme in any case, a
