@@ -179,7 +179,7 @@ do_up() {
   done
 
   rm -rf "${CLUSTER_STATE:?}"/node* "$ENVFILE"
-  cluster_id="$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')"
+  cluster_id="$(new_cluster_id)"
   log "kafka-cluster: formatting three nodes (cluster id $cluster_id, voters $(voters))"
   started=$(date +%s)
   for n in "${NODES[@]}"; do

@@ -93,7 +93,7 @@ do_up() {
     "$BQ_BROKERS_DIR/kafka/server.properties.in" >"$DIR/server.properties"
 
   # A Kafka cluster id is 16 random bytes in URL-safe base64 without padding.
-  cluster_id="$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')"
+  cluster_id="$(new_cluster_id)"
   local java_common=(-cp "$(cat "$cp_file")"
     "-Dlog4j2.configurationFile=$BQ_BROKERS_DIR/kafka/log4j2.xml"
     "-Dbq.log.dir=$DIR/logs" -Djava.awt.headless=true)

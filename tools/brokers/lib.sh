@@ -195,3 +195,15 @@ rss_kib() {
   pid="$(cat "$1")"
   awk '/^VmRSS:/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0
 }
+
+# new_cluster_id prints a Kafka cluster id: 16 random bytes in URL-safe
+# base64 without padding. One that starts with '-' is drawn again, since the
+# storage tool would read it as an option (about one id in 32).
+new_cluster_id() {
+  local id
+  while :; do
+    id="$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')"
+    [[ $id == -* ]] || break
+  done
+  printf '%s\n' "$id"
+}
