@@ -14,6 +14,7 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
 )
 
 // churnLog records the handlings of the consumers-joining-and-leaving
@@ -31,7 +32,7 @@ type churnLog struct {
 	lateDups   int // duplicates handled after a later number of their key
 }
 
-func (l *churnLog) begin(name string, m keyedSeq) {
+func (l *churnLog) begin(name string, m bqtest.KeyedSeq) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if other := l.active[m.K]; other != "" && len(l.overlaps) < 20 {
@@ -40,7 +41,7 @@ func (l *churnLog) begin(name string, m keyedSeq) {
 	l.active[m.K] = name
 }
 
-func (l *churnLog) end(name string, m keyedSeq) {
+func (l *churnLog) end(name string, m bqtest.KeyedSeq) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.active[m.K] == name {
@@ -106,7 +107,7 @@ func TestIntegrationAppConsumersJoiningAndLeavingKeyShared(t *testing.T) {
 			t.Fatal(err)
 		}
 		app.Handle("urn:it:churn", func(_ context.Context, env *babelqueue.Envelope) error {
-			var m keyedSeq
+			var m bqtest.KeyedSeq
 			if err := env.BindData(&m); err != nil {
 				return err
 			}
@@ -151,7 +152,7 @@ func TestIntegrationAppConsumersJoiningAndLeavingKeyShared(t *testing.T) {
 			defer wg.Done()
 			key := []byte(fmt.Sprintf("key-%d", k))
 			for i := range n {
-				if _, err := pub.Publish(ctx, "urn:it:churn", keyedSeq{K: k, N: i}, babelqueue.ToQueue(q), babelqueue.WithKey(key)); err != nil {
+				if _, err := pub.Publish(ctx, "urn:it:churn", bqtest.KeyedSeq{K: k, N: i}, babelqueue.ToQueue(q), babelqueue.WithKey(key)); err != nil {
 					failed.CompareAndSwap(nil, err)
 					return
 				}

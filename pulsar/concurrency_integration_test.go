@@ -4,41 +4,13 @@ package pulsar
 
 import (
 	"context"
-	"fmt"
-	"math/rand/v2"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
 )
-
-// keyedSeq is the data of the per-key order tests.
-type keyedSeq struct {
-	K int `json:"k"`
-	N int `json:"n"`
-}
-
-// keyOrder counts, per key, the handlings that are not the next number of
-// their key.
-type keyOrder struct {
-	mu         sync.Mutex
-	next       map[int]int
-	violations int
-	handled    atomic.Int64
-}
-
-func (o *keyOrder) see(m keyedSeq) {
-	o.mu.Lock()
-	if m.N != o.next[m.K] {
-		o.violations++
-	}
-	o.next[m.K] = m.N + 1
-	o.mu.Unlock()
-	o.handled.Add(1)
-}
 
 // testConcurrentPerKeyOrder publishes 50 keys × 200 numbers with keys,
 // each key's numbers in order, and handles them 32 at a time with
@@ -57,55 +29,28 @@ func testConcurrentPerKeyOrder(t *testing.T, st pulsar.SubscriptionType) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	var wg sync.WaitGroup
-	var failed atomic.Value
-	for k := range keys {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			key := []byte(fmt.Sprintf("key-%d", k))
-			for i := range n {
-				if _, err := pub.Publish(ctx, "urn:it:seq", keyedSeq{K: k, N: i}, babelqueue.ToQueue(q), babelqueue.WithKey(key)); err != nil {
-					failed.CompareAndSwap(nil, err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if err, _ := failed.Load().(error); err != nil {
+	if err := bqtest.PublishKeyedSeq(ctx, keys, n, func(ctx context.Context, key []byte, m bqtest.KeyedSeq) error {
+		_, err := pub.Publish(ctx, "urn:it:seq", m, babelqueue.ToQueue(q), babelqueue.WithKey(key))
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 
-	order := &keyOrder{next: map[int]int{}}
+	order := bqtest.NewKeyOrder()
 	app, err := babelqueue.NewApp(tr, babelqueue.WithPollTimeout(time.Second), babelqueue.WithConcurrency(inFlight, babelqueue.OrderKey))
 	if err != nil {
 		t.Fatal(err)
 	}
-	app.Handle("urn:it:seq", func(_ context.Context, env *babelqueue.Envelope) error {
-		var m keyedSeq
-		if err := env.BindData(&m); err != nil {
-			return err
-		}
-		time.Sleep(time.Duration(rand.IntN(5001)) * time.Microsecond)
-		order.see(m)
-		return nil
-	})
+	app.Handle("urn:it:seq", order.Handler(5*time.Millisecond))
 	start := time.Now()
 	runApp(t, app, q)
-	deadline := time.Now().Add(2 * time.Minute)
-	for order.handled.Load() < keys*n && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	took := time.Since(start)
-	order.mu.Lock()
-	defer order.mu.Unlock()
-	t.Logf("pulsar %s per-key order: %d handled in %v, %d violations", subscriptionTypeName(st), order.handled.Load(), took.Round(time.Millisecond), order.violations)
-	if got := order.handled.Load(); got < keys*n {
+	got := order.WaitHandled(keys*n, 2*time.Minute)
+	t.Logf("pulsar %s per-key order: %d handled in %v, %d violations", subscriptionTypeName(st), got, time.Since(start).Round(time.Millisecond), order.Violations())
+	if got < keys*n {
 		t.Fatalf("handled %d of %d within the time limit", got, keys*n)
 	}
-	if order.violations != 0 {
-		t.Errorf("%d handlings out of their key's publish order", order.violations)
+	if v := order.Violations(); v != 0 {
+		t.Errorf("%d handlings out of their key's publish order", v)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/babelqueue/babelqueue-go/brokertest"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
 )
 
 // subscriptionStats is what the admin API reports of one subscription.
@@ -97,7 +98,7 @@ func testHeldMessage(t *testing.T, st pulsar.SubscriptionType) {
 				if i == heldN {
 					key = "held"
 				}
-				if _, err := pub.Publish(ctx, "urn:it:held", keyedSeq{K: i % 50, N: i}, babelqueue.ToQueue(q), babelqueue.WithKey([]byte(key))); err != nil {
+				if _, err := pub.Publish(ctx, "urn:it:held", bqtest.KeyedSeq{K: i % 50, N: i}, babelqueue.ToQueue(q), babelqueue.WithKey([]byte(key))); err != nil {
 					failed.CompareAndSwap(nil, err)
 					return
 				}
@@ -118,7 +119,7 @@ func testHeldMessage(t *testing.T, st pulsar.SubscriptionType) {
 		t.Fatal(err)
 	}
 	app.Handle("urn:it:held", func(hctx context.Context, env *babelqueue.Envelope) error {
-		var m keyedSeq
+		var m bqtest.KeyedSeq
 		if err := env.BindData(&m); err != nil {
 			return err
 		}
