@@ -54,7 +54,7 @@ type delivery struct {
 	// wrapped: Middleware ran the handler and set failed.
 	wrapped atomic.Bool
 	failed  atomic.Bool
-	// group is the consumer group the delivery's handle reported.
+	// group is the delivery's consumer group (ReceivedMessage.Group).
 	group string
 }
 
@@ -179,7 +179,7 @@ func (h *Hooks) OnDelivery(ctx context.Context, d *babelqueue.Delivery) context.
 	// then take the remote parent from the headers.
 	ctx = t.prop.Extract(trace.ContextWithSpanContext(ctx, trace.SpanContext{}), messageCarrier{d.Message})
 	st := &delivery{}
-	rec, group := recordAttrs(d.Message)
+	rec, group := recordAttrs(t.cfg.system, d.Message)
 	st.group = group
 	opts := make([]trace.SpanStartOption, 0, 3)
 	opts = append(opts, trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(append(rec,
@@ -215,8 +215,8 @@ func (h *Hooks) OnSettle(ctx context.Context, dl *babelqueue.Delivery, s *babelq
 	var group attribute.KeyValue
 	if d != nil {
 		group = optional(semconv.MessagingConsumerGroupNameKey, d.group)
-	} else if _, g := recordAttrs(dl.Message); g != "" {
-		group = semconv.MessagingConsumerGroupName(g)
+	} else if dl.Message != nil && dl.Message.Group != "" {
+		group = semconv.MessagingConsumerGroupName(dl.Message.Group)
 	}
 	errType := optional(semconv.ErrorTypeKey, settleErrorType(s))
 
