@@ -329,8 +329,8 @@ func handlerFailed(d *delivery, s *babelqueue.Settlement) bool {
 }
 
 // OnRedrive counts a dead letter a Redrive run moved in MetricRedriven,
-// under its target queue; the items it kept, would move (a dry run) or
-// found already moved are not counted. A failed item is an event on the
+// under its target queue; the items it kept, would move (a dry run),
+// found already moved or discarded (a discard run) are not counted. A failed item is an event on the
 // run's span when the run was started with StartRedrive.
 func (h *Hooks) OnRedrive(ctx context.Context, dlq string, it redrive.Item) {
 	if it.Outcome == redrive.Moved {
