@@ -28,3 +28,22 @@ func TestPublishRefusesURNsBreakingTheRule(t *testing.T) {
 		t.Errorf("valid batch: %v, %d written", err, mem.Len("orders"))
 	}
 }
+
+// TestConsumersDoNotCheckTheURNRule: a delivery whose URN breaks the rule
+// (written by another producer) is routed like any other: to its handler
+// when there is one, else through the unknown-URN strategy.
+func TestConsumersDoNotCheckTheURNRule(t *testing.T) {
+	mem := bqtest.NewInMemoryTransport()
+	a := testApp(mem)
+	var got []string
+	a.Handle("urn:legacy", func(_ context.Context, env *Envelope) error { got = append(got, env.URN()); return nil })
+	mem.Publish(context.Background(), "orders", envBody(t, "urn:legacy", 0))
+	mem.Publish(context.Background(), "orders", envBody(t, "urn:other", 0))
+	drain(t, a, "orders")
+	if len(got) != 1 || got[0] != "urn:legacy" {
+		t.Errorf("handled %v, want the one-part URN handled", got)
+	}
+	if mem.Len("orders.dlq") != 1 {
+		t.Errorf("the unknown one-part URN: DLQ holds %d, want 1 (unknown-URN strategy)", mem.Len("orders.dlq"))
+	}
+}
