@@ -134,7 +134,7 @@ func TestPublishReturnsMetaIDAndWritesToDefaultQueue(t *testing.T) {
 func TestPublishToQueueAndEnvelopeOptions(t *testing.T) {
 	mem := bqtest.NewInMemoryTransport()
 	a := testApp(mem)
-	id, err := a.Publish(context.Background(), "urn:x", nil, ToQueue("billing"),
+	id, err := a.Publish(context.Background(), "urn:t:x", nil, ToQueue("billing"),
 		WithEnvelopeOptions(WithTraceID("trace-1"), WithQueue("ignored")))
 	if err != nil {
 		t.Fatalf("Publish: %v", err)
@@ -151,8 +151,8 @@ func TestPublishToQueueAndEnvelopeOptions(t *testing.T) {
 func TestPublishWithHeaders(t *testing.T) {
 	mem := bqtest.NewInMemoryTransport()
 	a := testApp(mem)
-	_, err := a.PublishWithHeaders(context.Background(), "urn:x", nil,
-		map[string]string{"traceparent": "00-abc-def-01", wire.HeaderJob: "urn:spoof", "blank": " "})
+	_, err := a.PublishWithHeaders(context.Background(), "urn:t:x", nil,
+		map[string]string{"traceparent": "00-abc-def-01", wire.HeaderJob: "urn:t:spoof", "blank": " "})
 	if err != nil {
 		t.Fatalf("PublishWithHeaders: %v", err)
 	}
@@ -160,7 +160,7 @@ func TestPublishWithHeaders(t *testing.T) {
 	if h["traceparent"] != "00-abc-def-01" {
 		t.Errorf("traceparent = %q", h["traceparent"])
 	}
-	if h[wire.HeaderJob] != "urn:x" {
+	if h[wire.HeaderJob] != "urn:t:x" {
 		t.Errorf("bq-job = %q, the contract header must win", h[wire.HeaderJob])
 	}
 	if _, ok := h["blank"]; ok {
@@ -169,7 +169,7 @@ func TestPublishWithHeaders(t *testing.T) {
 
 	// Without wire.HeaderPublisher, headers cannot be honoured: nothing written.
 	b := testApp(only(mem))
-	_, err = b.PublishWithHeaders(context.Background(), "urn:x", nil, map[string]string{"traceparent": "x"})
+	_, err = b.PublishWithHeaders(context.Background(), "urn:t:x", nil, map[string]string{"traceparent": "x"})
 	if !errors.Is(err, errors.ErrUnsupported) {
 		t.Errorf("err = %v, want errors.ErrUnsupported", err)
 	}
@@ -177,7 +177,7 @@ func TestPublishWithHeaders(t *testing.T) {
 		t.Errorf("a refused publish wrote something")
 	}
 	// An empty map is a plain publish.
-	if _, err := b.PublishWithHeaders(context.Background(), "urn:x", nil, nil); err != nil {
+	if _, err := b.PublishWithHeaders(context.Background(), "urn:t:x", nil, nil); err != nil {
 		t.Errorf("PublishWithHeaders(nil headers) on a plain transport: %v", err)
 	}
 }
@@ -187,7 +187,7 @@ func TestPublishDelayed(t *testing.T) {
 	mem := bqtest.NewInMemoryTransport(bqtest.WithMemoryClock(clock))
 	a := testApp(mem)
 	ctx := context.Background()
-	if _, err := a.Publish(ctx, "urn:x", nil, WithDelay(time.Minute)); err != nil {
+	if _, err := a.Publish(ctx, "urn:t:x", nil, WithDelay(time.Minute)); err != nil {
 		t.Fatalf("Publish: %v", err)
 	}
 	if m, _ := mem.Pop(ctx, DefaultQueue, 0); m != nil {
@@ -203,7 +203,7 @@ func TestPublishDelayed(t *testing.T) {
 	}
 
 	for name, tr := range map[string]Transport{"no delayed publish": only(mem)} {
-		_, err := testApp(tr).Publish(ctx, "urn:x", nil, WithDelay(time.Second))
+		_, err := testApp(tr).Publish(ctx, "urn:t:x", nil, WithDelay(time.Second))
 		if !errors.Is(err, ErrDelayUnsupported) {
 			t.Errorf("%s: err = %v, want ErrDelayUnsupported", name, err)
 		}
@@ -220,8 +220,8 @@ func TestPublishDelayedWithHeaders(t *testing.T) {
 	mem.SetFault(func(op, queue string) error { ops = append(ops, op); return nil })
 	a := testApp(mem)
 	ctx := context.Background()
-	headers := map[string]string{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", wire.HeaderJob: "urn:spoofed", " ": "blank key", "empty": ""}
-	if _, err := a.PublishWithHeaders(ctx, "urn:x", nil, headers, WithDelay(time.Minute)); err != nil {
+	headers := map[string]string{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", wire.HeaderJob: "urn:t:spoofed", " ": "blank key", "empty": ""}
+	if _, err := a.PublishWithHeaders(ctx, "urn:t:x", nil, headers, WithDelay(time.Minute)); err != nil {
 		t.Fatalf("PublishWithHeaders with a delay: %v", err)
 	}
 	if len(ops) != 1 || ops[0] != "publish" {
@@ -239,7 +239,7 @@ func TestPublishDelayedWithHeaders(t *testing.T) {
 	if got := m.Headers["traceparent"]; got != headers["traceparent"] {
 		t.Errorf("traceparent = %q, want %q", got, headers["traceparent"])
 	}
-	if got := m.Headers[wire.HeaderJob]; got != "urn:x" {
+	if got := m.Headers[wire.HeaderJob]; got != "urn:t:x" {
 		t.Errorf("bq-job = %q: the contract header must win a collision", got)
 	}
 	if _, ok := m.Headers[" "]; ok {

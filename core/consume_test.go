@@ -35,7 +35,7 @@ func TestConsumeHandlesUntilCancelledAndLeaksNothing(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[string]int{}
 	done := make(chan struct{}, 16)
-	for _, urn := range []string{"urn:a", "urn:b"} {
+	for _, urn := range []string{"urn:t:a", "urn:t:b"} {
 		a.Handle(urn, func(ctx context.Context, env *Envelope) error {
 			mu.Lock()
 			seen[env.Meta.Queue]++
@@ -50,8 +50,8 @@ func TestConsumeHandlesUntilCancelledAndLeaksNothing(t *testing.T) {
 
 	pub := context.Background()
 	for i := 0; i < 3; i++ {
-		a.Publish(pub, "urn:a", nil, ToQueue("q1"))
-		a.Publish(pub, "urn:b", nil, ToQueue("q2"))
+		a.Publish(pub, "urn:t:a", nil, ToQueue("q1"))
+		a.Publish(pub, "urn:t:b", nil, ToQueue("q2"))
 	}
 	for i := 0; i < 6; i++ {
 		select {
@@ -84,20 +84,20 @@ func TestConsumeBadMessagesDoNotStopTheLoop(t *testing.T) {
 	mem := bqtest.NewInMemoryTransport()
 	a := testApp(mem, WithMaxAttempts(1))
 	good := make(chan struct{}, 1)
-	a.Handle("urn:ok", func(context.Context, *Envelope) error { good <- struct{}{}; return nil })
-	a.Handle("urn:fail", func(context.Context, *Envelope) error { return errors.New("boom") })
-	a.Handle("urn:panic", func(context.Context, *Envelope) error { panic("boom") })
+	a.Handle("urn:t:ok", func(context.Context, *Envelope) error { good <- struct{}{}; return nil })
+	a.Handle("urn:t:fail", func(context.Context, *Envelope) error { return errors.New("boom") })
+	a.Handle("urn:t:panic", func(context.Context, *Envelope) error { panic("boom") })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	errc := make(chan error, 1)
 	go func() { errc <- a.Consume(ctx, "orders") }()
 	bg := context.Background()
 	mem.Publish(bg, "orders", "{not json")
-	mem.Send(bg, &driver.Outgoing{Intent: driver.IntentForward, Queue: "orders", Body: envBody(t, "urn:ok", 0), From: nil, Headers: map[string]string{wire.HeaderSchemaVersion: "9"}})
-	a.Publish(bg, "urn:fail", nil, ToQueue("orders"))
-	a.Publish(bg, "urn:panic", nil, ToQueue("orders"))
-	a.Publish(bg, "urn:nobody", nil, ToQueue("orders"))
-	a.Publish(bg, "urn:ok", nil, ToQueue("orders"))
+	mem.Send(bg, &driver.Outgoing{Intent: driver.IntentForward, Queue: "orders", Body: envBody(t, "urn:t:ok", 0), From: nil, Headers: map[string]string{wire.HeaderSchemaVersion: "9"}})
+	a.Publish(bg, "urn:t:fail", nil, ToQueue("orders"))
+	a.Publish(bg, "urn:t:panic", nil, ToQueue("orders"))
+	a.Publish(bg, "urn:t:nobody", nil, ToQueue("orders"))
+	a.Publish(bg, "urn:t:ok", nil, ToQueue("orders"))
 	select {
 	case <-good:
 	case err := <-errc:
@@ -165,12 +165,12 @@ func TestConsumeStoppingMidHandlerHandsTheMessageBack(t *testing.T) {
 	mem := bqtest.NewInMemoryTransport()
 	a := testApp(mem)
 	started := make(chan struct{})
-	a.Handle("urn:slow", func(ctx context.Context, env *Envelope) error {
+	a.Handle("urn:t:slow", func(ctx context.Context, env *Envelope) error {
 		close(started)
 		<-ctx.Done()
 		return ctx.Err()
 	})
-	a.Publish(context.Background(), "urn:slow", nil)
+	a.Publish(context.Background(), "urn:t:slow", nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- a.Consume(ctx) }()
@@ -190,14 +190,14 @@ func TestConsumeBacksOffAfterAFailedWrite(t *testing.T) {
 	mem := bqtest.NewInMemoryTransport()
 	a := testApp(mem, WithClock(clock), WithFailureBackoff(time.Minute), WithMaxAttempts(1))
 	var calls atomic.Int32
-	a.Handle("urn:x", func(context.Context, *Envelope) error { calls.Add(1); return errors.New("boom") })
+	a.Handle("urn:t:x", func(context.Context, *Envelope) error { calls.Add(1); return errors.New("boom") })
 	mem.SetFault(func(op, q string) error {
 		if q == "orders.dlq" {
 			return errors.New("refused")
 		}
 		return nil
 	})
-	a.Publish(context.Background(), "urn:x", nil, ToQueue("orders"))
+	a.Publish(context.Background(), "urn:t:x", nil, ToQueue("orders"))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	errc := make(chan error, 1)
@@ -227,13 +227,13 @@ func TestDrainFollowsMessagesAcrossQueues(t *testing.T) {
 	mem := bqtest.NewInMemoryTransport()
 	a := testApp(mem)
 	var order []string
-	a.Handle("urn:step1", func(ctx context.Context, env *Envelope) error {
+	a.Handle("urn:t:step1", func(ctx context.Context, env *Envelope) error {
 		order = append(order, "step1")
-		_, err := a.Publish(ctx, "urn:step2", nil, ToQueue("first")) // lands in a queue drained earlier
+		_, err := a.Publish(ctx, "urn:t:step2", nil, ToQueue("first")) // lands in a queue drained earlier
 		return err
 	})
-	a.Handle("urn:step2", func(context.Context, *Envelope) error { order = append(order, "step2"); return nil })
-	a.Publish(context.Background(), "urn:step1", nil, ToQueue("second"))
+	a.Handle("urn:t:step2", func(context.Context, *Envelope) error { order = append(order, "step2"); return nil })
+	a.Publish(context.Background(), "urn:t:step1", nil, ToQueue("second"))
 	if n := drain(t, a, "first", "second"); n != 2 {
 		t.Errorf("Drain = %d, want 2", n)
 	}
@@ -245,8 +245,8 @@ func TestDrainFollowsMessagesAcrossQueues(t *testing.T) {
 func TestDrainDefaultQueueAndContext(t *testing.T) {
 	mem := bqtest.NewInMemoryTransport()
 	a := testApp(mem)
-	a.Handle("urn:x", func(context.Context, *Envelope) error { return nil })
-	a.Publish(context.Background(), "urn:x", nil)
+	a.Handle("urn:t:x", func(context.Context, *Envelope) error { return nil })
+	a.Publish(context.Background(), "urn:t:x", nil)
 	if n := drain(t, a); n != 1 {
 		t.Errorf("Drain() = %d, want 1 from the default queue", n)
 	}
@@ -261,8 +261,8 @@ func TestLogsGoToTheConfiguredLogger(t *testing.T) {
 	var buf syncBuffer
 	mem := bqtest.NewInMemoryTransport()
 	a := testApp(mem, WithLogger(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))), WithMaxAttempts(1))
-	a.Handle("urn:x", func(context.Context, *Envelope) error { return errors.New("boom") })
-	id, _ := a.Publish(context.Background(), "urn:x", nil, ToQueue("orders"))
+	a.Handle("urn:t:x", func(context.Context, *Envelope) error { return errors.New("boom") })
+	id, _ := a.Publish(context.Background(), "urn:t:x", nil, ToQueue("orders"))
 	drain(t, a, "orders")
 	out := buf.String()
 	for _, want := range []string{`"msg":"babelqueue: handler failed"`, `"error":"boom"`, `"message_id":"` + id + `"`,
@@ -289,7 +289,7 @@ func TestConsumeDoesNotSpinOnAReleasedMessage(t *testing.T) {
 	clock := bqtest.NewFakeClock(epoch)
 	mem := bqtest.NewInMemoryTransport()
 	a := testApp(mem, WithUnknownURNStrategy(StrategyRelease), WithClock(clock), WithFailureBackoff(time.Minute))
-	mem.Publish(context.Background(), "orders", envBody(t, "urn:nobody", 0))
+	mem.Publish(context.Background(), "orders", envBody(t, "urn:t:nobody", 0))
 	var releases atomic.Int32
 	mem.SetFault(func(op, q string) error {
 		if op == "release" {

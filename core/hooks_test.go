@@ -130,12 +130,12 @@ func TestSettleHookReportsEveryOutcome(t *testing.T) {
 			a := testApp(mem, append([]Option{WithHooks(log), WithClock(clock)}, tc.opts...)...)
 			if tc.handler != nil {
 				h := tc.handler
-				a.Handle("urn:x", func(ctx context.Context, env *Envelope) error {
+				a.Handle("urn:t:x", func(ctx context.Context, env *Envelope) error {
 					clock.Advance(40 * time.Millisecond) // the handler's run time
 					return h(ctx, env)
 				})
 			}
-			body := envBody(t, "urn:x", 0)
+			body := envBody(t, "urn:t:x", 0)
 			if tc.body != nil {
 				body = tc.body(t)
 			}
@@ -170,7 +170,7 @@ func TestSettleHookReportsEveryOutcome(t *testing.T) {
 			if d.Message != msg || d.Queue != "orders" {
 				t.Errorf("delivery = %+v", d)
 			}
-			if decoded := tc.body == nil && tc.headers == nil; decoded != (d.Envelope != nil) || (decoded && d.URN != "urn:x") {
+			if decoded := tc.body == nil && tc.headers == nil; decoded != (d.Envelope != nil) || (decoded && d.URN != "urn:t:x") {
 				t.Errorf("delivery envelope %v urn %q, want decoded=%v", d.Envelope, d.URN, decoded)
 			}
 			if got := log.ctxSeen[len(log.ctxSeen)-1]; got != "delivery:orders" {
@@ -185,9 +185,9 @@ func TestPublishHooksSeeEveryWriteAndMayAddHeaders(t *testing.T) {
 	mem := bqtest.NewInMemoryTransport()
 	log := &hookLog{}
 	a := testApp(mem, WithHooks(log), WithMaxAttempts(2))
-	a.Handle("urn:x", func(context.Context, *Envelope) error { return errors.New("boom") })
+	a.Handle("urn:t:x", func(context.Context, *Envelope) error { return errors.New("boom") })
 	caller := map[string]string{"x-caller": "1"}
-	if _, err := a.PublishWithHeaders(ctx, "urn:x", nil, caller, ToQueue("orders")); err != nil {
+	if _, err := a.PublishWithHeaders(ctx, "urn:t:x", nil, caller, ToQueue("orders")); err != nil {
 		t.Fatal(err)
 	}
 	if len(caller) != 1 {
@@ -208,11 +208,11 @@ func TestPublishHooksSeeEveryWriteAndMayAddHeaders(t *testing.T) {
 
 func TestRedriveHooksOfTheApp(t *testing.T) {
 	mem := bqtest.NewInMemoryTransport()
-	deadLetters(t, mem, "urn:a", "urn:b")
+	deadLetters(t, mem, "urn:t:a", "urn:t:b")
 	log := &hookLog{}
 	a := testApp(mem, WithHooks(log))
 	var progress int
-	res, err := a.Redrive(context.Background(), "orders.dlq", redrive.WithSelector(redrive.SelectURN("urn:a")),
+	res, err := a.Redrive(context.Background(), "orders.dlq", redrive.WithSelector(redrive.SelectURN("urn:t:a")),
 		redrive.WithPollTimeout(5*time.Millisecond), redrive.WithProgress(nil, func(redrive.Item) { progress++ }))
 	if err != nil || res.Moved != 1 {
 		t.Fatalf("redrive: %v %v", err, outcomes(res))
@@ -235,8 +235,8 @@ func TestHookOptionsAndPanics(t *testing.T) {
 		t.Errorf("a hook of no kind: %v, want ErrInvalidOption", err)
 	}
 	a := testApp(mem, WithHooks(panicky{}))
-	a.Handle("urn:x", func(context.Context, *Envelope) error { return nil })
-	if _, err := a.Publish(context.Background(), "urn:x", nil); err != nil {
+	a.Handle("urn:t:x", func(context.Context, *Envelope) error { return nil })
+	if _, err := a.Publish(context.Background(), "urn:t:x", nil); err != nil {
 		t.Fatal(err)
 	}
 	if n := drain(t, a); n != 1 || mem.Acked(DefaultQueue) != 1 {

@@ -29,7 +29,7 @@ func BenchmarkConsumeConcurrentInMemory(b *testing.B) {
 	var done atomic.Int64
 	finished := make(chan struct{})
 	total := int64(max(b.N, 2*inFlight))
-	a.Handle("urn:bench", func(context.Context, *Envelope) error {
+	a.Handle("urn:t:bench", func(context.Context, *Envelope) error {
 		time.Sleep(latency)
 		if done.Add(1) == total {
 			close(finished)
@@ -38,7 +38,7 @@ func BenchmarkConsumeConcurrentInMemory(b *testing.B) {
 	})
 	for i := range total {
 		key := []byte(fmt.Sprintf("key-%d", i%keys))
-		if _, err := a.Publish(ctx, "urn:bench", map[string]int64{"n": i}, ToQueue("bench"), WithKey(key)); err != nil {
+		if _, err := a.Publish(ctx, "urn:t:bench", map[string]int64{"n": i}, ToQueue("bench"), WithKey(key)); err != nil {
 			b.Fatal(err)
 		}
 	}

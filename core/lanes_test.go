@@ -62,7 +62,7 @@ func publishSeq(t *testing.T, a *App, q string, keys, n int, keyed bool) {
 			if keyed {
 				opts = append(opts, WithKey([]byte(key)))
 			}
-			if _, err := a.Publish(context.Background(), "urn:seq", seqMsg{K: key, N: i}, opts...); err != nil {
+			if _, err := a.Publish(context.Background(), "urn:t:seq", seqMsg{K: key, N: i}, opts...); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -99,7 +99,7 @@ func TestLanesKeepPerKeyOrderAndRunKeysInParallel(t *testing.T) {
 		total atomic.Int64
 		gauge concurrencyGauge
 	)
-	a.Handle("urn:seq", func(ctx context.Context, env *Envelope) error {
+	a.Handle("urn:t:seq", func(ctx context.Context, env *Envelope) error {
 		gauge.enter()
 		defer gauge.leave()
 		var m seqMsg
@@ -148,7 +148,7 @@ func TestLanesKeylessMessagesKeepPartitionOrder(t *testing.T) {
 		total  atomic.Int64
 		gauge  concurrencyGauge
 	)
-	a.Handle("urn:seq", func(ctx context.Context, env *Envelope) error {
+	a.Handle("urn:t:seq", func(ctx context.Context, env *Envelope) error {
 		gauge.enter()
 		defer gauge.leave()
 		var m seqMsg
@@ -182,7 +182,7 @@ func TestLanesPartitionOrderingSerializesAPartition(t *testing.T) {
 	a := testApp(mem, WithPollTimeout(time.Hour), WithConcurrency(4, OrderPartition))
 	var gauge concurrencyGauge
 	var total atomic.Int64
-	a.Handle("urn:seq", func(ctx context.Context, env *Envelope) error {
+	a.Handle("urn:t:seq", func(ctx context.Context, env *Envelope) error {
 		gauge.enter()
 		defer gauge.leave()
 		time.Sleep(100 * time.Microsecond)
@@ -203,7 +203,7 @@ func TestLanesOrderNoneRunsOneKeyInParallel(t *testing.T) {
 	a := testApp(mem, WithPollTimeout(time.Hour), WithConcurrency(4, OrderNone))
 	release := make(chan struct{})
 	var gauge concurrencyGauge
-	a.Handle("urn:seq", func(ctx context.Context, env *Envelope) error {
+	a.Handle("urn:t:seq", func(ctx context.Context, env *Envelope) error {
 		gauge.enter()
 		defer gauge.leave()
 		<-release
@@ -222,7 +222,7 @@ func TestLanesSlowMessageHoldsOnlyItsLaneAndItsPartitionCommit(t *testing.T) {
 	a := testApp(mem, WithPollTimeout(time.Hour), WithConcurrency(4, OrderKey), WithMaxPending(64))
 	hold := make(chan struct{})
 	var others atomic.Int64
-	a.Handle("urn:seq", func(ctx context.Context, env *Envelope) error {
+	a.Handle("urn:t:seq", func(ctx context.Context, env *Envelope) error {
 		var m seqMsg
 		env.BindData(&m)
 		if m.K == "key-0" && m.N == 0 {
@@ -273,7 +273,7 @@ func TestLanesFailedSettleWriteHandsBackTheLaneAndPausesOnlyIt(t *testing.T) {
 		}
 		return nil
 	})
-	a.Handle("urn:seq", func(ctx context.Context, env *Envelope) error {
+	a.Handle("urn:t:seq", func(ctx context.Context, env *Envelope) error {
 		var m seqMsg
 		env.BindData(&m)
 		mu.Lock()
@@ -321,7 +321,7 @@ func TestLanesBoundPendingMessages(t *testing.T) {
 	mem := bqtest.NewInMemoryTransport(bqtest.WithMemoryPartitions(4))
 	a := testApp(mem, WithPollTimeout(time.Hour), WithConcurrency(2, OrderNone), WithMaxPending(3))
 	release := make(chan struct{})
-	a.Handle("urn:seq", func(ctx context.Context, env *Envelope) error {
+	a.Handle("urn:t:seq", func(ctx context.Context, env *Envelope) error {
 		<-release
 		return nil
 	})
@@ -347,7 +347,7 @@ func TestLanesStopHandsBackWaitingAndLetsRunningSettle(t *testing.T) {
 	a := testApp(mem, WithPollTimeout(time.Hour), WithClock(clock), WithConcurrency(2, OrderKey), WithSettleTimeout(30*time.Second))
 	running := make(chan struct{}, 1)
 	finish := make(chan struct{})
-	a.Handle("urn:seq", func(ctx context.Context, env *Envelope) error {
+	a.Handle("urn:t:seq", func(ctx context.Context, env *Envelope) error {
 		running <- struct{}{}
 		<-finish
 		return nil
@@ -385,7 +385,7 @@ func TestLanesStopCancelsHandlersAfterTheSettleTimeout(t *testing.T) {
 	const grace = 30 * time.Second
 	a := testApp(mem, WithPollTimeout(time.Hour), WithClock(clock), WithConcurrency(2, OrderKey), WithSettleTimeout(grace))
 	running := make(chan struct{}, 2)
-	a.Handle("urn:seq", func(ctx context.Context, env *Envelope) error {
+	a.Handle("urn:t:seq", func(ctx context.Context, env *Envelope) error {
 		running <- struct{}{}
 		<-ctx.Done()
 		return ctx.Err()
@@ -426,7 +426,7 @@ func TestLanesTransportClosedStopsConsume(t *testing.T) {
 	before := runtime.NumGoroutine()
 	mem := bqtest.NewInMemoryTransport()
 	a := testApp(mem, WithPollTimeout(time.Hour), WithConcurrency(3, OrderKey))
-	a.Handle("urn:seq", func(ctx context.Context, env *Envelope) error { return nil })
+	a.Handle("urn:t:seq", func(ctx context.Context, env *Envelope) error { return nil })
 	errc := make(chan error, 1)
 	go func() { errc <- a.Consume(context.Background(), "q") }()
 	publishSeq(t, a, "q", 2, 2, true)
@@ -461,8 +461,8 @@ func TestPublishKeySurvivesRetryDeadLetterAndRedrive(t *testing.T) {
 	ctx := context.Background()
 	mem := bqtest.NewInMemoryTransport(bqtest.WithMemoryPartitions(3))
 	a := testApp(mem, WithMaxAttempts(2))
-	a.Handle("urn:seq", func(context.Context, *Envelope) error { return errors.New("fails") })
-	if _, err := a.Publish(ctx, "urn:seq", seqMsg{K: "order-7"}, ToQueue("orders"), WithKey([]byte("order-7"))); err != nil {
+	a.Handle("urn:t:seq", func(context.Context, *Envelope) error { return errors.New("fails") })
+	if _, err := a.Publish(ctx, "urn:t:seq", seqMsg{K: "order-7"}, ToQueue("orders"), WithKey([]byte("order-7"))); err != nil {
 		t.Fatal(err)
 	}
 	want := mem.Messages("orders")[0].Partition
@@ -484,12 +484,12 @@ func TestPublishKeySurvivesRetryDeadLetterAndRedrive(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkKey("orders")
-	a.Handle("urn:seq", func(context.Context, *Envelope) error { return nil })
+	a.Handle("urn:t:seq", func(context.Context, *Envelope) error { return nil })
 	// The retry copy, checked on its own queue.
 	mem2 := bqtest.NewInMemoryTransport()
 	b := testApp(mem2, WithMaxAttempts(3))
-	b.Handle("urn:seq", func(context.Context, *Envelope) error { return errors.New("fails") })
-	b.Publish(ctx, "urn:seq", nil, ToQueue("q"), WithKey([]byte("k")))
+	b.Handle("urn:t:seq", func(context.Context, *Envelope) error { return errors.New("fails") })
+	b.Publish(ctx, "urn:t:seq", nil, ToQueue("q"), WithKey([]byte("k")))
 	m, _ = mem2.Pop(ctx, "q", 0)
 	mem2.HandBack(ctx, m)
 	mem2.SetFault(func(op, queue string) error {
@@ -512,7 +512,7 @@ func TestMemoryPartitionCommitAdvancesOverTheSettledPrefix(t *testing.T) {
 	ctx := context.Background()
 	mem := bqtest.NewInMemoryTransport(bqtest.WithMemoryPartitions(2))
 	for i := range 3 {
-		mem.PublishKeyed(ctx, "q", []byte("same"), envBody(t, "urn:x", 0), map[string]string{"i": fmt.Sprint(i)})
+		mem.PublishKeyed(ctx, "q", []byte("same"), envBody(t, "urn:t:x", 0), map[string]string{"i": fmt.Sprint(i)})
 	}
 	part := mem.PartitionFor([]byte("same"))
 	var got []*ReceivedMessage
@@ -530,7 +530,7 @@ func TestMemoryPartitionCommitAdvancesOverTheSettledPrefix(t *testing.T) {
 	}
 	// A hand-back returns the message before the later ones of its queue.
 	mem.HandBack(ctx, got[0])
-	mem.PublishKeyed(ctx, "q", []byte("same"), envBody(t, "urn:x", 0), map[string]string{"i": "3"})
+	mem.PublishKeyed(ctx, "q", []byte("same"), envBody(t, "urn:t:x", 0), map[string]string{"i": "3"})
 	if ms := mem.Messages("q"); len(ms) != 2 || ms[0].Headers["i"] != "0" {
 		t.Fatalf("queue after hand-back: %+v", ms)
 	}

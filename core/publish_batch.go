@@ -68,8 +68,9 @@ func (e *BatchPublishError) Unwrap() []error {
 // gets one Send per message, in order, stopping at the first failure.
 // Publish hooks run per message.
 //
-// Errors: a message that cannot be made (a blank queue, an unsupported
-// delay, key or headers, data that does not encode) fails the whole call
+// Errors: a message that cannot be made (a URN breaking wire.ValidURN, a
+// blank queue, an unsupported delay, key or headers, data that does not
+// encode) fails the whole call
 // before anything is written. Once writing started, an error is a
 // *BatchPublishError saying, per message, whether it was written, may be
 // stored (Republish it), or was not written; ids are then returned too, so
@@ -119,6 +120,9 @@ func (a *App) batchOutgoing(m *BatchMessage, batch []PublishOption) (driver.Outg
 	queue := a.cfg.defaultQueue
 	if p.queue != "" {
 		queue = p.queue
+	}
+	if err := wire.ValidURN(m.URN); err != nil {
+		return driver.Outgoing{}, "", fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
 	switch {
 	case wire.IsBlank(queue):

@@ -66,7 +66,7 @@ func (h *countingHook) OnPublished(_ context.Context, _ *driver.Outgoing, _ driv
 func batchOf(n int) []BatchMessage {
 	msgs := make([]BatchMessage, n)
 	for i := range msgs {
-		msgs[i] = BatchMessage{URN: "urn:o", Data: map[string]int{"n": i}, Options: []PublishOption{WithKey([]byte{byte('a' + i)})}}
+		msgs[i] = BatchMessage{URN: "urn:t:o", Data: map[string]int{"n": i}, Options: []PublishOption{WithKey([]byte{byte('a' + i)})}}
 	}
 	return msgs
 }

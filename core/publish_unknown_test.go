@@ -52,7 +52,7 @@ func TestPublishUnknownOutcomeIsRepublishedByteForByte(t *testing.T) {
 	}}
 	app := testApp(tr, WithDefaultQueue("orders"))
 	headers := map[string]string{"traceparent": "00-abc"}
-	id, err := app.PublishWithHeaders(context.Background(), "urn:o", map[string]int{"n": 1}, headers, WithKey([]byte("k1")), WithDelay(time.Second))
+	id, err := app.PublishWithHeaders(context.Background(), "urn:t:o", map[string]int{"n": 1}, headers, WithKey([]byte("k1")), WithDelay(time.Second))
 	if id != "" || !errors.Is(err, ErrPublishUnknown) || !errors.Is(err, cut) {
 		t.Fatalf("publish = %q, %v; want an unknown outcome wrapping the cause", id, err)
 	}
@@ -91,7 +91,7 @@ func TestPublishErrorWithoutUnknownMeansNothingWritten(t *testing.T) {
 	refused := errors.New("connection refused")
 	tr := &outcomeTransport{fail: []error{refused}}
 	app := testApp(tr, WithDefaultQueue("orders"))
-	_, err := app.Publish(context.Background(), "urn:o", map[string]int{"n": 1})
+	_, err := app.Publish(context.Background(), "urn:t:o", map[string]int{"n": 1})
 	if !errors.Is(err, refused) || errors.Is(err, ErrPublishUnknown) {
 		t.Fatalf("publish = %v; want the refusal, not an unknown outcome", err)
 	}

@@ -6,25 +6,17 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 )
 
-// TestDeliveryReportsItsRecord: the handle of a delivery tells its
-// partition, offset, text key and group; a binary or missing key is not
-// reported.
+// TestDeliveryReportsItsRecord: a delivery's ReceivedMessage tells its
+// partition, offset, key and group, the one place telemetry reads them.
 func TestDeliveryReportsItsRecord(t *testing.T) {
 	tr := &Transport{cfg: config{groupID: "billing"}}
-	d := tr.newDelivery("orders", kafkago.Message{Partition: 3, Offset: 99, Key: []byte("order-7")})
-	h := d.rm.Handle.(interface {
-		Partition() int32
-		Offset() int64
-		MessageKey() (string, bool)
-		ConsumerGroup() string
-	})
-	if key, ok := h.MessageKey(); h.Partition() != 3 || h.Offset() != 99 || key != "order-7" || !ok || h.ConsumerGroup() != "billing" {
-		t.Errorf("got partition %d offset %d key %q/%v group %q", h.Partition(), h.Offset(), key, ok, h.ConsumerGroup())
+	rm := tr.newDelivery("orders", kafkago.Message{Partition: 3, Offset: 99, Key: []byte("order-7")}).rm
+	if rm.Partition != 3 || rm.Offset != 99 || string(rm.Key) != "order-7" || rm.Group != "billing" || rm.Queue != "orders" {
+		t.Errorf("got partition %d offset %d key %q group %q queue %q", rm.Partition, rm.Offset, rm.Key, rm.Group, rm.Queue)
 	}
-	for _, key := range [][]byte{nil, {0xff, 0xfe}} {
-		d := tr.newDelivery("orders", kafkago.Message{Key: key})
-		if k, ok := d.MessageKey(); ok {
-			t.Errorf("key %v reported as %q", key, k)
-		}
+	// A record read by a Reader the transport was given has no group.
+	rm = (&Transport{}).newDelivery("orders", kafkago.Message{Offset: 7}).rm
+	if rm.Group != "" || rm.Offset != 7 || rm.Key != nil {
+		t.Errorf("reader record: group %q offset %d key %v", rm.Group, rm.Offset, rm.Key)
 	}
 }

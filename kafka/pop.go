@@ -26,7 +26,6 @@ type delivery struct {
 	prepared bool                       // prepare ran: handOut has nothing left to do
 	asg      *assignment                // the member assignment it came from; nil for a Reader's record
 	size     int64                      // its share of the transport's record budget (member records)
-	group    string                     // the consumer group it was read in (deliveryinfo.go)
 }
 
 // recordOf returns the Kafka record behind msg, when this transport
@@ -170,13 +169,15 @@ func (t *Transport) newDelivery(queue string, m kafkago.Message) *delivery {
 	if m.Topic == "" {
 		m.Topic = queue
 	}
-	d := &delivery{msg: m, group: t.cfg.groupID}
+	d := &delivery{msg: m}
 	d.rm = babelqueue.ReceivedMessage{
 		Body:   bytesView(m.Value),
 		Queue:  m.Topic,
 		Handle: d,
 		// The App orders concurrent handling by these (WithConcurrency).
 		Key: m.Key, Partition: int32(m.Partition),
+		// Where it was read, for telemetry.
+		Offset: m.Offset, Group: t.cfg.groupID,
 	}
 	if len(m.Headers) > 0 {
 		// Built by FillHeaders: by Pop, or ahead by the partition's

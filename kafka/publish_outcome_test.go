@@ -72,13 +72,13 @@ func TestSendRetriesOnlyWhatWasNotWritten(t *testing.T) {
 		}
 		return nil
 	})
-	if _, err := app.Publish(ctx, "urn:o", body); err != nil || calls.Load() != 3 {
+	if _, err := app.Publish(ctx, "urn:t:o", body); err != nil || calls.Load() != 3 {
 		t.Fatalf("publish after two refusals = %v after %d attempts; want nil after 3", err, calls.Load())
 	}
 
 	// Cut off after the request went out: no second attempt, unknown.
 	app, calls = newApp(func(int32) error { return io.ErrUnexpectedEOF })
-	_, err := app.Publish(ctx, "urn:o", body)
+	_, err := app.Publish(ctx, "urn:t:o", body)
 	if !errors.Is(err, babelqueue.ErrPublishUnknown) || calls.Load() != 1 {
 		t.Fatalf("publish cut off = %v after %d attempts; want an unknown outcome after 1", err, calls.Load())
 	}
@@ -87,14 +87,14 @@ func TestSendRetriesOnlyWhatWasNotWritten(t *testing.T) {
 	app, calls = newApp(func(int32) error {
 		return &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
 	})
-	_, err = app.Publish(ctx, "urn:o", body)
+	_, err = app.Publish(ctx, "urn:t:o", body)
 	if err == nil || errors.Is(err, babelqueue.ErrPublishUnknown) || calls.Load() != writeAttempts {
 		t.Fatalf("publish refused = %v after %d attempts; want a refusal after %d", err, calls.Load(), writeAttempts)
 	}
 
 	// Refused for a reason no retry heals: one attempt.
 	app, calls = newApp(func(int32) error { return kafkago.InvalidTopic })
-	_, err = app.Publish(ctx, "urn:o", body)
+	_, err = app.Publish(ctx, "urn:t:o", body)
 	if err == nil || errors.Is(err, babelqueue.ErrPublishUnknown) || calls.Load() != 1 {
 		t.Fatalf("publish to an invalid topic = %v after %d attempts; want a refusal after 1", err, calls.Load())
 	}

@@ -30,7 +30,8 @@ func RedriveCursor(dlq string) string { return RedriveCursorPrefix + dlq }
 // A run killed at any point and run again neither loses nor duplicates a
 // dead letter; two runs never share a cursor (the second fails with
 // ErrRedriveBusy before touching anything); a dry run writes and commits
-// nothing. The cursor, the pending-write protocol and the lock group are
+// nothing. A discard run (redrive.WithDiscard) writes no copy of a
+// discarded record: the cursor passes it. The cursor, the pending-write protocol and the lock group are
 // described in DESIGN.md, section 6.
 func (t *Transport) Redrive(ctx context.Context, dlq string, plan redrive.Plan) (*redrive.Result, error) {
 	res := &redrive.Result{DryRun: plan.DryRun}
@@ -181,7 +182,7 @@ func (r *redriveRun) maxReached(b *redriveBatch) bool {
 	if b != nil {
 		pending = b.moves
 	}
-	return r.plan.Max > 0 && r.res.Moved+pending >= r.plan.Max
+	return r.plan.Max > 0 && r.res.Moved+r.res.Discarded+pending >= r.plan.Max
 }
 
 // Bounds of a batch: consecutive DLQ records whose copies go to the same
@@ -256,13 +257,11 @@ func (r *redriveRun) partition(ctx context.Context, p int, from, to int64, pendi
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		msg := &babelqueue.ReceivedMessage{Body: string(rec.Value), Queue: r.dlq, Headers: headerMap(rec.Headers)}
+		msg := &babelqueue.ReceivedMessage{Body: string(rec.Value), Queue: r.dlq, Headers: headerMap(rec.Headers), Key: rec.Key}
 		it, _ := r.plan.Examine(r.dlq, msg)
 		it.Position = strconv.Itoa(rec.Partition) + "/" + strconv.FormatInt(rec.Offset, 10)
 		if r.plan.DryRun {
-			if it.Outcome == redrive.Moved {
-				it.Outcome = redrive.WouldMove
-			}
+			it.Outcome = redrive.DryOutcome(it.Outcome)
 			r.plan.Report(r.res, it)
 			return nil
 		}
@@ -275,6 +274,18 @@ func (r *redriveRun) partition(ctx context.Context, p int, from, to int64, pendi
 			}
 			it.Err = nil
 			c.next, c.dirty = rec.Offset+1, true
+			r.plan.Report(r.res, it)
+			return nil
+		}
+		if it.Outcome == redrive.Discarded {
+			// Written nowhere: the records before it are written first,
+			// then the cursor passes it (committed with the next write or
+			// at the end of the partition).
+			if err := flush(); err != nil {
+				return err
+			}
+			c.next, c.dirty = rec.Offset+1, true
+			it.Disposition = redrive.DispositionRemoved
 			r.plan.Report(r.res, it)
 			return nil
 		}

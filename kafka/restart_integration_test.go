@@ -51,7 +51,7 @@ func TestRestartPublishOutcomes(t *testing.T) {
 			n := seq.Add(1)
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			id := fmt.Sprintf("%s-%06d", topic, n)
-			_, err := app.Publish(ctx, "urn:restart", map[string]int64{"n": n}, babelqueue.WithEnvelopeOptions(babelqueue.WithID(id)))
+			_, err := app.Publish(ctx, "urn:t:restart", map[string]int64{"n": n}, babelqueue.WithEnvelopeOptions(babelqueue.WithID(id)))
 			cancel()
 			mu.Lock()
 			switch {

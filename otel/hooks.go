@@ -54,7 +54,7 @@ type delivery struct {
 	// wrapped: Middleware ran the handler and set failed.
 	wrapped atomic.Bool
 	failed  atomic.Bool
-	// group is the consumer group the delivery's handle reported.
+	// group is the delivery's consumer group (ReceivedMessage.Group).
 	group string
 }
 
@@ -179,7 +179,7 @@ func (h *Hooks) OnDelivery(ctx context.Context, d *babelqueue.Delivery) context.
 	// then take the remote parent from the headers.
 	ctx = t.prop.Extract(trace.ContextWithSpanContext(ctx, trace.SpanContext{}), messageCarrier{d.Message})
 	st := &delivery{}
-	rec, group := recordAttrs(d.Message)
+	rec, group := recordAttrs(t.cfg.system, d.Message)
 	st.group = group
 	opts := make([]trace.SpanStartOption, 0, 3)
 	opts = append(opts, trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(append(rec,
@@ -215,8 +215,8 @@ func (h *Hooks) OnSettle(ctx context.Context, dl *babelqueue.Delivery, s *babelq
 	var group attribute.KeyValue
 	if d != nil {
 		group = optional(semconv.MessagingConsumerGroupNameKey, d.group)
-	} else if _, g := recordAttrs(dl.Message); g != "" {
-		group = semconv.MessagingConsumerGroupName(g)
+	} else if dl.Message != nil && dl.Message.Group != "" {
+		group = semconv.MessagingConsumerGroupName(dl.Message.Group)
 	}
 	errType := optional(semconv.ErrorTypeKey, settleErrorType(s))
 
@@ -329,8 +329,8 @@ func handlerFailed(d *delivery, s *babelqueue.Settlement) bool {
 }
 
 // OnRedrive counts a dead letter a Redrive run moved in MetricRedriven,
-// under its target queue; the items it kept, would move (a dry run) or
-// found already moved are not counted. A failed item is an event on the
+// under its target queue; the items it kept, would move (a dry run),
+// found already moved or discarded (a discard run) are not counted. A failed item is an event on the
 // run's span when the run was started with StartRedrive.
 func (h *Hooks) OnRedrive(ctx context.Context, dlq string, it redrive.Item) {
 	if it.Outcome == redrive.Moved {

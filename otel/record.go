@@ -2,52 +2,41 @@ package otel
 
 import (
 	"strconv"
+	"unicode/utf8"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 )
 
-// A binding's delivery handle (babelqueue.ReceivedMessage.Handle) tells
-// the hooks where its record came from by implementing any of these
-// interfaces; the hooks set the matching semantic convention attribute on
-// the process span and, for the consumer group, on the delivery's
-// measurements. The Kafka binding implements all four; a handle that
-// implements none is traced without them.
-type (
-	// DeliveryPartition reports messaging.destination.partition.id.
-	DeliveryPartition interface{ Partition() int32 }
-	// DeliveryOffset reports messaging.kafka.offset.
-	DeliveryOffset interface{ Offset() int64 }
-	// DeliveryKey reports messaging.kafka.message.key; ok is false for a
-	// record without a key.
-	DeliveryKey interface{ MessageKey() (key string, ok bool) }
-	// DeliveryGroup reports messaging.consumer.group.name; "" for none.
-	DeliveryGroup interface{ ConsumerGroup() string }
-)
-
-// recordAttrs returns the span attributes a delivery's handle reports,
-// and its consumer group.
-func recordAttrs(m *babelqueue.ReceivedMessage) (attrs []attribute.KeyValue, group string) {
-	if m == nil || m.Handle == nil {
+// recordAttrs returns the process span attributes of where a delivery was
+// read, taken from its ReceivedMessage (the one place a binding states
+// them), and its consumer group:
+//
+//   - messaging.consumer.group.name: Group (the Kafka consumer group, the
+//     Pulsar subscription), when not empty;
+//   - messaging.destination.partition.id: Partition, for the systems with
+//     partitions ("kafka", "pulsar"; a Pulsar topic that is not partitioned
+//     is its partition 0);
+//   - messaging.kafka.offset and messaging.kafka.message.key (a key that is
+//     valid UTF-8; binary keys are not reported): for "kafka" only. Pulsar
+//     has no offset attribute in the conventions.
+func recordAttrs(system string, m *babelqueue.ReceivedMessage) (attrs []attribute.KeyValue, group string) {
+	if m == nil {
 		return nil, ""
 	}
-	h := m.Handle
-	if p, ok := h.(DeliveryPartition); ok {
-		attrs = append(attrs, semconv.MessagingDestinationPartitionID(strconv.FormatInt(int64(p.Partition()), 10)))
-	}
-	if o, ok := h.(DeliveryOffset); ok {
-		attrs = append(attrs, semconv.MessagingKafkaOffsetKey.Int64(o.Offset()))
-	}
-	if k, ok := h.(DeliveryKey); ok {
-		if key, ok := k.MessageKey(); ok {
-			attrs = append(attrs, semconv.MessagingKafkaMessageKey(key))
+	switch system {
+	case "kafka":
+		attrs = append(attrs, semconv.MessagingDestinationPartitionID(strconv.FormatInt(int64(m.Partition), 10)),
+			semconv.MessagingKafkaOffsetKey.Int64(m.Offset))
+		if m.Key != nil && utf8.Valid(m.Key) {
+			attrs = append(attrs, semconv.MessagingKafkaMessageKey(string(m.Key)))
 		}
+	case "pulsar":
+		attrs = append(attrs, semconv.MessagingDestinationPartitionID(strconv.FormatInt(int64(m.Partition), 10)))
 	}
-	if g, ok := h.(DeliveryGroup); ok {
-		if group = g.ConsumerGroup(); group != "" {
-			attrs = append(attrs, semconv.MessagingConsumerGroupName(group))
-		}
+	if group = m.Group; group != "" {
+		attrs = append(attrs, semconv.MessagingConsumerGroupName(group))
 	}
 	return attrs, group
 }

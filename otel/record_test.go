@@ -9,22 +9,14 @@ import (
 	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
-// kafkaHandle is a delivery handle that reports its record's position,
-// key and group, as the Kafka binding's does.
-type kafkaHandle struct{}
-
-func (kafkaHandle) Partition() int32           { return 2 }
-func (kafkaHandle) Offset() int64              { return 417 }
-func (kafkaHandle) MessageKey() (string, bool) { return "order-7", true }
-func (kafkaHandle) ConsumerGroup() string      { return "billing" }
-
-// TestProcessSpanCarriesTheRecordTheHandleReports: partition, offset, key
-// and group reach the process span, and the group the measurements of the
-// delivery.
-func TestProcessSpanCarriesTheRecordTheHandleReports(t *testing.T) {
+// TestProcessSpanCarriesTheKafkaRecord: partition, offset, key and group of
+// a Kafka delivery's ReceivedMessage reach the process span, and the group
+// the measurements of the delivery.
+func TestProcessSpanCarriesTheKafkaRecord(t *testing.T) {
 	h := newHarness(t, WithSystem("kafka"))
 	hooks := h.tel.Hooks()
-	d := &babelqueue.Delivery{Message: &babelqueue.ReceivedMessage{Queue: "orders", Handle: kafkaHandle{}}, Queue: "orders", URN: testURN}
+	msg := &babelqueue.ReceivedMessage{Queue: "orders", Key: []byte("order-7"), Partition: 2, Offset: 417, Group: "billing"}
+	d := &babelqueue.Delivery{Message: msg, Queue: "orders", URN: testURN}
 	ctx := hooks.OnDelivery(context.Background(), d)
 	hooks.OnSettle(ctx, d, &babelqueue.Settlement{Outcome: babelqueue.OutcomeDeadLettered, Reason: wire.ReasonFailed,
 		Target: "orders.dlq", Attempts: 3, HandlerRan: true, HandlerDuration: time.Second})
@@ -43,17 +35,57 @@ func TestProcessSpanCarriesTheRecordTheHandleReports(t *testing.T) {
 	}
 }
 
-// TestHandleWithoutRecordInfoAddsNothing: a handle that reports nothing
-// leaves the record attributes off.
-func TestHandleWithoutRecordInfoAddsNothing(t *testing.T) {
+// TestProcessSpanCarriesThePulsarDelivery: a Pulsar delivery reports its
+// partition and subscription; no Kafka offset or key, though it has a key.
+func TestProcessSpanCarriesThePulsarDelivery(t *testing.T) {
+	h := newHarness(t, WithSystem("pulsar"))
+	hooks := h.tel.Hooks()
+	msg := &babelqueue.ReceivedMessage{Queue: "orders", Key: []byte("order-7"), Partition: 1, Group: "workers"}
+	d := &babelqueue.Delivery{Message: msg, Queue: "orders", URN: testURN}
+	hooks.OnSettle(hooks.OnDelivery(context.Background(), d), d, &babelqueue.Settlement{Outcome: babelqueue.OutcomeHandled, HandlerRan: true})
+	span := h.only(t, "process orders")
+	wantAttrs(t, span, map[string]string{
+		"messaging.system": "pulsar", "messaging.destination.partition.id": "1", "messaging.consumer.group.name": "workers",
+	})
+	got := attrs(span)
+	for _, k := range []string{"messaging.kafka.offset", "messaging.kafka.message.key"} {
+		if v, ok := got[k]; ok {
+			t.Errorf("%s = %q on a Pulsar delivery", k, v)
+		}
+	}
+	if n := h.count(t, MetricConsumedMessages, map[string]string{"messaging.consumer.group.name": "workers", "babelqueue.outcome": "handled"}); n != 1 {
+		t.Errorf("%s{subscription} = %d, want 1", MetricConsumedMessages, n)
+	}
+}
+
+// TestBinaryKafkaKeyIsNotReported: a key that is not valid UTF-8 is left
+// off; offset and partition stay.
+func TestBinaryKafkaKeyIsNotReported(t *testing.T) {
+	h := newHarness(t, WithSystem("kafka"))
+	hooks := h.tel.Hooks()
+	d := &babelqueue.Delivery{Message: &babelqueue.ReceivedMessage{Queue: "orders", Key: []byte{0xff, 0xfe}, Offset: 5}, Queue: "orders"}
+	hooks.OnSettle(hooks.OnDelivery(context.Background(), d), d, &babelqueue.Settlement{Outcome: babelqueue.OutcomeHandled})
+	got := attrs(h.only(t, "process orders"))
+	if _, ok := got["messaging.kafka.message.key"]; ok || got["messaging.kafka.offset"] != "5" || got["messaging.destination.partition.id"] != "0" {
+		t.Errorf("attributes %v", got)
+	}
+	if _, ok := got["messaging.consumer.group.name"]; ok {
+		t.Errorf("a delivery without a group reports one: %v", got)
+	}
+}
+
+// TestGenericDeliveryAddsNothing: on a system without partitions (the
+// default) a delivery without a group reports none of the record
+// attributes.
+func TestGenericDeliveryAddsNothing(t *testing.T) {
 	h := newHarness(t)
 	hooks := h.tel.Hooks()
-	d := &babelqueue.Delivery{Message: &babelqueue.ReceivedMessage{Queue: "orders", Handle: 42}, Queue: "orders"}
+	d := &babelqueue.Delivery{Message: &babelqueue.ReceivedMessage{Queue: "orders", Key: []byte("k"), Partition: 3, Offset: 9}, Queue: "orders"}
 	hooks.OnSettle(hooks.OnDelivery(context.Background(), d), d, &babelqueue.Settlement{Outcome: babelqueue.OutcomeHandled})
 	got := attrs(h.only(t, "process orders"))
 	for _, k := range []string{"messaging.destination.partition.id", "messaging.kafka.offset", "messaging.kafka.message.key", "messaging.consumer.group.name", "error.type"} {
 		if v, ok := got[k]; ok {
-			t.Errorf("%s = %q on a handle that reports nothing", k, v)
+			t.Errorf("%s = %q on a generic delivery", k, v)
 		}
 	}
 }

@@ -21,7 +21,7 @@ import (
 //
 // The hooks count the moved messages (OnRedrive); the span carries the
 // run's counts (babelqueue.redrive.examined, moved, kept, recovered,
-// dry_run) and has status Error when err is not nil.
+// discarded, dry_run) and has status Error when err is not nil.
 func (t *Telemetry) StartRedrive(ctx context.Context, dlq string) (context.Context, func(*redrive.Result, error)) {
 	ctx, span := t.tracer.Start(ctx, "redrive "+dlq, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(
 		semconv.MessagingSystemKey.String(t.cfg.system),
@@ -34,6 +34,7 @@ func (t *Telemetry) StartRedrive(ctx context.Context, dlq string) (context.Conte
 				attribute.Int("babelqueue.redrive.moved", res.Moved),
 				attribute.Int("babelqueue.redrive.kept", res.Kept),
 				attribute.Int("babelqueue.redrive.recovered", res.Recovered),
+				attribute.Int("babelqueue.redrive.discarded", res.Discarded),
 				attribute.Bool("babelqueue.redrive.dry_run", res.DryRun),
 			)
 		}

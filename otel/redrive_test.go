@@ -68,6 +68,20 @@ func TestAppRedriveCountsEachMoveUnderItsTarget(t *testing.T) {
 	}
 	wantAttrs(t, runs[0], map[string]string{"babelqueue.redrive.dry_run": "true", "babelqueue.redrive.moved": "3"})
 	wantAttrs(t, runs[1], map[string]string{"babelqueue.redrive.dry_run": "false", "babelqueue.redrive.moved": "2", "babelqueue.redrive.examined": "2"})
+
+	// A discard run counts nothing as redriven; its span says how many.
+	mem.Publish(context.Background(), "orders.dlq", "{poison")
+	ctx, end = h.tel.StartRedrive(context.Background(), "orders.dlq")
+	res, err = app.Redrive(ctx, "orders.dlq", poll, redrive.WithDiscard(), redrive.WithUndecodable())
+	end(res, err)
+	if err != nil || res.Discarded != 1 || mem.Len("orders.dlq") != 0 {
+		t.Fatalf("discard: %v, %+v", err, res)
+	}
+	if n := h.count(t, MetricRedriven, nil); n != 3 {
+		t.Errorf("redriven = %d after a discard, want 3", n)
+	}
+	runs = h.ended("redrive orders.dlq")
+	wantAttrs(t, runs[len(runs)-1], map[string]string{"babelqueue.redrive.discarded": "1", "babelqueue.redrive.moved": "0"})
 }
 
 // ownRedrive is a transport running redrives itself, as the Kafka and

@@ -26,7 +26,7 @@ func TestConcurrentAppReceivesAcksNacksAndSendsFromManyGoroutines(t *testing.T) 
 	const keys, n = 8, 12
 	for i := range n {
 		for k := range keys {
-			env, err := babelqueue.Make("urn:seq", map[string]any{"k": k, "n": i}, babelqueue.WithQueue("orders"))
+			env, err := babelqueue.Make("urn:t:seq", map[string]any{"k": k, "n": i}, babelqueue.WithQueue("orders"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -44,7 +44,7 @@ func TestConcurrentAppReceivesAcksNacksAndSendsFromManyGoroutines(t *testing.T) 
 		handled = map[int][]int{}
 		failed  = map[string]bool{}
 	)
-	a.Handle("urn:seq", func(ctx context.Context, env *babelqueue.Envelope) error {
+	a.Handle("urn:t:seq", func(ctx context.Context, env *babelqueue.Envelope) error {
 		var m struct{ K, N int }
 		if err := env.BindData(&m); err != nil {
 			return err
@@ -55,7 +55,7 @@ func TestConcurrentAppReceivesAcksNacksAndSendsFromManyGoroutines(t *testing.T) 
 		failed[env.Meta.ID] = true
 		mu.Unlock()
 		// Every handler also publishes: Send from several goroutines.
-		if _, err := a.Publish(ctx, "urn:audit", m, babelqueue.ToQueue("audit"), babelqueue.WithKey([]byte(fmt.Sprint("key-", m.K)))); err != nil {
+		if _, err := a.Publish(ctx, "urn:t:audit", m, babelqueue.ToQueue("audit"), babelqueue.WithKey([]byte(fmt.Sprint("key-", m.K)))); err != nil {
 			return err
 		}
 		if m.K == 3 && m.N == 5 && first {

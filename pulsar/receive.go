@@ -79,7 +79,7 @@ func (t *Transport) Pop(ctx context.Context, queue string, timeout time.Duration
 		select {
 		case cm, open := <-mc.Chan():
 			if open && cm.Message != nil {
-				return received(queue, s, cm.Message), nil
+				return received(queue, s, cm.Message, t.cfg.subscription), nil
 			}
 		default:
 		}
@@ -101,7 +101,7 @@ func (t *Transport) Pop(ctx context.Context, queue string, timeout time.Duration
 		}
 		return nil, fmt.Errorf("pulsar: receive from %s: %w", s.topic, err)
 	}
-	return received(queue, s, m), nil
+	return received(queue, s, m, t.cfg.subscription), nil
 }
 
 // received turns m into a ReceivedMessage with the attempts rule applied.
@@ -110,7 +110,8 @@ func (t *Transport) Pop(ctx context.Context, queue string, timeout time.Duration
 // made). pulsar-client-go gives every received frame a buffer of its own
 // that it never reuses, and neither the binding nor the App writes to the
 // map or the bytes; a handler must not either (see Message).
-func received(queue string, s *consumerSlot, m pulsar.Message) *babelqueue.ReceivedMessage {
+// group is the subscription, reported as the delivery's Group.
+func received(queue string, s *consumerSlot, m pulsar.Message, group string) *babelqueue.ReceivedMessage {
 	payload := m.Payload()
 	headers := m.Properties()
 	sv, present := headers[wire.HeaderSchemaVersion]
@@ -123,6 +124,7 @@ func received(queue string, s *consumerSlot, m pulsar.Message) *babelqueue.Recei
 		Queue:   queue,
 		Headers: headers,
 		Handle:  d,
+		Group:   group,
 	}
 	d.rm.Key, d.rm.Partition = orderOf(m)
 	return &d.rm

@@ -130,7 +130,8 @@ type redriveAction int
 const (
 	actKeep redriveAction = iota
 	actMove
-	actAck // already copied by an interrupted run
+	actAck     // already copied by an interrupted run
+	actDiscard // a discard run acknowledges it without a copy
 )
 
 // redriveEntry is one examined message waiting for its batch to settle.
@@ -221,7 +222,7 @@ func (r *redriveRun) close() {
 func (r *redriveRun) run(ctx context.Context) error {
 	var stop error
 	for {
-		if r.plan.Max > 0 && r.res.Moved+r.batchMoves >= r.plan.Max {
+		if r.plan.Max > 0 && r.res.Moved+r.res.Discarded+r.batchMoves >= r.plan.Max {
 			break
 		}
 		if err := ctx.Err(); err != nil {
@@ -346,10 +347,14 @@ func (r *redriveRun) examine(group []pulsar.Message) bool {
 			e.item.Redrives = redrive.Count(e.rm.Headers)
 		} else {
 			e.item, e.env = r.plan.Examine(r.dlq, e.rm)
-			if e.item.Outcome == redrive.Moved {
+			switch e.item.Outcome {
+			case redrive.Moved:
 				e.act = actMove
 				moves++
-			} else {
+			case redrive.Discarded:
+				e.act = actDiscard
+				moves++
+			default:
 				keeps++
 			}
 		}
@@ -358,15 +363,16 @@ func (r *redriveRun) examine(group []pulsar.Message) bool {
 	}
 	size := int(group[0].ID().BatchSize())
 	whole := size <= 1 || len(group) == size
-	passesMax := r.plan.Max > 0 && r.res.Moved+r.batchMoves+moves > r.plan.Max
+	passesMax := r.plan.Max > 0 && r.res.Moved+r.res.Discarded+r.batchMoves+moves > r.plan.Max
 	if keeps > 0 || !whole || passesMax {
 		for _, e := range entries {
 			if e.act == actKeep {
 				continue
 			}
 			e.act = actKeep
-			if e.item.Outcome == redrive.Moved {
+			if e.item.Outcome == redrive.Moved || e.item.Outcome == redrive.Discarded {
 				e.item.Outcome = redrive.Unselected
+				e.item.Body, e.item.Key, e.item.Headers = "", nil, nil
 				e.item.Err = ErrBatchEntryKept
 				if passesMax && keeps == 0 && whole {
 					e.item.Err = fmt.Errorf("%w: moving its batch entry of %d would pass the max of %d", ErrBatchEntryKept, size, r.plan.Max)
@@ -388,12 +394,14 @@ func rawReceived(queue string, c pulsar.Consumer, m pulsar.Message) *babelqueue.
 	for k, v := range props {
 		headers[k] = v
 	}
-	return &babelqueue.ReceivedMessage{
+	rm := &babelqueue.ReceivedMessage{
 		Body:    string(m.Payload()),
 		Queue:   queue,
 		Headers: headers,
 		Handle:  &delivery{msg: m, consumer: c, topic: m.Topic()},
 	}
+	rm.Key, rm.Partition = orderOf(m)
+	return rm
 }
 
 // settle writes the journal record and the copies of the batch, then
@@ -406,8 +414,8 @@ func (r *redriveRun) settle(ctx context.Context) error {
 	}
 	if r.plan.DryRun {
 		for _, e := range batch {
-			if e.act == actMove {
-				e.item.Outcome = redrive.WouldMove
+			if e.act == actMove || e.act == actDiscard {
+				e.item.Outcome = redrive.DryOutcome(e.item.Outcome)
 			}
 			e.item.Disposition = redrive.DispositionReserved
 			r.plan.Report(r.res, e.item)
@@ -420,7 +428,7 @@ func (r *redriveRun) settle(ctx context.Context) error {
 		case actMove:
 			moves = append(moves, e)
 			acks = append(acks, e)
-		case actAck:
+		case actAck, actDiscard:
 			acks = append(acks, e)
 		}
 	}

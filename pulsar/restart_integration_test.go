@@ -68,7 +68,7 @@ func (s *restartSide) publish(stop <-chan struct{}, seq *atomic.Int64, wg *sync.
 		n := seq.Add(1)
 		id := fmt.Sprintf("%s-%06d", s.name, n)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_, err := s.app.Publish(ctx, "urn:restart", map[string]int64{"n": n}, babelqueue.WithEnvelopeOptions(babelqueue.WithID(id)))
+		_, err := s.app.Publish(ctx, "urn:t:restart", map[string]int64{"n": n}, babelqueue.WithEnvelopeOptions(babelqueue.WithID(id)))
 		cancel()
 		s.mu.Lock()
 		switch {

@@ -18,28 +18,28 @@ const orderSchema = `{"$schema":"http://json-schema.org/draft-07/schema#","type"
 
 func TestValidatePayload(t *testing.T) {
 	r := schema.NewRegistry()
-	if err := r.Register("urn:o", []byte(orderSchema)); err != nil {
+	if err := r.Register("urn:t:o", []byte(orderSchema)); err != nil {
 		t.Fatal(err)
 	}
 	for _, ok := range []string{`{"order_id":1}`, `{"order_id":12345678901234567890123}`, `{"order_id":2.0,"currency":"EUR"}`} {
-		if err := r.ValidatePayload("urn:o", []byte(ok)); err != nil {
+		if err := r.ValidatePayload("urn:t:o", []byte(ok)); err != nil {
 			t.Errorf("%s: %v", ok, err)
 		}
 	}
 	for _, bad := range []string{`{}`, `{"order_id":0}`, `{"order_id":"1"}`, `{"order_id":1,"x":1}`, `{"order_id":1,"currency":"GBP"}`, `{"order_id":1.5}`, `not json`} {
-		err := r.ValidatePayload("urn:o", []byte(bad))
+		err := r.ValidatePayload("urn:t:o", []byte(bad))
 		var ve *schema.ValidationError
 		if !errors.Is(err, babelqueue.ErrInvalidPayload) || !errors.As(err, &ve) || len(ve.Problems) == 0 {
 			t.Errorf("%s: %v, want a ValidationError matching ErrInvalidPayload", bad, err)
 		}
 	}
-	if err := r.ValidatePayload("urn:none", []byte(`"anything"`)); err != nil {
+	if err := r.ValidatePayload("urn:t:none", []byte(`"anything"`)); err != nil {
 		t.Errorf("URN without schema: %v", err)
 	}
-	if err := r.Register("urn:o", []byte(orderSchema)); !errors.Is(err, schema.ErrSchema) {
+	if err := r.Register("urn:t:o", []byte(orderSchema)); !errors.Is(err, schema.ErrSchema) {
 		t.Errorf("second registration: %v, want ErrSchema", err)
 	}
-	if err := r.Register("urn:bad", []byte(`{"type":12}`)); !errors.Is(err, schema.ErrSchema) {
+	if err := r.Register("urn:t:bad", []byte(`{"type":12}`)); !errors.Is(err, schema.ErrSchema) {
 		t.Errorf("bad schema: %v, want ErrSchema", err)
 	}
 }
@@ -64,7 +64,7 @@ func TestRegisterFS(t *testing.T) {
 
 func TestAppIntegration(t *testing.T) {
 	r := schema.NewRegistry()
-	if err := r.Register("urn:o", []byte(orderSchema)); err != nil {
+	if err := r.Register("urn:t:o", []byte(orderSchema)); err != nil {
 		t.Fatal(err)
 	}
 	tr := bqtest.NewInMemoryTransport()
@@ -73,7 +73,7 @@ func TestAppIntegration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := app.Publish(ctx, "urn:o", map[string]any{"order_id": 0}); !errors.Is(err, babelqueue.ErrInvalidPayload) {
+	if _, err := app.Publish(ctx, "urn:t:o", map[string]any{"order_id": 0}); !errors.Is(err, babelqueue.ErrInvalidPayload) {
 		t.Fatalf("publish invalid: %v", err)
 	}
 	if tr.Len("q") != 0 {
@@ -84,10 +84,10 @@ func TestAppIntegration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := producer.Publish(ctx, "urn:o", map[string]any{"order_id": "x"}); err != nil {
+	if _, err := producer.Publish(ctx, "urn:t:o", map[string]any{"order_id": "x"}); err != nil {
 		t.Fatal(err)
 	}
-	app.Handle("urn:o", func(context.Context, *babelqueue.Envelope) error { t.Error("handler ran"); return nil })
+	app.Handle("urn:t:o", func(context.Context, *babelqueue.Envelope) error { t.Error("handler ran"); return nil })
 	if _, err := app.Drain(ctx, "q"); err != nil {
 		t.Fatal(err)
 	}

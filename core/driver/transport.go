@@ -189,6 +189,14 @@ type ReceivedMessage struct {
 	// Partition is the partition the message was read from, 0 when the
 	// queue has one or the binding does not say.
 	Partition int32
+	// Offset is the message's offset in its partition (a Kafka offset);
+	// 0 when the binding has none to report (Pulsar names a message by
+	// its ID, not by an offset).
+	Offset int64
+	// Group is the consumer group (Kafka) or subscription (Pulsar) the
+	// message was read in; "" when none. Telemetry reports Key, Partition,
+	// Offset and Group as the messaging semantic conventions name them.
+	Group string
 
 	pre     *predecoded  // Body decoded ahead of the App (Predecode), or nil
 	headers HeaderSource // the deferred headers (DeferHeaders), or nil

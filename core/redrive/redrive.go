@@ -42,6 +42,11 @@ const (
 	// Failed: a write or acknowledge failed; Err says which, and
 	// Disposition where the message is.
 	Failed Outcome = "failed"
+	// Discarded: a discard run (WithDiscard) settled it in the DLQ
+	// without writing it anywhere; the Item carries its body.
+	Discarded Outcome = "discarded"
+	// WouldDiscard: a dry discard run would have discarded it.
+	WouldDiscard Outcome = "would_discard"
 )
 
 // Disposition says where a message Run read was left.
@@ -81,8 +86,15 @@ type Item struct {
 	Redrives    int
 	Outcome     Outcome
 	Disposition Disposition
-	// Err is the failure of a Failed item, or why a message stayed.
+	// Err is the failure of a Failed item, or why a message stayed (for
+	// a discarded undecodable or version-gated one: why it was unreadable).
 	Err error
+	// Body, Key and Headers are the dead letter as read, set on Discarded
+	// and WouldDiscard items only, so that a record of a discard keeps
+	// what left the DLQ.
+	Body    string
+	Key     []byte
+	Headers map[string]string
 }
 
 // Result reports a Run run.
@@ -95,8 +107,9 @@ type Result struct {
 	// Examined counts the messages read, Moved those moved (or, in a dry
 	// run, that would have been), Kept those that stay in the DLQ, and
 	// Recovered those an interrupted run had already moved
-	// (AlreadyMoved).
-	Examined, Moved, Kept, Recovered int
+	// (AlreadyMoved). Discarded counts those a discard run discarded (or,
+	// in a dry run, would have).
+	Examined, Moved, Kept, Recovered, Discarded int
 	// Items has one entry per message read, in read order, at most
 	// MaxItems.
 	Items []Item
@@ -112,6 +125,8 @@ func (r *Result) add(it Item) {
 		r.Moved++
 	case AlreadyMoved:
 		r.Recovered++
+	case Discarded, WouldDiscard:
+		r.Discarded++
 	default:
 		if it.Disposition != DispositionRemoved {
 			r.Kept++
@@ -145,6 +160,10 @@ func (r *Result) add(it Item) {
 //     whose HandBack does nothing has them written back as above). It
 //     holds at most MaxHeld messages.
 //
+// A discard run (WithDiscard) writes nothing to a target: a selected dead
+// letter is acknowledged in the DLQ (reported as Discarded, with its body)
+// and the others stay as above.
+//
 // A failed write stops the run: the message concerned is handed back and
 // the error returned wraps driver.ErrSettle. The result,
 // never nil, lists what happened to each message read. The run ends when
@@ -153,8 +172,8 @@ func (r *Result) add(it Item) {
 func Run(ctx context.Context, t driver.Transport, dlq string, opts ...Option) (*Result, error) {
 	plan := NewPlan(opts...)
 	res := &Result{DryRun: plan.DryRun}
-	if t == nil || wire.IsBlank(dlq) || len(plan.errs) > 0 {
-		return res, plan.check(t, dlq)
+	if err := plan.check(t, dlq); err != nil {
+		return res, err
 	}
 	if rd, ok := t.(Redriver); ok {
 		out, err := rd.Redrive(ctx, dlq, plan.reporting(ctx, dlq))
@@ -204,7 +223,7 @@ type redriver struct {
 
 func (r *redriver) run(ctx context.Context) error {
 	for {
-		if r.plan.Max > 0 && r.res.Moved >= r.plan.Max {
+		if r.plan.Max > 0 && r.res.Moved+r.res.Discarded >= r.plan.Max {
 			return nil
 		}
 		if r.plan.DryRun && len(r.held) >= MaxHeld {
@@ -241,14 +260,23 @@ func (r *redriver) run(ctx context.Context) error {
 // one examines and settles one message.
 func (r *redriver) one(ctx context.Context, msg *driver.ReceivedMessage) error {
 	it, env := r.plan.Examine(r.dlq, msg)
-	if it.Outcome == Moved && r.plan.DryRun {
-		it.Outcome = WouldMove
+	if r.plan.DryRun {
+		it.Outcome = DryOutcome(it.Outcome)
 	}
 	if r.plan.DryRun {
 		r.held = append(r.held, msg)
 		it.Disposition = DispositionReserved // updated when handed back
 		r.plan.Report(r.res, it)
 		return nil
+	}
+	if it.Outcome == Discarded {
+		d, err := r.discard(ctx, msg)
+		it.Disposition = d
+		if err != nil {
+			it.Outcome, it.Err = Failed, err
+		}
+		r.plan.Report(r.res, it)
+		return err
 	}
 	if it.Outcome != Moved {
 		d, err := r.keep(ctx, msg)
@@ -290,6 +318,26 @@ func (r *redriver) move(ctx context.Context, msg *driver.ReceivedMessage, env *w
 			driver.ErrSettle, env.Meta.ID, target, err)
 	}
 	return DispositionRemoved, nil
+}
+
+// discard acknowledges msg without writing it anywhere.
+func (r *redriver) discard(ctx context.Context, msg *driver.ReceivedMessage) (Disposition, error) {
+	if err := r.t.Ack(ctx, msg); err != nil {
+		return r.unsettle(ctx, msg), fmt.Errorf("%w: redrive: discarding a dead letter of %s: %w", driver.ErrSettle, r.dlq, err)
+	}
+	return DispositionRemoved, nil
+}
+
+// DryOutcome is the outcome a dry run reports for o: WouldMove for Moved,
+// WouldDiscard for Discarded, o otherwise.
+func DryOutcome(o Outcome) Outcome {
+	switch o {
+	case Moved:
+		return WouldMove
+	case Discarded:
+		return WouldDiscard
+	}
+	return o
 }
 
 // republish writes the moved copy with the key and the plan's headers

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,8 +35,17 @@ type Option func(*Plan)
 type Plan struct {
 	// Target, when set, receives every moved message (WithTarget).
 	Target string
-	// Max bounds the messages moved; <= 0 means no limit (WithMax).
+	// Max bounds the messages moved (or discarded); <= 0 means no limit
+	// (WithMax).
 	Max int
+	// Discard makes the run settle the selected dead letters without
+	// writing them anywhere (WithDiscard).
+	Discard bool
+	// Undecodable and UnsupportedVersion select, in a discard run, the dead
+	// letters whose body is not an envelope and those the version gate
+	// rejects; the selectors never see them (WithUndecodable,
+	// WithUnsupportedVersion).
+	Undecodable, UnsupportedVersion bool
 	// DryRun writes and settles nothing (WithDryRun).
 	DryRun bool
 	// ReplayBypass stamps moved copies with bq-replay-bypass=true
@@ -85,8 +95,8 @@ func WithTarget(queue string) Option {
 	return func(p *Plan) { p.Target = queue }
 }
 
-// WithMax stops the run once n messages were moved (in a dry run:
-// would have been moved). 0 means no limit, the default; a negative n is
+// WithMax stops the run once n messages were moved or discarded (in a
+// dry run: would have been). 0 means no limit, the default; a negative n is
 // rejected.
 func WithMax(n int) Option {
 	return func(p *Plan) {
@@ -102,6 +112,36 @@ func WithMax(n int) Option {
 // what it would move, and every message stays where it is.
 func WithDryRun() Option {
 	return func(p *Plan) { p.DryRun = true }
+}
+
+// WithDiscard makes the run a discard: each selected dead letter is
+// settled in the DLQ (acknowledged, committed past) and written nowhere;
+// it is reported as Discarded with its body, key and headers, so that the
+// caller can keep a record of it. Target, the replay bypass and the
+// replay-count guard do not apply. A dry run reports WouldDiscard.
+func WithDiscard() Option {
+	return func(p *Plan) { p.Discard = true }
+}
+
+// WithUndecodable selects, in a discard run, the dead letters whose body
+// is not an envelope (poison), which no selector can see. A run without
+// WithDiscard rejects it: such a letter can never be moved.
+func WithUndecodable() Option {
+	return func(p *Plan) { p.Undecodable = true }
+}
+
+// WithUnsupportedVersion selects, in a discard run, the dead letters the
+// version gate rejects (bq-schema-version header or meta.schema_version
+// not 1). A run without WithDiscard rejects it.
+func WithUnsupportedVersion() Option {
+	return func(p *Plan) { p.UnsupportedVersion = true }
+}
+
+// SelectNone returns a selector that declines every decodable dead
+// letter: a discard run of only WithUndecodable or WithUnsupportedVersion
+// letters adds it.
+func SelectNone() func(*wire.Envelope) bool {
+	return func(*wire.Envelope) bool { return false }
 }
 
 // WithSelector moves only the messages for which fn returns true;
@@ -221,14 +261,14 @@ func Count(headers map[string]string) int {
 func (p *Plan) Examine(dlq string, msg *driver.ReceivedMessage) (Item, *wire.Envelope) {
 	v, present := msg.Header(wire.HeaderSchemaVersion)
 	if err := wire.CheckSchemaVersionHeader(v, present); err != nil {
-		return Item{Outcome: UnsupportedVersion, Err: err}, nil
+		return p.unreadable(msg, UnsupportedVersion, p.UnsupportedVersion, err), nil
 	}
 	env, err := wire.Decode([]byte(msg.Body))
 	if err != nil {
 		if errors.Is(err, wire.ErrUnsupportedSchemaVersion) {
-			return Item{Outcome: UnsupportedVersion, Err: err}, nil
+			return p.unreadable(msg, UnsupportedVersion, p.UnsupportedVersion, err), nil
 		}
-		return Item{Outcome: Undecodable, Err: err}, nil
+		return p.unreadable(msg, Undecodable, p.Undecodable, err), nil
 	}
 	it := Item{MessageID: env.Meta.ID, URN: env.URN(), Redrives: Count(msg.Headers)}
 	if env.DeadLetter != nil {
@@ -239,6 +279,9 @@ func (p *Plan) Examine(dlq string, msg *driver.ReceivedMessage) (Item, *wire.Env
 			it.Outcome = Unselected
 			return it, env
 		}
+	}
+	if p.Discard {
+		return discarded(it, msg), env
 	}
 	if p.MaxRedrives > 0 && it.Redrives >= p.MaxRedrives {
 		it.Outcome = Guarded
@@ -262,6 +305,24 @@ func (p *Plan) Examine(dlq string, msg *driver.ReceivedMessage) (Item, *wire.Env
 		it.Outcome = Moved
 	}
 	return it, env
+}
+
+// unreadable is the item of a dead letter that could not be read as an
+// envelope: it stays as outcome, or is discarded when the discard run
+// selects that kind.
+func (p *Plan) unreadable(msg *driver.ReceivedMessage, outcome Outcome, selected bool, err error) Item {
+	it := Item{Outcome: outcome, Err: err, Redrives: Count(msg.Headers)}
+	if p.Discard && selected {
+		it = discarded(it, msg)
+	}
+	return it
+}
+
+// discarded marks it Discarded, with msg's body, key and headers.
+func discarded(it Item, msg *driver.ReceivedMessage) Item {
+	it.Outcome = Discarded
+	it.Body, it.Key, it.Headers = msg.Body, msg.Key, maps.Clone(msg.Headers)
+	return it
 }
 
 // MovedHeaders returns the out-of-band headers of the moved copy of from:
@@ -353,7 +414,10 @@ func (p *Plan) check(t driver.Transport, dlq string) error {
 	if wire.IsBlank(dlq) {
 		errs = append(errs, invalid("redrive: dead-letter queue is blank"))
 	}
-	if t != nil && p.ReplayBypass && !t.Features().Headers {
+	if (p.Undecodable || p.UnsupportedVersion) && !p.Discard {
+		errs = append(errs, invalid("redrive: selecting undecodable or version-gated dead letters needs a discard run (WithDiscard): they can never be moved"))
+	}
+	if t != nil && p.ReplayBypass && !p.Discard && !t.Features().Headers {
 		errs = append(errs, invalid("redrive: replay bypass needs a transport that publishes headers, %T does not", t))
 	}
 	return errors.Join(errs...)

@@ -11,11 +11,12 @@ import (
 var ErrInvalidURN = errors.New("babelqueue: invalid URN")
 
 // ValidURN checks urn against the URN rule of the BabelQueue family:
-// "urn:<namespace>[:<name>...]", the "urn" scheme in any case, a
-// namespace that is not empty, no empty part after it, and no space or
-// control character anywhere (so "urn:babel:orders:created" is valid,
-// "not-a-urn", "urn:babel: bad" and "urn:babel:" are not). The error
-// wraps ErrInvalidURN and says why.
+// "urn:<namespace>:<name>[:<name>...]", the "urn" scheme in any case, a
+// namespace that is not empty, at least one part after it, no empty
+// part, and no space or control character anywhere (so
+// "urn:babel:orders:created" is valid; "not-a-urn", "urn:babel",
+// "urn:babel: bad" and "urn:babel:" are not). The error wraps
+// ErrInvalidURN and says why.
 func ValidURN(urn string) error {
 	bad := func(why string) error {
 		return fmt.Errorf("%w %q: %s (want urn:<namespace>:<name>)", ErrInvalidURN, urn, why)
@@ -29,13 +30,17 @@ func ValidURN(urn string) error {
 	if !ok || !strings.EqualFold(scheme, "urn") {
 		return bad(`does not start with "urn:"`)
 	}
-	for i, part := range strings.Split(rest, ":") {
+	parts := strings.Split(rest, ":")
+	for i, part := range parts {
 		if part == "" && i == 0 {
 			return bad("the namespace is empty")
 		}
 		if part == "" {
 			return bad("a part after the namespace is empty")
 		}
+	}
+	if len(parts) < 2 {
+		return bad("nothing follows the namespace")
 	}
 	return nil
 }

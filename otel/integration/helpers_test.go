@@ -303,11 +303,13 @@ func checkRetryToDeadLetter(t *testing.T, h *harness, rec *recorder, root trace.
 		if got := attrs(p)["error.type"]; got != "failed" {
 			t.Errorf("process span %d: error.type = %q, want failed", i, got)
 		}
-		if system != "kafka" {
-			continue
+		// Both bindings report the partition and the group (Kafka: also
+		// the offset and the key).
+		want := []string{"messaging.destination.partition.id", "messaging.consumer.group.name"}
+		if system == "kafka" {
+			want = append(want, "messaging.kafka.offset", "messaging.kafka.message.key")
 		}
-		// The Kafka binding's delivery reports its record.
-		for _, k := range []string{"messaging.destination.partition.id", "messaging.kafka.offset", "messaging.kafka.message.key", "messaging.consumer.group.name"} {
+		for _, k := range want {
 			if attrs(p)[k] == "" {
 				t.Errorf("process span %d lacks %s (all: %v)", i, k, attrs(p))
 			}

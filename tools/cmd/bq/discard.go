@@ -2,42 +2,42 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
 	"time"
+	"unicode/utf8"
 
-	kafkago "github.com/segmentio/kafka-go"
 	"github.com/spf13/cobra"
+
+	"github.com/babelqueue/babelqueue-go/core/redrive"
 )
 
-// discardSuffix names the topic discarded dead letters are moved to:
-// "<dlq>.discarded". They leave the DLQ's live region for good, and
-// stay on the broker for as long as its retention keeps them.
-const discardSuffix = ".discarded"
-
 const dlqDiscardHelp = `Discards dead letters that should never be redriven: each selected dead
-letter leaves the DLQ for the topic <dlq>.discarded (its dead_letter
-block removed, as a redrive does) and a line is written to the record
-file (--record, JSON lines: position, id, URN, reason). Dead letters not
-selected stay, as they do with redrive.
+letter is settled in the DLQ (Kafka: the redrive cursor passes it;
+Pulsar: the redrive subscription acknowledges it) and written nowhere.
+Each one is written, body, key and headers included, to the record file
+(--record, JSON lines), so nothing leaves the operator's view. Dead
+letters not selected stay, as they do with redrive.
 
-It runs on the redrive machinery: the same selectors (--urn, --reason,
---since, --until), the same cursor (Kafka: the consumer group
-bq-redrive.<dlq>, so "dlq peek" and "redrive" no longer see what was
-discarded; Pulsar: the subscription, on which the dead letter is
-acknowledged), the same one-run-at-a-time lock, and the same resumability:
-interrupted (exit code 130), run it again. --dry-run reports what would
-be discarded and writes nothing (no record file either).
+Selectors: the redrive ones (--urn, --reason, --since, --until, or --all
+for every envelope), and two for the dead letters no redrive can ever
+move, which those selectors never see: --poison (the body is not an
+envelope) and --unsupported-version (the bq-schema-version header or
+meta.schema_version is not 1). Given alone, they discard only those.
 
-A dead letter whose body is not an envelope (undecodable) or has an
-unsupported schema version cannot be selected and stays.
+It runs on the redrive machinery: the same cursor (Kafka: the consumer
+group bq-redrive.<dlq>, so "dlq peek" and "redrive" no longer see what
+was discarded; Pulsar: the subscription), the same one-run-at-a-time lock
+and the same resumability: interrupted (exit code 130), run it again.
+--dry-run reports what it would discard and writes and settles nothing
+(no record file either).
 
 ` + connEnvHelp
 
 const dlqDiscardExamples = `  bq dlq discard -b 127.0.0.1:9092 -q orders --urn urn:bq:orders:legacy --dry-run
+  bq dlq discard -b 127.0.0.1:9092 -q orders --poison --unsupported-version --record unreadable.jsonl
   bq dlq discard -b 127.0.0.1:9092 -q orders --reason unknown_urn --until 720h --record discarded.jsonl`
 
 func newDLQDiscardCmd() *cobra.Command {
@@ -49,9 +49,11 @@ func newDLQDiscardCmd() *cobra.Command {
 	dlq := fs.String("dlq", "", "dead-letter topic (overrides --queue)")
 	var sel selectorFlags
 	sel.register(fs)
-	all := fs.Bool("all", false, "select every dead letter (required when no selector is given)")
+	all := fs.Bool("all", false, "select every dead letter that is an envelope (required when no selector is given)")
+	poison := fs.Bool("poison", false, "also select the dead letters whose body is not an envelope")
+	unsupported := fs.Bool("unsupported-version", false, "also select the dead letters with a schema version other than 1")
 	maxN := fs.Int("max", 0, "discard at most this many (0: no limit)")
-	dry := fs.Bool("dry-run", false, "report what would be discarded; write and commit nothing")
+	dry := fs.Bool("dry-run", false, "report what would be discarded; write and settle nothing")
 	record := fs.String("record", "", "record file of the discarded dead letters (default discarded-<dlq>-<time>.jsonl)")
 	group := fs.String("group", "", "Kafka consumer group holding the cursor (default bq-redrive.<dlq>)")
 	sub := fs.String("subscription", "bq-redrive", "Pulsar subscription on the DLQ")
@@ -62,8 +64,9 @@ func newDLQDiscardCmd() *cobra.Command {
 		if topic == "" {
 			return usagef("--queue or --dlq is required")
 		}
-		if sel == (selectorFlags{}) && !*all {
-			return usagef("give a selector (--urn, --reason, --since, --until) or --all")
+		envelopes := sel != (selectorFlags{}) || *all
+		if !envelopes && !*poison && !*unsupported {
+			return usagef("give a selector (--urn, --reason, --since, --until, --poison, --unsupported-version) or --all")
 		}
 		if *maxN < 0 {
 			return usagef("--max must be >= 0")
@@ -72,6 +75,7 @@ func newDLQDiscardCmd() *cobra.Command {
 		if err != nil {
 			return usagef("%v", err)
 		}
+		selector.none = !envelopes
 		u, err := cf.resolve(errOut)
 		if err != nil {
 			return err
@@ -81,18 +85,11 @@ func newDLQDiscardCmd() *cobra.Command {
 			return err
 		}
 		defer closeT()
-		grave := topic + discardSuffix
-		if u.Kind == kindKafka && !*dry {
-			if err := ensureLike(ctx, &cf, u, topic, grave); err != nil {
-				return err
-			}
-		}
-		opts := redriveOptions{selector: selector, target: grave, max: *maxN, dryRun: *dry}
+		opts := redriveOptions{selector: selector, max: *maxN, dryRun: *dry, discard: true, undecodable: *poison, unsupported: *unsupported}
 		opts.cursor = *group
 		if u.Kind == kindPulsar {
 			opts.cursor = *sub
 		}
-		var rec *bufio.Writer
 		path := *record
 		if !*dry {
 			if path == "" {
@@ -103,13 +100,13 @@ func newDLQDiscardCmd() *cobra.Command {
 				return fmt.Errorf("--record: %w", err)
 			}
 			defer f.Close()
-			rec = bufio.NewWriter(f)
+			rec := bufio.NewWriter(f)
 			enc := json.NewEncoder(rec)
 			enc.SetEscapeHTML(false)
 			var werr error
-			opts.onEach = func(it redriveItem) {
-				if it.Outcome == outcomeMoved && werr == nil {
-					werr = enc.Encode(discardRecord{redriveItem: it, DLQ: topic, At: time.Now().UTC()})
+			opts.onEach = func(v redriveItem, it redrive.Item) {
+				if it.Outcome == redrive.Discarded && werr == nil {
+					werr = enc.Encode(newDiscardRecord(v, it, topic, time.Now().UTC()))
 				}
 			}
 			defer func() {
@@ -117,6 +114,9 @@ func newDLQDiscardCmd() *cobra.Command {
 					fmt.Fprintf(errOut, "bq dlq discard: writing %s: %v\n", path, err)
 				}
 				_ = f.Sync()
+				if werr != nil {
+					fmt.Fprintf(errOut, "bq dlq discard: writing %s: %v\n", path, werr)
+				}
 			}()
 		}
 		report, runErr := redriveWith(ctx, t, topic, cursor, opts)
@@ -143,31 +143,26 @@ func newDLQDiscardCmd() *cobra.Command {
 	return cmd
 }
 
-// discardRecord is one line of the record file.
+// discardRecord is one line of the record file: what the report says of
+// the dead letter, and the dead letter itself. Body holds the body when
+// it is valid UTF-8, BodyBase64 otherwise; Key is base64 (JSON's []byte).
 type discardRecord struct {
 	redriveItem
-	DLQ string    `json:"dlq"`
-	At  time.Time `json:"discarded_at"`
+	DLQ        string            `json:"dlq"`
+	At         time.Time         `json:"discarded_at"`
+	Body       *string           `json:"body,omitempty"`
+	BodyBase64 []byte            `json:"body_base64,omitempty"`
+	Key        []byte            `json:"key,omitempty"`
+	Headers    map[string]string `json:"headers,omitempty"`
 }
 
-// ensureLike creates topic name, when missing, with the partition count
-// of like.
-func ensureLike(ctx context.Context, cf *connFlags, u brokerURL, like, name string) error {
-	k, err := cf.kafka(ctx, u)
-	if err != nil {
-		return err
+func newDiscardRecord(v redriveItem, it redrive.Item, dlq string, at time.Time) discardRecord {
+	r := discardRecord{redriveItem: v, DLQ: dlq, At: at, Key: it.Key, Headers: it.Headers}
+	if utf8.ValidString(it.Body) {
+		body := it.Body
+		r.Body = &body
+	} else {
+		r.BodyBase64 = []byte(it.Body)
 	}
-	defer k.close()
-	parts, err := k.partitions(ctx, like)
-	if err != nil {
-		return err
-	}
-	res, err := k.client.CreateTopics(ctx, &kafkago.CreateTopicsRequest{Topics: []kafkago.TopicConfig{{Topic: name, NumPartitions: len(parts), ReplicationFactor: -1}}})
-	if err != nil {
-		return fmt.Errorf("create %q: %w", name, err)
-	}
-	if e := res.Errors[name]; e != nil && !strings.Contains(e.Error(), "already exists") {
-		return fmt.Errorf("create %q: %w", name, e)
-	}
-	return k.waitTopic(ctx, name, cf.timeout)
+	return r
 }

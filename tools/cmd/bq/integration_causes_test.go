@@ -124,7 +124,7 @@ func TestPulsarNewCommandsOnRealBroker(t *testing.T) {
 	record := t.TempDir() + "/discarded.jsonl"
 	out = mustBQ(t, ctx, "dlq", "discard", "-q", queue, "-u", "urn:bq:new:drop", "--record", record, "--json")
 	var rep redriveReport
-	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Outcomes[outcomeMoved] != 1 {
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Outcomes[outcomeDiscarded] != 1 || rep.Discarded != 1 {
 		t.Fatalf("discard on Pulsar: %s %v", out, err)
 	}
 	if b, err := os.ReadFile(record); err != nil || !strings.Contains(string(b), "urn:bq:new:drop") {

@@ -41,6 +41,9 @@ const (
 	outcomeNoTarget    = string(redrive.NoTarget)
 	outcomeGuarded     = string(redrive.Guarded)
 	outcomeFailed      = string(redrive.Failed)
+
+	outcomeDiscarded = string(redrive.Discarded)
+	outcomeWouldDrop = string(redrive.WouldDiscard)
 )
 
 // redriveOptions are the validated flags of a redrive run.
@@ -51,15 +54,19 @@ type redriveOptions struct {
 	maxRedrives int
 	dryRun      bool
 	bypass      bool
+
+	// discard makes the run a discard (redrive.WithDiscard); undecodable
+	// and unsupported select the dead letters no selector can see.
+	discard, undecodable, unsupported bool
 	// cursor is the durable progress (Kafka group, Pulsar subscription);
 	// empty means the binding's default.
 	cursor string
 	// onTotal and onItem, when set, follow the run (the progress bar).
 	onTotal func(n int)
 	onItem  func()
-	// onEach, when set, sees every examined dead letter (dlq discard
-	// writes its record file from it).
-	onEach func(redriveItem)
+	// onEach, when set, sees every examined dead letter, with the item as
+	// the run reported it (dlq discard writes its record file from it).
+	onEach func(redriveItem, redrive.Item)
 }
 
 // redriveItem is one examined dead letter. Partition and Offset are set
@@ -127,6 +134,11 @@ type redriveReport struct {
 	Failed      string `json:"error,omitempty"`
 	// verb is "moved" ("discarded" for dlq discard), for the text report.
 	verb string
+
+	// Discarded and WouldDiscard count the dead letters a discard run
+	// discarded, or would have in a dry run.
+	Discarded    int `json:"discarded"`
+	WouldDiscard int `json:"would_discard"`
 }
 
 // maxReportedItems bounds the item lists kept in memory; the text report
@@ -168,8 +180,10 @@ func (r *redriveReport) finish(res *redrive.Result) {
 	}
 	r.Resumed, r.Truncated = res.Resumed, res.Truncated
 	r.Examined, r.Moved, r.Recovered, r.Kept = res.Examined, res.Moved, res.Recovered, res.Kept
+	r.Discarded = res.Discarded
 	if r.DryRun {
 		r.WouldMove, r.Moved = res.Moved, 0
+		r.WouldDiscard, r.Discarded = res.Discarded, 0
 	}
 }
 
@@ -185,12 +199,13 @@ func (r *redriveReport) write(w io.Writer) error {
 	}
 	moved := r.verb
 	count := r.Outcomes[outcomeMoved]
-	if r.DryRun {
-		moved = "would be " + r.verb
-		if r.verb == "moved" {
-			moved = "would move"
-		}
-		count = r.Outcomes[outcomeWouldMove]
+	switch {
+	case r.DryRun && r.verb == "discarded":
+		moved, count = "would discard", r.Outcomes[outcomeWouldDrop]
+	case r.DryRun:
+		moved, count = "would move", r.Outcomes[outcomeWouldMove]
+	case r.verb == "discarded":
+		count = r.Outcomes[outcomeDiscarded]
 	}
 	rows := [][]string{
 		{"examined", strconv.Itoa(r.Examined)},
@@ -419,7 +434,7 @@ func redriveWith(ctx context.Context, t babelqueue.Transport, dlq, cursor string
 			v := viewRedriveItem(it)
 			report.add(v)
 			if o.onEach != nil {
-				o.onEach(v)
+				o.onEach(v, it)
 			}
 			if o.onItem != nil {
 				o.onItem()
@@ -440,6 +455,15 @@ func redriveWith(ctx context.Context, t babelqueue.Transport, dlq, cursor string
 	}
 	if o.bypass {
 		ropts = append(ropts, redrive.WithReplayBypass())
+	}
+	if o.discard {
+		ropts = append(ropts, redrive.WithDiscard())
+	}
+	if o.undecodable {
+		ropts = append(ropts, redrive.WithUndecodable())
+	}
+	if o.unsupported {
+		ropts = append(ropts, redrive.WithUnsupportedVersion())
 	}
 	res, err := redrive.Run(ctx, t, dlq, ropts...)
 	report.finish(res)

@@ -28,6 +28,9 @@ func (s *selectorFlags) register(fs *pflag.FlagSet) {
 // selector decides which dead letters a command acts on. The zero value
 // selects everything.
 type selector struct {
+	// none declines every decodable dead letter (a discard of only
+	// --poison or --unsupported-version letters).
+	none    bool
 	urns    map[string]bool
 	reasons map[string]bool
 	since   time.Time
@@ -139,6 +142,9 @@ func failedAt(dl *wire.DeadLetter, recordTime time.Time) time.Time {
 // matchEnvelope applies the selector to a decoded dead letter: the
 // failure time is dead_letter.failed_at, else meta.created_at, else now.
 func (s selector) matchEnvelope(env *babelqueue.Envelope) bool {
+	if s.none {
+		return false
+	}
 	at := time.Now()
 	switch {
 	case env.DeadLetter != nil && env.DeadLetter.FailedAt > 0:
