@@ -31,8 +31,8 @@ type messageChan interface {
 // Message returns the pulsar.Message behind a ReceivedMessage returned by
 // Pop, or nil when msg did not come from this binding. The ReceivedMessage
 // shares the message's payload bytes (its Body, unless the attempts rule
-// rewrote it) and its property map (its Headers): the caller must not
-// modify either.
+// rewrote it), its property map (its Headers) and its key bytes (its Key):
+// the caller must not modify any of them.
 func Message(msg *babelqueue.ReceivedMessage) pulsar.Message {
 	if d := deliveryOf(msg); d != nil {
 		return d.msg
