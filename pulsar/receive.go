@@ -113,10 +113,8 @@ func (t *Transport) Pop(ctx context.Context, queue string, timeout time.Duration
 // popPrepared is Pop from the prefetcher of s: a prepared delivery when one
 // is ready, else the timed wait for one.
 func (t *Transport) popPrepared(ctx context.Context, s *consumerSlot, timeout time.Duration) (*babelqueue.ReceivedMessage, error) {
-	select {
-	case rm := <-s.pre.ready:
+	if rm, ok := s.pre.take(); ok {
 		return rm, nil
-	default:
 	}
 	if timeout <= 0 {
 		timeout = t.cfg.maxWait
@@ -124,8 +122,8 @@ func (t *Transport) popPrepared(ctx context.Context, s *consumerSlot, timeout ti
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	select {
-	case rm := <-s.pre.ready:
-		return rm, nil
+	case b := <-s.pre.ready:
+		return s.pre.got(b), nil
 	case <-timer.C:
 		return nil, nil
 	case <-ctx.Done():
@@ -133,16 +131,13 @@ func (t *Transport) popPrepared(ctx context.Context, s *consumerSlot, timeout ti
 	case <-s.pre.done:
 	}
 	// The prefetcher ended: halted by Close, or the client closed its
-	// receive channel. What it prepared before is still handed out.
-	select {
-	case rm := <-s.pre.ready:
-		if !t.isClosed() {
-			return rm, nil
-		}
-	default:
-	}
+	// receive channel. What it prepared before is still handed out, unless
+	// the Transport is closed.
 	if t.isClosed() {
 		return nil, errClosed("receive from " + s.topic)
+	}
+	if rm, ok := s.pre.take(); ok {
+		return rm, nil
 	}
 	return nil, fmt.Errorf("pulsar: receive from %s: consumer closed", s.topic)
 }

@@ -237,7 +237,7 @@ func TestPopTakesPreparedMessagesFromTheClientChannelThenWaits(t *testing.T) {
 // them; a Pop waiting when the Transport closes returns ErrClosed, and the
 // prefetcher has stopped before the consumer is closed.
 func TestPrefetchKeepsOrderAndStopsOnClose(t *testing.T) {
-	const n = 3 * prefetchDepth
+	const n = 3 * (prefetchBatches + 2) * prefetchBatch
 	cc := &chanConsumer{
 		fakeConsumer: &fakeConsumer{ch: make(chan pulsar.Message, 1), done: make(chan struct{})},
 		cm:           make(chan pulsar.ConsumerMessage, n),
@@ -346,5 +346,57 @@ func TestReceiveAckHandBackConcurrently(t *testing.T) {
 	}
 	if len(seen) != n || len(fc.acked)+len(fc.nacked) != n {
 		t.Fatalf("settled %d distinct of %d (%d acks, %d nacks)", len(seen), n, len(fc.acked), len(fc.nacked))
+	}
+}
+
+// TestPrefetchConcurrentPopsHandOutEachMessageOnce: Pops from several
+// goroutines over a prefetching consumer get every message exactly once.
+func TestPrefetchConcurrentPopsHandOutEachMessageOnce(t *testing.T) {
+	const n = 500
+	cc := &chanConsumer{
+		fakeConsumer: &fakeConsumer{ch: make(chan pulsar.Message, 1), done: make(chan struct{})},
+		cm:           make(chan pulsar.ConsumerMessage, 8),
+	}
+	cfg := defaultConfig()
+	cfg.serviceURL = "pulsar://127.0.0.1:6650"
+	cfg.subType, cfg.subTypeDeclared = pulsar.Shared, true
+	tr := newTransport(cfg, chanClient{fakeClient: newFakeClient(), c: cc}, false, nil, nil)
+	defer tr.Close()
+	go func() {
+		for i := range n {
+			cc.cm <- pulsar.ConsumerMessage{Message: &fakeMessage{payload: []byte(bodyWithAttempts(strconv.Itoa(i)))}}
+		}
+	}()
+	ctx := context.Background()
+	var mu sync.Mutex
+	seen := make(map[string]int)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				msg, err := tr.Pop(ctx, "q", 200*time.Millisecond)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if msg == nil {
+					return
+				}
+				mu.Lock()
+				seen[msg.Body]++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(seen) != n {
+		t.Fatalf("got %d distinct messages, want %d", len(seen), n)
+	}
+	for body, k := range seen {
+		if k != 1 {
+			t.Errorf("%s handed out %d times", body, k)
+		}
 	}
 }
