@@ -20,6 +20,7 @@ type consumerSlot struct {
 	c     consumer
 	topic string
 	err   error
+	pre   *prefetcher // nil when c offers no receive channel (prefetch.go)
 }
 
 // producerFor returns the producer of topic, creating it on first use.
@@ -140,6 +141,8 @@ func (t *Transport) consumerFor(queue string) (*consumerSlot, error) {
 	if s.err != nil {
 		s.err = fmt.Errorf("pulsar: subscribe %s to %s: %w", t.cfg.subscription, topic, s.err)
 		s.c = nil
+	} else if mc, ok := s.c.(messageChan); ok {
+		s.pre = startPrefetch(queue, s, mc.Chan())
 	}
 	close(s.ready)
 

@@ -31,8 +31,8 @@ type messageChan interface {
 // Message returns the pulsar.Message behind a ReceivedMessage returned by
 // Pop, or nil when msg did not come from this binding. The ReceivedMessage
 // shares the message's payload bytes (its Body, unless the attempts rule
-// rewrote it) and its property map (its Headers): the caller must not
-// modify either.
+// rewrote it), its property map (its Headers) and its key bytes (its Key):
+// the caller must not modify any of them.
 func Message(msg *babelqueue.ReceivedMessage) pulsar.Message {
 	if d := deliveryOf(msg); d != nil {
 		return d.msg
@@ -64,7 +64,10 @@ func (t *Transport) Receive(ctx context.Context, queue string, timeout time.Dura
 // rewritten, changing only that value, when it holds an integer attempts
 // that differs. A version-gated message (its bq-schema-version property, or
 // its meta.schema_version, is not 1) is returned exactly as received. See
-// DESIGN.md for how the body is read.
+// DESIGN.md for how the body is read. With a pulsar-client-go consumer,
+// a goroutine per queue prepares messages ahead of Pop, in order, and
+// decodes their bodies for the App (prefetch.go); they stay unsettled
+// until acknowledged.
 func (t *Transport) Pop(ctx context.Context, queue string, timeout time.Duration) (*babelqueue.ReceivedMessage, error) {
 	s, err := t.consumerFor(queue)
 	if err != nil {
@@ -72,6 +75,9 @@ func (t *Transport) Pop(ctx context.Context, queue string, timeout time.Duration
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if s.pre != nil {
+		return t.popPrepared(ctx, s, timeout)
 	}
 	// A message already in the client's receive queue is taken as is; the
 	// timed wait, and its context, are only for an empty queue.
@@ -102,6 +108,38 @@ func (t *Transport) Pop(ctx context.Context, queue string, timeout time.Duration
 		return nil, fmt.Errorf("pulsar: receive from %s: %w", s.topic, err)
 	}
 	return received(queue, s, m, t.cfg.subscription), nil
+}
+
+// popPrepared is Pop from the prefetcher of s: a prepared delivery when one
+// is ready, else the timed wait for one.
+func (t *Transport) popPrepared(ctx context.Context, s *consumerSlot, timeout time.Duration) (*babelqueue.ReceivedMessage, error) {
+	if rm, ok := s.pre.take(); ok {
+		return rm, nil
+	}
+	if timeout <= 0 {
+		timeout = t.cfg.maxWait
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case b := <-s.pre.ready:
+		return s.pre.got(b), nil
+	case <-timer.C:
+		return nil, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-s.pre.done:
+	}
+	// The prefetcher ended: halted by Close, or the client closed its
+	// receive channel. What it prepared before is still handed out, unless
+	// the Transport is closed.
+	if t.isClosed() {
+		return nil, errClosed("receive from " + s.topic)
+	}
+	if rm, ok := s.pre.take(); ok {
+		return rm, nil
+	}
+	return nil, fmt.Errorf("pulsar: receive from %s: consumer closed", s.topic)
 }
 
 // received turns m into a ReceivedMessage with the attempts rule applied.

@@ -186,7 +186,7 @@ type chanClient struct {
 
 func (c chanClient) Subscribe(pulsar.ConsumerOptions) (consumer, error) { return c.c, nil }
 
-func TestPopTakesAWaitingMessageFromTheClientQueueThenWaits(t *testing.T) {
+func TestPopTakesPreparedMessagesFromTheClientChannelThenWaits(t *testing.T) {
 	cc := &chanConsumer{
 		fakeConsumer: &fakeConsumer{ch: make(chan pulsar.Message, 1), done: make(chan struct{})},
 		cm:           make(chan pulsar.ConsumerMessage, 1),
@@ -207,6 +207,10 @@ func TestPopTakesAWaitingMessageFromTheClientQueueThenWaits(t *testing.T) {
 	if Message(msg) != waiting || msg.Body != bodyWithAttempts("2") || msg.Headers["bq-job"] != "urn:a" || msg.Queue != "q" {
 		t.Errorf("Pop = body %s headers %v queue %q; want the waiting message with attempts 2", msg.Body, msg.Headers, msg.Queue)
 	}
+	// The prefetcher decoded the body as the attempts rule left it.
+	if env, err := msg.Decoded(); err != nil || env.Attempts != 2 {
+		t.Errorf("Decoded = %+v, %v; want attempts 2", env, err)
+	}
 	if err := tr.Ack(ctx, msg); err != nil {
 		t.Fatal(err)
 	}
@@ -214,17 +218,69 @@ func TestPopTakesAWaitingMessageFromTheClientQueueThenWaits(t *testing.T) {
 		t.Errorf("acked %d, want 1", acked)
 	}
 
-	// Nothing waiting: Pop waits in Receive, up to its timeout.
+	// Nothing waiting: Pop waits for the prefetcher, up to its timeout.
 	later := &fakeMessage{payload: []byte(envelope)}
 	go func() {
 		time.Sleep(20 * time.Millisecond)
-		cc.ch <- later
+		cc.cm <- pulsar.ConsumerMessage{Message: later}
 	}()
 	if msg, err := tr.Pop(ctx, "q", 5*time.Second); err != nil || Message(msg) != later {
 		t.Fatalf("Pop of a message that arrives while waiting = %v, %v", msg, err)
 	}
 	if msg, err := tr.Pop(ctx, "q", 20*time.Millisecond); msg != nil || err != nil {
 		t.Fatalf("Pop on an empty queue = %v, %v; want nil, nil", msg, err)
+	}
+}
+
+// TestPrefetchKeepsOrderAndStopsOnClose: prepared deliveries come out in
+// the order the client received them, more than the prefetch depth of
+// them; a Pop waiting when the Transport closes returns ErrClosed, and the
+// prefetcher has stopped before the consumer is closed.
+func TestPrefetchKeepsOrderAndStopsOnClose(t *testing.T) {
+	const n = 3 * (prefetchBatches + 2) * prefetchBatch
+	cc := &chanConsumer{
+		fakeConsumer: &fakeConsumer{ch: make(chan pulsar.Message, 1), done: make(chan struct{})},
+		cm:           make(chan pulsar.ConsumerMessage, n),
+	}
+	cfg := defaultConfig()
+	cfg.serviceURL = "pulsar://127.0.0.1:6650"
+	cfg.subType, cfg.subTypeDeclared = pulsar.Shared, true
+	tr := newTransport(cfg, chanClient{fakeClient: newFakeClient(), c: cc}, false, nil, nil)
+	for i := range n {
+		cc.cm <- pulsar.ConsumerMessage{Message: &fakeMessage{payload: []byte(bodyWithAttempts(strconv.Itoa(i)))}}
+	}
+	ctx := context.Background()
+	for i := range n {
+		msg, err := tr.Pop(ctx, "q", time.Second)
+		if err != nil || msg == nil {
+			t.Fatalf("Pop %d = %v, %v", i, msg, err)
+		}
+		if want := bodyWithAttempts(strconv.Itoa(i)); msg.Body != want {
+			t.Fatalf("Pop %d = %s, want %s", i, msg.Body, want)
+		}
+	}
+	popped := make(chan error, 1)
+	go func() {
+		_, err := tr.Pop(ctx, "q", time.Minute)
+		popped <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-popped:
+		if !errors.Is(err, babelqueue.ErrClosed) {
+			t.Errorf("Pop waiting at Close = %v, want ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Pop still waiting 5s after Close")
+	}
+	s := tr.consumers["q"]
+	select {
+	case <-s.pre.done:
+	default:
+		t.Error("prefetcher still running after Close")
 	}
 }
 
@@ -290,5 +346,57 @@ func TestReceiveAckHandBackConcurrently(t *testing.T) {
 	}
 	if len(seen) != n || len(fc.acked)+len(fc.nacked) != n {
 		t.Fatalf("settled %d distinct of %d (%d acks, %d nacks)", len(seen), n, len(fc.acked), len(fc.nacked))
+	}
+}
+
+// TestPrefetchConcurrentPopsHandOutEachMessageOnce: Pops from several
+// goroutines over a prefetching consumer get every message exactly once.
+func TestPrefetchConcurrentPopsHandOutEachMessageOnce(t *testing.T) {
+	const n = 500
+	cc := &chanConsumer{
+		fakeConsumer: &fakeConsumer{ch: make(chan pulsar.Message, 1), done: make(chan struct{})},
+		cm:           make(chan pulsar.ConsumerMessage, 8),
+	}
+	cfg := defaultConfig()
+	cfg.serviceURL = "pulsar://127.0.0.1:6650"
+	cfg.subType, cfg.subTypeDeclared = pulsar.Shared, true
+	tr := newTransport(cfg, chanClient{fakeClient: newFakeClient(), c: cc}, false, nil, nil)
+	defer tr.Close()
+	go func() {
+		for i := range n {
+			cc.cm <- pulsar.ConsumerMessage{Message: &fakeMessage{payload: []byte(bodyWithAttempts(strconv.Itoa(i)))}}
+		}
+	}()
+	ctx := context.Background()
+	var mu sync.Mutex
+	seen := make(map[string]int)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				msg, err := tr.Pop(ctx, "q", 200*time.Millisecond)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if msg == nil {
+					return
+				}
+				mu.Lock()
+				seen[msg.Body]++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(seen) != n {
+		t.Fatalf("got %d distinct messages, want %d", len(seen), n)
+	}
+	for body, k := range seen {
+		if k != 1 {
+			t.Errorf("%s handed out %d times", body, k)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"time"
+	"unsafe"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
@@ -97,9 +98,9 @@ func message(out *driver.Outgoing) *pulsar.ProducerMessage {
 	d := deliveryOf(out.From)
 	var msg *pulsar.ProducerMessage
 	if out.Intent.Verbatim() {
-		msg = &pulsar.ProducerMessage{Payload: []byte(out.Body), Properties: verbatim(out.Headers)}
+		msg = &pulsar.ProducerMessage{Payload: payloadOf(out.Body), Properties: verbatim(out.Headers)}
 	} else {
-		msg = projected(out.Body, out.Headers, out.Intent)
+		msg = projected(out)
 	}
 	switch out.Intent {
 	case driver.IntentPublish:
@@ -121,17 +122,27 @@ func message(out *driver.Outgoing) *pulsar.ProducerMessage {
 	return msg
 }
 
-// projected builds the message of body written for intent: the contract
-// properties projected from body, the extra headers beside them (see
-// properties).
-func projected(body string, extra map[string]string, intent driver.Intent) *pulsar.ProducerMessage {
-	b := []byte(body)
-	p := wire.ProjectBody(b)
-	msg := &pulsar.ProducerMessage{Payload: b, Properties: properties(&p, extra, intent)}
+// projected builds the message of out.Body written for out.Intent: the
+// contract properties of the body's projection (out.Projection, which an
+// App that just encoded the body already knows, so the body is not parsed
+// again), the extra headers out.Headers beside them (see properties).
+func projected(out *driver.Outgoing) *pulsar.ProducerMessage {
+	p := out.Projection()
+	msg := &pulsar.ProducerMessage{Payload: payloadOf(out.Body), Properties: properties(&p, out.Headers, out.Intent)}
 	if p.HasCreatedAt && p.CreatedAt > 0 {
 		msg.EventTime = time.UnixMilli(p.CreatedAt)
 	}
 	return msg
+}
+
+// payloadOf returns body as the payload of a message without copying it:
+// a string is never modified, and pulsar-client-go only reads a payload
+// (it batches, compresses or encrypts into buffers of its own).
+func payloadOf(body string) []byte {
+	if body == "" {
+		return []byte{}
+	}
+	return unsafe.Slice(unsafe.StringData(body), len(body))
 }
 
 // properties returns the headers driver.OutgoingHeaders gives for a

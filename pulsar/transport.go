@@ -142,6 +142,9 @@ func (t *Transport) Close() error {
 	// A slot still being created is waited for, then closed.
 	for _, s := range consumers {
 		<-s.ready
+		if s.pre != nil {
+			s.pre.halt()
+		}
 		if s.c != nil {
 			s.c.Close()
 		}

@@ -1,0 +1,156 @@
+package pulsar
+
+import (
+	"sync"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/wire"
+)
+
+const (
+	// prefetchBatch bounds how many prepared deliveries the prefetcher
+	// hands to Pop at once: what the client's receive channel holds when
+	// the prefetcher reads it, up to this many.
+	prefetchBatch = 16
+	// prefetchBatches bounds how many batches wait for Pop. With the batch
+	// Pop is working through and the one being prepared, a queue's
+	// prefetcher holds at most (prefetchBatches + 2) × prefetchBatch
+	// deliveries beyond the client's own receiver queue.
+	prefetchBatches = 4
+)
+
+// prefetcher takes a queue's messages from the client's receive channel on
+// a goroutine of its own and prepares them for Pop ahead of time: the
+// attempts rule (received) and the decoding of the body the App would do
+// first (babelqueue.ReceivedMessage.Predecode). The consume loop is then
+// left with the handler and the acknowledgement, and the decoding runs on
+// another core. It hands them over in batches of what the client had ready,
+// so that the two goroutines wake each other once per batch rather than
+// once per message, and keeps the order the client received them in (Pop
+// calls one after another get them in that order).
+//
+// A prepared delivery is still only received: until Pop hands it out and
+// it is acknowledged, it is as unsettled as one in the client's receiver
+// queue, and the broker redelivers it when the consumer closes. The
+// Transport owns the goroutine and stops it (halt) before it closes the
+// consumer.
+type prefetcher struct {
+	ready chan []*babelqueue.ReceivedMessage // prepared batches, in order, never empty
+	stop  chan struct{}                      // closed by halt
+	done  chan struct{}                      // closed when run has returned
+	once  sync.Once
+
+	mu   sync.Mutex
+	held []*babelqueue.ReceivedMessage // taken from ready, not yet handed out, in order
+}
+
+// startPrefetch starts the prefetcher of queue's consumer slot s, which
+// reads in, the client's receive channel.
+func startPrefetch(queue string, s *consumerSlot, in <-chan pulsar.ConsumerMessage) *prefetcher {
+	p := &prefetcher{
+		ready: make(chan []*babelqueue.ReceivedMessage, prefetchBatches),
+		stop:  make(chan struct{}),
+		done:  make(chan struct{}),
+	}
+	go p.run(queue, s, in)
+	return p
+}
+
+func (p *prefetcher) run(queue string, s *consumerSlot, in <-chan pulsar.ConsumerMessage) {
+	defer close(p.done)
+	for {
+		var cm pulsar.ConsumerMessage
+		var open bool
+		select {
+		case cm, open = <-in:
+		case <-p.stop:
+			return
+		}
+		if !open {
+			return
+		}
+		batch := make([]*babelqueue.ReceivedMessage, 0, prefetchBatch)
+		if cm.Message != nil {
+			batch = append(batch, prepared(queue, s, cm.Message))
+		}
+	more:
+		for len(batch) < prefetchBatch {
+			select {
+			case cm, open = <-in:
+				if !open {
+					break more
+				}
+				if cm.Message != nil {
+					batch = append(batch, prepared(queue, s, cm.Message))
+				}
+			default:
+				break more
+			}
+		}
+		if len(batch) > 0 {
+			select {
+			case p.ready <- batch:
+			case <-p.stop:
+				return
+			}
+		}
+		if !open {
+			return
+		}
+	}
+}
+
+// prepared is received, with the body decoded for the App unless the
+// version gate rejects the message by its property (it is then never
+// decoded).
+func prepared(queue string, s *consumerSlot, m pulsar.Message) *babelqueue.ReceivedMessage {
+	rm := received(queue, s, m)
+	if sv, present := rm.Headers[wire.HeaderSchemaVersion]; wire.CheckSchemaVersionHeader(sv, present) == nil {
+		rm.Predecode()
+	}
+	return rm
+}
+
+// take returns the next prepared delivery when one is ready, without
+// waiting.
+func (p *prefetcher) take() (*babelqueue.ReceivedMessage, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.held) == 0 {
+		select {
+		case b := <-p.ready:
+			p.held = b
+		default:
+			return nil, false
+		}
+	}
+	return p.next(), true
+}
+
+// got is take for a batch b that a waiting Pop received from ready: it
+// goes behind what is still held, and the next delivery is returned.
+func (p *prefetcher) got(b []*babelqueue.ReceivedMessage) *babelqueue.ReceivedMessage {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.held = append(p.held, b...)
+	return p.next()
+}
+
+// next removes and returns the first held delivery; p.mu is held and held
+// is not empty.
+func (p *prefetcher) next() *babelqueue.ReceivedMessage {
+	rm := p.held[0]
+	p.held[0] = nil
+	p.held = p.held[1:]
+	return rm
+}
+
+// halt stops the prefetcher and waits until its goroutine has returned.
+// The deliveries it held are dropped unsettled, for the broker to deliver
+// again once the consumer is closed. Safe to call more than once.
+func (p *prefetcher) halt() {
+	p.once.Do(func() { close(p.stop) })
+	<-p.done
+}
