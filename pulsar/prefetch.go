@@ -48,17 +48,17 @@ type prefetcher struct {
 
 // startPrefetch starts the prefetcher of queue's consumer slot s, which
 // reads in, the client's receive channel.
-func startPrefetch(queue string, s *consumerSlot, in <-chan pulsar.ConsumerMessage) *prefetcher {
+func startPrefetch(queue, group string, s *consumerSlot, in <-chan pulsar.ConsumerMessage) *prefetcher {
 	p := &prefetcher{
 		ready: make(chan []*babelqueue.ReceivedMessage, prefetchBatches),
 		stop:  make(chan struct{}),
 		done:  make(chan struct{}),
 	}
-	go p.run(queue, s, in)
+	go p.run(queue, group, s, in)
 	return p
 }
 
-func (p *prefetcher) run(queue string, s *consumerSlot, in <-chan pulsar.ConsumerMessage) {
+func (p *prefetcher) run(queue, group string, s *consumerSlot, in <-chan pulsar.ConsumerMessage) {
 	defer close(p.done)
 	for {
 		var cm pulsar.ConsumerMessage
@@ -73,7 +73,7 @@ func (p *prefetcher) run(queue string, s *consumerSlot, in <-chan pulsar.Consume
 		}
 		batch := make([]*babelqueue.ReceivedMessage, 0, prefetchBatch)
 		if cm.Message != nil {
-			batch = append(batch, prepared(queue, s, cm.Message))
+			batch = append(batch, prepared(queue, group, s, cm.Message))
 		}
 	more:
 		for len(batch) < prefetchBatch {
@@ -83,7 +83,7 @@ func (p *prefetcher) run(queue string, s *consumerSlot, in <-chan pulsar.Consume
 					break more
 				}
 				if cm.Message != nil {
-					batch = append(batch, prepared(queue, s, cm.Message))
+					batch = append(batch, prepared(queue, group, s, cm.Message))
 				}
 			default:
 				break more
@@ -105,8 +105,8 @@ func (p *prefetcher) run(queue string, s *consumerSlot, in <-chan pulsar.Consume
 // prepared is received, with the body decoded for the App unless the
 // version gate rejects the message by its property (it is then never
 // decoded).
-func prepared(queue string, s *consumerSlot, m pulsar.Message) *babelqueue.ReceivedMessage {
-	rm := received(queue, s, m)
+func prepared(queue, group string, s *consumerSlot, m pulsar.Message) *babelqueue.ReceivedMessage {
+	rm := received(queue, s, m, group)
 	if sv, present := rm.Headers[wire.HeaderSchemaVersion]; wire.CheckSchemaVersionHeader(sv, present) == nil {
 		rm.Predecode()
 	}

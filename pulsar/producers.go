@@ -142,7 +142,7 @@ func (t *Transport) consumerFor(queue string) (*consumerSlot, error) {
 		s.err = fmt.Errorf("pulsar: subscribe %s to %s: %w", t.cfg.subscription, topic, s.err)
 		s.c = nil
 	} else if mc, ok := s.c.(messageChan); ok {
-		s.pre = startPrefetch(queue, s, mc.Chan())
+		s.pre = startPrefetch(queue, t.cfg.subscription, s, mc.Chan())
 	}
 	close(s.ready)
 
