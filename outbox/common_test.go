@@ -216,7 +216,7 @@ func runRelayTests(t *testing.T, db *sql.DB, d outbox.Dialect, wrap func(*record
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.Failing != 1 || st.LastError == "" {
+		if st.Failing != 1 || st.Attempts != 1 || st.LastError == "" {
 			t.Fatalf("after a failed send: %+v, want one failing row with its error", st)
 		}
 		deadline := time.Now().Add(10 * time.Second)
