@@ -22,6 +22,9 @@ type Relay struct {
 	sender Sender
 	cfg    relayConfig
 	claimQ string
+
+	mu     sync.Mutex
+	flying map[int64]struct{} // ids of this relay's batches in flight (PostgreSQL)
 }
 
 // NewRelay returns a relay of ob's table in db, publishing through sender.
@@ -59,7 +62,10 @@ func NewRelay(db *sql.DB, ob *Outbox, sender Sender, opts ...RelayOption) (*Rela
 	if ob.dialect == Postgres {
 		// PostgreSQL: the claim's transaction locks the rows, skipping
 		// those another relay's claim holds, until their outcome commits.
-		claim = ob.q(strings.Replace(pick, "SELECT o.id FROM", "SELECT o.id, o.queue, o.msg_key, o.order_key, o.body, o.headers, o.attempts FROM", 1) + ` FOR UPDATE OF o SKIP LOCKED`)
+		// Rows of this relay's own batches in flight are passed over
+		// before their key is probed (they would only be skipped as locked).
+		pg := strings.Replace(pick, "AND o.locked_until <= ?", "AND o.locked_until <= ? AND o.id <> ALL(?::bigint[])", 1)
+		claim = ob.q(strings.Replace(pg, "SELECT o.id FROM", "SELECT o.id, o.queue, o.msg_key, o.order_key, o.body, o.headers, o.attempts FROM", 1) + ` FOR UPDATE OF o SKIP LOCKED`)
 	} else {
 		// SQLite: the statement runs under the single writer lock and
 		// leases the rows to this relay.
@@ -68,7 +74,7 @@ UPDATE {t} SET locked_by = ?, locked_until = ? FROM c WHERE {t}.id = c.id
 AND {t}.published_at IS NULL AND {t}.locked_until <= ?
 RETURNING {t}.id, queue, msg_key, order_key, body, headers, attempts`)
 	}
-	return &Relay{db: db, ob: ob, sender: sender, cfg: c, claimQ: claim}, nil
+	return &Relay{db: db, ob: ob, sender: sender, cfg: c, claimQ: claim, flying: map[int64]struct{}{}}, nil
 }
 
 func (r *Relay) logger() *slog.Logger {
@@ -121,6 +127,7 @@ func (r *Relay) work(ctx context.Context) {
 		b, err := r.claim(ctx)
 		if ctx.Err() != nil {
 			b.abandon()
+			r.fly(b.rows, false)
 			return
 		}
 		if err == nil && len(b.rows) > 0 {
@@ -167,7 +174,7 @@ func (r *Relay) claim(ctx context.Context) (batch, error) {
 		}
 		// A mark lost in a crash of the database only sends its row again.
 		if _, err = b.tx.ExecContext(ctx, `SET LOCAL synchronous_commit = off`); err == nil {
-			res, err = b.tx.QueryContext(ctx, r.claimQ, now, now, r.cfg.batch)
+			res, err = b.tx.QueryContext(ctx, r.claimQ, now, now, r.flyingIDs(), r.cfg.batch)
 		}
 	} else {
 		res, err = r.db.QueryContext(ctx, r.claimQ, now, now, r.cfg.batch, r.cfg.id, now+r.cfg.lease.Milliseconds(), now)
@@ -179,7 +186,33 @@ func (r *Relay) claim(ctx context.Context) (batch, error) {
 		b.abandon()
 		return batch{}, err
 	}
+	if b.tx != nil {
+		r.fly(b.rows, true)
+	}
 	return b, nil
+}
+
+// fly adds rows to (or removes them from) the batches in flight.
+func (r *Relay) fly(rows []row, on bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rw := range rows {
+		if on {
+			r.flying[rw.id] = struct{}{}
+		} else {
+			delete(r.flying, rw.id)
+		}
+	}
+}
+
+func (r *Relay) flyingIDs() []int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ids := make([]int64, 0, len(r.flying))
+	for id := range r.flying {
+		ids = append(ids, id)
+	}
+	return ids
 }
 
 func scanRows(res *sql.Rows) ([]row, error) {
@@ -319,6 +352,7 @@ func (r *Relay) settle(ctx context.Context, b batch) error {
 		} else if err := b.tx.Commit(); err != nil {
 			errs = append(errs, fmt.Errorf("outbox: commit the outcome: %w", err))
 		}
+		r.fly(b.rows, false)
 	}
 	return errors.Join(errs...)
 }
