@@ -99,7 +99,7 @@ bench-brokers: ## Broker benchmarks against brokers already described by BQ_* va
 HELPER_BENCH_MODULES := idempotency idempotency/sqlstore idempotency/redisstore outbox/integration
 
 .PHONY: outbox-kill
-outbox-kill: ## Outbox SIGKILL test: 10,000 rows relayed from PostgreSQL to Kafka while relay processes are SIGKILLed at random (at least 12 times); none lost, order kept.
+outbox-kill: ## Outbox SIGKILL test: 10,000 rows relayed from PostgreSQL to Kafka while relay processes are SIGKILLed at random (at least 12 times); none lost, order kept (20-45 s with the servers started; part of ci).
 	@BQ_BROKERS="kafka postgres" $(BROKERS) $(GO) run ./outbox/integration/cmd/bqoutboxkill -rows 10000 -kills 12 -timeout 5m
 
 .PHONY: fuzz
@@ -201,4 +201,4 @@ chaos-run: # CHAOS_RUNS: ';'-separated bqchaos command lines, run on each broker
 	done
 
 .PHONY: ci
-ci: lint test conformance proxytest integration chaos-short ## Everything CI runs: lint, unit tests, conformance, the release proxy test, real-broker integration tests, the short chaos run.
+ci: lint test conformance proxytest integration outbox-kill chaos-short ## Everything CI runs: lint, unit tests, conformance, the release proxy test, real-broker integration tests, the outbox SIGKILL test (20-45 s), the short chaos run.

@@ -50,7 +50,10 @@ func runIdempotencyKey(_ context.Context, s *Suite, raw json.RawMessage, _ Bindi
 		// A redelivery (same meta.id) collapses to one effect; another
 		// meta.id with the same trace_id is another effect.
 		effects := 0
-		h := idempotency.Wrap(idempotency.NewMemoryStore(nil), func(context.Context, *babelqueue.Envelope) error { effects++; return nil })
+		h, err := idempotency.Wrap(idempotency.NewMemoryStore(nil), func(context.Context, *babelqueue.Envelope) error { effects++; return nil })
+		if err != nil {
+			return err
+		}
 		other := *env
 		other.Meta.ID = blk.ExpectedKey + "-other"
 		for _, e := range []*babelqueue.Envelope{env, env, &other} {
@@ -100,7 +103,7 @@ func runSequence(c idempotencySequence) error {
 		throw   bool
 		effects int
 	)
-	h := idempotency.Wrap(store, func(context.Context, *babelqueue.Envelope) error {
+	h, err := idempotency.Wrap(store, func(context.Context, *babelqueue.Envelope) error {
 		invoked = true
 		effects++ // the side effect fires on every run, ok or throw
 		if throw {
@@ -108,6 +111,9 @@ func runSequence(c idempotencySequence) error {
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
 	for i, d := range c.Deliveries {
 		if d.ForgetBefore {
 			if err := store.Forget(ctx, d.MetaID); err != nil {

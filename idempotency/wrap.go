@@ -19,49 +19,6 @@ import (
 // is retried by the App) without running the effect.
 var ErrInFlight = errors.New("idempotency: another delivery of this id is in flight")
 
-// Defaults of the Wrap options.
-const (
-	DefaultLease    = 5 * time.Minute
-	DefaultTTL      = 7 * 24 * time.Hour
-	DefaultBusyWait = 30 * time.Second
-	DefaultBusyPoll = 50 * time.Millisecond
-)
-
-type config struct {
-	lease, ttl, busyWait, busyPoll time.Duration
-	clock                          driver.Clock
-	logger                         *slog.Logger
-}
-
-// Option configures Wrap.
-type Option func(*config)
-
-// WithLease sets how long a claim holds an id while its handler runs
-// (default DefaultLease). Choose it longer than the slowest handler: a
-// handler still running when its lease passes may run beside a redelivery.
-func WithLease(d time.Duration) Option { return func(c *config) { c.lease = d } }
-
-// WithTTL sets how long a succeeded id is remembered (default DefaultTTL;
-// 0 or less: until forgotten). Choose it longer than the broker's longest
-// redelivery window.
-func WithTTL(d time.Duration) Option { return func(c *config) { c.ttl = d } }
-
-// WithBusyWait sets how long a delivery waits, polling every poll, while
-// another delivery holds the id's lease (defaults DefaultBusyWait and
-// DefaultBusyPoll). When the other one succeeds the delivery is skipped;
-// when it fails the delivery claims and runs; when the wait ends first the
-// wrapped handler returns ErrInFlight.
-func WithBusyWait(wait, poll time.Duration) Option {
-	return func(c *config) { c.busyWait, c.busyPoll = wait, poll }
-}
-
-// WithClock sets the clock of the busy wait (default driver.SystemClock).
-func WithClock(clock driver.Clock) Option { return func(c *config) { c.clock = clock } }
-
-// WithLogger sets the logger of store failures that do not fail the
-// delivery (default slog.Default()).
-func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
-
 // Wrap returns a handler that runs h at most once per meta.id, as far as
 // store remembers:
 //
@@ -80,18 +37,29 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l }
 // happened, so the delivery is acknowledged. This is an exactly-once effect
 // for effects that finish within their lease, not exactly-once delivery;
 // for an effect that is a database write see sqlstore.WrapTx.
-func Wrap(store Store, h babelqueue.Handler, opts ...Option) babelqueue.Handler {
+//
+// Wrap reports a nil store or handler and every invalid option together,
+// each matching babelqueue.ErrInvalidOption.
+func Wrap(store Store, h babelqueue.Handler, opts ...Option) (babelqueue.Handler, error) {
 	c := config{lease: DefaultLease, ttl: DefaultTTL, busyWait: DefaultBusyWait, busyPoll: DefaultBusyPoll, clock: driver.SystemClock{}}
-	for _, o := range opts {
-		if o != nil {
-			o(&c)
-		}
+	if store == nil {
+		c.fail("nil store")
 	}
-	if c.busyPoll <= 0 {
-		c.busyPoll = DefaultBusyPoll
+	if h == nil {
+		c.fail("nil handler")
+	}
+	for _, o := range opts {
+		if o == nil {
+			c.fail("nil option")
+			continue
+		}
+		o(&c)
+	}
+	if err := errors.Join(c.errs...); err != nil {
+		return nil, err
 	}
 	g := &guard{store: store, h: h, c: c}
-	return g.handle
+	return g.handle, nil
 }
 
 type guard struct {

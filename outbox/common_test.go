@@ -44,6 +44,46 @@ func (s *recordingSender) Send(_ context.Context, queue string, key, body []byte
 	return nil
 }
 
+// batchingSender is a recordingSender with a batch path: each SendBatch
+// is recorded as one call and its messages sent in order.
+type batchingSender struct {
+	*recordingSender
+	mu    sync.Mutex
+	calls []int
+}
+
+func (b *batchingSender) SendBatch(ctx context.Context, msgs []outbox.Message) []error {
+	b.mu.Lock()
+	b.calls = append(b.calls, len(msgs))
+	b.mu.Unlock()
+	var errs []error
+	for i, m := range msgs {
+		if err := b.Send(ctx, m.Queue, m.Key, m.Body, m.Headers); err != nil {
+			if errs == nil {
+				errs = make([]error, len(msgs))
+			}
+			errs[i] = err
+		}
+	}
+	return errs
+}
+
+// senderKinds runs a test with a sender sending one message at a time and
+// with one sending whole batches.
+var senderKinds = map[string]func(*recordingSender) outbox.Sender{
+	"Each":  func(s *recordingSender) outbox.Sender { return s },
+	"Batch": func(s *recordingSender) outbox.Sender { return &batchingSender{recordingSender: s} },
+}
+
+func newRelay(t *testing.T, db *sql.DB, ob *outbox.Outbox, s outbox.Sender, opts ...outbox.RelayOption) *outbox.Relay {
+	t.Helper()
+	r, err := outbox.NewRelay(db, ob, s, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 func newOutbox(t *testing.T, db *sql.DB, d outbox.Dialect) *outbox.Outbox {
 	t.Helper()
 	ob, err := outbox.New(d, outbox.WithTable(fmt.Sprintf("bq_outbox_%d", time.Now().UnixNano())))
@@ -115,7 +155,7 @@ func runOutboxTests(t *testing.T, db *sql.DB, d outbox.Dialect) {
 		}
 		write(t, db, ob, false, outbox.Message{Queue: "orders", Body: []byte(`{"rolled":"back"}`)})
 		s := &recordingSender{}
-		drain(t, outbox.NewRelay(db, ob, s))
+		drain(t, newRelay(t, db, ob, s))
 		if len(s.got) != 1 {
 			t.Fatalf("%d sent, want 1 (the rolled-back row must not exist)", len(s.got))
 		}
@@ -132,6 +172,26 @@ func runOutboxTests(t *testing.T, db *sql.DB, d outbox.Dialect) {
 			t.Fatalf("stats %+v (%v)", st, err)
 		}
 	})
+	for kind, wrap := range senderKinds {
+		t.Run(kind, func(t *testing.T) { runRelayTests(t, db, d, wrap) })
+	}
+	t.Run("TransportSender", func(t *testing.T) {
+		ob := newOutbox(t, db, d)
+		env, _ := babelqueue.Make("urn:x", map[string]any{"a": 1}, babelqueue.WithQueue("q"))
+		body, _ := env.Encode()
+		write(t, db, ob, true, outbox.Message{Queue: "q", Key: []byte("k"), Body: body, Headers: map[string]string{"h": "v"}})
+		tr := bqtest.NewInMemoryTransport()
+		drain(t, newRelay(t, db, ob, outbox.TransportSender{Transport: tr}))
+		got := tr.Messages("q")
+		if len(got) != 1 || got[0].Body != string(body) || string(got[0].Key) != "k" || got[0].Headers["h"] != "v" {
+			t.Fatalf("transport got %+v", got)
+		}
+	})
+}
+
+// runRelayTests is the relay's behaviour with a sender of each kind.
+func runRelayTests(t *testing.T, db *sql.DB, d outbox.Dialect, wrap func(*recordingSender) outbox.Sender) {
+	ctx := context.Background()
 	t.Run("FailureRetriedWithBackoffAndOrderKept", func(t *testing.T) {
 		ob := newOutbox(t, db, d)
 		var msgs []outbox.Message
@@ -147,7 +207,7 @@ func runOutboxTests(t *testing.T, db *sql.DB, d outbox.Dialect) {
 			}
 			return nil
 		}}
-		r := outbox.NewRelay(db, ob, s, outbox.WithBackoff(time.Millisecond, 5*time.Millisecond), outbox.WithBatchSize(7))
+		r := newRelay(t, db, ob, wrap(s), outbox.WithBackoff(time.Millisecond, 5*time.Millisecond), outbox.WithBatchSize(7))
 		n, err := r.RunOnce(ctx)
 		if err != nil || n == 0 {
 			t.Fatalf("first pass: %d, %v", n, err)
@@ -156,7 +216,7 @@ func runOutboxTests(t *testing.T, db *sql.DB, d outbox.Dialect) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.Failing != 1 || st.LastError == "" {
+		if st.Failing != 1 || st.Attempts != 1 || st.LastError == "" {
 			t.Fatalf("after a failed send: %+v, want one failing row with its error", st)
 		}
 		deadline := time.Now().Add(10 * time.Second)
@@ -197,7 +257,7 @@ func runOutboxTests(t *testing.T, db *sql.DB, d outbox.Dialect) {
 		rctx, cancel := context.WithCancel(ctx)
 		var wg sync.WaitGroup
 		for i := range 4 {
-			r := outbox.NewRelay(db, ob, s, outbox.WithBatchSize(25), outbox.WithPoll(5*time.Millisecond), outbox.WithRelayID("r"+strconv.Itoa(i)))
+			r := newRelay(t, db, ob, wrap(s), outbox.WithBatchSize(25), outbox.WithPoll(5*time.Millisecond), outbox.WithRelayID("r"+strconv.Itoa(i)))
 			wg.Add(1)
 			go func() { defer wg.Done(); _ = r.Run(rctx) }()
 		}
@@ -226,18 +286,6 @@ func runOutboxTests(t *testing.T, db *sql.DB, d outbox.Dialect) {
 		}
 		if len(seen) != rows {
 			t.Fatalf("%d rows published, want %d", len(seen), rows)
-		}
-	})
-	t.Run("TransportSender", func(t *testing.T) {
-		ob := newOutbox(t, db, d)
-		env, _ := babelqueue.Make("urn:x", map[string]any{"a": 1}, babelqueue.WithQueue("q"))
-		body, _ := env.Encode()
-		write(t, db, ob, true, outbox.Message{Queue: "q", Key: []byte("k"), Body: body, Headers: map[string]string{"h": "v"}})
-		tr := bqtest.NewInMemoryTransport()
-		drain(t, outbox.NewRelay(db, ob, outbox.TransportSender{Transport: tr}))
-		got := tr.Messages("q")
-		if len(got) != 1 || got[0].Body != string(body) || string(got[0].Key) != "k" || got[0].Headers["h"] != "v" {
-			t.Fatalf("transport got %+v", got)
 		}
 	})
 }

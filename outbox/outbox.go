@@ -14,6 +14,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -34,9 +35,6 @@ const (
 	SQLite
 )
 
-// DefaultTable is the table name unless WithTable says otherwise.
-const DefaultTable = "bq_outbox"
-
 // Outbox names the outbox table of a database.
 type Outbox struct {
 	dialect Dialect
@@ -44,32 +42,27 @@ type Outbox struct {
 	now     func() time.Time
 }
 
-// Option configures an Outbox.
-type Option func(*Outbox)
-
-// WithTable sets the table name (default DefaultTable), a plain identifier.
-func WithTable(name string) Option { return func(o *Outbox) { o.table = name } }
-
-// WithClock sets the source of time (default time.Now).
-func WithClock(now func() time.Time) Option { return func(o *Outbox) { o.now = now } }
-
 var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// New returns the outbox of a database of dialect d.
+// New returns the outbox of a database of dialect d. It reports every
+// invalid option at once (errors.Join), each matching
+// babelqueue.ErrInvalidOption.
 func New(d Dialect, opts ...Option) (*Outbox, error) {
-	o := &Outbox{dialect: d, table: DefaultTable, now: time.Now}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(o)
-		}
-	}
+	c := config{table: DefaultTable, now: time.Now}
 	if d != Postgres && d != SQLite {
-		return nil, fmt.Errorf("outbox: unknown dialect %d", d)
+		c.fail("unknown dialect %d", d)
 	}
-	if !identifier.MatchString(o.table) {
-		return nil, fmt.Errorf("outbox: table name %q is not a plain identifier", o.table)
+	for _, opt := range opts {
+		if opt == nil {
+			c.fail("nil option")
+			continue
+		}
+		opt(&c)
 	}
-	return o, nil
+	if err := errors.Join(c.errs...); err != nil {
+		return nil, err
+	}
+	return &Outbox{dialect: d, table: c.table, now: c.now}, nil
 }
 
 // Table returns the table name.
@@ -96,9 +89,12 @@ func (o *Outbox) q(s string) string {
 
 // Migrate creates the table and its indexes when they do not exist.
 func (o *Outbox) Migrate(ctx context.Context, db *sql.DB) error {
-	id, blob := "BIGSERIAL PRIMARY KEY", "BYTEA"
+	// PostgreSQL: half-empty pages let a claim (locked_by, locked_until,
+	// columns no index holds) update a row in place (a HOT update) instead
+	// of writing a new entry in every index: claims cost about a fifth.
+	id, blob, with := "BIGSERIAL PRIMARY KEY", "BYTEA", " WITH (fillfactor = 50)"
 	if o.dialect == SQLite {
-		id, blob = "INTEGER PRIMARY KEY AUTOINCREMENT", "BLOB"
+		id, blob, with = "INTEGER PRIMARY KEY AUTOINCREMENT", "BLOB", ""
 	}
 	for _, s := range []string{
 		`CREATE TABLE IF NOT EXISTS {t} (
@@ -114,7 +110,7 @@ func (o *Outbox) Migrate(ctx context.Context, db *sql.DB) error {
   last_error TEXT NOT NULL DEFAULT '',
   locked_by TEXT NOT NULL DEFAULT '',
   locked_until BIGINT NOT NULL DEFAULT 0,
-  published_at BIGINT)`,
+  published_at BIGINT)` + with,
 		`CREATE INDEX IF NOT EXISTS {t}_pending ON {t} (order_key, id) WHERE published_at IS NULL`,
 		`CREATE INDEX IF NOT EXISTS {t}_pending_id ON {t} (id) WHERE published_at IS NULL`,
 	} {

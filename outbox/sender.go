@@ -2,6 +2,8 @@ package outbox
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/babelqueue/babelqueue-go/core/driver"
@@ -14,6 +16,22 @@ import (
 type Sender interface {
 	Send(ctx context.Context, queue string, key []byte, body []byte, headers map[string]string) error
 }
+
+// BatchSender is a Sender that also publishes a whole claimed batch in one
+// hand-over to its broker client. The relay uses SendBatch when the sender
+// has it (and, for a TransportSender, when its transport is a
+// driver.BatchSender). SendBatch returns nil when the broker acknowledged
+// every message, else one error per message, in order (nil: acknowledged).
+// Messages of one order key are in batch order and must reach the broker
+// in that order.
+type BatchSender interface {
+	Sender
+	SendBatch(ctx context.Context, msgs []Message) []error
+}
+
+// ErrEarlierFailed is the outcome of a message not sent because an earlier
+// message of its order key in the same batch failed.
+var ErrEarlierFailed = errors.New("outbox: not sent: an earlier message of its order key failed")
 
 // SenderFunc is a function that is a Sender.
 type SenderFunc func(ctx context.Context, queue string, key []byte, body []byte, headers map[string]string) error
@@ -32,6 +50,70 @@ type TransportSender struct {
 
 // Send implements Sender.
 func (s TransportSender) Send(ctx context.Context, queue string, key []byte, body []byte, headers map[string]string) error {
-	_, err := s.Transport.Send(ctx, &driver.Outgoing{Intent: driver.IntentPublish, Queue: queue, Key: key, Body: string(body), Headers: headers})
+	_, err := s.Transport.Send(ctx, outgoing(queue, key, body, headers))
 	return err
+}
+
+// SendBatch implements BatchSender: one driver.BatchSender.SendBatch call
+// when the transport has it, else one Send per message in order, a failed
+// message failing the later ones of its order key with ErrEarlierFailed.
+func (s TransportSender) SendBatch(ctx context.Context, msgs []Message) []error {
+	bs, ok := s.Transport.(driver.BatchSender)
+	if !ok {
+		return sendEach(ctx, s, msgs)
+	}
+	outs := make([]*driver.Outgoing, len(msgs))
+	for i, m := range msgs {
+		outs[i] = outgoing(m.Queue, m.Key, m.Body, m.Headers)
+	}
+	_, err := bs.SendBatch(ctx, outs)
+	if err == nil {
+		return nil
+	}
+	errs := make([]error, len(msgs))
+	var each driver.SendErrors
+	if errors.As(err, &each) && len(each) == len(msgs) {
+		copy(errs, each)
+		return errs
+	}
+	for i := range errs {
+		errs[i] = fmt.Errorf("outbox: send batch: %w", err)
+	}
+	return errs
+}
+
+// batches reports whether the relay should hand s whole batches.
+func batches(s Sender) (BatchSender, bool) {
+	if ts, ok := s.(TransportSender); ok {
+		_, ok := ts.Transport.(driver.BatchSender)
+		return ts, ok
+	}
+	bs, ok := s.(BatchSender)
+	return bs, ok
+}
+
+// sendEach sends msgs one by one, in order; after a failure the later
+// messages of the same order key are not sent (ErrEarlierFailed).
+func sendEach(ctx context.Context, s Sender, msgs []Message) []error {
+	var errs []error
+	failed := map[string]bool{}
+	for i, m := range msgs {
+		err := ErrEarlierFailed
+		if !failed[m.OrderKey] {
+			err = s.Send(ctx, m.Queue, m.Key, m.Body, m.Headers)
+		}
+		if err == nil {
+			continue
+		}
+		failed[m.OrderKey] = true
+		if errs == nil {
+			errs = make([]error, len(msgs))
+		}
+		errs[i] = err
+	}
+	return errs
+}
+
+func outgoing(queue string, key, body []byte, headers map[string]string) *driver.Outgoing {
+	return &driver.Outgoing{Intent: driver.IntentPublish, Queue: queue, Key: key, Body: string(body), Headers: headers}
 }

@@ -13,8 +13,10 @@ type Stats struct {
 	Pending int64
 	// OldestPending is the age of the oldest pending row (0 when none).
 	OldestPending time.Duration
-	// Failing counts pending rows whose last send failed.
+	// Failing counts pending rows with a recorded send failure.
 	Failing int64
+	// Attempts sums the failed sends recorded on pending rows.
+	Attempts int64
 	// Published counts rows published and not yet purged.
 	Published int64
 	// LastError is the most recent error of a failing row ("" when none).
@@ -29,8 +31,9 @@ func (o *Outbox) Stats(ctx context.Context, db *sql.DB) (Stats, error) {
   COUNT(*) FILTER (WHERE published_at IS NULL),
   MIN(created_at) FILTER (WHERE published_at IS NULL),
   COUNT(*) FILTER (WHERE published_at IS NULL AND attempts > 0),
+  COALESCE(SUM(attempts) FILTER (WHERE published_at IS NULL), 0),
   COUNT(*) FILTER (WHERE published_at IS NOT NULL)
-FROM {t}`)).Scan(&s.Pending, &oldest, &s.Failing, &s.Published)
+FROM {t}`)).Scan(&s.Pending, &oldest, &s.Failing, &s.Attempts, &s.Published)
 	if err != nil {
 		return Stats{}, fmt.Errorf("outbox: stats: %w", err)
 	}

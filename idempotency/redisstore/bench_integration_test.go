@@ -16,5 +16,9 @@ func TestBenchOverheadRedis(t *testing.T) {
 	if os.Getenv("BQ_BENCH") == "" {
 		t.Skip("benchmark: set BQ_BENCH=1 (make bench)")
 	}
-	storetest.PrintOverhead(t, "redis", redisstore.New(client(t), redisstore.WithPrefix("bq:bench:")), 10000)
+	s, err := redisstore.New(client(t), redisstore.WithPrefix("bq:bench:"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.PrintOverhead(t, "redis", s, 10000)
 }

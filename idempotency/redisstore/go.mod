@@ -3,12 +3,12 @@ module github.com/babelqueue/babelqueue-go/idempotency/redisstore
 go 1.26.0
 
 require (
+	github.com/babelqueue/babelqueue-go/core v0.1.0
 	github.com/babelqueue/babelqueue-go/idempotency v0.1.0
 	github.com/redis/go-redis/v9 v9.23.0
 )
 
 require (
-	github.com/babelqueue/babelqueue-go/core v0.1.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect

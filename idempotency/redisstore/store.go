@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/babelqueue/babelqueue-go/idempotency"
 )
 
@@ -27,21 +28,54 @@ type Store struct {
 	prefix string
 }
 
+// config holds the options of a Store. Every option and its default:
+//
+//	option        default
+//	WithPrefix    DefaultPrefix ("bq:idem:")
+//
+// An invalid value is recorded by its option; New reports every problem
+// together (errors.Join), each matching babelqueue.ErrInvalidOption.
+type config struct {
+	prefix string
+	errs   []error
+}
+
+func (c *config) fail(format string, args ...any) {
+	c.errs = append(c.errs, fmt.Errorf("redisstore: %w: "+format, append([]any{babelqueue.ErrInvalidOption}, args...)...))
+}
+
 // Option configures a Store.
-type Option func(*Store)
+type Option func(*config)
 
-// WithPrefix sets the key prefix (default DefaultPrefix).
-func WithPrefix(p string) Option { return func(s *Store) { s.prefix = p } }
-
-// New returns a Store on rdb.
-func New(rdb redis.UniversalClient, opts ...Option) *Store {
-	s := &Store{rdb: rdb, prefix: DefaultPrefix}
-	for _, o := range opts {
-		if o != nil {
-			o(s)
+// WithPrefix sets the key prefix, which must not be empty.
+func WithPrefix(p string) Option {
+	return func(c *config) {
+		if p == "" {
+			c.fail("empty key prefix")
+			return
 		}
+		c.prefix = p
 	}
-	return s
+}
+
+// New returns a Store on rdb, or every problem of a nil rdb and the
+// options together.
+func New(rdb redis.UniversalClient, opts ...Option) (*Store, error) {
+	c := config{prefix: DefaultPrefix}
+	if rdb == nil {
+		c.fail("nil redis client")
+	}
+	for _, o := range opts {
+		if o == nil {
+			c.fail("nil option")
+			continue
+		}
+		o(&c)
+	}
+	if err := errors.Join(c.errs...); err != nil {
+		return nil, err
+	}
+	return &Store{rdb: rdb, prefix: c.prefix}, nil
 }
 
 var (

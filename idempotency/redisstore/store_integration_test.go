@@ -36,5 +36,11 @@ func client(t testing.TB) *redis.Client {
 
 func TestRedisStore(t *testing.T) {
 	rdb := client(t)
-	storetest.Run(t, func(*testing.T) idempotency.Store { return redisstore.New(rdb) })
+	storetest.Run(t, func(t *testing.T) idempotency.Store {
+		s, err := redisstore.New(rdb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
 }

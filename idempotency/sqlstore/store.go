@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/babelqueue/babelqueue-go/idempotency"
 )
 
@@ -34,6 +35,15 @@ const (
 )
 
 // DefaultTable is the table name unless WithTable says otherwise.
+//
+// Every option and its default:
+//
+//	option       default
+//	WithTable    DefaultTable ("bq_idempotency"), a plain identifier
+//	WithClock    time.Now (the source of time of expiries)
+//
+// An invalid value is recorded by its option; New reports every problem
+// together (errors.Join), each matching babelqueue.ErrInvalidOption.
 const DefaultTable = "bq_idempotency"
 
 // Store is an idempotency.Store on a *sql.DB.
@@ -46,32 +56,64 @@ type Store struct {
 	claim, complete, release, forget, lookup, cleanup, mark string
 }
 
+// config holds the options of a Store.
+type config struct {
+	table string
+	now   func() time.Time
+	errs  []error
+}
+
+func (c *config) fail(format string, args ...any) {
+	c.errs = append(c.errs, fmt.Errorf("sqlstore: %w: "+format, append([]any{babelqueue.ErrInvalidOption}, args...)...))
+}
+
 // Option configures a Store.
-type Option func(*Store)
+type Option func(*config)
 
-// WithTable sets the table name (default DefaultTable). It must be a plain
-// identifier.
-func WithTable(name string) Option { return func(s *Store) { s.table = name } }
+// WithTable sets the table name, a plain identifier.
+func WithTable(name string) Option {
+	return func(c *config) {
+		if !identifier.MatchString(name) {
+			c.fail("table name %q is not a plain identifier", name)
+			return
+		}
+		c.table = name
+	}
+}
 
-// WithClock sets the source of time of expiries (default time.Now).
-func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
+// WithClock sets the source of time of expiries.
+func WithClock(now func() time.Time) Option {
+	return func(c *config) {
+		if now == nil {
+			c.fail("nil clock")
+			return
+		}
+		c.now = now
+	}
+}
 
 var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // New returns a Store on db. Call Migrate once to create its table.
 func New(db *sql.DB, dialect Dialect, opts ...Option) (*Store, error) {
-	s := &Store{db: db, dialect: dialect, table: DefaultTable, now: time.Now}
-	for _, o := range opts {
-		if o != nil {
-			o(s)
-		}
+	c := config{table: DefaultTable, now: time.Now}
+	if db == nil {
+		c.fail("nil database")
 	}
 	if dialect != Postgres && dialect != SQLite {
-		return nil, fmt.Errorf("sqlstore: unknown dialect %d", dialect)
+		c.fail("unknown dialect %d", dialect)
 	}
-	if !identifier.MatchString(s.table) {
-		return nil, fmt.Errorf("sqlstore: table name %q is not a plain identifier", s.table)
+	for _, o := range opts {
+		if o == nil {
+			c.fail("nil option")
+			continue
+		}
+		o(&c)
 	}
+	if err := errors.Join(c.errs...); err != nil {
+		return nil, err
+	}
+	s := &Store{db: db, dialect: dialect, table: c.table, now: c.now}
 	t := s.table
 	s.claim = s.sql(`INSERT INTO ` + t + ` (id, token, expires_at) VALUES (?, ?, ?)
 ON CONFLICT (id) DO UPDATE SET token = excluded.token, expires_at = excluded.expires_at

@@ -122,7 +122,7 @@ func Run(t *testing.T, newStore func(t *testing.T) idempotency.Store) {
 	t.Run("WrapConcurrentDeliveriesRunOnce", func(t *testing.T) {
 		s, id := newStore(t), fresh(t)
 		var effects atomic.Int32
-		h := idempotency.Wrap(s, func(ctx context.Context, env *babelqueue.Envelope) error {
+		h := mustWrap(t, s, func(ctx context.Context, env *babelqueue.Envelope) error {
 			effects.Add(1)
 			time.Sleep(100 * time.Millisecond)
 			return nil
@@ -150,7 +150,7 @@ func Run(t *testing.T, newStore func(t *testing.T) idempotency.Store) {
 		var effects atomic.Int32
 		fail := errors.New("boom")
 		calls := 0
-		h := idempotency.Wrap(s, func(ctx context.Context, env *babelqueue.Envelope) error {
+		h := mustWrap(t, s, func(ctx context.Context, env *babelqueue.Envelope) error {
 			calls++
 			if calls == 1 {
 				return fail
@@ -173,6 +173,15 @@ func Run(t *testing.T, newStore func(t *testing.T) idempotency.Store) {
 	})
 }
 
+func mustWrap(t *testing.T, s idempotency.Store, h babelqueue.Handler, opts ...idempotency.Option) babelqueue.Handler {
+	t.Helper()
+	w, err := idempotency.Wrap(s, h, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
 func expectState(t *testing.T, s idempotency.Store, id, token string, lease time.Duration, want idempotency.State) {
 	t.Helper()
 	got, err := s.Claim(context.Background(), id, token, lease)
@@ -188,7 +197,10 @@ func expectState(t *testing.T, s idempotency.Store, id, token string, lease time
 // deliveries of distinct ids through a wrapped no-op handler (a claim and a
 // completion each), one after the other.
 func Overhead(ctx context.Context, store idempotency.Store, n int) (time.Duration, error) {
-	h := idempotency.Wrap(store, func(context.Context, *babelqueue.Envelope) error { return nil })
+	h, err := idempotency.Wrap(store, func(context.Context, *babelqueue.Envelope) error { return nil })
+	if err != nil {
+		return 0, err
+	}
 	prefix := fmt.Sprintf("bench-%d-", time.Now().UnixNano())
 	env := &babelqueue.Envelope{Job: "urn:bench"}
 	start := time.Now()

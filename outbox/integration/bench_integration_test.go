@@ -30,15 +30,16 @@ func env(t *testing.T, name string) string {
 }
 
 // TestBenchOutboxRelayThroughput compares one relay (PostgreSQL to Kafka,
-// two batches of 500 rows in flight, 1,000 sends at most) with publishing
-// the same envelopes straight through the Kafka transport with 1,000 sends
-// in flight, and prints
+// claims of 500 rows, two batches in flight, each one SendBatch) with
+// publishing the same envelopes in the same batches straight through the
+// Kafka transport's SendBatch, two batches in flight, best of three
+// alternating rounds each, and prints
 // "bench: outbox-relay-throughput ours=<rows/s> raw=<msg/s> ratio=<ours/raw>".
 func TestBenchOutboxRelayThroughput(t *testing.T) {
 	if os.Getenv("BQ_BENCH") == "" {
 		t.Skip("benchmark: set BQ_BENCH=1 (make bench)")
 	}
-	const n, keys, parallel = 20000, 2000, 1000
+	const n, keys, batch, inflight = 20000, 2000, 500, 2
 	pg := env(t, "BQ_POSTGRES_URL")
 	broker := strings.Split(env(t, "BQ_KAFKA_BROKERS"), ",")[0]
 	ctx := context.Background()
@@ -69,81 +70,102 @@ func TestBenchOutboxRelayThroughput(t *testing.T) {
 	}
 	key := func(i int) []byte { return fmt.Appendf(nil, "k%d", i%keys) }
 
-	// Raw: the same sends, no database.
 	sender := outbox.TransportSender{Transport: tr}
-	start := time.Now()
-	sem := make(chan struct{}, parallel)
-	var wg sync.WaitGroup
-	var failed error
-	var mu sync.Mutex
-	for i := range n {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if err := sender.Send(ctx, rawTopic, key(i), bodies[i], nil); err != nil {
-				mu.Lock()
-				failed = err
-				mu.Unlock()
+	rawRun := func() float64 {
+		// Raw: the same envelopes, keys and batches straight through the
+		// transport's batch path (what the relay's sender does), two batches in
+		// flight as the relay keeps, no database.
+		start := time.Now()
+		sem := make(chan struct{}, inflight)
+		var wg sync.WaitGroup
+		var failed error
+		var mu sync.Mutex
+		for i := 0; i < n; i += batch {
+			msgs := make([]outbox.Message, 0, batch)
+			for j := i; j < min(i+batch, n); j++ {
+				msgs = append(msgs, outbox.Message{Queue: rawTopic, Key: key(j), Body: bodies[j], OrderKey: string(key(j))})
 			}
-		}()
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				for _, err := range sender.SendBatch(ctx, msgs) {
+					if err != nil {
+						mu.Lock()
+						failed = err
+						mu.Unlock()
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if failed != nil {
+			t.Fatal(failed)
+		}
+		return float64(n) / time.Since(start).Seconds()
 	}
-	wg.Wait()
-	if failed != nil {
-		t.Fatal(failed)
-	}
-	raw := float64(n) / time.Since(start).Seconds()
-
-	// Ours: rows written beforehand, then timed from the first claim to
-	// the last mark.
-	ob, err := outbox.New(outbox.Postgres, outbox.WithTable(fmt.Sprintf("bq_outbox_bench_%d", suffix)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ob.Migrate(ctx, db); err != nil {
-		t.Fatal(err)
-	}
-	defer db.ExecContext(ctx, "DROP TABLE "+ob.Table())
-	for i := 0; i < n; i += 1000 {
-		tx, err := db.BeginTx(ctx, nil)
+	ourRun := func(round int) float64 {
+		// Ours: rows written beforehand, then timed from the first claim to
+		// the last mark.
+		ob, err := outbox.New(outbox.Postgres, outbox.WithTable(fmt.Sprintf("bq_outbox_bench_%d_%d", suffix, round)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for j := i; j < min(i+1000, n); j++ {
-			if _, err := ob.Write(ctx, tx, outbox.Message{Queue: ourTopic, Key: key(j), Body: bodies[j]}); err != nil {
+		if err := ob.Migrate(ctx, db); err != nil {
+			t.Fatal(err)
+		}
+		defer db.ExecContext(ctx, "DROP TABLE "+ob.Table())
+		for i := 0; i < n; i += 1000 {
+			tx, err := db.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j := i; j < min(i+1000, n); j++ {
+				if _, err := ob.Write(ctx, tx, outbox.Message{Queue: ourTopic, Key: key(j), Body: bodies[j]}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := tx.Commit(); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := tx.Commit(); err != nil {
+		if _, err := db.ExecContext(ctx, "ANALYZE "+ob.Table()); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if _, err := db.ExecContext(ctx, "ANALYZE "+ob.Table()); err != nil {
-		t.Fatal(err)
-	}
-	r := outbox.NewRelay(db, ob, sender, outbox.WithBatchSize(parallel/2), outbox.WithParallelism(parallel/2), outbox.WithPoll(10*time.Millisecond))
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	start = time.Now()
-	go func() { done <- r.Run(rctx) }()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		var pending bool
-		if err := db.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM "+ob.Table()+" WHERE published_at IS NULL)").Scan(&pending); err != nil {
+		r, err := outbox.NewRelay(db, ob, sender, outbox.WithBatchSize(batch), outbox.WithInFlight(inflight), outbox.WithPoll(10*time.Millisecond))
+		if err != nil {
 			t.Fatal(err)
 		}
-		if !pending || time.Now().After(deadline) {
-			break
+		rctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		start := time.Now()
+		go func() { done <- r.Run(rctx) }()
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			var pending bool
+			if err := db.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM "+ob.Table()+" WHERE published_at IS NULL)").Scan(&pending); err != nil {
+				t.Fatal(err)
+			}
+			if !pending || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
-		time.Sleep(10 * time.Millisecond)
+		elapsed := time.Since(start)
+		cancel()
+		<-done
+		st, err := ob.Stats(ctx, db)
+		if err != nil || st.Pending != 0 || st.Published != n {
+			t.Fatalf("after the run: %+v (%v)", st, err)
+		}
+		return float64(n) / elapsed.Seconds()
 	}
-	elapsed := time.Since(start)
-	cancel()
-	<-done
-	ours := float64(n) / elapsed.Seconds()
-	st, err := ob.Stats(ctx, db)
-	if err != nil || st.Pending != 0 || st.Published != n {
-		t.Fatalf("after the run: %+v (%v)", st, err)
+	// The machine is shared: the two sides alternate over three rounds and
+	// the best round of each is compared.
+	var raw, ours float64
+	for round := range 3 {
+		raw = max(raw, rawRun())
+		ours = max(ours, ourRun(round))
 	}
 	fmt.Printf("bench: outbox-relay-throughput ours=%.0f raw=%.0f ratio=%.2f\n", ours, raw, ours/raw)
 }

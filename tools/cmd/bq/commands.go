@@ -76,6 +76,7 @@ lag, dead letters, redrive, publish and tail.
 		newTopicsEnsureCmd(), newTopicsListCmd(), newTopicsDescribeCmd())
 	group(r, &cobra.Command{Use: "dlq", Short: "inspect and discard dead letters"},
 		newDLQStatsCmd(), newDLQPeekCmd(), newDLQDiscardCmd())
+	group(r, &cobra.Command{Use: "outbox", Short: "inspect a transactional outbox table"}, newOutboxStatsCmd())
 	r.AddCommand(newReinjectCmd(), newRedriveCmd(), newPublishCmd(), newTailCmd(), newLagCmd(), newVersionCmd())
 	r.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{msg: err.Error()} })
 	return r

@@ -79,9 +79,12 @@ func relay(ctx context.Context, pg, broker, table string) error {
 		return err
 	}
 	defer tr.Close()
-	r := outbox.NewRelay(db, ob, outbox.TransportSender{Transport: tr}, outbox.WithLease(2*time.Second), outbox.WithBatchSize(200),
+	r, err := outbox.NewRelay(db, ob, outbox.TransportSender{Transport: tr}, outbox.WithLease(2*time.Second), outbox.WithBatchSize(200),
 		outbox.WithPoll(50*time.Millisecond), outbox.WithBackoff(100*time.Millisecond, time.Second),
 		outbox.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))))
+	if err != nil {
+		return err
+	}
 	return r.Run(ctx)
 }
 

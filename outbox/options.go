@@ -1,0 +1,199 @@
+package outbox
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+)
+
+// Defaults of the outbox and relay options. Every option and its default:
+//
+//	option             default
+//	WithTable          DefaultTable ("bq_outbox"), a plain identifier
+//	WithClock          time.Now
+//	WithRelayID        a random id (the relay's name in locked_by)
+//	WithBatchSize      DefaultBatchSize (500 rows per claim)
+//	WithInFlight       DefaultInFlight (2 batches claimed, sent or settled at once by Run)
+//	WithParallelism    DefaultParallelism (64 sends in flight per batch, when the sender does not batch)
+//	WithLease          DefaultLease (30s; SQLite: how long claimed rows are the relay's)
+//	WithPoll           DefaultPoll (200ms wait after a claim that found nothing)
+//	WithBackoff        DefaultMinBackoff (500ms) doubled per attempt, at most DefaultMaxBackoff (1m)
+//	WithSendTimeout    DefaultSendTimeout (30s per batch)
+//	WithLogger         slog.Default() at each log call
+//
+// An invalid value is recorded by its option; New and NewRelay report every
+// problem together, each matching babelqueue.ErrInvalidOption.
+const (
+	DefaultTable       = "bq_outbox"
+	DefaultBatchSize   = 500
+	DefaultInFlight    = 2
+	DefaultParallelism = 64
+	DefaultLease       = 30 * time.Second
+	DefaultPoll        = 200 * time.Millisecond
+	DefaultMinBackoff  = 500 * time.Millisecond
+	DefaultMaxBackoff  = time.Minute
+	DefaultSendTimeout = 30 * time.Second
+)
+
+// config holds the options of an Outbox.
+type config struct {
+	table string
+	now   func() time.Time
+	errs  []error
+}
+
+func (c *config) fail(format string, args ...any) {
+	c.errs = append(c.errs, fmt.Errorf("outbox: %w: "+format, append([]any{babelqueue.ErrInvalidOption}, args...)...))
+}
+
+// Option configures an Outbox.
+type Option func(*config)
+
+// WithTable sets the table name, a plain identifier.
+func WithTable(name string) Option {
+	return func(c *config) {
+		if !identifier.MatchString(name) {
+			c.fail("table name %q is not a plain identifier", name)
+			return
+		}
+		c.table = name
+	}
+}
+
+// WithClock sets the source of time.
+func WithClock(now func() time.Time) Option {
+	return func(c *config) {
+		if now == nil {
+			c.fail("nil clock")
+			return
+		}
+		c.now = now
+	}
+}
+
+// relayConfig holds the options of a Relay.
+type relayConfig struct {
+	id                     string
+	batch, parallel        int
+	inflight               int
+	lease, poll            time.Duration
+	minBackoff, maxBackoff time.Duration
+	sendTimeout            time.Duration
+	logger                 *slog.Logger
+	errs                   []error
+}
+
+func (c *relayConfig) fail(format string, args ...any) {
+	c.errs = append(c.errs, fmt.Errorf("outbox: relay: %w: "+format, append([]any{babelqueue.ErrInvalidOption}, args...)...))
+}
+
+// RelayOption configures a Relay.
+type RelayOption func(*relayConfig)
+
+// WithRelayID names the relay in the table's locked_by column.
+func WithRelayID(id string) RelayOption {
+	return func(c *relayConfig) {
+		if id == "" {
+			c.fail("empty relay id")
+			return
+		}
+		c.id = id
+	}
+}
+
+// WithBatchSize sets how many rows one claim takes (at most one per order
+// key), sent in one SendBatch when the sender batches.
+func WithBatchSize(n int) RelayOption {
+	return func(c *relayConfig) {
+		if n <= 0 {
+			c.fail("batch size %d is not positive", n)
+			return
+		}
+		c.batch = n
+	}
+}
+
+// WithInFlight sets how many batches Run has in flight at once, each
+// claimed, sent and settled by its own worker.
+func WithInFlight(n int) RelayOption {
+	return func(c *relayConfig) {
+		if n <= 0 {
+			c.fail("batches in flight %d is not positive", n)
+			return
+		}
+		c.inflight = n
+	}
+}
+
+// WithParallelism bounds the sends in flight per batch when the sender
+// does not batch.
+func WithParallelism(n int) RelayOption {
+	return func(c *relayConfig) {
+		if n <= 0 {
+			c.fail("parallelism %d is not positive", n)
+			return
+		}
+		c.parallel = n
+	}
+}
+
+// WithLease sets how long claimed rows are the relay's on SQLite: a relay
+// that dies leaves its rows to the others after it. It must exceed the
+// send timeout. (On PostgreSQL a claim holds its rows with row locks of
+// an open transaction, released when the relay's connection ends.)
+func WithLease(d time.Duration) RelayOption {
+	return func(c *relayConfig) {
+		if d < time.Millisecond {
+			c.fail("lease %v is shorter than a millisecond", d)
+			return
+		}
+		c.lease = d
+	}
+}
+
+// WithPoll sets the wait after a claim that found nothing.
+func WithPoll(d time.Duration) RelayOption {
+	return func(c *relayConfig) {
+		if d <= 0 {
+			c.fail("poll interval %v is not positive", d)
+			return
+		}
+		c.poll = d
+	}
+}
+
+// WithBackoff sets the retry delay of a failed row: minDelay doubled per
+// attempt, at most maxDelay.
+func WithBackoff(minDelay, maxDelay time.Duration) RelayOption {
+	return func(c *relayConfig) {
+		if minDelay <= 0 || maxDelay < minDelay {
+			c.fail("backoff %v..%v: want 0 < min <= max", minDelay, maxDelay)
+			return
+		}
+		c.minBackoff, c.maxBackoff = minDelay, maxDelay
+	}
+}
+
+// WithSendTimeout bounds the sending of one batch.
+func WithSendTimeout(d time.Duration) RelayOption {
+	return func(c *relayConfig) {
+		if d <= 0 {
+			c.fail("send timeout %v is not positive", d)
+			return
+		}
+		c.sendTimeout = d
+	}
+}
+
+// WithLogger sets the logger.
+func WithLogger(l *slog.Logger) RelayOption {
+	return func(c *relayConfig) {
+		if l == nil {
+			c.fail("nil logger")
+			return
+		}
+		c.logger = l
+	}
+}
