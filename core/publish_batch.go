@@ -189,9 +189,13 @@ func (a *App) batchOutgoing(out *driver.Outgoing, m *BatchMessage, b *batchBuild
 	if p.queue != "" {
 		queue = p.queue
 	}
-	switch {
-	case wire.IsBlank(queue):
+	if wire.IsBlank(queue) {
 		return "", invalid("publish queue is blank")
+	}
+	if err := wire.ValidURN(m.URN); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	}
+	switch {
 	case p.delay > 0 && !a.features.Delay:
 		return "", fmt.Errorf("%s to %s: transport %T has no delayed publish: %w", m.URN, queue, a.t, ErrDelayUnsupported)
 	case len(m.Headers) > 0 && !a.features.Headers:
@@ -202,6 +206,9 @@ func (a *App) batchOutgoing(out *driver.Outgoing, m *BatchMessage, b *batchBuild
 	env, err := Make(m.URN, m.Data, b.makeOptions(&p, queue, len(m.Options) > 0)...)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", m.URN, err)
+	}
+	if err := a.validatePayload(m.URN, env); err != nil {
+		return "", fmt.Errorf("%s to %s: %w", m.URN, queue, err)
 	}
 	body, err := b.encode(env, left)
 	if err != nil {

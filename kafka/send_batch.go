@@ -156,9 +156,14 @@ func stringBytes(s string) []byte {
 	return unsafe.Slice(unsafe.StringData(s), len(s))
 }
 
-// publishRecord is newRecord of out, from the projection its writer gave
-// (driver.Outgoing.Projection) instead of parsing the body again.
+// publishRecord builds the record of a new message out: the projection
+// its writer gave (driver.Outgoing.Projection; else the body is parsed),
+// extra headers, created_at timestamp, and key (nil for none).
 func (t *Transport) publishRecord(out *driver.Outgoing) kafkago.Message {
+	if len(out.Headers) == 0 {
+		m, _ := t.publishRecordInto(out, nil)
+		return m
+	}
 	p := out.Projection()
 	ts := t.cfg.clock.Now()
 	if p.HasCreatedAt {
@@ -181,7 +186,7 @@ func (t *Transport) publishRecordInto(out *driver.Outgoing, slab []kafkago.Heade
 		ts = time.UnixMilli(p.CreatedAt)
 	}
 	if cap(slab)-len(slab) < maxContractHeaders {
-		slab = make([]kafkago.Header, 0, 16*maxContractHeaders)
+		slab = make([]kafkago.Header, 0, maxContractHeaders)
 	}
 	start := len(slab)
 	for _, h := range [...]wire.Header{
