@@ -113,6 +113,7 @@ type batchBuilder struct {
 	base     publishConfig
 	makeOpts []MakeOption // base.envelope and WithQueue(makeOf)
 	makeOf   string       // the queue makeOpts was built for
+	validURN string       // the URN last found valid
 	bodies   []byte
 }
 
@@ -192,8 +193,11 @@ func (a *App) batchOutgoing(out *driver.Outgoing, m *BatchMessage, b *batchBuild
 	if wire.IsBlank(queue) {
 		return "", invalid("publish queue is blank")
 	}
-	if err := wire.ValidURN(m.URN); err != nil {
-		return "", fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	if m.URN == "" || m.URN != b.validURN {
+		if err := wire.ValidURN(m.URN); err != nil {
+			return "", fmt.Errorf("%w: %w", ErrInvalidOption, err)
+		}
+		b.validURN = m.URN // a batch mostly repeats one URN
 	}
 	switch {
 	case p.delay > 0 && !a.features.Delay:
