@@ -37,3 +37,21 @@ func BenchmarkAppPublishBatch(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkTransportPublish measures the client-side cost of one
+// Transport.Publish of a ready envelope (projection, record) with a writer
+// that drops it: what kafka-publish-throughput pays on top of kafka-go.
+func BenchmarkTransportPublish(b *testing.B) {
+	tr, err := New(WithWriter(fakeWriterNop{}), WithReaderFactory(func(string) Reader { return nil }))
+	if err != nil {
+		b.Fatal(err)
+	}
+	body := envelope(&testing.T{}, 0)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := tr.Publish(ctx, "orders", body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
