@@ -7,6 +7,7 @@ import (
 	"maps"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/babelqueue/babelqueue-go/core/driver"
 	"github.com/babelqueue/babelqueue-go/core/redrive"
@@ -154,7 +155,11 @@ func (a *App) PublishWithHeaders(ctx context.Context, urn string, data any, head
 	if err != nil {
 		return "", fmt.Errorf("babelqueue: publish %s: %w", urn, err)
 	}
-	out := &driver.Outgoing{Intent: driver.IntentPublish, Queue: queue, Body: string(raw), Key: p.key, Headers: headers, Delay: p.delay}
+	// raw is not written again: the body views it without a copy.
+	out := &driver.Outgoing{Intent: driver.IntentPublish, Queue: queue, Body: unsafe.String(unsafe.SliceData(raw), len(raw)), Key: p.key, Headers: headers, Delay: p.delay}
+	if proj, ok := wire.ProjectFresh(env); ok {
+		driver.SetProjection(out, proj) // the binding need not parse the body again
+	}
 	if len(a.cfg.hooks.publish) > 0 {
 		// The hooks may add headers; the caller's map stays untouched.
 		out.Headers = maps.Clone(headers)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"unsafe"
 
 	"github.com/babelqueue/babelqueue-go/core/driver"
 	"github.com/babelqueue/babelqueue-go/core/wire"
@@ -84,12 +85,12 @@ func (a *App) PublishBatch(ctx context.Context, msgs []BatchMessage, opts ...Pub
 	ids := make([]string, len(msgs))
 	slab := make([]driver.Outgoing, len(msgs))
 	outs := make([]*driver.Outgoing, len(msgs))
+	b := newBatchBuilder(opts)
 	for i := range msgs {
-		out, id, err := a.batchOutgoing(&msgs[i], opts)
+		id, err := a.batchOutgoing(&slab[i], &msgs[i], b, len(msgs)-i)
 		if err != nil {
 			return nil, fmt.Errorf("babelqueue: publish batch message %d: %w", i, err)
 		}
-		slab[i] = out
 		outs[i], ids[i] = &slab[i], id
 	}
 	errs := a.sendBatch(ctx, outs)
@@ -104,10 +105,36 @@ func (a *App) PublishBatch(ctx context.Context, msgs []BatchMessage, opts ...Pub
 	return ids, &BatchPublishError{Errs: errs}
 }
 
-// batchOutgoing makes the write of m, with the batch options first.
-func (a *App) batchOutgoing(m *BatchMessage, batch []PublishOption) (driver.Outgoing, string, error) {
+// batchBuilder holds what the messages of one PublishBatch share: the
+// batch options applied once, the envelope options of a message that has
+// none of its own (per queue), and the buffer the bodies are encoded into,
+// back to back.
+type batchBuilder struct {
+	opts     []PublishOption
+	base     publishConfig
+	makeOpts []MakeOption // base.envelope and WithQueue(makeOf)
+	makeOf   string       // the queue makeOpts was built for
+	validURN string       // the URN last found valid
+	bodies   []byte
+}
+
+func newBatchBuilder(opts []PublishOption) *batchBuilder {
+	b := &batchBuilder{opts: opts}
+	for _, o := range opts {
+		if o != nil {
+			o(&b.base)
+		}
+	}
+	return b
+}
+
+// config returns the publish settings of m: the batch's, then m's own.
+func (b *batchBuilder) config(m *BatchMessage) publishConfig {
+	if len(m.Options) == 0 {
+		return b.base
+	}
 	var p publishConfig
-	for _, o := range batch {
+	for _, o := range b.opts {
 		if o != nil {
 			o(&p)
 		}
@@ -117,40 +144,90 @@ func (a *App) batchOutgoing(m *BatchMessage, batch []PublishOption) (driver.Outg
 			o(&p)
 		}
 	}
+	return p
+}
+
+// makeOptions returns the envelope options of a message with settings p
+// published to queue; own tells whether m had publish options of its own.
+func (b *batchBuilder) makeOptions(p *publishConfig, queue string, own bool) []MakeOption {
+	if own {
+		return append(p.envelope[:len(p.envelope):len(p.envelope)], WithQueue(queue))
+	}
+	if b.makeOpts == nil || b.makeOf != queue {
+		b.makeOpts = append(b.base.envelope[:len(b.base.envelope):len(b.base.envelope)], WithQueue(queue))
+		b.makeOf = queue
+	}
+	return b.makeOpts
+}
+
+// encode appends the body of env to the batch's buffer and returns it as
+// a string viewing that buffer; left tells how many bodies are still to
+// come, so that a new buffer is sized for them. Bytes once written are
+// never changed: a grown buffer is a new one.
+func (b *batchBuilder) encode(env *Envelope, left int) (string, error) {
+	hint := env.EncodedSizeHint()
+	if cap(b.bodies)-len(b.bodies) < hint {
+		b.bodies = make([]byte, 0, max(hint, min(hint*left, maxBatchBuffer)))
+	}
+	start := len(b.bodies)
+	out, err := env.AppendEncode(b.bodies)
+	if err != nil {
+		return "", err
+	}
+	b.bodies = out
+	body := out[start:]
+	return unsafe.String(unsafe.SliceData(body), len(body)), nil
+}
+
+// maxBatchBuffer caps one body buffer of a PublishBatch; a batch whose
+// bodies need more takes another.
+const maxBatchBuffer = 1 << 20
+
+// batchOutgoing fills out with the write of m (left: messages still to
+// build, m included) and returns its meta.id.
+func (a *App) batchOutgoing(out *driver.Outgoing, m *BatchMessage, b *batchBuilder, left int) (string, error) {
+	p := b.config(m)
 	queue := a.cfg.defaultQueue
 	if p.queue != "" {
 		queue = p.queue
 	}
-	if err := wire.ValidURN(m.URN); err != nil {
-		return driver.Outgoing{}, "", fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	if wire.IsBlank(queue) {
+		return "", invalid("publish queue is blank")
+	}
+	if m.URN == "" || m.URN != b.validURN {
+		if err := wire.ValidURN(m.URN); err != nil {
+			return "", fmt.Errorf("%w: %w", ErrInvalidOption, err)
+		}
+		b.validURN = m.URN // a batch mostly repeats one URN
 	}
 	switch {
-	case wire.IsBlank(queue):
-		return driver.Outgoing{}, "", invalid("publish queue is blank")
 	case p.delay > 0 && !a.features.Delay:
-		return driver.Outgoing{}, "", fmt.Errorf("%s to %s: transport %T has no delayed publish: %w", m.URN, queue, a.t, ErrDelayUnsupported)
+		return "", fmt.Errorf("%s to %s: transport %T has no delayed publish: %w", m.URN, queue, a.t, ErrDelayUnsupported)
 	case len(m.Headers) > 0 && !a.features.Headers:
-		return driver.Outgoing{}, "", fmt.Errorf("%s to %s: transport %T writes no headers: %w", m.URN, queue, a.t, errors.ErrUnsupported)
+		return "", fmt.Errorf("%s to %s: transport %T writes no headers: %w", m.URN, queue, a.t, errors.ErrUnsupported)
 	case p.key != nil && !a.features.Keys:
-		return driver.Outgoing{}, "", fmt.Errorf("%s to %s: transport %T writes no keys: %w", m.URN, queue, a.t, errors.ErrUnsupported)
+		return "", fmt.Errorf("%s to %s: transport %T writes no keys: %w", m.URN, queue, a.t, errors.ErrUnsupported)
 	}
-	env, err := Make(m.URN, m.Data, append(p.envelope, WithQueue(queue))...)
+	env, err := Make(m.URN, m.Data, b.makeOptions(&p, queue, len(m.Options) > 0)...)
 	if err != nil {
-		return driver.Outgoing{}, "", fmt.Errorf("%s: %w", m.URN, err)
+		return "", fmt.Errorf("%s: %w", m.URN, err)
 	}
-	raw, err := env.Encode()
+	if err := a.validatePayload(m.URN, env); err != nil {
+		return "", fmt.Errorf("%s to %s: %w", m.URN, queue, err)
+	}
+	body, err := b.encode(env, left)
 	if err != nil {
-		return driver.Outgoing{}, "", fmt.Errorf("%s: %w", m.URN, err)
+		return "", fmt.Errorf("%s: %w", m.URN, err)
 	}
-	out := driver.Outgoing{Intent: driver.IntentPublish, Queue: queue, Body: string(raw), Key: p.key, Headers: m.Headers, Delay: p.delay}
+	*out = driver.Outgoing{Intent: driver.IntentPublish, Queue: queue, Body: body, Key: p.key, Headers: m.Headers, Delay: p.delay}
 	if proj, ok := wire.ProjectFresh(env); ok {
-		driver.SetProjection(&out, proj)
+		driver.SetProjection(out, proj)
 	}
 	if len(a.cfg.hooks.publish) > 0 {
 		// The hooks may add headers; the caller's map stays untouched.
 		out.Headers = maps.Clone(m.Headers)
 	}
-	return out, env.Meta.ID, nil
+	return env.Meta.ID, nil
 }
 
 // sendBatch writes outs, between the publish hooks of each, and returns

@@ -123,6 +123,40 @@ func TestPublishBatchRefusesABadMessageBeforeWriting(t *testing.T) {
 	}
 }
 
+// TestPublishBatchRefusesAnInvalidURN: a batch checks each URN as Publish
+// does, before anything is written.
+func TestPublishBatchRefusesAnInvalidURN(t *testing.T) {
+	tr := &batchTransport{}
+	app := testApp(tr, WithDefaultQueue("orders"))
+	msgs := batchOf(3)
+	msgs[2].URN = "not a urn"
+	ids, err := app.PublishBatch(context.Background(), msgs)
+	if !errors.Is(err, ErrInvalidOption) || ids != nil || len(tr.batches) != 0 {
+		t.Fatalf("publish = %v, %v after %d batches; want ErrInvalidOption, nothing written", ids, err, len(tr.batches))
+	}
+}
+
+// TestPublishBatchBodiesAreTheirEnvelopes: each body is its own envelope
+// (the bodies share one buffer), projected as the binding would parse it.
+func TestPublishBatchBodiesAreTheirEnvelopes(t *testing.T) {
+	tr := &batchTransport{}
+	app := testApp(tr, WithDefaultQueue("orders"))
+	msgs := batchOf(40)
+	ids, err := app.PublishBatch(context.Background(), msgs)
+	if err != nil || len(tr.batches) != 1 {
+		t.Fatalf("publish: %v, %d batches", err, len(tr.batches))
+	}
+	for i, out := range tr.batches[0] {
+		env, err := wire.Decode([]byte(out.Body))
+		if err != nil || env.Meta.ID != ids[i] {
+			t.Fatalf("body %d: %v, id %v; want meta.id %s", i, err, env, ids[i])
+		}
+		if got, want := out.Projection(), wire.ProjectBody([]byte(out.Body)); got != want {
+			t.Fatalf("body %d: projection %+v; parsing gives %+v", i, got, want)
+		}
+	}
+}
+
 func TestPublishBatchReportsEachOutcome(t *testing.T) {
 	refused := errors.New("leader not available")
 	tr := &batchTransport{batchErr: func(n int) error {

@@ -4,10 +4,10 @@ package kafka
 
 import (
 	"fmt"
-	"sort"
 	"testing"
 	"time"
 
+	"github.com/babelqueue/babelqueue-go/brokertest"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	kafkago "github.com/segmentio/kafka-go"
 )
@@ -35,32 +35,9 @@ func TestBenchKafkaPublishSeqLatency(t *testing.T) {
 		hs, ts := projection(body, time.Now())
 		return raw.WriteMessages(ctx, kafkago.Message{Topic: topic, Value: []byte(body), Headers: toKafkaHeaders(hs), Time: ts})
 	}
-	for range 20 { // warm metadata and connections of both sides
-		if err := publish(); err != nil {
-			t.Fatal(err)
-		}
-		if err := write(); err != nil {
-			t.Fatal(err)
-		}
+	o, r, err := brokertest.SeqLatencyP50(20, 500, publish, write)
+	if err != nil {
+		t.Fatal(err)
 	}
-	const n = 500
-	ours, rawLat := make([]time.Duration, 0, n), make([]time.Duration, 0, n)
-	for range n {
-		start := time.Now()
-		if err := publish(); err != nil {
-			t.Fatal(err)
-		}
-		ours = append(ours, time.Since(start))
-		start = time.Now()
-		if err := write(); err != nil {
-			t.Fatal(err)
-		}
-		rawLat = append(rawLat, time.Since(start))
-	}
-	p50 := func(xs []time.Duration) float64 {
-		sort.Slice(xs, func(i, j int) bool { return xs[i] < xs[j] })
-		return float64(xs[len(xs)/2]) / float64(time.Millisecond)
-	}
-	o, r := p50(ours), p50(rawLat)
 	fmt.Printf("bench: kafka-publish-seq-p50 ours=%.3f raw=%.3f ratio=%.2f\n", o, r, o/r)
 }

@@ -47,26 +47,14 @@ func WithStartAt(s StartAt) Option {
 // resumes within about this plus one rebalance. The broker bounds it
 // (group.min/max.session.timeout.ms: 6s to 30min by default).
 func WithSessionTimeout(d time.Duration) Option {
-	return func(c *config) {
-		if d <= 0 {
-			c.fail("session timeout %v is not positive", d)
-			return
-		}
-		c.sessionTimeout = d
-	}
+	return positive("session timeout", d, func(c *config) *time.Duration { return &c.sessionTimeout })
 }
 
 // WithHeartbeatInterval sets how often a member tells the coordinator it is
 // alive (default DefaultHeartbeatInterval, 1s); a rebalance is noticed at
 // the next heartbeat. Keep it well below the session timeout.
 func WithHeartbeatInterval(d time.Duration) Option {
-	return func(c *config) {
-		if d <= 0 {
-			c.fail("heartbeat interval %v is not positive", d)
-			return
-		}
-		c.heartbeatInterval = d
-	}
+	return positive("heartbeat interval", d, func(c *config) *time.Duration { return &c.heartbeatInterval })
 }
 
 // WithRebalanceTimeout sets how long a rebalance waits for every member to
@@ -74,13 +62,7 @@ func WithHeartbeatInterval(d time.Duration) Option {
 // partitions takes up to the revoke timeout plus a commit before it
 // rejoins, so keep this above WithRevokeTimeout.
 func WithRebalanceTimeout(d time.Duration) Option {
-	return func(c *config) {
-		if d <= 0 {
-			c.fail("rebalance timeout %v is not positive", d)
-			return
-		}
-		c.rebalanceTimeout = d
-	}
+	return positive("rebalance timeout", d, func(c *config) *time.Duration { return &c.rebalanceTimeout })
 }
 
 // WithRevokeTimeout bounds how long the deliveries in flight of a revoked
@@ -89,13 +71,7 @@ func WithRebalanceTimeout(d time.Duration) Option {
 // DefaultRevokeTimeout, 5s). Acks after it fail with ErrRevoked (ErrClosed
 // after Close) and commit nothing.
 func WithRevokeTimeout(d time.Duration) Option {
-	return func(c *config) {
-		if d <= 0 {
-			c.fail("revoke timeout %v is not positive", d)
-			return
-		}
-		c.revokeTimeout = d
-	}
+	return positive("revoke timeout", d, func(c *config) *time.Duration { return &c.revokeTimeout })
 }
 
 // WithMaxBufferedRecords caps the records the transport holds across the
@@ -104,13 +80,7 @@ func WithRevokeTimeout(d time.Duration) Option {
 // pauses at the cap. Each partition's kafka-go reader decodes up to 64
 // records more ahead.
 func WithMaxBufferedRecords(n int) Option {
-	return func(c *config) {
-		if n <= 0 {
-			c.fail("max buffered records %d is not positive", n)
-			return
-		}
-		c.maxBufferedRecords = n
-	}
+	return positive("max buffered records", n, func(c *config) *int { return &c.maxBufferedRecords })
 }
 
 // WithMaxBufferedBytes caps the bytes (keys, values and headers) of the
@@ -118,11 +88,5 @@ func WithMaxBufferedRecords(n int) Option {
 // 16 MiB). A record larger than the cap is taken only when nothing else is
 // held.
 func WithMaxBufferedBytes(n int64) Option {
-	return func(c *config) {
-		if n <= 0 {
-			c.fail("max buffered bytes %d is not positive", n)
-			return
-		}
-		c.maxBufferedBytes = n
-	}
+	return positive("max buffered bytes", n, func(c *config) *int64 { return &c.maxBufferedBytes })
 }

@@ -162,6 +162,18 @@ func (c *config) fail(format string, args ...any) {
 	c.errs = append(c.errs, fmt.Errorf("kafka: %w: "+format, append([]any{babelqueue.ErrInvalidOption}, args...)...))
 }
 
+// positive is the Option that sets the field at(c) to v, or records that
+// v (what the caller names) is not positive.
+func positive[T int | int64 | time.Duration](what string, v T, at func(*config) *T) Option {
+	return func(c *config) {
+		if v <= 0 {
+			c.fail("%s %v is not positive", what, v)
+			return
+		}
+		*at(c) = v
+	}
+}
+
 func isBlank(s string) bool { return wire.IsBlank(s) }
 
 func (c *config) log() *slog.Logger {
@@ -200,13 +212,7 @@ func WithGroupID(groupID string) Option {
 // WithMaxWaitTime caps how long a single Pop blocks waiting for a record,
 // whatever timeout it is given. It must be positive.
 func WithMaxWaitTime(d time.Duration) Option {
-	return func(c *config) {
-		if d <= 0 {
-			c.fail("max wait time %v is not positive", d)
-			return
-		}
-		c.maxWait = d
-	}
+	return positive("max wait time", d, func(c *config) *time.Duration { return &c.maxWait })
 }
 
 // WithOnSchemaVersionRejected registers the version gate hook (default none).
@@ -257,38 +263,20 @@ func WithRetryTiers(tiers ...time.Duration) Option {
 // records before sending it. Concurrent publishers share a batch within this
 // window; a lone Publish waits at most this long. It must be positive.
 func WithLinger(d time.Duration) Option {
-	return func(c *config) {
-		if d <= 0 {
-			c.fail("linger %v is not positive", d)
-			return
-		}
-		c.linger = d
-	}
+	return positive("linger", d, func(c *config) *time.Duration { return &c.linger })
 }
 
 // WithBatchSize caps the records of one produce request per partition. It
 // must be positive.
 func WithBatchSize(n int) Option {
-	return func(c *config) {
-		if n <= 0 {
-			c.fail("batch size %d is not positive", n)
-			return
-		}
-		c.batchSize = n
-	}
+	return positive("batch size", n, func(c *config) *int { return &c.batchSize })
 }
 
 // WithBatchBytes caps the bytes of one produce request per partition; a
 // single record larger than this is rejected with ErrRecordTooLarge before
 // anything is sent. Keep it at most the broker's message.max.bytes.
 func WithBatchBytes(n int64) Option {
-	return func(c *config) {
-		if n <= 0 {
-			c.fail("batch bytes %d is not positive", n)
-			return
-		}
-		c.batchBytes = n
-	}
+	return positive("batch bytes", n, func(c *config) *int64 { return &c.batchBytes })
 }
 
 // WithRequiredAcks sets the acknowledgement a write waits for. RequireNone
@@ -343,13 +331,7 @@ func WithClock(clock driver.Clock) Option {
 // WithReinjectBuffer bounds how many records a Reinjector holds per
 // partition while they wait out their tier. It must be positive.
 func WithReinjectBuffer(n int) Option {
-	return func(c *config) {
-		if n <= 0 {
-			c.fail("re-inject buffer %d is not positive", n)
-			return
-		}
-		c.reinjectBuffer = n
-	}
+	return positive("re-inject buffer", n, func(c *config) *int { return &c.reinjectBuffer })
 }
 
 // WithAutoCreateTopics says whether a write to a missing topic asks the

@@ -59,8 +59,10 @@ func (t *Transport) PublishBatch(ctx context.Context, queue string, bodies ...st
 		return nil
 	}
 	msgs := make([]kafkago.Message, len(bodies))
+	headers := make([]kafkago.Header, 0, maxContractHeaders*len(bodies))
 	for i, b := range bodies {
-		msgs[i] = t.newRecord(queue, b, nil, nil)
+		out := driver.Outgoing{Intent: driver.IntentPublish, Queue: queue, Body: b}
+		msgs[i], headers = t.publishRecordInto(&out, headers)
 	}
 	return t.writeBatch(ctx, msgs)
 }

@@ -35,13 +35,7 @@ func backlogTimeout(every time.Duration) time.Duration {
 // group factory only), samples nothing. A non-positive interval is
 // rejected.
 func WithReinjectBacklogInterval(d time.Duration) Option {
-	return func(c *config) {
-		if d <= 0 {
-			c.fail("re-inject backlog interval %v is not positive", d)
-			return
-		}
-		c.reinjectBacklogEvery = d
-	}
+	return positive("re-inject backlog interval", d, func(c *config) *time.Duration { return &c.reinjectBacklogEvery })
 }
 
 // startBacklog starts the backlog sampler of a Run when it has hooks to

@@ -229,7 +229,7 @@ func (w *partitionWorker) run(ctx context.Context) {
 			}
 		}
 		for {
-			err := w.r.t.writer.WriteMessages(ctx, batch...)
+			err := w.r.t.reinjectWriter(len(batch)).WriteMessages(ctx, batch...)
 			if err == nil {
 				break
 			}
@@ -257,6 +257,18 @@ func (w *partitionWorker) run(ctx context.Context) {
 		}
 		w.commit.mark(w.topic, w.partition, last+1)
 	}
+}
+
+// reinjectWriter is the writer of a re-inject write of n records. A lone
+// record goes through the lone writer, which sends it at once: it is due
+// already, and the batching writer would hold it for the linger waiting
+// for records that are not coming. Several records go through the
+// batching writer, which sends them in as few produce requests as it can.
+func (t *Transport) reinjectWriter(n int) Writer {
+	if n == 1 && t.loneWriter != nil {
+		return t.loneWriter
+	}
+	return t.writer
 }
 
 // due is when a record stamped ts becomes due, seen at now: ts + the tier,

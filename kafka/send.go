@@ -50,7 +50,7 @@ func (t *Transport) Send(ctx context.Context, out *driver.Outgoing) (driver.Rece
 		if out.Delay > 0 {
 			return t.sendDelayed(ctx, out)
 		}
-		return r, t.write(ctx, out.Queue, t.newRecord(out.Queue, out.Body, out.Headers, out.Key))
+		return r, t.write(ctx, out.Queue, t.publishRecord(out))
 	case driver.IntentRetry:
 		if len(t.cfg.tiers) > 0 {
 			n := TierForAttempt(out.Attempt, len(t.cfg.tiers))
@@ -90,14 +90,6 @@ func keepRoute(hs headerSet, out *driver.Outgoing) headerSet {
 		}
 	}
 	return hs
-}
-
-// newRecord builds the record of a new message: projection, extra headers,
-// created_at timestamp, and key (nil for none).
-func (t *Transport) newRecord(queue, body string, extra map[string]string, key []byte) kafkago.Message {
-	hs, ts := projection(body, t.cfg.clock.Now())
-	hs = withExtra(hs, extra)
-	return kafkago.Message{Topic: queue, Key: key, Value: stringBytes(body), Headers: toKafkaHeaders(hs), Time: ts}
 }
 
 // republished builds a republish of out: the projection of the body (the

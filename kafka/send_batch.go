@@ -33,7 +33,14 @@ func (t *Transport) SendBatch(ctx context.Context, outs []*driver.Outgoing) ([]d
 	}
 	msgs := make([]kafkago.Message, len(outs))
 	receipts := make([]driver.Receipt, len(outs))
+	// The contract headers of the new messages, back to back in one slab.
+	headers := make([]kafkago.Header, 0, maxContractHeaders*len(outs))
 	for i, out := range outs {
+		if out != nil && out.Intent == driver.IntentPublish && out.Delay <= 0 && len(out.Headers) == 0 && !wire.IsBlank(out.Queue) {
+			msgs[i], headers = t.publishRecordInto(out, headers)
+			receipts[i] = driver.Receipt{Partition: -1}
+			continue
+		}
 		m, r, err := t.record(out)
 		if err != nil {
 			return nil, fmt.Errorf("kafka: send batch entry %d: %w", i, err)
@@ -149,9 +156,14 @@ func stringBytes(s string) []byte {
 	return unsafe.Slice(unsafe.StringData(s), len(s))
 }
 
-// publishRecord is newRecord of out, from the projection its writer gave
-// (driver.Outgoing.Projection) instead of parsing the body again.
+// publishRecord builds the record of a new message out: the projection
+// its writer gave (driver.Outgoing.Projection; else the body is parsed),
+// extra headers, created_at timestamp, and key (nil for none).
 func (t *Transport) publishRecord(out *driver.Outgoing) kafkago.Message {
+	if len(out.Headers) == 0 {
+		m, _ := t.publishRecordInto(out, nil)
+		return m
+	}
 	p := out.Projection()
 	ts := t.cfg.clock.Now()
 	if p.HasCreatedAt {
@@ -159,4 +171,39 @@ func (t *Transport) publishRecord(out *driver.Outgoing) kafkago.Message {
 	}
 	hs := withExtra(headerSet(p.Headers()), out.Headers)
 	return kafkago.Message{Topic: out.Queue, Key: out.Key, Value: stringBytes(out.Body), Headers: toKafkaHeaders(hs), Time: ts}
+}
+
+// maxContractHeaders is the most headers a projection gives.
+const maxContractHeaders = 6
+
+// publishRecordInto is publishRecord of an out without extra headers, its
+// headers appended to slab (returned grown): the record's Headers view
+// their part of slab, which is never changed afterwards.
+func (t *Transport) publishRecordInto(out *driver.Outgoing, slab []kafkago.Header) (kafkago.Message, []kafkago.Header) {
+	p := out.Projection()
+	ts := t.cfg.clock.Now()
+	if p.HasCreatedAt {
+		ts = time.UnixMilli(p.CreatedAt)
+	}
+	if cap(slab)-len(slab) < maxContractHeaders {
+		slab = make([]kafkago.Header, 0, maxContractHeaders)
+	}
+	start := len(slab)
+	for _, h := range [...]wire.Header{
+		{Key: wire.HeaderJob, Value: p.Job},
+		{Key: wire.HeaderTraceID, Value: p.TraceID},
+		{Key: wire.HeaderMessageID, Value: p.MessageID},
+		{Key: wire.HeaderSchemaVersion, Value: p.SchemaVersion},
+		{Key: wire.HeaderSourceLang, Value: p.SourceLang},
+		{Key: wire.HeaderAttempts, Value: p.Attempts},
+	} {
+		if !wire.IsBlank(h.Value) {
+			slab = append(slab, kafkago.Header{Key: h.Key, Value: stringBytes(h.Value)})
+		}
+	}
+	var hs []kafkago.Header
+	if len(slab) > start {
+		hs = slab[start:len(slab):len(slab)]
+	}
+	return kafkago.Message{Topic: out.Queue, Key: out.Key, Value: stringBytes(out.Body), Headers: hs, Time: ts}, slab
 }

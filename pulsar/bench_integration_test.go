@@ -32,7 +32,6 @@ import (
 
 const (
 	benchConcurrency = 32
-	benchSeqMessages = 200
 	benchPhaseLimit  = 60 * time.Second
 
 	// benchPublishMessages and benchPublishRounds size each publish
@@ -359,27 +358,4 @@ func (b *consumeBench) raw(n int) []float64 {
 	el := time.Since(start)
 	cpu1, _ := processCPU()
 	return rates(n, el, cpu1-cpu0, cpuKnown)
-}
-
-func TestBenchPulsarPublishSeqP50(t *testing.T) {
-	benchEnabled(t)
-	tr := newIntegrationTransport(t, WithSubscriptionType(pulsar.Shared))
-	q := uniqueQueue(t)
-	body := benchBody(t, q)
-	ctx, cancel := context.WithTimeout(context.Background(), benchPhaseLimit)
-	defer cancel()
-	if err := tr.Publish(ctx, q, body); err != nil { // warm up
-		t.Fatal(err)
-	}
-	lat := make([]time.Duration, 0, benchSeqMessages)
-	for i := 0; i < benchSeqMessages; i++ {
-		start := time.Now()
-		if err := tr.Publish(ctx, q, body); err != nil {
-			t.Fatal(err)
-		}
-		lat = append(lat, time.Since(start))
-	}
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	p50 := lat[len(lat)/2]
-	fmt.Printf("bench: pulsar-publish-seq-p50-ms value=%.2f\n", float64(p50.Microseconds())/1000)
 }

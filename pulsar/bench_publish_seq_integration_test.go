@@ -5,11 +5,11 @@ package pulsar
 import (
 	"context"
 	"fmt"
-	"sort"
 	"testing"
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/babelqueue/babelqueue-go/brokertest"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/babelqueue/babelqueue-go/core/wire"
 )
@@ -45,32 +45,9 @@ func TestBenchPulsarPublishSeqLatency(t *testing.T) {
 		_, err := raw.Send(ctx, &pulsar.ProducerMessage{Payload: []byte(body), Properties: props})
 		return err
 	}
-	for range 20 {
-		if err := publish(); err != nil {
-			t.Fatal(err)
-		}
-		if err := send(); err != nil {
-			t.Fatal(err)
-		}
+	o, r, err := brokertest.SeqLatencyP50(20, 500, publish, send)
+	if err != nil {
+		t.Fatal(err)
 	}
-	const n = 500
-	ours, rawLat := make([]time.Duration, 0, n), make([]time.Duration, 0, n)
-	for range n {
-		start := time.Now()
-		if err := publish(); err != nil {
-			t.Fatal(err)
-		}
-		ours = append(ours, time.Since(start))
-		start = time.Now()
-		if err := send(); err != nil {
-			t.Fatal(err)
-		}
-		rawLat = append(rawLat, time.Since(start))
-	}
-	p50 := func(xs []time.Duration) float64 {
-		sort.Slice(xs, func(i, j int) bool { return xs[i] < xs[j] })
-		return float64(xs[len(xs)/2]) / float64(time.Millisecond)
-	}
-	o, r := p50(ours), p50(rawLat)
 	fmt.Printf("bench: pulsar-publish-seq-p50 ours=%.3f raw=%.3f ratio=%.2f\n", o, r, o/r)
 }

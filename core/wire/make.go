@@ -63,10 +63,12 @@ func Make(job string, data any, opts ...MakeOption) (*Envelope, error) {
 	if err != nil {
 		return nil, fmt.Errorf("babelqueue: making %s: %w", job, err)
 	}
-	if IsBlank(c.traceID) {
+	switch traceBlank, idBlank := IsBlank(c.traceID), IsBlank(c.id); {
+	case traceBlank && idBlank:
+		c.traceID, c.id = newIDPair()
+	case traceBlank:
 		c.traceID = NewID()
-	}
-	if IsBlank(c.id) {
+	case idBlank:
 		c.id = NewID()
 	}
 	if c.createdAt.IsZero() {

@@ -153,15 +153,38 @@ func TestNewIDUnique(t *testing.T) {
 	}
 }
 
+// TestMakeIDPair: the trace id and meta.id Make mints are two different
+// canonical v4 UUIDs, also across envelopes.
+func TestMakeIDPair(t *testing.T) {
+	seen := map[string]bool{}
+	for i := 0; i < 500; i++ {
+		e, err := Make("urn:a:b:c", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{e.TraceID, e.Meta.ID} {
+			if len(id) != 36 || id[14] != '4' || seen[id] {
+				t.Fatalf("id %q: not a fresh v4 UUID", id)
+			}
+			seen[id] = true
+		}
+	}
+}
+
 func TestFormatUUIDv4(t *testing.T) {
 	var u [16]byte
 	for i := range u {
 		u[i] = 0xff
 	}
-	if got := formatUUIDv4(u); got != "ffffffff-ffff-4fff-bfff-ffffffffffff" {
+	format := func(u [16]byte) string {
+		var s [36]byte
+		formatUUIDv4(&s, u)
+		return string(s[:])
+	}
+	if got := format(u); got != "ffffffff-ffff-4fff-bfff-ffffffffffff" {
 		t.Fatalf("formatUUIDv4(ff..) = %s", got)
 	}
-	if got := formatUUIDv4([16]byte{}); got != "00000000-0000-4000-8000-000000000000" {
+	if got := format([16]byte{}); got != "00000000-0000-4000-8000-000000000000" {
 		t.Fatalf("formatUUIDv4(00..) = %s", got)
 	}
 }
