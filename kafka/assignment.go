@@ -35,6 +35,8 @@ type assignment struct {
 	state asgState
 	cause error // why acknowledgements are refused once retired
 
+	buf []*delivery // fetched, not handed out, in offset order; in the member's ring while not empty
+
 	out       []ledgerEntry // handed out and not yet passed by the settled prefix, in offset order
 	settled   int64         // the highest offset of the settled prefix; -1 none
 	committed int64         // the next offset known committed for the partition; -1 unknown
