@@ -56,6 +56,9 @@ func (a *assignment) settle(off int64) error {
 		return errNotReserved
 	}
 	a.out[i].settled = true
+	if i > 0 {
+		return nil // an earlier record is unsettled: the prefix stays
+	}
 	n := 0
 	for n < len(a.out) && a.out[n].settled {
 		n++
