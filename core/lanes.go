@@ -8,12 +8,17 @@ import (
 )
 
 // This file holds the consume loop of one queue when WithConcurrency is
-// above 1 (core/DESIGN.md, "Concurrent handling"). One receiver goroutine
-// reads the queue; each message joins its lane (its key, its partition, or
-// a lane of its own, by the Ordering); a lane runs one message at a time,
-// in arrival order, on one of n worker goroutines. The receiver takes a
-// pending slot before each receive and a message gives it back once
-// settled, so at most maxPending messages of the queue are held.
+// above 1 (core/DESIGN.md, "Concurrent handling"). Each message joins its
+// lane (its key, its partition, or a lane of its own, by the Ordering); a
+// lane runs one message at a time, in arrival order. n worker goroutines
+// share the work: a worker with nothing to run takes the receiver role
+// (one at a time, so lanes fill in arrival order), and when the message it
+// reads starts an idle lane it runs that message itself, with no handoff;
+// a worker that settles a message goes on with the next one of its lane.
+// A worker with nothing to do parks and is woken only when a lane is ready
+// or the receiver role is free and needed. A message counts as pending
+// from its receive until it is settled, so at most maxPending messages of
+// the queue are held.
 
 // laneKey names a lane.
 type laneKey struct {
@@ -33,7 +38,7 @@ const (
 type lane struct {
 	key     laneKey
 	waiting []*ReceivedMessage // received, not yet handled, in order
-	// scheduled: the lane sits in the ready channel or a worker runs its
+	// scheduled: the lane sits in the ready queue or a worker runs its
 	// head. A lane is scheduled at most once.
 	scheduled bool
 	// paused: a failed settle write paused the lane for the failure
@@ -46,17 +51,23 @@ type laneSet struct {
 	a     *App
 	queue string
 	order Ordering
+	max   int // the pending bound
 
-	slots chan struct{} // pending slots, capacity maxPending
-	ready chan *lane    // lanes with a message to run; capacity maxPending
-	stop  chan struct{} // closed when the loop stops: idle workers and pauses end
+	rctx context.Context // the receive context: ends when the loop stops
+	stop chan struct{}   // closed when the loop stops: parked workers and pauses end
+	wake chan struct{}   // one token per parked worker to wake; capacity n
 
-	mu       sync.Mutex
-	lanes    map[laneKey]*lane
-	stopping bool
-	seq      uint64
-	released map[string]struct{}
-	fatal    error
+	mu        sync.Mutex
+	lanes     map[laneKey]*lane
+	ready     []*lane // scheduled lanes no worker runs yet, in order; each holds a pending message
+	pending   int     // received and not yet settled or handed back
+	receiving bool    // a worker holds the receiver role
+	parked    int     // workers waiting for a token on wake
+	stopping  bool
+	seq       uint64
+	released  map[string]struct{}
+	fatal     error
+	recvErr   error
 
 	pauses sync.WaitGroup // the goroutines timing lane pauses
 }
@@ -79,34 +90,34 @@ func (s *laneSet) laneOf(msg *ReceivedMessage) laneKey {
 // after every goroutine it started has ended.
 func (a *App) consumeLanes(ctx context.Context, queue string) error {
 	cc := a.cfg.conc
-	pending := cc.pending()
+	n := cc.handlers()
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	s := &laneSet{
-		a: a, queue: queue, order: cc.order,
-		slots:    make(chan struct{}, pending),
-		ready:    make(chan *lane, pending),
+		a: a, queue: queue, order: cc.order, max: cc.pending(),
+		rctx:     rctx,
 		stop:     make(chan struct{}),
+		wake:     make(chan struct{}, n),
 		lanes:    make(map[laneKey]*lane),
 		released: make(map[string]struct{}),
 	}
-	rctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
 	// Handlers run on a context that outlives ctx by the settle timeout:
 	// those running when the loop stops get that long to finish.
 	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer hcancel()
 
 	var workers sync.WaitGroup
-	for range cc.handlers() {
+	for range n {
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
 			s.work(hctx, cancel)
 		}()
 	}
-	recvErr := s.receive(rctx)
+	<-rctx.Done()
 
-	// Stop: nothing new is dispatched, what waits is handed back, the
-	// running handlers get the settle timeout.
+	// Stop: nothing new is received or dispatched, what waits is handed
+	// back, the running handlers get the settle timeout.
 	s.mu.Lock()
 	s.stopping = true
 	s.mu.Unlock()
@@ -126,104 +137,142 @@ func (a *App) consumeLanes(ctx context.Context, queue string) error {
 		<-done
 	}
 	s.pauses.Wait()
-	// A pause that ended, or a failure, while stopping may have left
-	// messages behind.
+	// A pause that ended, a failure or a receive while stopping may have
+	// left messages behind.
 	s.handBackWaiting(hctx)
 
-	if recvErr != nil {
-		return recvErr
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.recvErr != nil {
+		return s.recvErr
+	}
 	return s.fatal
 }
 
-// receive reads the queue until ctx ends or the transport fails, giving
-// every message to its lane.
-func (s *laneSet) receive(ctx context.Context) error {
+// halted reports whether nothing more may be dispatched. s.mu held.
+func (s *laneSet) halted() bool {
+	return s.stopping || s.rctx.Err() != nil
+}
+
+// work runs lanes, receiving when there is nothing to run, until the loop
+// stops.
+func (s *laneSet) work(ctx context.Context, fail context.CancelCauseFunc) {
 	for {
-		select {
-		case s.slots <- struct{}{}:
-		case <-ctx.Done():
+		l := s.next(fail)
+		if l == nil {
+			return
+		}
+		for l != nil {
+			l = s.run(ctx, l, fail)
+		}
+	}
+}
+
+// next returns a scheduled lane for the calling worker to run: one from
+// the ready queue, or the idle lane a message it received started. It
+// receives while the receiver role is free and the pending bound allows,
+// and parks otherwise. It returns nil once the loop stops.
+func (s *laneSet) next(fail context.CancelCauseFunc) *lane {
+	s.mu.Lock()
+	for {
+		if s.halted() {
+			s.mu.Unlock()
 			return nil
 		}
-		msg, err := s.a.pop(ctx, s.queue)
-		if err != nil {
-			<-s.slots
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("babelqueue: consume %s: pop: %w", s.queue, err)
+		if len(s.ready) > 0 {
+			l := s.ready[0]
+			s.ready[0] = nil
+			s.ready = s.ready[1:]
+			s.mu.Unlock()
+			return l
 		}
-		if msg == nil {
-			<-s.slots
+		if s.receiving || s.pending >= s.max {
+			s.parked++
+			s.mu.Unlock()
+			select {
+			case <-s.wake:
+			case <-s.stop:
+			}
+			s.mu.Lock()
+			continue
+		}
+		s.receiving = true
+		s.pending++
+		s.mu.Unlock()
+		msg, err := s.a.pop(s.rctx, s.queue)
+		s.mu.Lock()
+		s.receiving = false
+		switch {
+		case err != nil:
+			s.pending--
+			if s.rctx.Err() == nil && s.recvErr == nil {
+				s.recvErr = fmt.Errorf("babelqueue: consume %s: pop: %w", s.queue, err)
+				fail(s.recvErr)
+			}
+			continue
+		case msg == nil:
+			s.pending--
 			continue
 		}
 		if msg.Queue == "" {
 			msg.Queue = s.queue
 		}
-		if ctx.Err() != nil {
+		if s.halted() {
 			// Read while stopping: hand it back untouched.
-			s.a.unsettle(ctx, msg, "consume stopped")
-			<-s.slots
-			return nil
+			s.mu.Unlock()
+			s.a.unsettle(s.rctx, msg, "consume stopped")
+			s.mu.Lock()
+			s.pending--
+			continue
 		}
-		s.add(msg)
-	}
-}
-
-// add appends msg to its lane and schedules the lane when it is idle.
-func (s *laneSet) add(msg *ReceivedMessage) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k := s.laneOf(msg)
-	l := s.lanes[k]
-	if l == nil {
-		l = &lane{key: k}
-		s.lanes[k] = l
-	}
-	l.waiting = append(l.waiting, msg)
-	s.scheduleLocked(l)
-}
-
-// scheduleLocked puts l on the ready channel when it has a message, is not
-// scheduled or paused, and the loop is not stopping; it forgets an idle
-// lane. The send never blocks: every lane on the channel holds at least
-// one of at most maxPending messages.
-func (s *laneSet) scheduleLocked(l *lane) {
-	if l.scheduled || l.paused {
-		return
-	}
-	if len(l.waiting) == 0 {
-		delete(s.lanes, l.key)
-		return
-	}
-	if s.stopping {
-		return
-	}
-	l.scheduled = true
-	s.ready <- l
-}
-
-// work runs lanes until the loop stops.
-func (s *laneSet) work(ctx context.Context, fail context.CancelCauseFunc) {
-	for {
-		select {
-		case <-s.stop:
-			return
-		case l := <-s.ready:
-			s.run(ctx, l, fail)
+		k := s.laneOf(msg)
+		l := s.lanes[k]
+		if l == nil {
+			l = &lane{key: k}
+			s.lanes[k] = l
 		}
-	}
-}
-
-// run handles the head message of l and settles it.
-func (s *laneSet) run(ctx context.Context, l *lane, fail context.CancelCauseFunc) {
-	s.mu.Lock()
-	if s.stopping || len(l.waiting) == 0 {
-		l.scheduled = false
+		l.waiting = append(l.waiting, msg)
+		if l.scheduled || l.paused {
+			continue // it waits for its lane; receive on
+		}
+		// An idle lane: run it here. Someone else receives meanwhile.
+		l.scheduled = true
+		s.wakeReceiverLocked()
 		s.mu.Unlock()
+		return l
+	}
+}
+
+// wakeReceiverLocked wakes a parked worker to take the receiver role when
+// it is free and the pending bound allows. s.mu held.
+func (s *laneSet) wakeReceiverLocked() {
+	if !s.receiving && s.pending < s.max {
+		s.wakeOneLocked()
+	}
+}
+
+// wakeOneLocked wakes one parked worker, if any. s.mu held.
+func (s *laneSet) wakeOneLocked() {
+	if s.parked == 0 {
 		return
+	}
+	select {
+	case s.wake <- struct{}{}:
+		s.parked--
+	default:
+	}
+}
+
+// run handles the head message of l, which the caller scheduled, and
+// settles it. It returns the lane the worker runs next (l again when it
+// has more and no other lane is ready), or nil.
+func (s *laneSet) run(ctx context.Context, l *lane, fail context.CancelCauseFunc) *lane {
+	s.mu.Lock()
+	if s.halted() || len(l.waiting) == 0 {
+		l.scheduled = false
+		s.forgetIdleLocked(l)
+		s.mu.Unlock()
+		return nil
 	}
 	msg := l.waiting[0]
 	l.waiting[0] = nil
@@ -257,21 +306,73 @@ func (s *laneSet) run(ctx context.Context, l *lane, fail context.CancelCauseFunc
 		}
 	}
 	l.scheduled = false
-	if pause && s.a.cfg.failureBackoff > 0 && !s.stopping {
+	if pause && s.a.cfg.failureBackoff > 0 && !s.halted() {
 		l.paused = true
 		s.pauses.Add(1)
 		go s.pauseLane(l)
 	}
-	s.scheduleLocked(l)
-	s.mu.Unlock()
-
-	for _, m := range rest {
-		s.a.unsettle(ctx, m, "an earlier message of its lane was handed back")
-		<-s.slots
+	if len(rest) > 0 {
+		s.mu.Unlock()
+		for _, m := range rest {
+			s.a.unsettle(ctx, m, "an earlier message of its lane was handed back")
+		}
+		s.mu.Lock()
+		// The message's own pending count goes with them, last: a
+		// receiver at the bound reads again only once they are back.
+		s.pending -= len(rest)
 	}
-	// The message's own slot goes last: a receiver waiting at the bound
-	// reads again only once the lane's later messages are back.
-	<-s.slots
+	s.pending--
+	next := s.continueLocked(l)
+	s.mu.Unlock()
+	return next
+}
+
+// continueLocked decides what the worker that just settled a message of l
+// runs next: l again when it has more and no other lane waits for a
+// worker; else the first ready lane, l queued behind it; else nothing.
+// A freed pending slot wakes a parked receiver when the worker stays
+// busy. s.mu held.
+func (s *laneSet) continueLocked(l *lane) *lane {
+	if l.scheduled || l.paused || len(l.waiting) == 0 || s.halted() {
+		s.forgetIdleLocked(l)
+		return nil // the worker looks for work itself (next)
+	}
+	l.scheduled = true
+	next := l
+	if len(s.ready) > 0 {
+		next = s.ready[0]
+		s.ready[0] = nil
+		s.ready = append(s.ready[1:], l)
+	}
+	s.wakeReceiverLocked()
+	return next
+}
+
+// forgetIdleLocked drops l from the lane map when it holds nothing and no
+// one runs or pauses it. s.mu held.
+func (s *laneSet) forgetIdleLocked(l *lane) {
+	if !l.scheduled && !l.paused && len(l.waiting) == 0 && s.lanes[l.key] == l {
+		delete(s.lanes, l.key)
+	}
+}
+
+// scheduleLocked puts l on the ready queue when it has a message, is not
+// scheduled or paused, and the loop is not stopping, and wakes a parked
+// worker for it; it forgets an idle lane. s.mu held.
+func (s *laneSet) scheduleLocked(l *lane) {
+	if l.scheduled || l.paused {
+		return
+	}
+	if len(l.waiting) == 0 {
+		s.forgetIdleLocked(l)
+		return
+	}
+	if s.halted() {
+		return
+	}
+	l.scheduled = true
+	s.ready = append(s.ready, l)
+	s.wakeOneLocked()
 }
 
 // pauseLane waits the failure backoff, then schedules l again.
@@ -290,12 +391,12 @@ func (s *laneSet) pauseLane(l *lane) {
 }
 
 // handBackWaiting hands back every message waiting in a lane, in lane
-// order, and gives back their pending slots.
+// order, and gives back their pending counts.
 func (s *laneSet) handBackWaiting(ctx context.Context) {
 	s.mu.Lock()
 	var back []*ReceivedMessage
 	for k, l := range s.lanes {
-		if l.scheduled && len(l.waiting) == 0 {
+		if len(l.waiting) == 0 {
 			continue
 		}
 		back = append(back, l.waiting...)
@@ -307,6 +408,8 @@ func (s *laneSet) handBackWaiting(ctx context.Context) {
 	s.mu.Unlock()
 	for _, m := range back {
 		s.a.unsettle(ctx, m, "consume stopped")
-		<-s.slots
 	}
+	s.mu.Lock()
+	s.pending -= len(back)
+	s.mu.Unlock()
 }

@@ -319,14 +319,16 @@ func TestLanesFailedSettleWriteHandsBackTheLaneAndPausesOnlyIt(t *testing.T) {
 
 func TestLanesBoundPendingMessages(t *testing.T) {
 	mem := bqtest.NewInMemoryTransport(bqtest.WithMemoryPartitions(4))
-	a := testApp(mem, WithPollTimeout(time.Hour), WithConcurrency(2, OrderNone), WithMaxPending(3))
+	// One key: one message runs, the receiver reads on into its lane
+	// until the bound (a worker only receives while it has nothing to run).
+	a := testApp(mem, WithPollTimeout(time.Hour), WithConcurrency(2, OrderKey), WithMaxPending(3))
 	release := make(chan struct{})
 	a.Handle("urn:t:seq", func(ctx context.Context, env *Envelope) error {
 		<-release
 		return nil
 	})
 	stop := lanesRun(t, a, "q")
-	publishSeq(t, a, "q", 10, 1, true)
+	publishSeq(t, a, "q", 1, 10, true)
 	waitFor(t, "three messages reserved", func() bool { return mem.InFlight("q") == 3 })
 	time.Sleep(20 * time.Millisecond)
 	if n := mem.InFlight("q"); n != 3 {

@@ -35,6 +35,8 @@ type assignment struct {
 	state asgState
 	cause error // why acknowledgements are refused once retired
 
+	buf []*delivery // fetched, not handed out, in offset order; in the member's ring while not empty
+
 	out       []ledgerEntry // handed out and not yet passed by the settled prefix, in offset order
 	settled   int64         // the highest offset of the settled prefix; -1 none
 	committed int64         // the next offset known committed for the partition; -1 unknown
@@ -54,6 +56,9 @@ func (a *assignment) settle(off int64) error {
 		return errNotReserved
 	}
 	a.out[i].settled = true
+	if i > 0 {
+		return nil // an earlier record is unsettled: the prefix stays
+	}
 	n := 0
 	for n < len(a.out) && a.out[n].settled {
 		n++

@@ -54,12 +54,14 @@ func TestBenchKafkaAppIOBound(t *testing.T) {
 	ctx := bgCtx(t, 5*time.Minute)
 	fillKeyed(t, ctx, topic, envelope(t, 0), total, keys)
 	ceiling := float64(inFlight) / latency.Seconds()
-	var rates, bare, vsBare []float64
+	var rates, bare, vsBare, cpus []float64
 	for round := range rounds {
 		runtime.GC()
-		r := consumeAppWith(t, ctx, topic, total, latency, babelqueue.WithConcurrency(inFlight, babelqueue.OrderKey))
-		fmt.Printf("bench-round: kafka-app-io-bound-throughput round=%d ours=%.0f ceiling=%.0f ratio=%.2f\n", round+1, r, ceiling, r/ceiling)
-		rates = append(rates, r)
+		r, cpu := cpuPerRecord(total, func() float64 {
+			return consumeAppWith(t, ctx, topic, total, latency, babelqueue.WithConcurrency(inFlight, babelqueue.OrderKey))
+		})
+		fmt.Printf("bench-round: kafka-app-io-bound-throughput round=%d ours=%.0f ceiling=%.0f ratio=%.2f cpu-us-per-record=%.1f\n", round+1, r, ceiling, r/ceiling, cpu)
+		rates, cpus = append(rates, r), append(cpus, cpu)
 		// What bare goroutines sleeping 5 ms reach on this machine right
 		// after: the nominal ceiling is not reachable on a loaded host.
 		bare = append(bare, bareSleepRate(inFlight, latency, 2*time.Second))
@@ -68,6 +70,7 @@ func TestBenchKafkaAppIOBound(t *testing.T) {
 	ours := median(rates)
 	fmt.Printf("bench: kafka-app-io-bound-throughput ours=%.0f ceiling=%.0f ratio=%.2f\n", ours, ceiling, ours/ceiling)
 	fmt.Printf("bench: kafka-app-io-bound-vs-bare-sleep ours=%.0f raw=%.0f ratio=%.2f\n", ours, median(bare), median(vsBare))
+	fmt.Printf("bench: kafka-app-io-bound-cpu-us-per-record value=%.1f\n", median(cpus))
 }
 
 // bareSleepRate returns how many sleeps of d per second n goroutines that
@@ -94,16 +97,19 @@ func bareSleepRate(n int, d, run time.Duration) float64 {
 // TestBenchKafkaConsumeConcurrent compares an App with 64 handlers at once
 // (OrderKey) and a no-op handler with the raw kafka-go group reader, in
 // rounds whose order alternates, and prints
-// "bench: kafka-consume-concurrent-throughput ours=... raw=... ratio=...".
+// "bench: kafka-consume-concurrent-throughput ours=... raw=... ratio=..."
+// and the same line for the process CPU time per record
+// (kafka-consume-concurrent-cpu-us-per-record; lower is better), which a
+// loaded host disturbs less than the rates.
 func TestBenchKafkaConsumeConcurrent(t *testing.T) {
 	benchOnly(t)
-	const total, rounds, keys = 40000, 4, 200
+	const total, rounds, keys = 40000, 6, 200
 	tr := itTransport(t)
 	topic := uniq("bench-consume-conc")
 	ensure(t, tr, topic, 3)
 	ctx := bgCtx(t, 5*time.Minute)
 	fillKeyed(t, ctx, topic, envelope(t, 0), total, keys)
-	var ours, raw []float64
+	var ours, raw, oursCPU, rawCPU []float64
 	for round := range rounds {
 		sides := []func() float64{
 			func() float64 { return consumeRaw(t, ctx, topic, total) },
@@ -111,14 +117,16 @@ func TestBenchKafkaConsumeConcurrent(t *testing.T) {
 				return consumeAppWith(t, ctx, topic, total, 0, babelqueue.WithConcurrency(64, babelqueue.OrderKey))
 			},
 		}
-		var r [2]float64
+		var r, cpu [2]float64
 		for i := range sides {
 			runtime.GC()
 			j := (round + i) % 2
-			r[j] = sides[j]()
+			r[j], cpu[j] = cpuPerRecord(total, sides[j])
 		}
 		raw, ours = append(raw, r[0]), append(ours, r[1])
-		fmt.Printf("bench-round: kafka-consume-concurrent-throughput round=%d ours=%.0f raw=%.0f ratio=%.2f\n", round+1, r[1], r[0], r[1]/r[0])
+		rawCPU, oursCPU = append(rawCPU, cpu[0]), append(oursCPU, cpu[1])
+		fmt.Printf("bench-round: kafka-consume-concurrent-throughput round=%d ours=%.0f raw=%.0f ratio=%.2f cpu-us-per-record ours=%.1f raw=%.1f\n", round+1, r[1], r[0], r[1]/r[0], cpu[1], cpu[0])
 	}
 	benchLine("kafka-consume-concurrent-throughput", median(ours), median(raw))
+	fmt.Printf("bench: kafka-consume-concurrent-cpu-us-per-record ours=%.1f raw=%.1f ratio=%.2f\n", median(oursCPU), median(rawCPU), median(oursCPU)/median(rawCPU))
 }

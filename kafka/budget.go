@@ -3,7 +3,12 @@ package kafka
 import (
 	"context"
 	"sync"
+	"time"
 )
+
+// budgetRecheck is how often a fetcher waiting at the cap looks again
+// without being woken.
+const budgetRecheck = 50 * time.Millisecond
 
 // recordBudget bounds the records a transport holds between fetching and
 // settling: buffered for Receive or handed out and not yet settled. A
@@ -30,6 +35,12 @@ func newRecordBudget(maxRecords int, maxBytes int64) *recordBudget {
 // acquire takes the share of one record of size bytes, waiting for room
 // until ctx ends.
 func (b *recordBudget) acquire(ctx context.Context, size int64) error {
+	var recheck *time.Timer
+	defer func() {
+		if recheck != nil {
+			recheck.Stop()
+		}
+	}()
 	for {
 		b.mu.Lock()
 		if b.records == 0 || (b.records < b.maxRecords && b.bytes+size <= b.maxBytes) {
@@ -41,8 +52,20 @@ func (b *recordBudget) acquire(ctx context.Context, size int64) error {
 		room := b.room
 		b.waiting++
 		b.mu.Unlock()
+		// release wakes the waiters only an eighth below the caps; the
+		// recheck lets a record through meanwhile when the rest stays
+		// held (handlers holding most of a small budget).
+		if recheck == nil {
+			recheck = time.NewTimer(budgetRecheck)
+		} else {
+			recheck.Reset(budgetRecheck)
+		}
 		select {
 		case <-room:
+			b.mu.Lock()
+			b.waiting--
+			b.mu.Unlock()
+		case <-recheck.C:
 			b.mu.Lock()
 			b.waiting--
 			b.mu.Unlock()
@@ -56,6 +79,9 @@ func (b *recordBudget) acquire(ctx context.Context, size int64) error {
 }
 
 // release gives back the shares of records records of bytes bytes in all.
+// Waiting fetchers are woken once the budget is an eighth below its caps
+// (or empty), not on every record settled: they then fetch a run of
+// records each instead of taking turns one record at a time.
 func (b *recordBudget) release(records int, bytes int64) {
 	if records == 0 {
 		return
@@ -63,7 +89,7 @@ func (b *recordBudget) release(records int, bytes int64) {
 	b.mu.Lock()
 	b.records -= records
 	b.bytes -= bytes
-	if b.waiting > 0 {
+	if b.waiting > 0 && (b.records == 0 || b.records <= b.maxRecords-b.maxRecords/8 && b.bytes <= b.maxBytes-b.maxBytes/8) {
 		close(b.room)
 		b.room = make(chan struct{})
 	}

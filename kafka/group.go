@@ -97,7 +97,8 @@ func (g *kafkaGeneration) CommitOffsets(offsets map[string]map[int]int64) error 
 }
 
 func (g *kafkaGeneration) OpenPartition(topic string, partition int, offset int64, buffer int) partitionReader {
-	logger, errorLogger := kafkaLoggers(g.t.cfg.log())
+	logger, _ := kafkaLoggers(g.t.cfg.log())
+	errorLogger := partitionErrorLogger{g.t.cfg.log()}
 	r := kafkago.NewReader(kafkago.ReaderConfig{
 		Brokers:         g.t.cfg.brokers,
 		Dialer:          g.t.dialer,

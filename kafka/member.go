@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,8 +15,11 @@ import (
 // memberReader consumes one queue as a member of the transport's consumer
 // group, through kafka-go's ConsumerGroup and its generations, which say
 // when partitions are revoked (the group Reader hides it). Per generation
-// it runs one fetcher per assigned partition; the fetchers feed one FIFO
-// that Receive takes from, within the transport's record budget. When the
+// it runs one fetcher per assigned partition; each fetcher feeds its
+// partition's FIFO and Receive takes from them in turn, one record per
+// partition, within the transport's record budget (so a consumer running
+// many keys at once sees all partitions' keys early, not one partition's
+// run after another's). When the
 // generation ends (a rebalance, or Close) dispatch of its partitions stops
 // at once, the deliveries in flight get the revoke timeout to settle, the
 // settled contiguous prefix of each partition is committed within the
@@ -34,16 +38,18 @@ type memberReader struct {
 	closeErr  error
 
 	deferHeaders atomic.Bool
-	avail        chan struct{} // 1-buffered: ready went non-empty, or the reader closed
+	avail        chan struct{} // 1-buffered: a record was buffered, or the reader closed
 	dirty        atomic.Bool   // a settlement moved a prefix since the last commit
-	backlog      atomic.Int64  // len(ready), read by the fetchers without the lock
+	backlog      atomic.Int64  // buffered, read by the fetchers without the lock
 
-	mu     sync.Mutex
-	ready  []*delivery         // fetched, not handed out, in fetch order
-	parts  map[int]*assignment // the live assignment of each partition of the current generation
-	genCtx context.Context     // the current generation's context
-	genWG  *sync.WaitGroup     // its fetchers
-	closed bool
+	mu       sync.Mutex
+	ring     []*assignment       // the assignments with buffered records, in hand-out turn
+	turn     int                 // the index in ring of the next one to hand out from
+	buffered int                 // fetched, not handed out, over all assignments
+	parts    map[int]*assignment // the live assignment of each partition of the current generation
+	genCtx   context.Context     // the current generation's context
+	genWG    *sync.WaitGroup     // its fetchers
+	closed   bool
 
 	// commitMu orders the commits: under it targets are read, committed
 	// and recorded, so a partition's committed offset never goes down.
@@ -137,7 +143,7 @@ func (m *memberReader) startFetcher(a *assignment) {
 	go m.fetch(ctx, a, pr, m.genWG)
 }
 
-// fetch reads a's partition into ready while a is live, taking each
+// fetch reads a's partition into its FIFO while a is live, taking each
 // record's share of the budget first (waiting at the cap).
 func (m *memberReader) fetch(ctx context.Context, a *assignment, pr partitionReader, wg *sync.WaitGroup) {
 	defer wg.Done()
@@ -173,8 +179,12 @@ func (m *memberReader) fetch(ctx context.Context, a *assignment, pr partitionRea
 			m.budget.release(1, d.size)
 			return
 		}
-		m.ready = append(m.ready, d)
-		m.backlog.Store(int64(len(m.ready)))
+		if len(a.buf) == 0 {
+			m.ring = append(m.ring, a)
+		}
+		a.buf = append(a.buf, d)
+		m.buffered++
+		m.backlog.Store(int64(m.buffered))
 		m.mu.Unlock()
 		signal(m.avail)
 	}
@@ -209,11 +219,8 @@ func (m *memberReader) receive(ctx context.Context, deferHeaders bool) (*deliver
 			m.mu.Unlock()
 			return nil, errReaderClosed
 		}
-		for len(m.ready) > 0 {
-			d := m.ready[0]
-			m.ready[0] = nil
-			m.ready = m.ready[1:]
-			m.backlog.Store(int64(len(m.ready)))
+		for m.buffered > 0 {
+			d := m.takeLocked()
 			a := d.asg
 			if a.state != asgLive {
 				// Dropped with its assignment already; never handed out.
@@ -224,7 +231,7 @@ func (m *memberReader) receive(ctx context.Context, deferHeaders bool) (*deliver
 			a.inflight++
 			a.inflightBytes += d.size
 			m.event("out", a.partition, d.msg.Offset)
-			more := len(m.ready) > 0
+			more := m.buffered > 0
 			m.mu.Unlock()
 			if more {
 				signal(m.avail) // another Receive may take the next one
@@ -240,26 +247,53 @@ func (m *memberReader) receive(ctx context.Context, deferHeaders bool) (*deliver
 	}
 }
 
+// takeLocked takes the next record to hand out: the head of the FIFO of
+// the assignment whose turn it is; the turn then passes to the next one.
+// m.buffered > 0. m.mu held.
+func (m *memberReader) takeLocked() *delivery {
+	if m.turn >= len(m.ring) {
+		m.turn = 0
+	}
+	a := m.ring[m.turn]
+	d := a.buf[0]
+	a.buf[0] = nil
+	if len(a.buf) == 1 {
+		a.buf = a.buf[:0] // keep the array for the next records
+		m.ring = slices.Delete(m.ring, m.turn, m.turn+1)
+	} else {
+		a.buf = a.buf[1:]
+		m.turn++
+	}
+	m.buffered--
+	m.backlog.Store(int64(m.buffered))
+	return d
+}
+
 // errReaderClosed is returned by receive once Close ran.
 var errReaderClosed = errors.New("kafka: member reader closed")
 
 // dropBuffered drops the buffered records of the assignments for which
 // drop is true, giving their shares back. m.mu held.
 func (m *memberReader) dropBuffered(drop func(*assignment) bool) {
-	kept := m.ready[:0]
+	kept := m.ring[:0]
 	var n int
 	var bytes int64
-	for _, d := range m.ready {
-		if drop(d.asg) {
-			n++
-			bytes += d.size
+	for _, a := range m.ring {
+		if !drop(a) {
+			kept = append(kept, a)
 			continue
 		}
-		kept = append(kept, d)
+		for _, d := range a.buf {
+			n++
+			bytes += d.size
+		}
+		clear(a.buf)
+		a.buf = a.buf[:0]
 	}
-	clear(m.ready[len(kept):])
-	m.ready = kept
-	m.backlog.Store(int64(len(m.ready)))
+	clear(m.ring[len(kept):])
+	m.ring = kept
+	m.buffered -= n
+	m.backlog.Store(int64(m.buffered))
 	m.budget.release(n, bytes)
 }
 

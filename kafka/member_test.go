@@ -75,7 +75,7 @@ func (mr *memberTestRig) buffered() int {
 	m := mr.member()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return len(m.ready)
+	return m.buffered
 }
 
 func TestMemberRevocationStopsDispatchAndCommitsTheSettledPrefix(t *testing.T) {

@@ -1,0 +1,27 @@
+//go:build integration && unix
+
+package kafka
+
+import (
+	"syscall"
+	"time"
+)
+
+// processCPU returns the user and system CPU time the process used: the
+// benches report CPU per record beside the rates, which a loaded host
+// changes less.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// cpuPerRecord runs consume and returns its result and the process CPU
+// time it took per record of total, in microseconds.
+func cpuPerRecord(total int, consume func() float64) (rate, cpuMicros float64) {
+	start := processCPU()
+	rate = consume()
+	return rate, float64((processCPU() - start).Microseconds()) / float64(total)
+}
