@@ -6,6 +6,7 @@ import (
 	"time"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
 )
 
 // Defaults of the outbox and relay options. Every option and its default:
@@ -62,14 +63,15 @@ func WithTable(name string) Option {
 	}
 }
 
-// WithClock sets the source of time.
-func WithClock(now func() time.Time) Option {
+// WithClock sets the source of time (the App's driver.Clock, so a
+// test can share one bqtest.FakeClock).
+func WithClock(clock driver.Clock) Option {
 	return func(c *config) {
-		if now == nil {
+		if clock == nil {
 			c.fail("nil clock")
 			return
 		}
-		c.now = now
+		c.now = clock.Now
 	}
 }
 

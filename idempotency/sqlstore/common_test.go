@@ -10,6 +10,7 @@ import (
 	"time"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
 	"github.com/babelqueue/babelqueue-go/idempotency/sqlstore"
 )
 
@@ -84,8 +85,8 @@ func runWrapTx(t *testing.T, db *sql.DB, s *sqlstore.Store) {
 
 func runCleanup(t *testing.T, db *sql.DB, d sqlstore.Dialect) {
 	ctx := context.Background()
-	now := time.Unix(1_000_000, 0)
-	s := newStore(t, db, d, sqlstore.WithTable("bq_idem_cleanup"), sqlstore.WithClock(func() time.Time { return now }))
+	clock := bqtest.NewFakeClock(time.Unix(1_000_000, 0))
+	s := newStore(t, db, d, sqlstore.WithTable("bq_idem_cleanup"), sqlstore.WithClock(clock))
 	if _, err := db.ExecContext(ctx, `DELETE FROM bq_idem_cleanup`); err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +101,7 @@ func runCleanup(t *testing.T, db *sql.DB, d sqlstore.Dialect) {
 	if err := s.Complete(ctx, "b", "t", 0); err != nil { // kept until forgotten
 		t.Fatal(err)
 	}
-	now = now.Add(2 * time.Hour)
+	clock.Advance(2 * time.Hour)
 	n, err := s.Cleanup(ctx)
 	if err != nil || n != 2 {
 		t.Fatalf("cleanup removed %d (%v), want 2 (a expired, c's lease passed)", n, err)

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
 	"github.com/babelqueue/babelqueue-go/idempotency"
 )
 
@@ -81,14 +82,15 @@ func WithTable(name string) Option {
 	}
 }
 
-// WithClock sets the source of time of expiries.
-func WithClock(now func() time.Time) Option {
+// WithClock sets the source of time of expiries (the App's driver.Clock, so a
+// test can share one bqtest.FakeClock).
+func WithClock(clock driver.Clock) Option {
 	return func(c *config) {
-		if now == nil {
+		if clock == nil {
 			c.fail("nil clock")
 			return
 		}
-		c.now = now
+		c.now = clock.Now
 	}
 }
 
