@@ -88,6 +88,7 @@ func (t *Transport) Redrive(ctx context.Context, dlq string, plan redrive.Plan) 
 		parts:     make(map[string][]string),
 		after:     make(map[string]string),
 		guards:    make(map[string]bool),
+		highest:   make(map[string]pulsar.MessageID),
 	}
 	defer r.close()
 	if err := r.open(ctx); err != nil {
@@ -119,6 +120,9 @@ type redriveRun struct {
 	from      map[string]string          // partition topic -> encoded ID the run's first copies land after
 	journaled bool                       // this run wrote a journal record
 	recovered bool                       // the journal named work to carry on
+
+	highest   map[string]pulsar.MessageID // DLQ partition topic -> highest ID received since the last rescan
+	rewoundAt pulsar.Message              // a message received at or below highest: a redelivery
 
 	lookahead  pulsar.Message
 	batch      []*redriveEntry
@@ -250,6 +254,15 @@ func (r *redriveRun) run(ctx context.Context) error {
 			}
 			break
 		}
+		if m == r.rewoundAt {
+			if err := r.rescan(ctx, m); err != nil {
+				if ctx.Err() != nil {
+					stop = ctx.Err()
+					break
+				}
+				return err
+			}
+		}
 		group, err := r.entry(ctx, m)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -297,7 +310,65 @@ func (r *redriveRun) receive(ctx context.Context, wait time.Duration) (pulsar.Me
 		}
 		return nil, fmt.Errorf("pulsar: redrive: receive from %s: %w", r.topic, err)
 	}
+	r.observe(m)
 	return m, nil
+}
+
+// observe notes the ID of a message read from the consumer. The Exclusive
+// cursor delivers each partition in order, so a message at or below the
+// highest ID received is a redelivery: the consumer reconnected and the
+// broker delivers again from its acknowledged position, which a broker
+// killed with -9 may have forgotten moving (see rescan). The message is
+// then kept in rewoundAt for run.
+func (r *redriveRun) observe(m pulsar.Message) {
+	id := m.ID()
+	if h, ok := r.highest[m.Topic()]; ok && !idAfter(id, h) {
+		r.rewoundAt = m
+		return
+	}
+	r.highest[m.Topic()] = id
+}
+
+// idAfter reports whether a comes after b in one topic partition.
+func idAfter(a, b pulsar.MessageID) bool {
+	if a.LedgerID() != b.LedgerID() {
+		return a.LedgerID() > b.LedgerID()
+	}
+	if a.EntryID() != b.EntryID() {
+		return a.EntryID() > b.EntryID()
+	}
+	return a.BatchIdx() > b.BatchIdx()
+}
+
+// rescan handles a redelivery (m, see observe) within a run. A Pulsar
+// broker killed with -9 can forget acknowledgements it had confirmed (it
+// persists a cursor's position lazily), and then delivers again dead
+// letters this run already moved. rescan settles the batch in hand, then
+// collects the sources of every copy written to the targets since the
+// run's first position (from; the guard subscriptions keep them), so that
+// such a dead letter is acknowledged without being copied again.
+func (r *redriveRun) rescan(ctx context.Context, m pulsar.Message) error {
+	r.rewoundAt = nil
+	if err := r.settle(ctx); err != nil {
+		return err
+	}
+	if !r.plan.DryRun && len(r.from) > 0 {
+		r.t.warn(fmt.Sprintf("redrive: %s delivered %s again (a reconnect; acknowledgements the broker forgot are redelivered): scanning %d target partitions for copies already written", r.topic, m.ID(), len(r.from)))
+		for part, from := range r.from {
+			found, err := copiesWritten(ctx, r.c, part, from, nil)
+			if err != nil {
+				return fmt.Errorf("%w: %w", babelqueue.ErrSettle, err)
+			}
+			for s := range found {
+				if !r.moved[s] {
+					r.copied[s] = true
+				}
+			}
+		}
+	}
+	clear(r.highest)
+	r.highest[m.Topic()] = m.ID()
+	return nil
 }
 
 // entry returns m with the other messages of its broker batch entry,
@@ -314,7 +385,7 @@ func (r *redriveRun) entry(ctx context.Context, m pulsar.Message) ([]pulsar.Mess
 		if n == nil {
 			break
 		}
-		if !sameEntry(m.ID(), n.ID()) {
+		if n == r.rewoundAt || !sameEntry(m.ID(), n.ID()) {
 			r.lookahead = n
 			break
 		}

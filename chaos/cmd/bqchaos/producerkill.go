@@ -25,7 +25,9 @@ import (
 // publishes N envelopes, recording each id durably before its publish
 // ("I <id>") and its outcome after it ("A" acked, "U" unknown, "R"
 // refused). The driver SIGKILLs it at random moments and starts it again;
-// a new incarnation continues after the highest id recorded. At the end the
+// a new incarnation publishes every id without an intent record (the
+// concurrent publishes record their intents out of order, so a kill can
+// leave a gap below the highest id recorded). At the end the
 // work topic is read back: every acked id must be stored (lost=0); the ids
 // a kill left in flight (recorded, no outcome) may or may not be.
 
@@ -68,7 +70,7 @@ func producerMain(args []string) int {
 	}
 	var (
 		mu   sync.Mutex
-		next = recs.next
+		todo = unrecorded(recs, *run, *n)
 		wg   sync.WaitGroup
 		errs = make([]error, *workers)
 	)
@@ -76,12 +78,13 @@ func producerMain(args []string) int {
 		wg.Go(func() {
 			for {
 				mu.Lock()
-				seq := next
-				next++
-				mu.Unlock()
-				if seq >= *n {
+				if len(todo) == 0 {
+					mu.Unlock()
 					return
 				}
+				seq := todo[0]
+				todo = todo[1:]
+				mu.Unlock()
 				id := chaos.ID(*run, seq)
 				if err := j.Append("I " + id + "\n"); err != nil {
 					errs[w] = err
@@ -116,7 +119,18 @@ func producerMain(args []string) int {
 // producerRecords is what the producer log holds.
 type producerRecords struct {
 	intent, acked, unknown, refused map[string]bool
-	next                            int // one past the highest sequence recorded
+}
+
+// unrecorded returns, in order, the sequences below n whose id has no
+// intent record yet: what an incarnation still has to publish.
+func unrecorded(r *producerRecords, run string, n int) []int {
+	var out []int
+	for seq := range n {
+		if !r.intent[chaos.ID(run, seq)] {
+			out = append(out, seq)
+		}
+	}
+	return out
 }
 
 // readProducerLog parses the producer log; a torn last line (a kill while
@@ -147,11 +161,6 @@ func readProducerLog(path string) (*producerRecords, error) {
 		switch kind {
 		case "I":
 			r.intent[id] = true
-			if i := strings.LastIndexByte(id, '-'); i >= 0 {
-				if seq, err := strconv.Atoi(id[i+1:]); err == nil && seq+1 > r.next {
-					r.next = seq + 1
-				}
-			}
 		case "A":
 			r.acked[id] = true
 		case "U":
