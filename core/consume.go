@@ -275,7 +275,7 @@ func (a *App) settle(ctx context.Context, msg *ReceivedMessage, d *Delivery) (ou
 		return a.settleVersionGated(ctx, msg, version, err)
 	}
 
-	env, err := msg.Decoded()
+	env, hctx, err := msg.DecodedWithContext(ctx)
 	if err != nil {
 		if errors.Is(err, ErrUnsupportedSchemaVersion) {
 			rejected := wire.ProjectBody([]byte(msg.Body)).SchemaVersion
@@ -314,7 +314,6 @@ func (a *App) settle(ctx context.Context, msg *ReceivedMessage, d *Delivery) (ou
 		return out
 	}
 
-	hctx := &deliveredContext{Context: ctx, msg: msg}
 	var began time.Time
 	if d != nil {
 		began = a.cfg.clock.Now()

@@ -8,7 +8,10 @@ import (
 	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
-type headersKey struct{}
+// headersKey is the context key of the delivered message: the one
+// driver.DeliveredContext, the handler context of the App's deliveries,
+// answers.
+type headersKey = driver.MessageContextKey
 
 // ContextWithHeaders returns a copy of ctx carrying headers as the
 // out-of-band headers of the message being handled. The App does this for
@@ -16,25 +19,6 @@ type headersKey struct{}
 // message with those headers had been delivered. headers is copied.
 func ContextWithHeaders(ctx context.Context, headers map[string]string) context.Context {
 	return context.WithValue(ctx, headersKey{}, &driver.ReceivedMessage{Headers: maps.Clone(headers)})
-}
-
-// deliveredContext is the handler context of one App delivery:
-// ContextWithHeaders for the App's own deliveries. It holds the delivered
-// message itself, whose headers are a map or the binding's source of
-// deferred headers, not a copy. That is safe because neither the App nor a transport changes
-// delivered headers, and every reader below copies or only looks.
-type deliveredContext struct {
-	context.Context
-	msg *driver.ReceivedMessage
-}
-
-// Value returns the delivered headers for headersKey, else the parent's
-// value.
-func (c *deliveredContext) Value(key any) any {
-	if _, ok := key.(headersKey); ok {
-		return c.msg
-	}
-	return c.Context.Value(key)
 }
 
 // HeadersFromContext returns a copy of the out-of-band headers delivered

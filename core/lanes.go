@@ -44,6 +44,8 @@ type lane struct {
 	// paused: a failed settle write paused the lane for the failure
 	// backoff; it is scheduled again when the pause ends.
 	paused bool
+	// inTable: the lane table holds the lane under its key (lanetable.go).
+	inTable bool
 }
 
 // laneSet is the state of one queue's concurrent loop.
@@ -58,7 +60,7 @@ type laneSet struct {
 	wake chan struct{}   // one token per parked worker to wake; capacity n
 
 	mu        sync.Mutex
-	lanes     map[laneKey]*lane
+	lanes     laneTable
 	ready     []*lane // scheduled lanes no worker runs yet, in order; each holds a pending message
 	pending   int     // received and not yet settled or handed back
 	receiving bool    // a worker holds the receiver role
@@ -72,16 +74,23 @@ type laneSet struct {
 	pauses sync.WaitGroup // the goroutines timing lane pauses
 }
 
-// laneOf returns the lane key of msg.
-func (s *laneSet) laneOf(msg *ReceivedMessage) laneKey {
+// laneFor returns the lane msg joins, making it when there is none.
+// s.mu held.
+func (s *laneSet) laneFor(msg *ReceivedMessage) *lane {
 	switch {
 	case s.order == OrderNone:
 		s.seq++
-		return laneKey{kind: laneSingle, seq: s.seq}
+		return s.lanes.add(laneKey{kind: laneSingle, seq: s.seq})
 	case s.order == OrderKey && msg.Key != nil:
-		return laneKey{kind: laneByKey, key: string(msg.Key)}
+		if l := s.lanes.byKey[string(msg.Key)]; l != nil {
+			return l
+		}
+		return s.lanes.add(laneKey{kind: laneByKey, key: string(msg.Key)})
 	default:
-		return laneKey{kind: laneByPartition, part: msg.Partition}
+		if l := s.lanes.byPart[msg.Partition]; l != nil {
+			return l
+		}
+		return s.lanes.add(laneKey{kind: laneByPartition, part: msg.Partition})
 	}
 }
 
@@ -98,9 +107,9 @@ func (a *App) consumeLanes(ctx context.Context, queue string) error {
 		rctx:     rctx,
 		stop:     make(chan struct{}),
 		wake:     make(chan struct{}, n),
-		lanes:    make(map[laneKey]*lane),
 		released: make(map[string]struct{}),
 	}
+	s.lanes.init(s.max)
 	// Handlers run on a context that outlives ctx by the settle timeout:
 	// those running when the loop stops get that long to finish.
 	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -180,9 +189,7 @@ func (s *laneSet) next(fail context.CancelCauseFunc) *lane {
 			return nil
 		}
 		if len(s.ready) > 0 {
-			l := s.ready[0]
-			s.ready[0] = nil
-			s.ready = s.ready[1:]
+			l := s.popReadyLocked()
 			s.mu.Unlock()
 			return l
 		}
@@ -225,12 +232,7 @@ func (s *laneSet) next(fail context.CancelCauseFunc) *lane {
 			s.pending--
 			continue
 		}
-		k := s.laneOf(msg)
-		l := s.lanes[k]
-		if l == nil {
-			l = &lane{key: k}
-			s.lanes[k] = l
-		}
+		l := s.laneFor(msg)
 		l.waiting = append(l.waiting, msg)
 		if l.scheduled || l.paused {
 			continue // it waits for its lane; receive on
@@ -274,9 +276,7 @@ func (s *laneSet) run(ctx context.Context, l *lane, fail context.CancelCauseFunc
 		s.mu.Unlock()
 		return nil
 	}
-	msg := l.waiting[0]
-	l.waiting[0] = nil
-	l.waiting = l.waiting[1:]
+	msg := l.popLocked()
 	s.mu.Unlock()
 
 	out := s.a.deliver(ctx, msg)
@@ -340,19 +340,18 @@ func (s *laneSet) continueLocked(l *lane) *lane {
 	l.scheduled = true
 	next := l
 	if len(s.ready) > 0 {
-		next = s.ready[0]
-		s.ready[0] = nil
-		s.ready = append(s.ready[1:], l)
+		next = s.popReadyLocked()
+		s.ready = append(s.ready, l)
 	}
 	s.wakeReceiverLocked()
 	return next
 }
 
-// forgetIdleLocked drops l from the lane map when it holds nothing and no
-// one runs or pauses it. s.mu held.
+// forgetIdleLocked lets the lane table forget l when it holds nothing and
+// no one runs or pauses it. s.mu held.
 func (s *laneSet) forgetIdleLocked(l *lane) {
-	if !l.scheduled && !l.paused && len(l.waiting) == 0 && s.lanes[l.key] == l {
-		delete(s.lanes, l.key)
+	if !l.scheduled && !l.paused && len(l.waiting) == 0 {
+		s.lanes.idle(l)
 	}
 }
 
@@ -395,16 +394,17 @@ func (s *laneSet) pauseLane(l *lane) {
 func (s *laneSet) handBackWaiting(ctx context.Context) {
 	s.mu.Lock()
 	var back []*ReceivedMessage
-	for k, l := range s.lanes {
+	s.lanes.each(func(l *lane) {
 		if len(l.waiting) == 0 {
-			continue
+			return
 		}
 		back = append(back, l.waiting...)
-		l.waiting = nil
+		clear(l.waiting)
+		l.waiting = l.waiting[:0]
 		if !l.scheduled && !l.paused {
-			delete(s.lanes, k)
+			s.lanes.idle(l)
 		}
-	}
+	})
 	s.mu.Unlock()
 	for _, m := range back {
 		s.a.unsettle(ctx, m, "consume stopped")

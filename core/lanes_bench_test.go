@@ -86,7 +86,7 @@ func benchNoOpInMemory(b *testing.B, inFlight int) {
 	var done atomic.Int64
 	finished := make(chan struct{})
 	total := int64(max(b.N, 128))
-	a.Handle("urn:bench", func(context.Context, *Envelope) error {
+	a.Handle("urn:t:bench", func(context.Context, *Envelope) error {
 		if done.Add(1) == total {
 			close(finished)
 		}
@@ -94,7 +94,7 @@ func benchNoOpInMemory(b *testing.B, inFlight int) {
 	})
 	for i := range total {
 		key := []byte(fmt.Sprintf("key-%d", i%keys))
-		if _, err := a.Publish(ctx, "urn:bench", map[string]int64{"n": i}, ToQueue("bench"), WithKey(key)); err != nil {
+		if _, err := a.Publish(ctx, "urn:t:bench", map[string]int64{"n": i}, ToQueue("bench"), WithKey(key)); err != nil {
 			b.Fatal(err)
 		}
 	}

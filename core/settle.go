@@ -55,8 +55,13 @@ func (a *App) ackAfterWrite(ctx context.Context, msg *ReceivedMessage, env *Enve
 // ackWithin calls the transport's Ack with a settle context (the values of
 // ctx, not its cancellation, and the settle timeout). Ack runs once per
 // delivery, so its context comes from a pool of re-armable ones instead of
-// a context and a timer made for each call.
+// a context and a timer made for each call. A binding whose Ack uses no
+// context (driver.Features.AckNonBlocking) gets ctx as is.
 func (a *App) ackWithin(ctx context.Context, msg *ReceivedMessage) error {
+	if a.features.AckNonBlocking {
+		// The binding's Ack uses no deadline or cancellation: nothing to arm.
+		return a.t.Ack(ctx, msg)
+	}
 	sctx, _ := a.ackCtxs.Get().(*driver.CallContext)
 	if sctx == nil {
 		sctx = driver.NewCallContext(true)

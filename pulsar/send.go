@@ -16,7 +16,8 @@ import (
 // Features reports what the binding supports: keys (the Pulsar key and
 // ordering key), headers (properties), delayed publish (DeliverAfter), a
 // retry it settles itself (Send of IntentRetry acknowledges or negatively
-// acknowledges the original), and HandBack by negative acknowledgement.
+// acknowledges the original), HandBack by negative acknowledgement, and an
+// Ack that uses no context.
 func (t *Transport) Features() driver.Features {
 	return driver.Features{
 		Keys:         true,
@@ -24,6 +25,9 @@ func (t *Transport) Features() driver.Features {
 		Delay:        true,
 		SettlesRetry: true,
 		HandBack:     driver.HandBackNack,
+		// Ack ignores its context: the client acknowledges (or, with
+		// AckWithResponse, waits for the broker) on its own terms.
+		AckNonBlocking: true,
 	}
 }
 

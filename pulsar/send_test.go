@@ -16,7 +16,7 @@ import (
 
 func TestFeatures(t *testing.T) {
 	s := newFake(t, WithSubscriptionType(pulsar.Shared))
-	want := driver.Features{Keys: true, Headers: true, Delay: true, SettlesRetry: true, HandBack: driver.HandBackNack}
+	want := driver.Features{Keys: true, Headers: true, Delay: true, SettlesRetry: true, HandBack: driver.HandBackNack, AckNonBlocking: true}
 	if got := s.tr.Features(); got != want {
 		t.Errorf("Features = %+v, want %+v", got, want)
 	}

@@ -8,6 +8,9 @@ type predecoded struct {
 	env  wire.Envelope
 	body string // the Body env was decoded from
 	err  error  // the decode error; env is unset when it is not nil
+	// ctx is the handler context of the delivery (DecodedWithContext),
+	// which shares this allocation.
+	ctx DeliveredContext
 }
 
 // Predecode decodes Body now, for a binding that reads messages ahead of

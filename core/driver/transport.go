@@ -66,6 +66,11 @@ type Features struct {
 	SettlesRetry bool
 	// HandBack says how HandBack returns a message.
 	HandBack HandBackMode
+	// AckNonBlocking: Ack uses neither the cancellation nor the deadline
+	// of its context (it updates local state, or hands the acknowledgement
+	// to a client that bounds it itself). The App then calls Ack with the
+	// delivery's context as is, instead of arming a settle timeout for it.
+	AckNonBlocking bool
 }
 
 // HandBackMode says how a binding hands a message back.
