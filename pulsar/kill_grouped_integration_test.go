@@ -8,13 +8,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -101,49 +98,11 @@ func readTimedIDs(t *testing.T, file string) map[string][]time.Time {
 // (their acknowledgements may have died in the client's group).
 func TestIntegrationKilledConsumerGroupedAcksBound(t *testing.T) {
 	const n = 3000
-	q := uniqueQueue(t)
-	sub := newIntegrationTransport(t, WithSubscriptionType(pulsar.Shared))
-	if _, err := sub.consumerFor(q); err != nil { // subscribe before publishing
-		t.Fatal(err)
-	}
-	_ = sub.Close()
-	pub, err := babelqueue.NewApp(newIntegrationTransport(t, WithSubscriptionType(pulsar.Shared)))
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	var wg sync.WaitGroup
-	var failed atomic.Value
-	for p := range 8 {
-		wg.Go(func() {
-			for i := p; i < n; i += 8 {
-				if _, err := pub.Publish(ctx, "urn:it:kill", map[string]int{"n": i}, babelqueue.ToQueue(q),
-					babelqueue.WithEnvelopeOptions(babelqueue.WithID(fmt.Sprintf("g%05d", i)))); err != nil {
-					failed.CompareAndSwap(nil, err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if err, _ := failed.Load().(error); err != nil {
-		t.Fatal(err)
-	}
-
+	q := seedKillQueue(t, ctx, n, "g")
 	file := filepath.Join(t.TempDir(), "child-handled.txt")
-	child := exec.CommandContext(ctx, os.Args[0], "-test.run", "^TestIntegrationKilledGroupedConsumerChild$", "-test.count=1")
-	child.Env = append(os.Environ(), "BQ_GKILL_QUEUE="+q, "BQ_GKILL_FILE="+file)
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	killed := false
-	t.Cleanup(func() {
-		if !killed {
-			_ = child.Process.Kill()
-			_ = child.Wait()
-		}
-	})
+	child := startKillChild(t, ctx, "^TestIntegrationKilledGroupedConsumerChild$", "BQ_GKILL_QUEUE="+q, "BQ_GKILL_FILE="+file)
 	waitUntilP(t, 60*time.Second, "the child to handle 300 messages", func() bool { return len(readTimedIDs(t, file)) >= 300 })
 
 	var mu sync.Mutex
@@ -161,12 +120,7 @@ func TestIntegrationKilledConsumerGroupedAcksBound(t *testing.T) {
 		mu.Unlock()
 		return s > 100 && s+len(readTimedIDs(t, file)) >= 1200
 	})
-	killedAt := time.Now()
-	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	killed = true
-	_ = child.Wait()
+	killedAt := child.sigkill(t)
 	byChild := readTimedIDs(t, file)
 	handled := func() int {
 		mu.Lock()

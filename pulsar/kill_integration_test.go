@@ -96,52 +96,11 @@ func readIDs(t *testing.T, file string) []string {
 // messages handled twice are no more than the child had in flight (32).
 func TestIntegrationKilledConsumerLosesNothing(t *testing.T) {
 	const n = 3000
-	q := uniqueQueue(t)
-	sub := newIntegrationTransport(t, WithSubscriptionType(pulsar.Shared))
-	if _, err := sub.consumerFor(q); err != nil { // subscribe before publishing
-		t.Fatal(err)
-	}
-	_ = sub.Close()
-	pub, err := babelqueue.NewApp(newIntegrationTransport(t, WithSubscriptionType(pulsar.Shared)))
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	var wg sync.WaitGroup
-	var failed atomic.Value
-	for p := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := p; i < n; i += 8 {
-				id := fmt.Sprintf("m%05d", i)
-				if _, err := pub.Publish(ctx, "urn:it:kill", map[string]int{"n": i}, babelqueue.ToQueue(q),
-					babelqueue.WithEnvelopeOptions(babelqueue.WithID(id))); err != nil {
-					failed.CompareAndSwap(nil, err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if err, _ := failed.Load().(error); err != nil {
-		t.Fatal(err)
-	}
-
+	q := seedKillQueue(t, ctx, n, "m")
 	file := filepath.Join(t.TempDir(), "child-handled.txt")
-	child := exec.CommandContext(ctx, os.Args[0], "-test.run", "^TestIntegrationKilledConsumerChild$", "-test.count=1")
-	child.Env = append(os.Environ(), "BQ_PKILL_QUEUE="+q, "BQ_PKILL_FILE="+file)
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	killed := false
-	t.Cleanup(func() {
-		if !killed {
-			_ = child.Process.Kill()
-			_ = child.Wait()
-		}
-	})
+	child := startKillChild(t, ctx, "^TestIntegrationKilledConsumerChild$", "BQ_PKILL_QUEUE="+q, "BQ_PKILL_FILE="+file)
 	waitUntilP(t, 60*time.Second, "the child to handle 300 messages", func() bool { return len(readIDs(t, file)) >= 300 })
 
 	// The survivor consumes beside the child.
@@ -161,12 +120,7 @@ func TestIntegrationKilledConsumerLosesNothing(t *testing.T) {
 		mu.Unlock()
 		return s > 100 && s+len(readIDs(t, file)) >= 1200
 	})
-	killedAt := time.Now()
-	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	killed = true
-	_ = child.Wait()
+	killedAt := child.sigkill(t)
 	childIDs := readIDs(t, file)
 	byChild := make(map[string]int, len(childIDs))
 	for _, id := range childIDs {
@@ -232,4 +186,77 @@ func waitUntilP(t *testing.T, d time.Duration, what string, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// seedKillQueue returns a new queue holding n messages (ids idPrefix and a
+// 5-digit number), published from 8 goroutines after a Shared subscription
+// was made, so that none is lost to retention before the consumers come.
+func seedKillQueue(t *testing.T, ctx context.Context, n int, idPrefix string) string {
+	t.Helper()
+	q := uniqueQueue(t)
+	sub := newIntegrationTransport(t, WithSubscriptionType(pulsar.Shared))
+	if _, err := sub.consumerFor(q); err != nil { // subscribe before publishing
+		t.Fatal(err)
+	}
+	_ = sub.Close()
+	pub, err := babelqueue.NewApp(newIntegrationTransport(t, WithSubscriptionType(pulsar.Shared)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	for p := range 8 {
+		wg.Go(func() {
+			for i := p; i < n; i += 8 {
+				if _, err := pub.Publish(ctx, "urn:it:kill", map[string]int{"n": i}, babelqueue.ToQueue(q),
+					babelqueue.WithEnvelopeOptions(babelqueue.WithID(fmt.Sprintf("%s%05d", idPrefix, i)))); err != nil {
+					failed.CompareAndSwap(nil, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+// killChild is a consumer child process: this test binary running one
+// child test. It is killed at the test's end unless sigkill killed it.
+type killChild struct {
+	cmd    *exec.Cmd
+	killed bool
+}
+
+// startKillChild starts the test binary running the test matching run,
+// with env added to its environment.
+func startKillChild(t *testing.T, ctx context.Context, run string, env ...string) *killChild {
+	t.Helper()
+	c := &killChild{cmd: exec.CommandContext(ctx, os.Args[0], "-test.run", run, "-test.count=1")}
+	c.cmd.Env = append(os.Environ(), env...)
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !c.killed {
+			_ = c.cmd.Process.Kill()
+			_ = c.cmd.Wait()
+		}
+	})
+	return c
+}
+
+// sigkill kills the child with SIGKILL, waits for it, and returns when
+// the signal was sent.
+func (c *killChild) sigkill(t *testing.T) time.Time {
+	t.Helper()
+	at := time.Now()
+	if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	c.killed = true
+	_ = c.cmd.Wait()
+	return at
 }
