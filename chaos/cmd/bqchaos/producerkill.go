@@ -186,22 +186,32 @@ func producerKillMain(args []string) int {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ctx, cancel := context.WithTimeout(context.Background(), *duration+5*time.Minute)
 	defer cancel()
-	temp := *dir == ""
+	return inRunDir(*dir, "bqchaos-producer-", "producer-kill", "records", func(dir string) (int, error) {
+		return producerKill(ctx, *broker, dir, *n, *kills, *duration, log)
+	})
+}
+
+// inRunDir runs a scenario in dir, or in a new temporary directory (named
+// with prefix) when dir is empty, which is removed after a passing run (exit
+// code 0). A scenario error is printed with where its kept files (what)
+// are, and gives exit code 1.
+func inRunDir(dir, prefix, scenario, what string, run func(dir string) (int, error)) int {
+	temp := dir == ""
 	if temp {
-		d, err := os.MkdirTemp("", "bqchaos-producer-")
+		d, err := os.MkdirTemp("", prefix)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bqchaos:", err)
 			return 1
 		}
-		*dir = d
+		dir = d
 	}
-	code, err := producerKill(ctx, *broker, *dir, *n, *kills, *duration, log)
+	code, err := run(dir)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "bqchaos: producer-kill: %v (records in %s)\n", err, *dir)
+		fmt.Fprintf(os.Stderr, "bqchaos: %s: %v (%s in %s)\n", scenario, err, what, dir)
 		return 1
 	}
 	if code == 0 && temp {
-		_ = os.RemoveAll(*dir)
+		_ = os.RemoveAll(dir)
 	}
 	return code
 }

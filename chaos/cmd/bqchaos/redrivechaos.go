@@ -117,24 +117,9 @@ func redriveChaosMain(args []string) int {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ctx, cancel := context.WithTimeout(context.Background(), *duration+12*time.Minute)
 	defer cancel()
-	temp := *dir == ""
-	if temp {
-		d, err := os.MkdirTemp("", "bqchaos-redrive-")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "bqchaos:", err)
-			return 1
-		}
-		*dir = d
-	}
-	code, err := redriveChaos(ctx, *broker, *dir, filepath.Join(*scripts, *broker+".sh"), *n, *kills, *duration, log)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "bqchaos: redrive: %v (logs in %s)\n", err, *dir)
-		return 1
-	}
-	if code == 0 && temp {
-		_ = os.RemoveAll(*dir)
-	}
-	return code
+	return inRunDir(*dir, "bqchaos-redrive-", "redrive", "logs", func(dir string) (int, error) {
+		return redriveChaos(ctx, *broker, dir, filepath.Join(*scripts, *broker+".sh"), *n, *kills, *duration, log)
+	})
 }
 
 func redriveChaos(ctx context.Context, broker, dir, script string, n, kills int, duration time.Duration, log *slog.Logger) (int, error) {
