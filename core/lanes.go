@@ -46,6 +46,14 @@ type lane struct {
 	paused bool
 	// inTable: the lane table holds the lane under its key (lanetable.go).
 	inTable bool
+	// handingBack: a worker is handing back the lane's messages after a
+	// failed settle. fence: the number of receives started when it last
+	// finished. A message of the lane read by a receive that started at or
+	// before the fence may have been taken from the broker before the
+	// handed-back ones were back, so it is handed back too, and the
+	// handed-back messages keep their place ahead of it.
+	handingBack bool
+	fence       uint64
 }
 
 // laneSet is the state of one queue's concurrent loop.
@@ -64,6 +72,8 @@ type laneSet struct {
 	ready     []*lane // scheduled lanes no worker runs yet, in order; each holds a pending message
 	pending   int     // received and not yet settled or handed back
 	receiving bool    // a worker holds the receiver role
+	started   uint64  // receives started so far (the receiver role is held by one worker at a time)
+	returned  uint64  // receives returned so far
 	parked    int     // workers waiting for a token on wake
 	stopping  bool
 	seq       uint64
@@ -205,10 +215,13 @@ func (s *laneSet) next(fail context.CancelCauseFunc) *lane {
 		}
 		s.receiving = true
 		s.pending++
+		s.started++
+		receive := s.started
 		s.mu.Unlock()
 		msg, err := s.a.pop(s.rctx, s.queue)
 		s.mu.Lock()
 		s.receiving = false
+		s.returned = receive
 		switch {
 		case err != nil:
 			s.pending--
@@ -233,6 +246,19 @@ func (s *laneSet) next(fail context.CancelCauseFunc) *lane {
 			continue
 		}
 		l := s.laneFor(msg)
+		if l.handingBack || receive <= l.fence {
+			// Possibly read ahead of messages of its lane that were
+			// handed back: it goes back too, behind them. The receiver
+			// role is kept meanwhile, so that no receive overtakes it.
+			s.receiving = true
+			s.mu.Unlock()
+			s.a.unsettle(s.rctx, msg, "an earlier message of its lane was handed back")
+			s.mu.Lock()
+			s.receiving = false
+			s.pending--
+			s.forgetIdleLocked(l)
+			continue
+		}
 		l.waiting = append(l.waiting, msg)
 		if l.scheduled || l.paused {
 			continue // it waits for its lane; receive on
@@ -311,6 +337,10 @@ func (s *laneSet) run(ctx context.Context, l *lane, fail context.CancelCauseFunc
 		s.pauses.Add(1)
 		go s.pauseLane(l)
 	}
+	fenced := out.settleFailed && s.order != OrderNone // OrderNone promises no order
+	if fenced {
+		l.handingBack = true
+	}
 	if len(rest) > 0 {
 		s.mu.Unlock()
 		for _, m := range rest {
@@ -322,6 +352,10 @@ func (s *laneSet) run(ctx context.Context, l *lane, fail context.CancelCauseFunc
 		s.pending -= len(rest)
 	}
 	s.pending--
+	if fenced {
+		l.handingBack = false
+		l.fence = s.started
+	}
 	next := s.continueLocked(l)
 	s.mu.Unlock()
 	return next
@@ -350,7 +384,7 @@ func (s *laneSet) continueLocked(l *lane) *lane {
 // forgetIdleLocked lets the lane table forget l when it holds nothing and
 // no one runs or pauses it. s.mu held.
 func (s *laneSet) forgetIdleLocked(l *lane) {
-	if !l.scheduled && !l.paused && len(l.waiting) == 0 {
+	if !l.scheduled && !l.paused && len(l.waiting) == 0 && !l.handingBack && l.fence <= s.returned {
 		s.lanes.idle(l)
 	}
 }
