@@ -1,11 +1,11 @@
 package babelqueue
 
 import (
-	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/option"
 	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
@@ -137,9 +137,7 @@ func defaultConfig() config {
 	}
 }
 
-func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...)
-}
+func invalid(format string, args ...any) error { return option.Invalid("", format, args...) }
 
 // WithDefaultQueue sets the queue Publish writes to when no ToQueue option
 // is given, and the queue Consume and Drain read when called without

@@ -1,12 +1,11 @@
 package idempotency
 
 import (
-	"fmt"
 	"log/slog"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/option"
 )
 
 // Defaults of the Wrap options. Every option and its default:
@@ -31,12 +30,10 @@ type config struct {
 	lease, ttl, busyWait, busyPoll time.Duration
 	clock                          driver.Clock
 	logger                         *slog.Logger
-	errs                           []error
+	errs                           option.Errors
 }
 
-func (c *config) fail(format string, args ...any) {
-	c.errs = append(c.errs, fmt.Errorf("idempotency: %w: "+format, append([]any{babelqueue.ErrInvalidOption}, args...)...))
-}
+func (c *config) fail(format string, args ...any) { c.errs.Fail(format, args...) }
 
 // Option configures Wrap.
 type Option func(*config)
@@ -74,23 +71,11 @@ func WithBusyWait(wait, poll time.Duration) Option {
 
 // WithClock sets the clock of the busy wait.
 func WithClock(clock driver.Clock) Option {
-	return func(c *config) {
-		if clock == nil {
-			c.fail("nil clock")
-			return
-		}
-		c.clock = clock
-	}
+	return func(c *config) { option.NonNil(&c.errs, &c.clock, "clock", clock) }
 }
 
 // WithLogger sets the logger of store failures that do not fail the
 // delivery.
 func WithLogger(l *slog.Logger) Option {
-	return func(c *config) {
-		if l == nil {
-			c.fail("nil logger")
-			return
-		}
-		c.logger = l
-	}
+	return func(c *config) { option.NonNil(&c.errs, &c.logger, "logger", l) }
 }

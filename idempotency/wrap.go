@@ -11,6 +11,7 @@ import (
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/option"
 	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
@@ -41,21 +42,15 @@ var ErrInFlight = errors.New("idempotency: another delivery of this id is in fli
 // Wrap reports a nil store or handler and every invalid option together,
 // each matching babelqueue.ErrInvalidOption.
 func Wrap(store Store, h babelqueue.Handler, opts ...Option) (babelqueue.Handler, error) {
-	c := config{lease: DefaultLease, ttl: DefaultTTL, busyWait: DefaultBusyWait, busyPoll: DefaultBusyPoll, clock: driver.SystemClock{}}
+	c := config{lease: DefaultLease, ttl: DefaultTTL, busyWait: DefaultBusyWait, busyPoll: DefaultBusyPoll, clock: driver.SystemClock{},
+		errs: option.Prefixed("idempotency")}
 	if store == nil {
 		c.fail("nil store")
 	}
 	if h == nil {
 		c.fail("nil handler")
 	}
-	for _, o := range opts {
-		if o == nil {
-			c.fail("nil option")
-			continue
-		}
-		o(&c)
-	}
-	if err := errors.Join(c.errs...); err != nil {
+	if err := option.Apply(&c, &c.errs, opts); err != nil {
 		return nil, err
 	}
 	g := &guard{store: store, h: h, c: c}

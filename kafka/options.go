@@ -2,15 +2,14 @@ package kafka
 
 import (
 	"crypto/tls"
-	"fmt"
 	"log/slog"
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/sasl"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/option"
 	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
@@ -159,7 +158,7 @@ func defaultConfig() config {
 }
 
 func (c *config) fail(format string, args ...any) {
-	c.errs = append(c.errs, fmt.Errorf("kafka: %w: "+format, append([]any{babelqueue.ErrInvalidOption}, args...)...))
+	c.errs = append(c.errs, option.Invalid("kafka", format, args...))
 }
 
 // positive is the Option that sets the field at(c) to v, or records that

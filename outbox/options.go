@@ -1,12 +1,11 @@
 package outbox
 
 import (
-	"fmt"
 	"log/slog"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/option"
 )
 
 // Defaults of the outbox and relay options. Every option and its default:
@@ -41,12 +40,8 @@ const (
 // config holds the options of an Outbox.
 type config struct {
 	table string
-	now   func() time.Time
-	errs  []error
-}
-
-func (c *config) fail(format string, args ...any) {
-	c.errs = append(c.errs, fmt.Errorf("outbox: %w: "+format, append([]any{babelqueue.ErrInvalidOption}, args...)...))
+	clock driver.Clock
+	errs  option.Errors
 }
 
 // Option configures an Outbox.
@@ -54,25 +49,13 @@ type Option func(*config)
 
 // WithTable sets the table name, a plain identifier.
 func WithTable(name string) Option {
-	return func(c *config) {
-		if !identifier.MatchString(name) {
-			c.fail("table name %q is not a plain identifier", name)
-			return
-		}
-		c.table = name
-	}
+	return func(c *config) { option.Identifier(&c.errs, &c.table, "table name", name) }
 }
 
 // WithClock sets the source of time (the App's driver.Clock, so a
 // test can share one bqtest.FakeClock).
 func WithClock(clock driver.Clock) Option {
-	return func(c *config) {
-		if clock == nil {
-			c.fail("nil clock")
-			return
-		}
-		c.now = clock.Now
-	}
+	return func(c *config) { option.NonNil(&c.errs, &c.clock, "clock", clock) }
 }
 
 // relayConfig holds the options of a Relay.
@@ -84,12 +67,10 @@ type relayConfig struct {
 	minBackoff, maxBackoff time.Duration
 	sendTimeout            time.Duration
 	logger                 *slog.Logger
-	errs                   []error
+	errs                   option.Errors
 }
 
-func (c *relayConfig) fail(format string, args ...any) {
-	c.errs = append(c.errs, fmt.Errorf("outbox: relay: %w: "+format, append([]any{babelqueue.ErrInvalidOption}, args...)...))
-}
+func (c *relayConfig) fail(format string, args ...any) { c.errs.Fail(format, args...) }
 
 // RelayOption configures a Relay.
 type RelayOption func(*relayConfig)
@@ -108,37 +89,19 @@ func WithRelayID(id string) RelayOption {
 // WithBatchSize sets how many rows one claim takes (at most one per order
 // key), sent in one SendBatch when the sender batches.
 func WithBatchSize(n int) RelayOption {
-	return func(c *relayConfig) {
-		if n <= 0 {
-			c.fail("batch size %d is not positive", n)
-			return
-		}
-		c.batch = n
-	}
+	return func(c *relayConfig) { option.Positive(&c.errs, &c.batch, "batch size", n) }
 }
 
 // WithInFlight sets how many batches Run has in flight at once, each
 // claimed, sent and settled by its own worker.
 func WithInFlight(n int) RelayOption {
-	return func(c *relayConfig) {
-		if n <= 0 {
-			c.fail("batches in flight %d is not positive", n)
-			return
-		}
-		c.inflight = n
-	}
+	return func(c *relayConfig) { option.Positive(&c.errs, &c.inflight, "batches in flight", n) }
 }
 
 // WithParallelism bounds the sends in flight per batch when the sender
 // does not batch.
 func WithParallelism(n int) RelayOption {
-	return func(c *relayConfig) {
-		if n <= 0 {
-			c.fail("parallelism %d is not positive", n)
-			return
-		}
-		c.parallel = n
-	}
+	return func(c *relayConfig) { option.Positive(&c.errs, &c.parallel, "parallelism", n) }
 }
 
 // WithLease sets how long claimed rows are the relay's on SQLite: a relay
@@ -157,13 +120,7 @@ func WithLease(d time.Duration) RelayOption {
 
 // WithPoll sets the wait after a claim that found nothing.
 func WithPoll(d time.Duration) RelayOption {
-	return func(c *relayConfig) {
-		if d <= 0 {
-			c.fail("poll interval %v is not positive", d)
-			return
-		}
-		c.poll = d
-	}
+	return func(c *relayConfig) { option.Positive(&c.errs, &c.poll, "poll interval", d) }
 }
 
 // WithBackoff sets the retry delay of a failed row: minDelay doubled per
@@ -180,22 +137,10 @@ func WithBackoff(minDelay, maxDelay time.Duration) RelayOption {
 
 // WithSendTimeout bounds the sending of one batch.
 func WithSendTimeout(d time.Duration) RelayOption {
-	return func(c *relayConfig) {
-		if d <= 0 {
-			c.fail("send timeout %v is not positive", d)
-			return
-		}
-		c.sendTimeout = d
-	}
+	return func(c *relayConfig) { option.Positive(&c.errs, &c.sendTimeout, "send timeout", d) }
 }
 
 // WithLogger sets the logger.
 func WithLogger(l *slog.Logger) RelayOption {
-	return func(c *relayConfig) {
-		if l == nil {
-			c.fail("nil logger")
-			return
-		}
-		c.logger = l
-	}
+	return func(c *relayConfig) { option.NonNil(&c.errs, &c.logger, "logger", l) }
 }

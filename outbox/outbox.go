@@ -14,14 +14,14 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/option"
 	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
@@ -42,27 +42,18 @@ type Outbox struct {
 	now     func() time.Time
 }
 
-var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
 // New returns the outbox of a database of dialect d. It reports every
 // invalid option at once (errors.Join), each matching
 // babelqueue.ErrInvalidOption.
 func New(d Dialect, opts ...Option) (*Outbox, error) {
-	c := config{table: DefaultTable, now: time.Now}
+	c := config{table: DefaultTable, clock: driver.SystemClock{}, errs: option.Prefixed("outbox")}
 	if d != Postgres && d != SQLite {
-		c.fail("unknown dialect %d", d)
+		c.errs.Fail("unknown dialect %d", d)
 	}
-	for _, opt := range opts {
-		if opt == nil {
-			c.fail("nil option")
-			continue
-		}
-		opt(&c)
-	}
-	if err := errors.Join(c.errs...); err != nil {
+	if err := option.Apply(&c, &c.errs, opts); err != nil {
 		return nil, err
 	}
-	return &Outbox{dialect: d, table: c.table, now: c.now}, nil
+	return &Outbox{dialect: d, table: c.table, now: c.clock.Now}, nil
 }
 
 // Table returns the table name.

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/babelqueue/babelqueue-go/core/option"
 )
 
 // Relay publishes the pending rows of an outbox. Several relays (in one
@@ -32,7 +34,7 @@ type Relay struct {
 // babelqueue.ErrInvalidOption.
 func NewRelay(db *sql.DB, ob *Outbox, sender Sender, opts ...RelayOption) (*Relay, error) {
 	c := relayConfig{id: randomID(), batch: DefaultBatchSize, inflight: DefaultInFlight, parallel: DefaultParallelism, lease: DefaultLease, poll: DefaultPoll,
-		minBackoff: DefaultMinBackoff, maxBackoff: DefaultMaxBackoff, sendTimeout: DefaultSendTimeout}
+		minBackoff: DefaultMinBackoff, maxBackoff: DefaultMaxBackoff, sendTimeout: DefaultSendTimeout, errs: option.Prefixed("outbox: relay")}
 	if db == nil {
 		c.fail("nil database")
 	}
@@ -42,14 +44,7 @@ func NewRelay(db *sql.DB, ob *Outbox, sender Sender, opts ...RelayOption) (*Rela
 	if sender == nil {
 		c.fail("nil sender")
 	}
-	for _, o := range opts {
-		if o == nil {
-			c.fail("nil option")
-			continue
-		}
-		o(&c)
-	}
-	if err := errors.Join(c.errs...); err != nil {
+	if err := option.Apply(&c, &c.errs, opts); err != nil {
 		return nil, err
 	}
 	// A row is claimable when it is due, not leased, and the oldest pending

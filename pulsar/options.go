@@ -9,6 +9,7 @@ import (
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/option"
 	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
@@ -133,7 +134,7 @@ func defaultConfig() config {
 }
 
 func invalid(format string, args ...any) error {
-	return fmt.Errorf("pulsar: %w: %s", babelqueue.ErrInvalidOption, fmt.Sprintf(format, args...))
+	return option.Invalid("pulsar", format, args...)
 }
 
 // WithServiceURL makes the Transport build, and later close, its own client

@@ -2,6 +2,8 @@ package driver
 
 import (
 	"errors"
+
+	"github.com/babelqueue/babelqueue-go/core/option"
 )
 
 // DefaultDeadLetterSuffix names the dead-letter queue of queue q: q +
@@ -20,8 +22,9 @@ var (
 	ErrSettle = errors.New("babelqueue: message not settled")
 	// ErrClosed is returned by calls on a closed App or transport.
 	ErrClosed = errors.New("babelqueue: closed")
-	// ErrInvalidOption marks a rejected configuration value.
-	ErrInvalidOption = errors.New("babelqueue: invalid option")
+	// ErrInvalidOption marks a rejected configuration value (the value of
+	// option.ErrInvalidOption, which the options of every module wrap).
+	ErrInvalidOption = option.ErrInvalidOption
 	// ErrRedriveBusy is returned by a redrive that found another run
 	// holding the dead-letter queue's cursor; it read, wrote and settled
 	// nothing. The bindings' own ErrRedriveBusy values match it.

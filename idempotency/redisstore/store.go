@@ -15,7 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/option"
 	"github.com/babelqueue/babelqueue-go/idempotency"
 )
 
@@ -37,11 +37,7 @@ type Store struct {
 // together (errors.Join), each matching babelqueue.ErrInvalidOption.
 type config struct {
 	prefix string
-	errs   []error
-}
-
-func (c *config) fail(format string, args ...any) {
-	c.errs = append(c.errs, fmt.Errorf("redisstore: %w: "+format, append([]any{babelqueue.ErrInvalidOption}, args...)...))
+	errs   option.Errors
 }
 
 // Option configures a Store.
@@ -51,7 +47,7 @@ type Option func(*config)
 func WithPrefix(p string) Option {
 	return func(c *config) {
 		if p == "" {
-			c.fail("empty key prefix")
+			c.errs.Fail("empty key prefix")
 			return
 		}
 		c.prefix = p
@@ -61,18 +57,11 @@ func WithPrefix(p string) Option {
 // New returns a Store on rdb, or every problem of a nil rdb and the
 // options together.
 func New(rdb redis.UniversalClient, opts ...Option) (*Store, error) {
-	c := config{prefix: DefaultPrefix}
+	c := config{prefix: DefaultPrefix, errs: option.Prefixed("redisstore")}
 	if rdb == nil {
-		c.fail("nil redis client")
+		c.errs.Fail("nil redis client")
 	}
-	for _, o := range opts {
-		if o == nil {
-			c.fail("nil option")
-			continue
-		}
-		o(&c)
-	}
-	if err := errors.Join(c.errs...); err != nil {
+	if err := option.Apply(&c, &c.errs, opts); err != nil {
 		return nil, err
 	}
 	return &Store{rdb: rdb, prefix: c.prefix}, nil

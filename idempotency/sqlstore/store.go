@@ -15,13 +15,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
-	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/option"
 	"github.com/babelqueue/babelqueue-go/idempotency"
 )
 
@@ -60,12 +59,8 @@ type Store struct {
 // config holds the options of a Store.
 type config struct {
 	table string
-	now   func() time.Time
-	errs  []error
-}
-
-func (c *config) fail(format string, args ...any) {
-	c.errs = append(c.errs, fmt.Errorf("sqlstore: %w: "+format, append([]any{babelqueue.ErrInvalidOption}, args...)...))
+	clock driver.Clock
+	errs  option.Errors
 }
 
 // Option configures a Store.
@@ -73,49 +68,28 @@ type Option func(*config)
 
 // WithTable sets the table name, a plain identifier.
 func WithTable(name string) Option {
-	return func(c *config) {
-		if !identifier.MatchString(name) {
-			c.fail("table name %q is not a plain identifier", name)
-			return
-		}
-		c.table = name
-	}
+	return func(c *config) { option.Identifier(&c.errs, &c.table, "table name", name) }
 }
 
 // WithClock sets the source of time of expiries (the App's driver.Clock, so a
 // test can share one bqtest.FakeClock).
 func WithClock(clock driver.Clock) Option {
-	return func(c *config) {
-		if clock == nil {
-			c.fail("nil clock")
-			return
-		}
-		c.now = clock.Now
-	}
+	return func(c *config) { option.NonNil(&c.errs, &c.clock, "clock", clock) }
 }
-
-var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // New returns a Store on db. Call Migrate once to create its table.
 func New(db *sql.DB, dialect Dialect, opts ...Option) (*Store, error) {
-	c := config{table: DefaultTable, now: time.Now}
+	c := config{table: DefaultTable, clock: driver.SystemClock{}, errs: option.Prefixed("sqlstore")}
 	if db == nil {
-		c.fail("nil database")
+		c.errs.Fail("nil database")
 	}
 	if dialect != Postgres && dialect != SQLite {
-		c.fail("unknown dialect %d", dialect)
+		c.errs.Fail("unknown dialect %d", dialect)
 	}
-	for _, o := range opts {
-		if o == nil {
-			c.fail("nil option")
-			continue
-		}
-		o(&c)
-	}
-	if err := errors.Join(c.errs...); err != nil {
+	if err := option.Apply(&c, &c.errs, opts); err != nil {
 		return nil, err
 	}
-	s := &Store{db: db, dialect: dialect, table: c.table, now: c.now}
+	s := &Store{db: db, dialect: dialect, table: c.table, now: c.clock.Now}
 	t := s.table
 	s.claim = s.sql(`INSERT INTO ` + t + ` (id, token, expires_at) VALUES (?, ?, ?)
 ON CONFLICT (id) DO UPDATE SET token = excluded.token, expires_at = excluded.expires_at
