@@ -1,6 +1,7 @@
 package babelqueue
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -30,10 +31,7 @@ type UnknownPublishError struct {
 func newUnknownPublishError(out *driver.Outgoing, id string, err error) *UnknownPublishError {
 	e := &UnknownPublishError{Queue: out.Queue, ID: id, Err: err, out: *out}
 	e.out.Headers = maps.Clone(out.Headers)
-	e.out.Key = append([]byte(nil), out.Key...)
-	if out.Key == nil {
-		e.out.Key = nil
-	}
+	e.out.Key = bytes.Clone(out.Key) // nil stays nil, empty stays empty
 	return e
 }
 

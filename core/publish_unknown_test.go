@@ -102,3 +102,24 @@ func TestPublishErrorWithoutUnknownMeansNothingWritten(t *testing.T) {
 		t.Fatalf("sends = %d, want 1 (republish of a refusal sends nothing)", len(tr.sent))
 	}
 }
+
+func TestRepublishKeepsAnEmptyKeyApartFromNone(t *testing.T) {
+	for name, key := range map[string][]byte{"empty": {}, "none": nil} {
+		t.Run(name, func(t *testing.T) {
+			tr := &outcomeTransport{fail: []error{ErrPublishUnknown}}
+			app := testApp(tr, WithDefaultQueue("orders"))
+			_, err := app.Publish(context.Background(), "urn:t:o", map[string]int{"n": 1}, WithKey(key))
+			if !errors.Is(err, ErrPublishUnknown) {
+				t.Fatalf("publish = %v, want an unknown outcome", err)
+			}
+			if _, err := app.Republish(context.Background(), err); err != nil {
+				t.Fatal(err)
+			}
+			for i, s := range tr.sent {
+				if (s.Key == nil) != (key == nil) || len(s.Key) != 0 {
+					t.Fatalf("send %d key = %#v, want %#v", i, s.Key, key)
+				}
+			}
+		})
+	}
+}
