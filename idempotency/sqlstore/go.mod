@@ -3,6 +3,7 @@ module github.com/babelqueue/babelqueue-go/idempotency/sqlstore
 go 1.26.0
 
 require (
+	github.com/babelqueue/babelqueue-go/brokertest v0.1.0
 	github.com/babelqueue/babelqueue-go/core v0.1.0
 	github.com/babelqueue/babelqueue-go/idempotency v0.1.0
 	github.com/jackc/pgx/v5 v5.13.0

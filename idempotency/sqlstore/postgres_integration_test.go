@@ -4,11 +4,11 @@ package sqlstore_test
 
 import (
 	"database/sql"
-	"os"
 	"testing"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/babelqueue/babelqueue-go/brokertest"
 	"github.com/babelqueue/babelqueue-go/idempotency"
 	"github.com/babelqueue/babelqueue-go/idempotency/sqlstore"
 	"github.com/babelqueue/babelqueue-go/idempotency/storetest"
@@ -18,18 +18,7 @@ import (
 // test fails when it is not set.
 func openPostgres(t testing.TB) *sql.DB {
 	t.Helper()
-	url := os.Getenv("BQ_POSTGRES_URL")
-	if url == "" {
-		t.Fatal("BQ_POSTGRES_URL is not set: start PostgreSQL with tools/brokers/postgres.sh up (make integration does)")
-	}
-	db, err := sql.Open("pgx", url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	if err := db.Ping(); err != nil {
-		t.Fatalf("PostgreSQL at %s: %v", url, err)
-	}
+	db, _ := brokertest.Postgres(t)
 	return db
 }
 

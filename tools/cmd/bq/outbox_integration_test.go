@@ -3,12 +3,11 @@
 package main
 
 import (
-	"database/sql"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
+	"github.com/babelqueue/babelqueue-go/brokertest"
 	"github.com/babelqueue/babelqueue-go/outbox"
 )
 
@@ -16,15 +15,7 @@ import (
 // PostgreSQL of tools/brokers/postgres.sh, through the flag and the
 // environment variable.
 func TestOutboxStatsPostgres(t *testing.T) {
-	url := os.Getenv("BQ_POSTGRES_URL")
-	if url == "" {
-		t.Fatal("BQ_POSTGRES_URL is not set: start PostgreSQL with tools/brokers/postgres.sh up (make integration does)")
-	}
-	db, err := sql.Open("pgx", url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, url := brokertest.Postgres(t)
 	table := fmt.Sprintf("bq_outbox_stats_%d", time.Now().UnixNano())
 	ob, err := outbox.New(outbox.Postgres, outbox.WithTable(table))
 	if err != nil {
