@@ -6,10 +6,12 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,27 +33,41 @@ const killInFlight = 32
 // grouped acknowledgements (sent up to 100 ms after Ack returns nil) a
 // SIGKILL also loses the acknowledgements of that window: measured 73
 // duplicates against the 32 in flight in one of two runs.
-func killConsumerApp(t *testing.T, handle babelqueue.Handler) (*babelqueue.App, *Transport) {
+func killConsumerApp(t *testing.T, handle babelqueue.Handler) *babelqueue.App {
 	t.Helper()
-	tr := newIntegrationTransport(t, WithSubscriptionType(pulsar.Shared), WithRepublishRetries(),
-		WithConsumerOptions(func(o *pulsar.ConsumerOptions) { o.AckWithResponse = true }))
+	return killApp(t, handle, WithConsumerOptions(func(o *pulsar.ConsumerOptions) { o.AckWithResponse = true }))
+}
+
+// killApp is the App of a consumer-kill test: a Shared subscription with
+// opts, 32 handlers and at most 32 messages received and not settled.
+func killApp(t *testing.T, handle babelqueue.Handler, opts ...Option) *babelqueue.App {
+	t.Helper()
+	tr := newIntegrationTransport(t, append([]Option{WithSubscriptionType(pulsar.Shared), WithRepublishRetries()}, opts...)...)
 	app, err := babelqueue.NewApp(tr, babelqueue.WithPollTimeout(200*time.Millisecond),
 		babelqueue.WithConcurrency(killInFlight, babelqueue.OrderNone), babelqueue.WithMaxPending(killInFlight))
 	if err != nil {
 		t.Fatal(err)
 	}
 	app.Handle("urn:it:kill", handle)
-	return app, tr
+	return app
 }
 
 // TestIntegrationKilledConsumerChild is the consumer child of
-// TestIntegrationKilledConsumerLosesNothing: it appends the id of each
-// message it handled to BQ_PKILL_FILE, synced to disk before the handler
-// returns (so before the acknowledgement), until it is killed.
+// TestIntegrationKilledConsumerLosesNothing (runKillChild).
 func TestIntegrationKilledConsumerChild(t *testing.T) {
-	queue, file := os.Getenv("BQ_PKILL_QUEUE"), os.Getenv("BQ_PKILL_FILE")
+	runKillChild(t, "BQ_PKILL_QUEUE", "BQ_PKILL_FILE", "TestIntegrationKilledConsumerLosesNothing", killConsumerApp)
+}
+
+// runKillChild is the body of a consumer child process (skipped when the
+// variable queueEnv is unset, outside the parent test): it consumes the
+// queue queueEnv names with the App of newApp and appends "<unix ns> <id>"
+// for each message it handled to the file fileEnv names, synced to disk
+// before the handler returns (so before the acknowledgement), until it is
+// killed.
+func runKillChild(t *testing.T, queueEnv, fileEnv, parent string, newApp func(*testing.T, babelqueue.Handler) *babelqueue.App) {
+	queue, file := os.Getenv(queueEnv), os.Getenv(fileEnv)
 	if queue == "" {
-		t.Skip("the child of TestIntegrationKilledConsumerLosesNothing")
+		t.Skip("the child of " + parent)
 	}
 	f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
@@ -59,11 +75,11 @@ func TestIntegrationKilledConsumerChild(t *testing.T) {
 	}
 	defer f.Close()
 	var mu sync.Mutex
-	app, _ := killConsumerApp(t, func(_ context.Context, env *babelqueue.Envelope) error {
+	app := newApp(t, func(_ context.Context, env *babelqueue.Envelope) error {
 		time.Sleep(time.Duration(1000+rand.IntN(4001)) * time.Microsecond)
 		mu.Lock()
 		defer mu.Unlock()
-		if _, err := fmt.Fprintln(f, env.Meta.ID); err != nil {
+		if _, err := fmt.Fprintf(f, "%d %s\n", time.Now().UnixNano(), env.Meta.ID); err != nil {
 			return err
 		}
 		return f.Sync()
@@ -73,65 +89,77 @@ func TestIntegrationKilledConsumerChild(t *testing.T) {
 	_ = app.Consume(ctx, queue)
 }
 
-// readIDs reads the ids the child recorded.
-func readIDs(t *testing.T, file string) []string {
+// readTimedIDs reads the child's records: id -> the times it was handled.
+func readTimedIDs(t *testing.T, file string) map[string][]time.Time {
 	t.Helper()
 	b, err := os.ReadFile(file)
 	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}
-	var ids []string
+	out := map[string][]time.Time{}
 	sc := bufio.NewScanner(strings.NewReader(string(b)))
 	for sc.Scan() {
-		if id := strings.TrimSpace(sc.Text()); id != "" {
-			ids = append(ids, id)
+		ns, id, ok := strings.Cut(strings.TrimSpace(sc.Text()), " ")
+		if !ok {
+			continue // a torn last line
 		}
+		n, err := strconv.ParseInt(ns, 10, 64)
+		if err != nil {
+			continue
+		}
+		out[id] = append(out[id], time.Unix(0, n))
 	}
-	return ids
+	return out
 }
 
-// A consumer child process on a Shared subscription is SIGKILLed mid-run
-// while a survivor consumes beside it: the broker hands the child's
-// unacknowledged messages to the survivor, nothing is lost, and the
-// messages handled twice are no more than the child had in flight (32).
-func TestIntegrationKilledConsumerLosesNothing(t *testing.T) {
-	const n = 3000
+// killRun is what a consumer-kill test saw: id -> the times the child and
+// the survivor handled it, when the child was killed, how long after the
+// kill every message was handled, and the drained subscription.
+type killRun struct {
+	byChild, survivor map[string][]time.Time
+	killedAt          time.Time
+	allAt             time.Duration
+	drained           subscriptionStats
+}
+
+// runConsumerKill seeds n messages (ids idPrefix and a number), starts the
+// child test childRun with the queue and its record file in the variables
+// queueEnv and fileEnv, lets a survivor built by newApp consume beside it,
+// SIGKILLs the child once both handled 1,200 messages, and returns when
+// all n were handled and the backlog drained.
+func runConsumerKill(t *testing.T, n int, idPrefix, childRun, queueEnv, fileEnv string, newApp func(*testing.T, babelqueue.Handler) *babelqueue.App) killRun {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	q := seedKillQueue(t, ctx, n, "m")
+	q := seedKillQueue(t, ctx, n, idPrefix)
 	file := filepath.Join(t.TempDir(), "child-handled.txt")
-	child := startKillChild(t, ctx, "^TestIntegrationKilledConsumerChild$", "BQ_PKILL_QUEUE="+q, "BQ_PKILL_FILE="+file)
-	waitUntilP(t, 60*time.Second, "the child to handle 300 messages", func() bool { return len(readIDs(t, file)) >= 300 })
+	child := startKillChild(t, ctx, "^"+childRun+"$", queueEnv+"="+q, fileEnv+"="+file)
+	waitUntilP(t, 60*time.Second, "the child to handle 300 messages", func() bool { return len(readTimedIDs(t, file)) >= 300 })
 
 	// The survivor consumes beside the child.
 	var mu sync.Mutex
 	survivor := map[string][]time.Time{}
-	app, _ := killConsumerApp(t, func(_ context.Context, env *babelqueue.Envelope) error {
+	runApp(t, newApp(t, func(_ context.Context, env *babelqueue.Envelope) error {
 		time.Sleep(time.Duration(1000+rand.IntN(4001)) * time.Microsecond)
 		mu.Lock()
 		survivor[env.Meta.ID] = append(survivor[env.Meta.ID], time.Now())
 		mu.Unlock()
 		return nil
-	})
-	runApp(t, app, q)
+	}), q)
 	waitUntilP(t, 60*time.Second, "1,200 messages handled by both", func() bool {
 		mu.Lock()
 		s := len(survivor)
 		mu.Unlock()
-		return s > 100 && s+len(readIDs(t, file)) >= 1200
+		return s > 100 && s+len(readTimedIDs(t, file)) >= 1200
 	})
-	killedAt := child.sigkill(t)
-	childIDs := readIDs(t, file)
-	byChild := make(map[string]int, len(childIDs))
-	for _, id := range childIDs {
-		byChild[id]++
-	}
+	run := killRun{killedAt: child.sigkill(t)}
+	run.byChild = readTimedIDs(t, file)
 	handled := func() int {
 		mu.Lock()
 		defer mu.Unlock()
-		all := len(byChild)
+		all := len(run.byChild)
 		for id := range survivor {
-			if byChild[id] == 0 {
+			if len(run.byChild[id]) == 0 {
 				all++
 			}
 		}
@@ -142,33 +170,44 @@ func TestIntegrationKilledConsumerLosesNothing(t *testing.T) {
 			t.Fatalf("%d of %d messages handled; subscription %+v", handled(), n, subscriptionStatsOf(t, q, DefaultSubscription))
 		}
 	}
-	allAt := time.Since(killedAt)
-	drained := waitStats(t, q, DefaultSubscription, 30*time.Second, "the backlog to drain",
+	run.allAt = time.Since(run.killedAt)
+	run.drained = waitStats(t, q, DefaultSubscription, 30*time.Second, "the backlog to drain",
 		func(s subscriptionStats) bool { return s.MsgBacklog == 0 })
 	mu.Lock()
 	defer mu.Unlock()
+	run.survivor = maps.Clone(survivor)
+	return run
+}
+
+// A consumer child process on a Shared subscription is SIGKILLed mid-run
+// while a survivor consumes beside it: the broker hands the child's
+// unacknowledged messages to the survivor, nothing is lost, and the
+// messages handled twice are no more than the child had in flight (32).
+func TestIntegrationKilledConsumerLosesNothing(t *testing.T) {
+	const n = 3000
+	run := runConsumerKill(t, n, "m", "TestIntegrationKilledConsumerChild", "BQ_PKILL_QUEUE", "BQ_PKILL_FILE", killConsumerApp)
 	dups, own, childOwn := 0, 0, 0
 	var firstDup, lastDup time.Duration
-	for id, ts := range survivor {
+	for id, ts := range run.survivor {
 		own += len(ts) - 1
-		if byChild[id] > 0 {
+		if len(run.byChild[id]) > 0 {
 			dups++
-			at := ts[0].Sub(killedAt)
+			at := ts[0].Sub(run.killedAt)
 			if firstDup == 0 || at < firstDup {
 				firstDup = at
 			}
 			lastDup = max(lastDup, at)
 		}
 	}
-	for _, c := range byChild {
-		childOwn += c - 1
+	for _, ts := range run.byChild {
+		childOwn += len(ts) - 1
 	}
 	fmt.Printf("bench: pulsar-kill-duplicates value=%d child-handled=%d survivor-handled=%d records=%d inflight-bound=%d\n",
-		dups, len(byChild), len(survivor), n, killInFlight)
+		dups, len(run.byChild), len(run.survivor), n, killInFlight)
 	fmt.Printf("bench: pulsar-kill-redelivery-ms first=%d last=%d all-handled=%d\n",
-		firstDup.Milliseconds(), lastDup.Milliseconds(), allAt.Milliseconds())
+		firstDup.Milliseconds(), lastDup.Milliseconds(), run.allAt.Milliseconds())
 	t.Logf("after the kill: %d of the child's messages handled again by the survivor (first %v, last %v after the kill), all %d handled %v after it; subscription %+v",
-		dups, firstDup.Round(time.Millisecond), lastDup.Round(time.Millisecond), n, allAt.Round(time.Millisecond), drained)
+		dups, firstDup.Round(time.Millisecond), lastDup.Round(time.Millisecond), n, run.allAt.Round(time.Millisecond), run.drained)
 	if dups > killInFlight {
 		t.Errorf("%d messages of the child handled again, more than its %d in flight", dups, killInFlight)
 	}
