@@ -19,42 +19,9 @@ func BenchmarkConsumeConcurrentInMemory(b *testing.B) {
 	const (
 		inFlight = 64
 		latency  = 5 * time.Millisecond
-		keys     = 200
 	)
-	ctx := context.Background()
-	mem := bqtest.NewInMemoryTransport(bqtest.WithMemoryPartitions(6))
-	a, err := NewApp(mem, WithPollTimeout(time.Hour), WithLogger(quietLogger()), WithConcurrency(inFlight, OrderKey))
-	if err != nil {
-		b.Fatal(err)
-	}
-	var done atomic.Int64
-	finished := make(chan struct{})
 	total := int64(max(b.N, 2*inFlight))
-	a.Handle("urn:t:bench", func(context.Context, *Envelope) error {
-		time.Sleep(latency)
-		if done.Add(1) == total {
-			close(finished)
-		}
-		return nil
-	})
-	for i := range total {
-		key := []byte(fmt.Sprintf("key-%d", i%keys))
-		if _, err := a.Publish(ctx, "urn:t:bench", map[string]int64{"n": i}, ToQueue("bench"), WithKey(key)); err != nil {
-			b.Fatal(err)
-		}
-	}
-	cctx, cancel := context.WithCancel(ctx)
-	errc := make(chan error, 1)
-	b.ResetTimer()
-	start := time.Now()
-	go func() { errc <- a.Consume(cctx, "bench") }()
-	<-finished
-	took := time.Since(start)
-	b.StopTimer()
-	cancel()
-	if err := <-errc; err != nil {
-		b.Fatal(err)
-	}
+	took, _ := consumeKeyedInMemory(b, inFlight, total, latency)
 	ours := float64(total) / took.Seconds()
 	ceiling := float64(inFlight) / latency.Seconds()
 	b.ReportMetric(ours, "msg/s")
@@ -76,6 +43,18 @@ func BenchmarkConsumeConcurrentNoOpInMemory(b *testing.B) {
 }
 
 func benchNoOpInMemory(b *testing.B, inFlight int) {
+	total := int64(max(b.N, 128))
+	took, cpu := consumeKeyedInMemory(b, inFlight, total, 0)
+	b.ReportMetric(float64(total)/took.Seconds(), "msg/s")
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(total), "cpu-ns/msg")
+}
+
+// consumeKeyedInMemory publishes total messages over 200 keys to the 6
+// partitions of an in-memory transport, then consumes them with an App
+// running inFlight handlers at once (OrderKey), each sleeping latency (0:
+// returning at once). It times the consume for b and returns its wall
+// time and the process CPU time it took.
+func consumeKeyedInMemory(b *testing.B, inFlight int, total int64, latency time.Duration) (took, cpu time.Duration) {
 	const keys = 200
 	ctx := context.Background()
 	mem := bqtest.NewInMemoryTransport(bqtest.WithMemoryPartitions(6))
@@ -85,8 +64,10 @@ func benchNoOpInMemory(b *testing.B, inFlight int) {
 	}
 	var done atomic.Int64
 	finished := make(chan struct{})
-	total := int64(max(b.N, 128))
 	a.Handle("urn:t:bench", func(context.Context, *Envelope) error {
+		if latency > 0 {
+			time.Sleep(latency)
+		}
 		if done.Add(1) == total {
 			close(finished)
 		}
@@ -102,17 +83,16 @@ func benchNoOpInMemory(b *testing.B, inFlight int) {
 	errc := make(chan error, 1)
 	runtime.GC()
 	b.ResetTimer()
-	cpu0 := processCPU()
+	cpu0 := bqtest.ProcessCPU()
 	start := time.Now()
 	go func() { errc <- a.Consume(cctx, "bench") }()
 	<-finished
-	took := time.Since(start)
-	cpu := processCPU() - cpu0
+	took = time.Since(start)
+	cpu = bqtest.ProcessCPU() - cpu0
 	b.StopTimer()
 	cancel()
 	if err := <-errc; err != nil {
 		b.Fatal(err)
 	}
-	b.ReportMetric(float64(total)/took.Seconds(), "msg/s")
-	b.ReportMetric(float64(cpu.Nanoseconds())/float64(total), "cpu-ns/msg")
+	return took, cpu
 }

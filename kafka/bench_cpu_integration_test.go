@@ -1,22 +1,13 @@
-//go:build integration && unix
+//go:build integration
 
 package kafka
 
-import (
-	"syscall"
-	"time"
-)
+import "github.com/babelqueue/babelqueue-go/core/bqtest"
 
 // processCPU returns the user and system CPU time the process used: the
 // benches report CPU per record beside the rates, which a loaded host
 // changes less.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+var processCPU = bqtest.ProcessCPU
 
 // cpuPerRecord runs consume and returns its result and the process CPU
 // time it took per record of total, in microseconds.
