@@ -144,9 +144,9 @@ func (t *Transport) popPrepared(ctx context.Context, s *consumerSlot, timeout ti
 }
 
 // waitTimers holds stopped timers for popPrepared's timed wait: with a
-// consume loop that outpaces the client, a third of the Pops (no-op
-// handler, 64 at once) wait, and a timer made for each cost an allocation
-// and its setup every time.
+// consume loop that outpaces the client, about a third of the Pops wait
+// (no-op handler, 64 at once; estimated from the timers they made), and a
+// timer made for each cost an allocation and its setup every time.
 var waitTimers sync.Pool
 
 // waitTimer returns a running timer that fires after d.
