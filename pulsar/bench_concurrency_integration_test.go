@@ -18,7 +18,8 @@ import (
 // and 200 keys, against the ceiling of 64 handlers per 5 ms. It prints
 // "bench: pulsar-app-io-bound-throughput ours=<msg/s> ceiling=<msg/s> ratio=<ours/ceiling>"
 // with the median of its rounds, and the same rate against what bare
-// goroutines sleeping 5 ms reach on this machine in the same run.
+// goroutines sleeping 5 ms reach on this machine in the same run, and the
+// process CPU time per message (pulsar-app-io-bound-cpu-us-per-record).
 func TestBenchPulsarAppIOBound(t *testing.T) {
 	benchEnabled(t)
 	const (
@@ -29,11 +30,16 @@ func TestBenchPulsarAppIOBound(t *testing.T) {
 	b := newConsumeBench(t)
 	b.keys = keys
 	ceiling := float64(inFlight) / latency.Seconds()
-	var rates, bare, vsBare []float64
+	var rates, bare, vsBare, cpus []float64
 	for round := range rounds {
-		r := b.ours(total, latency, []Option{WithSubscriptionType(pulsar.Shared)},
-			babelqueue.WithConcurrency(inFlight, babelqueue.OrderKey))[0]
-		fmt.Printf("bench-round: pulsar-app-io-bound-throughput round=%d ours=%.0f ceiling=%.0f ratio=%.2f\n", round+1, r, ceiling, r/ceiling)
+		rs := b.ours(total, latency, []Option{WithSubscriptionType(pulsar.Shared)},
+			babelqueue.WithConcurrency(inFlight, babelqueue.OrderKey))
+		r, cpu := rs[0], 0.0
+		if rs[1] > 0 {
+			cpu = 1e6 / rs[1]
+			cpus = append(cpus, cpu)
+		}
+		fmt.Printf("bench-round: pulsar-app-io-bound-throughput round=%d ours=%.0f ceiling=%.0f ratio=%.2f cpu-us-per-record=%.1f\n", round+1, r, ceiling, r/ceiling, cpu)
 		rates = append(rates, r)
 		// What bare goroutines sleeping 5 ms reach on this machine right
 		// after: the nominal ceiling is not reachable on a loaded host.
@@ -43,6 +49,9 @@ func TestBenchPulsarAppIOBound(t *testing.T) {
 	ours := median(rates)
 	fmt.Printf("bench: pulsar-app-io-bound-throughput ours=%.0f ceiling=%.0f ratio=%.2f\n", ours, ceiling, ours/ceiling)
 	fmt.Printf("bench: pulsar-app-io-bound-vs-bare-sleep ours=%.0f raw=%.0f ratio=%.2f\n", ours, median(bare), median(vsBare))
+	if len(cpus) > 0 {
+		fmt.Printf("bench: pulsar-app-io-bound-cpu-us-per-record value=%.1f\n", median(cpus))
+	}
 }
 
 // TestBenchPulsarConsumeConcurrent compares an App with 64 handlers at
