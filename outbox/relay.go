@@ -58,8 +58,11 @@ func NewRelay(db *sql.DB, ob *Outbox, sender Sender, opts ...RelayOption) (*Rela
 		// PostgreSQL: the claim's transaction locks the rows, skipping
 		// those another relay's claim holds, until their outcome commits.
 		// Rows of this relay's own batches in flight are passed over
-		// before their key is probed (they would only be skipped as locked).
-		pg := strings.Replace(pick, "AND o.locked_until <= ?", "AND o.locked_until <= ? AND o.id <> ALL(?::bigint[])", 1)
+		// before their key is probed (they would only be skipped as
+		// locked), by a hashed lookup: NOT IN of a subquery is hashed
+		// under any plan, where "<> ALL(array parameter)" compares every
+		// row with every id once the statement's plan is generic.
+		pg := strings.Replace(pick, "AND o.locked_until <= ?", "AND o.locked_until <= ? AND o.id NOT IN (SELECT unnest(?::bigint[]))", 1)
 		claim = ob.q(strings.Replace(pg, "SELECT o.id FROM", "SELECT o.id, o.queue, o.msg_key, o.order_key, o.body, o.headers, o.attempts FROM", 1) + ` FOR UPDATE OF o SKIP LOCKED`)
 	} else {
 		// SQLite: the statement runs under the single writer lock and
@@ -290,18 +293,19 @@ func (r *Relay) sendAndSettle(ctx context.Context, b batch) error {
 }
 
 // settle marks the sent rows published and schedules the failed ones for
-// a retry, a statement per 500 rows and per kind of outcome, all only while
-// this relay still holds them (in the claim's transaction on PostgreSQL,
-// committed at the end; by lease on SQLite). A row held back by an earlier
-// failure of its key is released without counting an attempt.
+// a retry, a statement per kind of outcome (on SQLite per 500 rows of
+// it), all only while this relay still holds them (in the claim's
+// transaction on PostgreSQL, committed at the end; by lease on SQLite). A
+// row held back by an earlier failure of its key is released without
+// counting an attempt.
 func (r *Relay) settle(ctx context.Context, b batch) error {
 	now := r.ob.now().UnixMilli()
 	type failure struct {
 		attempts int
 		msg      string
 	}
-	var ok, held []any
-	failed := map[failure][]any{}
+	var ok, held []int64
+	failed := map[failure][]int64{}
 	for _, rw := range b.rows {
 		switch {
 		case rw.err == nil:
@@ -314,19 +318,24 @@ func (r *Relay) settle(ctx context.Context, b batch) error {
 		}
 	}
 	var errs []error
-	update := func(what, set string, ids []any, args ...any) {
+	update := func(what, set string, ids []int64, args ...any) {
+		if b.tx != nil && len(ids) > 0 {
+			// PostgreSQL: one statement whatever the count, the ids as one
+			// array parameter.
+			if _, err := b.tx.ExecContext(ctx, r.ob.q(`UPDATE {t} SET `+set+` WHERE id = ANY(?::bigint[])`), append(args, ids)...); err != nil {
+				errs = append(errs, fmt.Errorf("outbox: %s: %w", what, err))
+			}
+			return
+		}
 		for len(ids) > 0 {
 			chunk := ids[:min(len(ids), 500)]
 			ids = ids[len(chunk):]
-			in := ` id IN (` + strings.TrimSuffix(strings.Repeat("?,", len(chunk)), ",") + `)`
-			a := append([]any(nil), args...)
-			var err error
-			if b.tx != nil {
-				_, err = b.tx.ExecContext(ctx, r.ob.q(`UPDATE {t} SET `+set+` WHERE`+in), append(a, chunk...)...)
-			} else {
-				_, err = r.db.ExecContext(ctx, r.ob.q(`UPDATE {t} SET `+set+` WHERE locked_by = ? AND`+in), append(append(a, r.cfg.id), chunk...)...)
+			a := append(append([]any(nil), args...), r.cfg.id)
+			for _, id := range chunk {
+				a = append(a, id)
 			}
-			if err != nil {
+			in := ` id IN (` + strings.TrimSuffix(strings.Repeat("?,", len(chunk)), ",") + `)`
+			if _, err := r.db.ExecContext(ctx, r.ob.q(`UPDATE {t} SET `+set+` WHERE locked_by = ? AND`+in), a...); err != nil {
 				errs = append(errs, fmt.Errorf("outbox: %s: %w", what, err))
 			}
 		}
@@ -337,7 +346,7 @@ func (r *Relay) settle(ctx context.Context, b batch) error {
 	}
 	for f, ids := range failed {
 		delay := r.backoff(f.attempts)
-		r.logger().LogAttrs(ctx, slog.LevelWarn, "outbox: send failed; retrying", slog.Int("rows", len(ids)), slog.Any("first_row", ids[0]),
+		r.logger().LogAttrs(ctx, slog.LevelWarn, "outbox: send failed; retrying", slog.Int("rows", len(ids)), slog.Int64("first_row", ids[0]),
 			slog.Int("attempts", f.attempts), slog.Duration("retry_in", delay), slog.String("error", f.msg))
 		update("record failure", `attempts = attempts + 1, last_error = ?, next_attempt_at = ?, locked_until = 0, locked_by = ''`, ids, f.msg, now+delay.Milliseconds())
 	}
