@@ -62,17 +62,11 @@ func (b *recordBudget) acquire(ctx context.Context, size int64) error {
 		}
 		select {
 		case <-room:
-			b.mu.Lock()
-			b.waiting--
-			b.mu.Unlock()
+			// release counted this waiter out when it closed room.
 		case <-recheck.C:
-			b.mu.Lock()
-			b.waiting--
-			b.mu.Unlock()
+			b.leave(room)
 		case <-ctx.Done():
-			b.mu.Lock()
-			b.waiting--
-			b.mu.Unlock()
+			b.leave(room)
 			return ctx.Err()
 		}
 	}
@@ -90,8 +84,22 @@ func (b *recordBudget) release(records int, bytes int64) {
 	b.records -= records
 	b.bytes -= bytes
 	if b.waiting > 0 && (b.records == 0 || b.records <= b.maxRecords-b.maxRecords/8 && b.bytes <= b.maxBytes-b.maxBytes/8) {
+		// Every waiter waits on room: closing it wakes them all, so none
+		// is left waiting, and a release before they run makes no new
+		// channel for nobody.
 		close(b.room)
 		b.room = make(chan struct{})
+		b.waiting = 0
+	}
+	b.mu.Unlock()
+}
+
+// leave counts out a waiter that stopped waiting on room before release
+// closed it.
+func (b *recordBudget) leave(room chan struct{}) {
+	b.mu.Lock()
+	if b.room == room {
+		b.waiting--
 	}
 	b.mu.Unlock()
 }

@@ -48,11 +48,13 @@ func bytesView(b []byte) string {
 	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
-// lastHeader returns the last value of key among hs.
+// lastHeader returns the last value of key among hs, as a read-only view
+// of its bytes (see bytesView): hs are the headers of a record a Reader
+// handed over, or headers viewing strings.
 func lastHeader(hs []kafkago.Header, key string) (string, bool) {
 	for i := len(hs) - 1; i >= 0; i-- {
 		if hs[i].Key == key {
-			return string(hs[i].Value), true
+			return bytesView(hs[i].Value), true
 		}
 	}
 	return "", false

@@ -210,41 +210,51 @@ func signal(ch chan struct{}) {
 // receive hands out the next buffered record of a live assignment, waiting
 // until ctx ends. It returns io.EOF once the reader is closed.
 func (m *memberReader) receive(ctx context.Context, deferHeaders bool) (*delivery, error) {
-	if deferHeaders && !m.deferHeaders.Load() {
-		m.deferHeaders.Store(true)
-	}
 	for {
-		m.mu.Lock()
-		if m.closed {
-			m.mu.Unlock()
-			return nil, errReaderClosed
+		if d, err := m.tryReceive(deferHeaders); d != nil || err != nil {
+			return d, err
 		}
-		for m.buffered > 0 {
-			d := m.takeLocked()
-			a := d.asg
-			if a.state != asgLive {
-				// Dropped with its assignment already; never handed out.
-				m.budget.release(1, d.size)
-				continue
-			}
-			a.out = append(a.out, ledgerEntry{offset: d.msg.Offset})
-			a.inflight++
-			a.inflightBytes += d.size
-			m.event("out", a.partition, d.msg.Offset)
-			more := m.buffered > 0
-			m.mu.Unlock()
-			if more {
-				signal(m.avail) // another Receive may take the next one
-			}
-			return d, nil
-		}
-		m.mu.Unlock()
 		select {
 		case <-m.avail:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// tryReceive hands out the next buffered record of a live assignment
+// without waiting: nil, nil when none is buffered. It returns
+// errReaderClosed once the reader is closed.
+func (m *memberReader) tryReceive(deferHeaders bool) (*delivery, error) {
+	if deferHeaders && !m.deferHeaders.Load() {
+		m.deferHeaders.Store(true)
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, errReaderClosed
+	}
+	for m.buffered > 0 {
+		d := m.takeLocked()
+		a := d.asg
+		if a.state != asgLive {
+			// Dropped with its assignment already; never handed out.
+			m.budget.release(1, d.size)
+			continue
+		}
+		a.out = append(a.out, ledgerEntry{offset: d.msg.Offset})
+		a.inflight++
+		a.inflightBytes += d.size
+		m.event("out", a.partition, d.msg.Offset)
+		more := m.buffered > 0
+		m.mu.Unlock()
+		if more {
+			signal(m.avail) // another Receive may take the next one
+		}
+		return d, nil
+	}
+	m.mu.Unlock()
+	return nil, nil
 }
 
 // takeLocked takes the next record to hand out: the head of the FIFO of

@@ -121,11 +121,18 @@ func (t *Transport) pop(ctx context.Context, queue string, timeout time.Duration
 
 // receiveMember is pop for a queue read by a group member.
 func (t *Transport) receiveMember(ctx context.Context, m *memberReader, queue string, timeout time.Duration, deferHeaders bool) (*babelqueue.ReceivedMessage, error) {
-	fctx := getFetchContext()
-	fctx.arm(ctx, timeout)
-	d, err := m.receive(fctx.CallContext, deferHeaders)
-	fctx.disarm()
-	putFetchContext(fctx)
+	// A record already buffered is handed out without arming the wait's
+	// deadline.
+	d, err := m.tryReceive(deferHeaders)
+	if d == nil && err == nil {
+		if err = ctx.Err(); err == nil {
+			fctx := getFetchContext()
+			fctx.arm(ctx, timeout)
+			d, err = m.receive(fctx.CallContext, deferHeaders)
+			fctx.disarm()
+			putFetchContext(fctx)
+		}
+	}
 	if err != nil {
 		return nil, t.fetchError(ctx, queue, err)
 	}

@@ -181,9 +181,11 @@ const maxContractHeaders = 6
 // their part of slab, which is never changed afterwards.
 func (t *Transport) publishRecordInto(out *driver.Outgoing, slab []kafkago.Header) (kafkago.Message, []kafkago.Header) {
 	p := out.Projection()
-	ts := t.cfg.clock.Now()
+	var ts time.Time
 	if p.HasCreatedAt {
 		ts = time.UnixMilli(p.CreatedAt)
+	} else {
+		ts = t.cfg.clock.Now()
 	}
 	if cap(slab)-len(slab) < maxContractHeaders {
 		slab = make([]kafkago.Header, 0, maxContractHeaders)
