@@ -169,7 +169,7 @@ const maxReinjectBatch = 500
 
 func (w *partitionWorker) run(ctx context.Context) {
 	buffer := w.r.t.cfg.reinjectBuffer
-	src := w.gen.OpenPartition(w.topic, w.partition, w.offset, buffer)
+	src := w.open(buffer)
 	// The fetcher keeps at most buffer records ready for the worker, so the
 	// worker can take every record that is already due without blocking.
 	fetched := make(chan kafkago.Message, buffer)
