@@ -133,7 +133,8 @@ func (r *Reinjector) Run(ctx context.Context) error {
 // runGeneration starts a worker per assigned partition and the committer;
 // they all stop when the generation ends.
 func (r *Reinjector) runGeneration(gen groupGeneration) {
-	c := &committer{gen: gen, pending: make(map[string]map[int]int64), dirty: make(chan struct{}, 1), log: r.log}
+	c := &committer{gen: gen, pending: make(map[string]map[int]int64), dirty: make(chan struct{}, 1), log: r.log,
+		every: r.t.cfg.commitInterval, clock: r.clock}
 	for topic, parts := range gen.Assignments() {
 		tier, ok := r.tierOf[topic]
 		if !ok {
@@ -341,12 +342,15 @@ func (r *Reinjector) reinjected(m kafkago.Message) kafkago.Message {
 	return kafkago.Message{Topic: dest, Key: m.Key, Value: m.Value, Headers: hs, Time: r.clock.Now()}
 }
 
-// committer commits the offsets of written records, coalescing what was
-// written while a commit was in flight, and flushes them when the
-// generation ends.
+// committer commits the offsets of written records, at most once per
+// every (WithCommitInterval; with 0, as soon as the commit before has
+// returned), coalescing what was written meanwhile, and flushes them when
+// the generation ends.
 type committer struct {
 	gen     groupGeneration
 	log     *slog.Logger
+	every   time.Duration
+	clock   driver.Clock
 	workers sync.WaitGroup // the final flush waits for the workers' last writes
 	mu      sync.Mutex
 	pending map[string]map[int]int64
@@ -377,6 +381,9 @@ func (c *committer) run(ctx context.Context) {
 		select {
 		case <-c.dirty:
 			c.flush()
+			// What the workers write meanwhile waits for one commit;
+			// when the generation ends first, the final flush commits it.
+			sleep(ctx, c.clock, c.every)
 		case <-ctx.Done():
 			c.workers.Wait()
 			c.flush()
