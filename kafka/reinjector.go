@@ -108,6 +108,8 @@ func (r *Reinjector) Run(ctx context.Context) error {
 	if err := r.t.checkConnection(ctx); err != nil {
 		return wrapf(err, "re-injector: group %q", r.groupID)
 	}
+	writer, closeWriter := r.t.newReinjectWriter()
+	defer closeWriter() // last: closing the member stops the workers first
 	m, err := r.newMember(r.groupID, r.topics)
 	if err != nil {
 		return wrapf(err, "re-injector: join group %q", r.groupID)
@@ -125,14 +127,14 @@ func (r *Reinjector) Run(ctx context.Context) error {
 			// The group retries by itself (with its join backoff).
 			r.log.Warn("kafka: re-injector group error; retrying", "group", r.groupID, "err", err)
 		default:
-			r.runGeneration(gen)
+			r.runGeneration(gen, writer)
 		}
 	}
 }
 
-// runGeneration starts a worker per assigned partition and the committer;
-// they all stop when the generation ends.
-func (r *Reinjector) runGeneration(gen groupGeneration) {
+// runGeneration starts a worker per assigned partition, writing through
+// writer, and the committer; they all stop when the generation ends.
+func (r *Reinjector) runGeneration(gen groupGeneration, writer Writer) {
 	c := &committer{gen: gen, pending: make(map[string]map[int]int64), dirty: make(chan struct{}, 1), log: r.log,
 		every: r.t.cfg.commitInterval, clock: r.clock}
 	for topic, parts := range gen.Assignments() {
@@ -142,7 +144,7 @@ func (r *Reinjector) runGeneration(gen groupGeneration) {
 		}
 		for _, p := range parts {
 			w := &partitionWorker{r: r, gen: gen, topic: topic, partition: p.ID, offset: p.Offset, tier: tier,
-				tierIndex: r.indexOf[topic], commit: c}
+				tierIndex: r.indexOf[topic], commit: c, writer: writer}
 			c.workers.Add(1)
 			gen.Start(func(ctx context.Context) {
 				defer c.workers.Done()
@@ -163,6 +165,7 @@ type partitionWorker struct {
 	tier      time.Duration
 	tierIndex int
 	commit    *committer
+	writer    Writer
 }
 
 // maxReinjectBatch caps the records one re-inject write carries.
@@ -230,7 +233,7 @@ func (w *partitionWorker) run(ctx context.Context) {
 			}
 		}
 		for {
-			err := w.r.t.reinjectWriter(len(batch)).WriteMessages(ctx, batch...)
+			err := w.writer.WriteMessages(ctx, batch...)
 			if err == nil {
 				break
 			}
@@ -258,18 +261,6 @@ func (w *partitionWorker) run(ctx context.Context) {
 		}
 		w.commit.mark(w.topic, w.partition, last+1)
 	}
-}
-
-// reinjectWriter is the writer of a re-inject write of n records. A lone
-// record goes through the lone writer, which sends it at once: it is due
-// already, and the batching writer would hold it for the linger waiting
-// for records that are not coming. Several records go through the
-// batching writer, which sends them in as few produce requests as it can.
-func (t *Transport) reinjectWriter(n int) Writer {
-	if n == 1 && t.loneWriter != nil {
-		return t.loneWriter
-	}
-	return t.writer
 }
 
 // due is when a record stamped ts becomes due, seen at now: ts + the tier,
