@@ -97,6 +97,12 @@ func (g *kafkaGeneration) CommitOffsets(offsets map[string]map[int]int64) error 
 }
 
 func (g *kafkaGeneration) OpenPartition(topic string, partition int, offset int64, buffer int) partitionReader {
+	return g.openPartition(topic, partition, offset, buffer, 1, 250*time.Millisecond)
+}
+
+// openPartition is OpenPartition with the fetch's minimum size and wait:
+// the broker answers a fetch once minBytes are ready or maxWait elapsed.
+func (g *kafkaGeneration) openPartition(topic string, partition int, offset int64, buffer, minBytes int, maxWait time.Duration) partitionReader {
 	logger, _ := kafkaLoggers(g.t.cfg.log())
 	errorLogger := partitionErrorLogger{g.t.cfg.log()}
 	r := kafkago.NewReader(kafkago.ReaderConfig{
@@ -105,9 +111,9 @@ func (g *kafkaGeneration) OpenPartition(topic string, partition int, offset int6
 		Topic:           topic,
 		Partition:       partition,
 		QueueCapacity:   buffer,
-		MinBytes:        1,
+		MinBytes:        minBytes,
 		MaxBytes:        1 << 20,
-		MaxWait:         250 * time.Millisecond,
+		MaxWait:         maxWait,
 		ReadBackoffMin:  10 * time.Millisecond,
 		ReadBackoffMax:  250 * time.Millisecond,
 		ReadLagInterval: -1,

@@ -298,8 +298,9 @@ func WithRequiredAcks(acks kafkago.RequiredAcks) Option {
 // member leaves its generation. An Ack that returned nil is therefore
 // committed unless the member loses its generation first (a session
 // timeout): then the partition's next owner reads the record again, never
-// past an unsettled one. 0 makes every Ack wait for its commit. Negative is
-// rejected.
+// past an unsettled one. 0 makes every Ack wait for its commit. A
+// Reinjector commits the records it wrote back at most once per interval
+// too (0: as soon as the commit before has returned). Negative is rejected.
 func WithCommitInterval(d time.Duration) Option {
 	return func(c *config) {
 		if d < 0 {

@@ -108,6 +108,8 @@ func (r *Reinjector) Run(ctx context.Context) error {
 	if err := r.t.checkConnection(ctx); err != nil {
 		return wrapf(err, "re-injector: group %q", r.groupID)
 	}
+	writer, closeWriter := r.t.newReinjectWriter()
+	defer closeWriter() // last: closing the member stops the workers first
 	m, err := r.newMember(r.groupID, r.topics)
 	if err != nil {
 		return wrapf(err, "re-injector: join group %q", r.groupID)
@@ -125,15 +127,16 @@ func (r *Reinjector) Run(ctx context.Context) error {
 			// The group retries by itself (with its join backoff).
 			r.log.Warn("kafka: re-injector group error; retrying", "group", r.groupID, "err", err)
 		default:
-			r.runGeneration(gen)
+			r.runGeneration(gen, writer)
 		}
 	}
 }
 
-// runGeneration starts a worker per assigned partition and the committer;
-// they all stop when the generation ends.
-func (r *Reinjector) runGeneration(gen groupGeneration) {
-	c := &committer{gen: gen, pending: make(map[string]map[int]int64), dirty: make(chan struct{}, 1), log: r.log}
+// runGeneration starts a worker per assigned partition, writing through
+// writer, and the committer; they all stop when the generation ends.
+func (r *Reinjector) runGeneration(gen groupGeneration, writer Writer) {
+	c := &committer{gen: gen, pending: make(map[string]map[int]int64), dirty: make(chan struct{}, 1), log: r.log,
+		every: r.t.cfg.commitInterval, clock: r.clock}
 	for topic, parts := range gen.Assignments() {
 		tier, ok := r.tierOf[topic]
 		if !ok {
@@ -141,7 +144,7 @@ func (r *Reinjector) runGeneration(gen groupGeneration) {
 		}
 		for _, p := range parts {
 			w := &partitionWorker{r: r, gen: gen, topic: topic, partition: p.ID, offset: p.Offset, tier: tier,
-				tierIndex: r.indexOf[topic], commit: c}
+				tierIndex: r.indexOf[topic], commit: c, writer: writer}
 			c.workers.Add(1)
 			gen.Start(func(ctx context.Context) {
 				defer c.workers.Done()
@@ -162,6 +165,7 @@ type partitionWorker struct {
 	tier      time.Duration
 	tierIndex int
 	commit    *committer
+	writer    Writer
 }
 
 // maxReinjectBatch caps the records one re-inject write carries.
@@ -169,7 +173,7 @@ const maxReinjectBatch = 500
 
 func (w *partitionWorker) run(ctx context.Context) {
 	buffer := w.r.t.cfg.reinjectBuffer
-	src := w.gen.OpenPartition(w.topic, w.partition, w.offset, buffer)
+	src := w.open(buffer)
 	// The fetcher keeps at most buffer records ready for the worker, so the
 	// worker can take every record that is already due without blocking.
 	fetched := make(chan kafkago.Message, buffer)
@@ -229,7 +233,7 @@ func (w *partitionWorker) run(ctx context.Context) {
 			}
 		}
 		for {
-			err := w.r.t.reinjectWriter(len(batch)).WriteMessages(ctx, batch...)
+			err := w.writer.WriteMessages(ctx, batch...)
 			if err == nil {
 				break
 			}
@@ -257,18 +261,6 @@ func (w *partitionWorker) run(ctx context.Context) {
 		}
 		w.commit.mark(w.topic, w.partition, last+1)
 	}
-}
-
-// reinjectWriter is the writer of a re-inject write of n records. A lone
-// record goes through the lone writer, which sends it at once: it is due
-// already, and the batching writer would hold it for the linger waiting
-// for records that are not coming. Several records go through the
-// batching writer, which sends them in as few produce requests as it can.
-func (t *Transport) reinjectWriter(n int) Writer {
-	if n == 1 && t.loneWriter != nil {
-		return t.loneWriter
-	}
-	return t.writer
 }
 
 // due is when a record stamped ts becomes due, seen at now: ts + the tier,
@@ -341,12 +333,15 @@ func (r *Reinjector) reinjected(m kafkago.Message) kafkago.Message {
 	return kafkago.Message{Topic: dest, Key: m.Key, Value: m.Value, Headers: hs, Time: r.clock.Now()}
 }
 
-// committer commits the offsets of written records, coalescing what was
-// written while a commit was in flight, and flushes them when the
-// generation ends.
+// committer commits the offsets of written records, at most once per
+// every (WithCommitInterval; with 0, as soon as the commit before has
+// returned), coalescing what was written meanwhile, and flushes them when
+// the generation ends.
 type committer struct {
 	gen     groupGeneration
 	log     *slog.Logger
+	every   time.Duration
+	clock   driver.Clock
 	workers sync.WaitGroup // the final flush waits for the workers' last writes
 	mu      sync.Mutex
 	pending map[string]map[int]int64
@@ -377,6 +372,9 @@ func (c *committer) run(ctx context.Context) {
 		select {
 		case <-c.dirty:
 			c.flush()
+			// What the workers write meanwhile waits for one commit;
+			// when the generation ends first, the final flush commits it.
+			sleep(ctx, c.clock, c.every)
 		case <-ctx.Done():
 			c.workers.Wait()
 			c.flush()

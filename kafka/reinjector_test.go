@@ -49,7 +49,7 @@ func newReinjectRigWith(t *testing.T, partitions int, tiers []time.Duration, opt
 		rg.log.create(RetryTopic("orders", i+1), partitions)
 	}
 	tr, err := New(WithWriter(rg.writer), WithReaderFactory(func(q string) Reader { return newFakeReader(rg.log, rg.offsets, q) }),
-		WithGroupID("reinject"), WithRetryTiers(tiers...), WithClock(rg.clock),
+		WithGroupID("reinject"), WithRetryTiers(tiers...), WithClock(rg.clock), WithCommitInterval(0),
 		func(c *config) { c.groupFactory = func(string, []string) groupMember { return rg.group } }, func(c *config) {
 			for _, o := range opts {
 				o(c)
@@ -467,5 +467,47 @@ func TestReinjectorFetchDrainsQueuedErrorsQuickly(t *testing.T) {
 			waited += 250 * time.Millisecond
 		}
 		wcancel()
+	}
+}
+
+func TestReinjectorCommitsAtMostOncePerCommitIntervalAndFlushesAtRevoke(t *testing.T) {
+	rg := newReinjectRigWith(t, 1, []time.Duration{2 * time.Second}, []Option{WithCommitInterval(time.Second)})
+	for _, r := range []struct {
+		v  string
+		ts time.Duration // due 2s later
+	}{{"a", -time.Hour}, {"b", -1500 * time.Millisecond}, {"c", -1200 * time.Millisecond}, {"d", -500 * time.Millisecond}} {
+		rg.log.append("orders.retry.1", 0, kafkago.Message{Value: []byte(r.v), Time: t0.Add(r.ts)})
+	}
+	gen := rg.start([]int{0})
+	// "a" is due: written and committed at once; the committer then waits
+	// its interval (to t0+1s) while "b" waits out its tier.
+	rg.waitRecords("orders", 1)
+	rg.waitCommitted("orders.retry.1", 0, 1)
+	rg.waitTimers(2)
+	rg.clock.Advance(500 * time.Millisecond) // t0+0.5s: "b"
+	rg.waitRecords("orders", 2)
+	rg.waitTimers(2)
+	rg.clock.Advance(300 * time.Millisecond) // t0+0.8s: "c"
+	rg.waitRecords("orders", 3)
+	rg.waitTimers(2)
+	time.Sleep(20 * time.Millisecond)
+	if got := rg.offsets.get("orders.retry.1", 0); got != 1 {
+		t.Fatalf("committed %d within the commit interval, want 1", got)
+	}
+	rg.clock.Advance(200 * time.Millisecond) // t0+1s: "b" and "c" in one commit
+	rg.waitCommitted("orders.retry.1", 0, 3)
+	rg.waitTimers(2)
+	rg.clock.Advance(500 * time.Millisecond) // t0+1.5s: "d", inside the next interval
+	rg.waitRecords("orders", 4)
+	time.Sleep(20 * time.Millisecond)
+	if got := rg.offsets.get("orders.retry.1", 0); got != 3 {
+		t.Fatalf("committed %d within the commit interval, want 3", got)
+	}
+	gen.End() // the end of the generation commits it without waiting
+	if got := rg.offsets.get("orders.retry.1", 0); got != 4 {
+		t.Fatalf("after revoke committed %d, want 4 (every written record)", got)
+	}
+	if diff := cmp.Diff("[map[orders.retry.1:map[0:1]] map[orders.retry.1:map[0:3]] map[orders.retry.1:map[0:4]]]", fmt.Sprint(gen.commitLog)); diff != "" {
+		t.Fatalf("commits (-want +got):\n%s", diff)
 	}
 }
