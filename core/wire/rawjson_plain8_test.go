@@ -80,3 +80,23 @@ func TestAppendJSONStringEveryOffsetMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+// FuzzAppendJSONString compares the writer with encoding/json (HTML
+// escaping off) on any bytes, invalid UTF-8 included.
+func FuzzAppendJSONString(f *testing.F) {
+	for _, s := range []string{"", "plain ascii words!", "0123456789abcdef\"x", "tab\there and\\there", "é\u2028\xff<&>", "\x00\x1f\x7f\x80"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(s); err != nil {
+			t.Fatal(err)
+		}
+		want := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+		if got := appendJSONString(nil, s); !bytes.Equal(got, want) {
+			t.Fatalf("appendJSONString(%q) = %s, encoding/json = %s", s, got, want)
+		}
+	})
+}
