@@ -53,10 +53,13 @@ func Make(job string, data any, opts ...MakeOption) (*Envelope, error) {
 	if IsBlank(job) {
 		return nil, fmt.Errorf("%w: job is blank", ErrInvalidEnvelope)
 	}
-	var c makeConfig
+	// The options see c through a pointer, so it lives on the heap; it
+	// shares one allocation with the envelope.
+	m := new(madeEnvelope)
+	c := &m.cfg
 	for _, o := range opts {
 		if o != nil {
-			o(&c)
+			o(c)
 		}
 	}
 	raw, err := encodeData(data)
@@ -74,7 +77,7 @@ func Make(job string, data any, opts ...MakeOption) (*Envelope, error) {
 	if c.createdAt.IsZero() {
 		c.createdAt = time.Now()
 	}
-	return &Envelope{
+	m.env = Envelope{
 		Job:     job,
 		TraceID: c.traceID,
 		Meta: Meta{
@@ -85,7 +88,16 @@ func Make(job string, data any, opts ...MakeOption) (*Envelope, error) {
 			CreatedAt:     c.createdAt.UnixMilli(),
 		},
 		data: raw,
-	}, nil
+	}
+	*c = makeConfig{} // drop the option strings; the envelope holds its own
+	return &m.env, nil
+}
+
+// madeEnvelope is the one allocation of Make: the envelope and the
+// settings its options wrote.
+type madeEnvelope struct {
+	env Envelope
+	cfg makeConfig
 }
 
 // dataEncoder is a pooled JSON encoder that does not escape HTML.

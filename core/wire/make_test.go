@@ -2,6 +2,8 @@ package wire
 
 import (
 	"bytes"
+	cryptorand "crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"math"
@@ -275,4 +277,60 @@ func FuzzFastDataEncoder(f *testing.F) {
 			t.Fatalf("fast path = %s, encoding/json = %s (%v)", got, want, werr)
 		}
 	})
+}
+
+// TestFormatUUIDv4ByteOrder checks every byte lands at its place, against
+// a plain hex encoding with the dashes inserted.
+func TestFormatUUIDv4ByteOrder(t *testing.T) {
+	u := [16]byte{0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0x10, 0x32, 0x54, 0x76, 0x98, 0xba, 0xdc, 0xfe}
+	var s [36]byte
+	formatUUIDv4(&s, u)
+	if got, want := string(s[:]), "01234567-89ab-4def-9032-547698badcfe"; got != want {
+		t.Fatalf("formatUUIDv4 = %s, want %s", got, want)
+	}
+}
+
+// TestNewIDsAcrossBlockEnds draws single ids and pairs in an order that
+// leaves 16 bytes at the end of a block, and checks every id is a fresh v4.
+func TestNewIDsAcrossBlockEnds(t *testing.T) {
+	seen := map[string]bool{}
+	check := func(id string) {
+		if len(id) != 36 || id[14] != '4' || !strings.ContainsRune("89ab", rune(id[19])) || seen[id] {
+			t.Fatalf("bad or repeated id %q", id)
+		}
+		seen[id] = true
+	}
+	for i := range 500 {
+		if i%3 == 0 {
+			check(NewID())
+			continue
+		}
+		a, b := newIDPair()
+		check(a)
+		check(b)
+	}
+}
+
+// TestFormatUUIDv4MatchesHexEncoding compares random UUIDs with
+// encoding/hex plus the dashes.
+func TestFormatUUIDv4MatchesHexEncoding(t *testing.T) {
+	for i := range 2000 {
+		var u [16]byte
+		for j := range u {
+			u[j] = byte(i*31 + j*97 + (i>>3)*j)
+		}
+		if i%2 == 0 {
+			_, _ = cryptorand.Read(u[:])
+		}
+		v := u
+		v[6] = v[6]&0x0f | 0x40
+		v[8] = v[8]&0x3f | 0x80
+		h := hex.EncodeToString(v[:])
+		want := h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+		var s [36]byte
+		formatUUIDv4(&s, u)
+		if string(s[:]) != want {
+			t.Fatalf("formatUUIDv4(%x) = %s, want %s", u, s[:], want)
+		}
+	}
 }

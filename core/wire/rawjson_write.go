@@ -15,6 +15,16 @@ func appendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		for ; i+8 <= len(s); i += 8 {
+			w := s[i : i+8]
+			if !plainWord(uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+				uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56) {
+				break
+			}
+		}
+		if i == len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' {
@@ -61,6 +71,18 @@ func appendJSONString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// plainWord reports whether none of the 8 bytes of x (a word of a
+// string) needs escaping or UTF-8 decoding: each is in [0x20, 0x7f] and is
+// neither '"' nor '\\'. The byte tests have no false negatives, so a true
+// is exact; a false only sends the bytes to the byte loop.
+func plainWord(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	quote, backslash := x^(ones*'"'), x^(ones*'\\')
+	below := (x - ones*0x20) &^ x                              // a byte < 0x20
+	zeros := (quote-ones)&^quote | (backslash-ones)&^backslash // a '"' or '\\'
+	return (below|zeros|x)&highs == 0                          // x&highs: a byte >= 0x80
 }
 
 // appendNullableString appends *s as a JSON string, or null when s is nil.
