@@ -3,6 +3,7 @@
 package pulsar
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -18,8 +19,10 @@ import (
 // and 200 keys, against the ceiling of 64 handlers per 5 ms. It prints
 // "bench: pulsar-app-io-bound-throughput ours=<msg/s> ceiling=<msg/s> ratio=<ours/ceiling>"
 // with the median of its rounds, and the same rate against what bare
-// goroutines sleeping 5 ms reach on this machine in the same run, and the
-// process CPU time per message (pulsar-app-io-bound-cpu-us-per-record).
+// goroutines sleeping 5 ms reach on this machine in the same run, against a
+// raw pulsar-client-go consumer whose 64 goroutines each receive, sleep 5 ms
+// and acknowledge (pulsar-app-io-bound-vs-raw-client, same keys and fill),
+// and the process CPU time per message (pulsar-app-io-bound-cpu-us-per-record).
 func TestBenchPulsarAppIOBound(t *testing.T) {
 	benchEnabled(t)
 	const (
@@ -30,7 +33,7 @@ func TestBenchPulsarAppIOBound(t *testing.T) {
 	b := newConsumeBench(t)
 	b.keys = keys
 	ceiling := float64(inFlight) / latency.Seconds()
-	var rates, bare, vsBare, cpus []float64
+	var rates, bare, vsBare, rawRates, vsRaw, cpus []float64
 	for round := range rounds {
 		rs := b.ours(total, latency, []Option{WithSubscriptionType(pulsar.Shared)},
 			babelqueue.WithConcurrency(inFlight, babelqueue.OrderKey))
@@ -45,10 +48,13 @@ func TestBenchPulsarAppIOBound(t *testing.T) {
 		// after: the nominal ceiling is not reachable on a loaded host.
 		bare = append(bare, bareSleepRate(inFlight, latency, 2*time.Second))
 		vsBare = append(vsBare, r/bare[len(bare)-1])
+		rawRates = append(rawRates, b.rawConcurrent(total, inFlight, latency))
+		vsRaw = append(vsRaw, r/rawRates[len(rawRates)-1])
 	}
 	ours := median(rates)
 	fmt.Printf("bench: pulsar-app-io-bound-throughput ours=%.0f ceiling=%.0f ratio=%.2f\n", ours, ceiling, ours/ceiling)
 	fmt.Printf("bench: pulsar-app-io-bound-vs-bare-sleep ours=%.0f raw=%.0f ratio=%.2f\n", ours, median(bare), median(vsBare))
+	fmt.Printf("bench: pulsar-app-io-bound-vs-raw-client ours=%.0f raw=%.0f ratio=%.2f\n", ours, median(rawRates), median(vsRaw))
 	if len(cpus) > 0 {
 		fmt.Printf("bench: pulsar-app-io-bound-cpu-us-per-record value=%.1f\n", median(cpus))
 	}
@@ -88,4 +94,49 @@ func bareSleepRate(n int, d, run time.Duration) float64 {
 	}
 	wg.Wait()
 	return float64(count.Load()) / time.Since(start).Seconds()
+}
+
+// rawConcurrent consumes n messages (keyed as the App's rounds) with a raw
+// Shared consumer read by inFlight goroutines, each receiving, sleeping
+// delay and acknowledging, and returns messages per second.
+func (b *consumeBench) rawConcurrent(n, inFlight int, delay time.Duration) float64 {
+	t := b.t
+	q := uniqueQueue(t)
+	rc, err := b.c.Subscribe(pulsar.ConsumerOptions{Topic: q, SubscriptionName: DefaultSubscription, Type: pulsar.Shared,
+		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	b.fill(q, n)
+	ctx, cancel := context.WithTimeout(context.Background(), benchPhaseLimit)
+	defer cancel()
+	var claimed, handled, ackFailed atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range inFlight {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for claimed.Add(1) <= int64(n) {
+				m, err := rc.Receive(ctx)
+				if err != nil {
+					return
+				}
+				time.Sleep(delay)
+				if rc.Ack(m) != nil {
+					ackFailed.Add(1)
+				}
+				handled.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if f := ackFailed.Load(); f > 0 {
+		t.Fatalf("raw: %d acknowledgements failed", f)
+	}
+	if got := handled.Load(); got < int64(n) {
+		t.Fatalf("raw: handled %d of %d messages in %v", got, n, benchPhaseLimit)
+	}
+	return float64(n) / time.Since(start).Seconds()
 }
