@@ -101,14 +101,8 @@ func bareSleepRate(n int, d, run time.Duration) float64 {
 // delay and acknowledging, and returns messages per second.
 func (b *consumeBench) rawConcurrent(n, inFlight int, delay time.Duration) float64 {
 	t := b.t
-	q := uniqueQueue(t)
-	rc, err := b.c.Subscribe(pulsar.ConsumerOptions{Topic: q, SubscriptionName: DefaultSubscription, Type: pulsar.Shared,
-		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc := b.rawFilled(n)
 	defer rc.Close()
-	b.fill(q, n)
 	ctx, cancel := context.WithTimeout(context.Background(), benchPhaseLimit)
 	defer cancel()
 	var claimed, handled, ackFailed atomic.Int64

@@ -335,17 +335,24 @@ func (b *consumeBench) ours(n int, delay time.Duration, trOpts []Option, appOpts
 	return rates(n, time.Duration(el.Load()), cpu1-cpu0, cpuKnown)
 }
 
-// raw consumes n messages with a raw Shared consumer, receive then ack.
-func (b *consumeBench) raw(n int) []float64 {
-	t := b.t
-	q := uniqueQueue(t)
+// rawFilled subscribes a raw Shared consumer to a new topic and fills the
+// topic with n messages; the caller closes the consumer.
+func (b *consumeBench) rawFilled(n int) pulsar.Consumer {
+	q := uniqueQueue(b.t)
 	rc, err := b.c.Subscribe(pulsar.ConsumerOptions{Topic: q, SubscriptionName: DefaultSubscription, Type: pulsar.Shared,
 		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
 	if err != nil {
-		t.Fatal(err)
+		b.t.Fatal(err)
 	}
-	defer rc.Close()
 	b.fill(q, n)
+	return rc
+}
+
+// raw consumes n messages with a raw Shared consumer, receive then ack.
+func (b *consumeBench) raw(n int) []float64 {
+	t := b.t
+	rc := b.rawFilled(n)
+	defer rc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), benchPhaseLimit)
 	defer cancel()
 	cpu0, cpuKnown := processCPU()

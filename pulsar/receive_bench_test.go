@@ -101,6 +101,13 @@ func BenchmarkConsumerNoopHandler(b *testing.B) {
 	fc.fill(b.N)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	runNoopConsumer(ctx, b, cancel, tr, fc)
+}
+
+// runNoopConsumer times a Consumer (App) with appOpts and a handler that
+// does nothing until it has handled b.N messages, then checks that fc saw
+// every one acknowledged.
+func runNoopConsumer(ctx context.Context, b *testing.B, cancel context.CancelFunc, tr *Transport, fc *benchConsumerFake, appOpts ...babelqueue.Option) {
 	n := int64(b.N)
 	var handled atomic.Int64
 	c := NewConsumer(tr, "q", map[string]babelqueue.Handler{
@@ -110,7 +117,7 @@ func BenchmarkConsumerNoopHandler(b *testing.B) {
 			}
 			return nil
 		},
-	})
+	}, appOpts...)
 	b.ReportAllocs()
 	b.ResetTimer()
 	if err := c.Run(ctx); err != nil {

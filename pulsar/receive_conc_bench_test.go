@@ -2,7 +2,6 @@ package pulsar
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 
 	"github.com/apache/pulsar-client-go/pulsar"
@@ -44,23 +43,5 @@ func BenchmarkConsumerNoopHandlerConcurrentFed(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	fc.feed(ctx, b.N, 200)
-	n := int64(b.N)
-	var handled atomic.Int64
-	c := NewConsumer(tr, "q", map[string]babelqueue.Handler{
-		"urn:babel:bench:ping": func(context.Context, *babelqueue.Envelope) error {
-			if handled.Add(1) == n {
-				cancel()
-			}
-			return nil
-		},
-	}, babelqueue.WithConcurrency(64, babelqueue.OrderKey))
-	b.ReportAllocs()
-	b.ResetTimer()
-	if err := c.Run(ctx); err != nil {
-		b.Fatal(err)
-	}
-	b.StopTimer()
-	if got := fc.acked.Load(); got < n {
-		b.Fatalf("acked %d of %d", got, n)
-	}
+	runNoopConsumer(ctx, b, cancel, tr, fc, babelqueue.WithConcurrency(64, babelqueue.OrderKey))
 }

@@ -65,17 +65,7 @@ func TestAppendJSONStringEveryOffsetMatchesEncodingJSON(t *testing.T) {
 	for _, sp := range specials {
 		for pre := range 20 {
 			for post := range 12 {
-				s := string(bytes.Repeat([]byte{'a'}, pre)) + sp + string(bytes.Repeat([]byte{'z'}, post))
-				var buf bytes.Buffer
-				enc := json.NewEncoder(&buf)
-				enc.SetEscapeHTML(false)
-				if err := enc.Encode(s); err != nil {
-					t.Fatal(err)
-				}
-				want := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-				if got := appendJSONString(nil, s); !bytes.Equal(got, want) {
-					t.Fatalf("appendJSONString(%q) = %s, want %s", s, got, want)
-				}
+				checkAppendJSONString(t, string(bytes.Repeat([]byte{'a'}, pre))+sp+string(bytes.Repeat([]byte{'z'}, post)))
 			}
 		}
 	}
@@ -88,15 +78,22 @@ func FuzzAppendJSONString(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(s); err != nil {
-			t.Fatal(err)
-		}
-		want := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-		if got := appendJSONString(nil, s); !bytes.Equal(got, want) {
-			t.Fatalf("appendJSONString(%q) = %s, encoding/json = %s", s, got, want)
-		}
+		checkAppendJSONString(t, s)
 	})
+}
+
+// checkAppendJSONString fails t unless appendJSONString writes s as
+// encoding/json does with HTML escaping off.
+func checkAppendJSONString(t *testing.T, s string) {
+	t.Helper()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s); err != nil {
+		t.Fatal(err)
+	}
+	want := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	if got := appendJSONString(nil, s); !bytes.Equal(got, want) {
+		t.Fatalf("appendJSONString(%q) = %s, encoding/json = %s", s, got, want)
+	}
 }
