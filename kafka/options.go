@@ -130,7 +130,7 @@ type config struct {
 	// replace it with a fake.
 	groupFactory func(groupID string, topics []string) groupMember
 
-	errs []error
+	errs option.Errors
 }
 
 func defaultConfig() config {
@@ -154,23 +154,17 @@ func defaultConfig() config {
 		maxBufferedBytes:   DefaultMaxBufferedBytes,
 
 		reinjectBacklogEvery: DefaultReinjectBacklogInterval,
+
+		errs: option.Prefixed("kafka"),
 	}
 }
 
-func (c *config) fail(format string, args ...any) {
-	c.errs = append(c.errs, option.Invalid("kafka", format, args...))
-}
+func (c *config) fail(format string, args ...any) { c.errs.Fail(format, args...) }
 
 // positive is the Option that sets the field at(c) to v, or records that
 // v (what the caller names) is not positive.
 func positive[T int | int64 | time.Duration](what string, v T, at func(*config) *T) Option {
-	return func(c *config) {
-		if v <= 0 {
-			c.fail("%s %v is not positive", what, v)
-			return
-		}
-		*at(c) = v
-	}
+	return func(c *config) { option.Positive(&c.errs, at(c), what, v) }
 }
 
 func isBlank(s string) bool { return wire.IsBlank(s) }

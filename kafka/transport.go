@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"context"
-	"errors"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -76,9 +75,9 @@ func New(opts ...Option) (*Transport, error) {
 		}
 	}
 	if len(cfg.brokers) == 0 && (cfg.writer == nil || (cfg.readerFactory == nil && cfg.memberFactory == nil)) {
-		cfg.errs = append(cfg.errs, ErrNoBrokers)
+		cfg.errs.Add(ErrNoBrokers)
 	}
-	if err := errors.Join(cfg.errs...); err != nil {
+	if err := cfg.errs.Err(); err != nil {
 		return nil, err
 	}
 	t := &Transport{cfg: cfg, readers: make(map[string]*consumer),
