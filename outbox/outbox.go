@@ -1,11 +1,11 @@
 // Package outbox is a transactional outbox for BabelQueue on database/sql
 // (PostgreSQL and SQLite 3.35+). Write stores a message in the caller's
 // transaction, so it exists exactly when the caller's own writes commit; a
-// Relay publishes pending rows through any binding and marks each row
-// published only after the broker acknowledged it. At-least-once: a relay
-// that dies between the broker's acknowledgement and the mark publishes
-// the row again when its lease ends. See DESIGN.md for per-key order and
-// several relays at once.
+// Relay publishes pending rows through any binding and deletes each row
+// only after the broker acknowledged it. At-least-once: a relay that dies
+// between the broker's acknowledgement and the deletion publishes the row
+// again (on PostgreSQL at once, on SQLite when its lease ends). See
+// DESIGN.md for per-key order and several relays at once.
 package outbox
 
 import (
@@ -80,12 +80,9 @@ func (o *Outbox) q(s string) string {
 
 // Migrate creates the table and its indexes when they do not exist.
 func (o *Outbox) Migrate(ctx context.Context, db *sql.DB) error {
-	// PostgreSQL: half-empty pages let a claim (locked_by, locked_until,
-	// columns no index holds) update a row in place (a HOT update) instead
-	// of writing a new entry in every index: claims cost about a fifth.
-	id, blob, with := "BIGSERIAL PRIMARY KEY", "BYTEA", " WITH (fillfactor = 50)"
+	id, blob := "BIGSERIAL PRIMARY KEY", "BYTEA"
 	if o.dialect == SQLite {
-		id, blob, with = "INTEGER PRIMARY KEY AUTOINCREMENT", "BLOB", ""
+		id, blob = "INTEGER PRIMARY KEY AUTOINCREMENT", "BLOB"
 	}
 	for _, s := range []string{
 		`CREATE TABLE IF NOT EXISTS {t} (
@@ -101,9 +98,14 @@ func (o *Outbox) Migrate(ctx context.Context, db *sql.DB) error {
   last_error TEXT NOT NULL DEFAULT '',
   locked_by TEXT NOT NULL DEFAULT '',
   locked_until BIGINT NOT NULL DEFAULT 0,
-  published_at BIGINT)` + with,
+  published_at BIGINT)`,
+		// published_at: set by versions before rows were deleted once
+		// published; such rows are never sent again and Purge removes them.
 		`CREATE INDEX IF NOT EXISTS {t}_pending ON {t} (order_key, id) WHERE published_at IS NULL`,
 		`CREATE INDEX IF NOT EXISTS {t}_pending_id ON {t} (id) WHERE published_at IS NULL`,
+		// Rows that failed: what a PostgreSQL claim checks a row's key
+		// against (usually empty).
+		`CREATE INDEX IF NOT EXISTS {t}_retry ON {t} (order_key, id) WHERE attempts > 0 AND published_at IS NULL`,
 	} {
 		if _, err := db.ExecContext(ctx, o.q(s)); err != nil {
 			return fmt.Errorf("outbox: migrate %s: %w", o.table, err)

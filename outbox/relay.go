@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"slices"
 	"strings"
@@ -23,11 +24,15 @@ type Relay struct {
 	ob     *Outbox
 	sender Sender
 	cfg    relayConfig
-	claimQ string
-
-	mu     sync.Mutex
-	flying map[int64]struct{} // ids of this relay's batches in flight (PostgreSQL)
+	claimQ string // SQLite: the leasing claim; PostgreSQL: the rows of the keys locked by lockQ
+	lockQ  string // PostgreSQL: lock the key buckets of the next rows, return their ids
+	lockNS int32  // PostgreSQL: the advisory lock namespace of the table's key buckets
 }
+
+// keyBuckets is how many advisory locks (PostgreSQL) the order keys of a
+// table are hashed into: at most this many are held at once by all the
+// relays of the table together, whatever their number.
+const keyBuckets = 1024
 
 // NewRelay returns a relay of ob's table in db, publishing through sender.
 // It reports every invalid option at once (errors.Join), each matching
@@ -47,32 +52,46 @@ func NewRelay(db *sql.DB, ob *Outbox, sender Sender, opts ...RelayOption) (*Rela
 	if err := option.Apply(&c, &c.errs, opts); err != nil {
 		return nil, err
 	}
-	// A row is claimable when it is due, not leased, and the oldest pending
-	// row of its order key: one row per key is in flight at a time.
-	pick := `SELECT o.id FROM {t} o
+	r := &Relay{db: db, ob: ob, sender: sender, cfg: c}
+	if ob.dialect == Postgres {
+		// PostgreSQL: the claim's transaction holds the advisory locks of
+		// the key buckets of the rows it takes (try-locks: a bucket another
+		// claim holds is passed over, never waited for), so every row of a
+		// key is the business of one claim at a time; the rows themselves
+		// are read again once the locks are held (see claim).
+		r.lockNS = lockNamespace(ob.table)
+		r.lockQ = ob.q(`SELECT o.order_key FROM {t} o
+  WHERE o.published_at IS NULL
+    AND CASE WHEN o.next_attempt_at <= ? THEN pg_try_advisory_xact_lock(?, hashtext(o.order_key) & ` + fmt.Sprint(keyBuckets-1) + `) ELSE false END
+  ORDER BY o.id LIMIT ?`)
+		// The head of each locked key: its oldest pending row, taken when
+		// it is due (a failed head waits out its backoff, and its key with
+		// it).
+		r.claimQ = ob.q(`SELECT h.id, h.queue, h.msg_key, h.order_key, h.body, h.headers, h.attempts
+  FROM unnest(?::text[]) AS k(order_key)
+  CROSS JOIN LATERAL (SELECT * FROM {t} o WHERE o.order_key = k.order_key AND o.published_at IS NULL ORDER BY o.id LIMIT 1) h
+  WHERE h.next_attempt_at <= ?`)
+		return r, nil
+	}
+	// SQLite: one statement under the single writer lock leases to this
+	// relay the rows that are due, not leased, and the oldest pending row
+	// of their order key: one row per key is in flight at a time.
+	r.claimQ = ob.q(`WITH c AS (SELECT o.id FROM {t} o
   WHERE o.published_at IS NULL AND o.next_attempt_at <= ? AND o.locked_until <= ?
     AND NOT EXISTS (SELECT 1 FROM {t} p WHERE p.order_key = o.order_key AND p.published_at IS NULL AND p.id < o.id)
-  ORDER BY o.id LIMIT ?`
-	var claim string
-	if ob.dialect == Postgres {
-		// PostgreSQL: the claim's transaction locks the rows, skipping
-		// those another relay's claim holds, until their outcome commits.
-		// Rows of this relay's own batches in flight are passed over
-		// before their key is probed (they would only be skipped as
-		// locked), by a hashed lookup: NOT IN of a subquery is hashed
-		// under any plan, where "<> ALL(array parameter)" compares every
-		// row with every id once the statement's plan is generic.
-		pg := strings.Replace(pick, "AND o.locked_until <= ?", "AND o.locked_until <= ? AND o.id NOT IN (SELECT unnest(?::bigint[]))", 1)
-		claim = ob.q(strings.Replace(pg, "SELECT o.id FROM", "SELECT o.id, o.queue, o.msg_key, o.order_key, o.body, o.headers, o.attempts FROM", 1) + ` FOR UPDATE OF o SKIP LOCKED`)
-	} else {
-		// SQLite: the statement runs under the single writer lock and
-		// leases the rows to this relay.
-		claim = ob.q(`WITH c AS (` + pick + `)
+  ORDER BY o.id LIMIT ?)
 UPDATE {t} SET locked_by = ?, locked_until = ? FROM c WHERE {t}.id = c.id
 AND {t}.published_at IS NULL AND {t}.locked_until <= ?
 RETURNING {t}.id, queue, msg_key, order_key, body, headers, attempts`)
-	}
-	return &Relay{db: db, ob: ob, sender: sender, cfg: c, claimQ: claim, flying: map[int64]struct{}{}}, nil
+	return r, nil
+}
+
+// lockNamespace is the first key of the table's advisory locks: a hash of
+// its name, so the relays of different tables never contend.
+func lockNamespace(table string) int32 {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte("babelqueue-outbox:" + table))
+	return int32(h.Sum32())
 }
 
 func (r *Relay) logger() *slog.Logger {
@@ -104,8 +123,8 @@ type row struct {
 // in flight are settled. It keeps up to WithInFlight batches in flight,
 // each claimed, sent and settled by its own worker; the claims pass each
 // other as the claims of several relays do (a claim never takes a row
-// whose older row of the same key is still unsettled, so order holds). A
-// database error is logged and retried after the poll interval.
+// of a key another unsettled claim holds, so order holds). A database
+// error is logged and retried after the poll interval.
 func (r *Relay) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for range r.cfg.inflight {
@@ -125,7 +144,6 @@ func (r *Relay) work(ctx context.Context) {
 		b, err := r.claim(ctx)
 		if ctx.Err() != nil {
 			b.abandon()
-			r.fly(b.rows, false)
 			return
 		}
 		if err == nil && len(b.rows) > 0 {
@@ -157,9 +175,9 @@ func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 	return len(b.rows), r.sendAndSettle(ctx, b)
 }
 
-// claim takes the next batch: on PostgreSQL rows locked by a transaction
-// left open until settle, on SQLite rows leased to this relay. A claim
-// that found nothing holds nothing.
+// claim takes the next batch: on PostgreSQL the rows of the key buckets
+// whose advisory locks its transaction holds until settle, on SQLite rows
+// leased to this relay. A claim that found nothing holds nothing.
 func (r *Relay) claim(ctx context.Context) (batch, error) {
 	now := r.ob.now().UnixMilli()
 	var b batch
@@ -170,47 +188,60 @@ func (r *Relay) claim(ctx context.Context) (batch, error) {
 		if b.tx, err = r.db.BeginTx(context.WithoutCancel(ctx), nil); err != nil {
 			return batch{}, fmt.Errorf("outbox: claim: begin: %w", err)
 		}
-		// A mark lost in a crash of the database only sends its row again.
+		var keys []string
+		// A deletion lost in a crash of the database only sends its row
+		// again.
 		if _, err = b.tx.ExecContext(ctx, `SET LOCAL synchronous_commit = off`); err == nil {
-			res, err = b.tx.QueryContext(ctx, r.claimQ, now, now, r.flyingIDs(), r.cfg.batch)
+			keys, err = r.lockKeys(ctx, b.tx, now)
+		}
+		if err == nil && len(keys) > 0 {
+			// A new statement, so a new snapshot, taken once every lock is
+			// held: it sees the outcome of every earlier claim of these
+			// keys (committed or rolled back before its lock was
+			// released), which the locking statement's snapshot may not,
+			// and no other claim changes them until this one ends.
+			res, err = b.tx.QueryContext(ctx, r.claimQ, keys, now)
 		}
 	} else {
 		res, err = r.db.QueryContext(ctx, r.claimQ, now, now, r.cfg.batch, r.cfg.id, now+r.cfg.lease.Milliseconds(), now)
 	}
-	if err == nil {
+	if err == nil && res != nil {
 		b.rows, err = scanRows(res)
 	}
 	if err != nil || len(b.rows) == 0 {
 		b.abandon()
 		return batch{}, err
 	}
-	if b.tx != nil {
-		r.fly(b.rows, true)
-	}
 	return b, nil
 }
 
-// fly adds rows to (or removes them from) the batches in flight.
-func (r *Relay) fly(rows []row, on bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, rw := range rows {
-		if on {
-			r.flying[rw.id] = struct{}{}
-		} else {
-			delete(r.flying, rw.id)
+// lockKeys takes, in tx, the key-bucket locks of the next due rows in id
+// order (up to the batch size of them) and returns their distinct order
+// keys. Which rows it passes over does not matter: a lock taken late in
+// the scan may be one that was held when an older row of its key was
+// scanned, which is why the claim takes each key's head afresh.
+func (r *Relay) lockKeys(ctx context.Context, tx *sql.Tx, now int64) ([]string, error) {
+	res, err := tx.QueryContext(ctx, r.lockQ, now, r.lockNS, r.cfg.batch)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: claim: %w", err)
+	}
+	defer res.Close()
+	var keys []string
+	seen := make(map[string]struct{}, r.cfg.batch)
+	for res.Next() {
+		var k string
+		if err := res.Scan(&k); err != nil {
+			return nil, fmt.Errorf("outbox: claim: %w", err)
+		}
+		if _, ok := seen[k]; !ok {
+			seen[k] = struct{}{}
+			keys = append(keys, k)
 		}
 	}
-}
-
-func (r *Relay) flyingIDs() []int64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	ids := make([]int64, 0, len(r.flying))
-	for id := range r.flying {
-		ids = append(ids, id)
+	if err := res.Err(); err != nil {
+		return nil, fmt.Errorf("outbox: claim: %w", err)
 	}
-	return ids
+	return keys, nil
 }
 
 func scanRows(res *sql.Rows) ([]row, error) {
@@ -243,9 +274,10 @@ func (b batch) abandon() {
 }
 
 // sendAndSettle sends the batch's rows (in id order) and records the
-// outcome of each: in one SendBatch call when the sender batches, else at
-// most parallel sends at once. A row after a failed row of its order key
-// is not marked published even when it was acknowledged: it goes again
+// outcome of each: in one SendBatch call when the sender batches, else
+// the rows of each order key one after another, at most parallel keys at
+// once. A row after a failed row of its order key is not published (nor
+// sent, without SendBatch) even when it was acknowledged: it goes again
 // after the older one, so the last copy a consumer sees keeps the key's
 // order.
 func (r *Relay) sendAndSettle(ctx context.Context, b batch) error {
@@ -267,17 +299,7 @@ func (r *Relay) sendAndSettle(ctx context.Context, b batch) error {
 			}
 		}
 	} else {
-		sem := make(chan struct{}, r.cfg.parallel)
-		var wg sync.WaitGroup
-		for i := range rows {
-			sem <- struct{}{}
-			wg.Add(1)
-			go func(rw *row) {
-				defer func() { <-sem; wg.Done() }()
-				rw.err = r.sender.Send(sctx, rw.queue, rw.key, rw.body, rw.headers)
-			}(&rows[i])
-		}
-		wg.Wait()
+		r.sendByKey(sctx, rows)
 	}
 	failed := map[string]bool{}
 	for i := range rows {
@@ -292,12 +314,46 @@ func (r *Relay) sendAndSettle(ctx context.Context, b batch) error {
 	return r.settle(context.WithoutCancel(ctx), b)
 }
 
-// settle marks the sent rows published and schedules the failed ones for
-// a retry, a statement per kind of outcome (on SQLite per 500 rows of
-// it), all only while this relay still holds them (in the claim's
-// transaction on PostgreSQL, committed at the end; by lease on SQLite). A
-// row held back by an earlier failure of its key is released without
-// counting an attempt.
+// sendByKey sends rows (in id order) with Send: the rows of one order key
+// one after another, stopping at its first failure (ErrEarlierFailed for
+// the rest), at most parallel keys at once.
+func (r *Relay) sendByKey(ctx context.Context, rows []row) {
+	var keys []string
+	byKey := map[string][]*row{}
+	for i := range rows {
+		k := rows[i].orderKey
+		if byKey[k] == nil {
+			keys = append(keys, k)
+		}
+		byKey[k] = append(byKey[k], &rows[i])
+	}
+	sem := make(chan struct{}, r.cfg.parallel)
+	var wg sync.WaitGroup
+	for _, k := range keys {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func(group []*row) {
+			defer func() { <-sem; wg.Done() }()
+			var err error
+			for _, rw := range group {
+				if err != nil {
+					rw.err = ErrEarlierFailed
+					continue
+				}
+				err = r.sender.Send(ctx, rw.queue, rw.key, rw.body, rw.headers)
+				rw.err = err
+			}
+		}(byKey[k])
+	}
+	wg.Wait()
+}
+
+// settle deletes the sent rows and schedules the failed ones for a retry,
+// a statement per kind of outcome (on SQLite per 500 rows of it), all only
+// while this relay still holds them (in the claim's transaction on
+// PostgreSQL, committed at the end, which releases its key locks; by
+// lease on SQLite). A row held back by an earlier failure of its key is
+// released without counting an attempt.
 func (r *Relay) settle(ctx context.Context, b batch) error {
 	now := r.ob.now().UnixMilli()
 	type failure struct {
@@ -318,11 +374,12 @@ func (r *Relay) settle(ctx context.Context, b batch) error {
 		}
 	}
 	var errs []error
-	update := func(what, set string, ids []int64, args ...any) {
+	// exec runs stmt (ending in WHERE) on ids.
+	exec := func(what, stmt string, ids []int64, args ...any) {
 		if b.tx != nil && len(ids) > 0 {
 			// PostgreSQL: one statement whatever the count, the ids as one
 			// array parameter.
-			if _, err := b.tx.ExecContext(ctx, r.ob.q(`UPDATE {t} SET `+set+` WHERE id = ANY(?::bigint[])`), append(args, ids)...); err != nil {
+			if _, err := b.tx.ExecContext(ctx, r.ob.q(stmt+` id = ANY(?::bigint[])`), append(args, ids)...); err != nil {
 				errs = append(errs, fmt.Errorf("outbox: %s: %w", what, err))
 			}
 			return
@@ -335,20 +392,22 @@ func (r *Relay) settle(ctx context.Context, b batch) error {
 				a = append(a, id)
 			}
 			in := ` id IN (` + strings.TrimSuffix(strings.Repeat("?,", len(chunk)), ",") + `)`
-			if _, err := r.db.ExecContext(ctx, r.ob.q(`UPDATE {t} SET `+set+` WHERE locked_by = ? AND`+in), a...); err != nil {
+			if _, err := r.db.ExecContext(ctx, r.ob.q(stmt+` locked_by = ? AND`+in), a...); err != nil {
 				errs = append(errs, fmt.Errorf("outbox: %s: %w", what, err))
 			}
 		}
 	}
-	update("mark published", `published_at = ?, locked_until = 0`, ok, now)
+	// Published rows are deleted: one index-free removal per row, where a
+	// mark would write a new version of it with its index entries.
+	exec("delete published rows", `DELETE FROM {t} WHERE`, ok)
 	if b.tx == nil {
-		update("release rows held back", `locked_until = 0, locked_by = ''`, held)
+		exec("release rows held back", `UPDATE {t} SET locked_until = 0, locked_by = '' WHERE`, held)
 	}
 	for f, ids := range failed {
 		delay := r.backoff(f.attempts)
 		r.logger().LogAttrs(ctx, slog.LevelWarn, "outbox: send failed; retrying", slog.Int("rows", len(ids)), slog.Int64("first_row", ids[0]),
 			slog.Int("attempts", f.attempts), slog.Duration("retry_in", delay), slog.String("error", f.msg))
-		update("record failure", `attempts = attempts + 1, last_error = ?, next_attempt_at = ?, locked_until = 0, locked_by = ''`, ids, f.msg, now+delay.Milliseconds())
+		exec("record failure", `UPDATE {t} SET attempts = attempts + 1, last_error = ?, next_attempt_at = ?, locked_until = 0, locked_by = '' WHERE`, ids, f.msg, now+delay.Milliseconds())
 	}
 	if b.tx != nil {
 		if len(errs) > 0 {
@@ -356,7 +415,6 @@ func (r *Relay) settle(ctx context.Context, b batch) error {
 		} else if err := b.tx.Commit(); err != nil {
 			errs = append(errs, fmt.Errorf("outbox: commit the outcome: %w", err))
 		}
-		r.fly(b.rows, false)
 	}
 	return errors.Join(errs...)
 }

@@ -17,8 +17,6 @@ type Stats struct {
 	Failing int64
 	// Attempts sums the failed sends recorded on pending rows.
 	Attempts int64
-	// Published counts rows published and not yet purged.
-	Published int64
 	// LastError is the most recent error of a failing row ("" when none).
 	LastError string
 }
@@ -27,13 +25,10 @@ type Stats struct {
 func (o *Outbox) Stats(ctx context.Context, db *sql.DB) (Stats, error) {
 	var s Stats
 	var oldest sql.NullInt64
-	err := db.QueryRowContext(ctx, o.q(`SELECT
-  COUNT(*) FILTER (WHERE published_at IS NULL),
-  MIN(created_at) FILTER (WHERE published_at IS NULL),
-  COUNT(*) FILTER (WHERE published_at IS NULL AND attempts > 0),
-  COALESCE(SUM(attempts) FILTER (WHERE published_at IS NULL), 0),
-  COUNT(*) FILTER (WHERE published_at IS NOT NULL)
-FROM {t}`)).Scan(&s.Pending, &oldest, &s.Failing, &s.Attempts, &s.Published)
+	// Every row is pending: a published row is deleted (rows marked
+	// published by earlier versions are left out).
+	err := db.QueryRowContext(ctx, o.q(`SELECT COUNT(*), MIN(created_at), COUNT(*) FILTER (WHERE attempts > 0), COALESCE(SUM(attempts), 0)
+FROM {t} WHERE published_at IS NULL`)).Scan(&s.Pending, &oldest, &s.Failing, &s.Attempts)
 	if err != nil {
 		return Stats{}, fmt.Errorf("outbox: stats: %w", err)
 	}
@@ -56,7 +51,9 @@ func StatsOf(ctx context.Context, db *sql.DB, d Dialect) (Stats, error) {
 	return o.Stats(ctx, db)
 }
 
-// Purge deletes published rows published before cutoff and returns how many.
+// Purge deletes the rows marked published before cutoff and returns how
+// many. Only tables written by versions that marked published rows instead
+// of deleting them hold such rows; the relay ignores them.
 func (o *Outbox) Purge(ctx context.Context, db *sql.DB, cutoff time.Time) (int64, error) {
 	res, err := db.ExecContext(ctx, o.q(`DELETE FROM {t} WHERE published_at IS NOT NULL AND published_at < ?`), cutoff.UnixMilli())
 	if err != nil {

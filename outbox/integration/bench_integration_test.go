@@ -71,13 +71,13 @@ func TestBenchOutboxRelayThroughput(t *testing.T) {
 	key := func(i int) []byte { return fmt.Appendf(nil, "k%d", i%keys) }
 
 	sender := outbox.TransportSender{Transport: tr}
-	var rawSelf, ourSelf, ourPG time.Duration
+	var rawSelf, ourSelf, ourPG, ourBackends time.Duration
 	rawRun := func() float64 {
 		// Raw: the same envelopes, keys and batches straight through the
 		// transport's batch path (what the relay's sender does), two batches in
 		// flight as the relay keeps, no database.
-		self0, _ := integration.ProcCPU()
-		defer func() { self1, _ := integration.ProcCPU(); rawSelf += self1 - self0 }()
+		cpu0 := integration.SampleCPU()
+		defer func() { self, _ := integration.SampleCPU().Since(cpu0); rawSelf += self }()
 		start := time.Now()
 		sem := make(chan struct{}, inflight)
 		var wg sync.WaitGroup
@@ -135,13 +135,25 @@ func TestBenchOutboxRelayThroughput(t *testing.T) {
 		if _, err := db.ExecContext(ctx, "ANALYZE "+ob.Table()); err != nil {
 			t.Fatal(err)
 		}
-		r, err := outbox.NewRelay(db, ob, sender, outbox.WithBatchSize(batch), outbox.WithInFlight(inflight), outbox.WithPoll(10*time.Millisecond))
+		// The relay has its own pool, named, so that its backends (all
+		// started in the timed window) can be found and measured.
+		app := fmt.Sprintf("bqoutboxbench%d", round)
+		sep := "?"
+		if strings.Contains(pg, "?") {
+			sep = "&"
+		}
+		rdb, err := sql.Open("pgx", pg+sep+"application_name="+app)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rdb.Close()
+		r, err := outbox.NewRelay(rdb, ob, sender, outbox.WithBatchSize(batch), outbox.WithInFlight(inflight), outbox.WithPoll(10*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
 		}
 		rctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
-		self0, pg0 := integration.ProcCPU("postgres")
+		cpu0 := integration.SampleCPU("postgres")
 		start := time.Now()
 		go func() { done <- r.Run(rctx) }()
 		deadline := time.Now().Add(2 * time.Minute)
@@ -156,8 +168,20 @@ func TestBenchOutboxRelayThroughput(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 		elapsed := time.Since(start)
-		self1, pg1 := integration.ProcCPU("postgres")
-		ourSelf, ourPG = ourSelf+self1-self0, ourPG+pg1-pg0
+		self, pgCPU := integration.SampleCPU("postgres").Since(cpu0)
+		ourSelf, ourPG = ourSelf+self, ourPG+pgCPU
+		pids, err := db.QueryContext(ctx, "SELECT pid FROM pg_stat_activity WHERE application_name = $1", app)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for pids.Next() {
+			var pid int
+			if err := pids.Scan(&pid); err != nil {
+				t.Fatal(err)
+			}
+			ourBackends += integration.PidCPU(pid)
+		}
+		pids.Close()
 		cancel()
 		<-done
 		st, err := ob.Stats(ctx, db)
@@ -178,9 +202,11 @@ func TestBenchOutboxRelayThroughput(t *testing.T) {
 	fmt.Printf("bench: outbox-relay-throughput ours=%.0f raw=%.0f ratio=%.2f\n", ours, raw, ours/raw)
 	// CPU per row over all rounds, from /proc: the test process (relay or
 	// raw sender, with the Kafka client) and, for the relay, every
-	// PostgreSQL process (its backends and the server's own workers).
+	// PostgreSQL process (the server's own workers too, and whatever else
+	// uses the shared server) and the relay's own backends alone.
 	perRow := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(rounds*n) }
 	fmt.Printf("bench: outbox-relay-cpu-us-per-row-client value=%.1f\n", perRow(ourSelf))
 	fmt.Printf("bench: outbox-relay-cpu-us-per-row-postgres value=%.1f\n", perRow(ourPG))
+	fmt.Printf("bench: outbox-relay-cpu-us-per-row-backends value=%.1f\n", perRow(ourBackends))
 	fmt.Printf("bench: outbox-raw-cpu-us-per-row-client value=%.1f\n", perRow(rawSelf))
 }

@@ -12,13 +12,19 @@ import (
 // every Linux the project runs on.
 const clockTick = 100
 
-// ProcCPU returns the CPU time (user and system) used so far by this
-// process and by every process whose command name is one of names (for
-// example "postgres": the server and all its backends), read from /proc.
-// Processes that end between two readings drop out of the later one, so
-// a difference is exact only for processes that live across both.
-func ProcCPU(names ...string) (self, others time.Duration) {
-	self = statCPU("/proc/self/stat")
+// CPUSample is the CPU time (user and system) used so far by this
+// process and by each process of the names given to SampleCPU, read from
+// /proc.
+type CPUSample struct {
+	Self   time.Duration
+	Others map[string]time.Duration // by /proc/<pid> directory
+}
+
+// SampleCPU reads the CPU time of this process and of every process whose
+// command name is one of names (for example "postgres": the server and
+// all its backends).
+func SampleCPU(names ...string) CPUSample {
+	s := CPUSample{Self: statCPU("/proc/self/stat"), Others: map[string]time.Duration{}}
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, d := range dirs {
 		comm, err := os.ReadFile(filepath.Join(d, "comm"))
@@ -28,12 +34,28 @@ func ProcCPU(names ...string) (self, others time.Duration) {
 		name := strings.TrimSpace(string(comm))
 		for _, n := range names {
 			if name == n {
-				others += statCPU(filepath.Join(d, "stat"))
+				s.Others[d] = statCPU(filepath.Join(d, "stat"))
 				break
 			}
 		}
 	}
-	return self, others
+	return s
+}
+
+// Since returns the CPU time used between an earlier sample and s: by
+// this process, and by the other processes (all of it for one that
+// started in between; one that ended in between is left out, its last
+// reading unknown).
+func (s CPUSample) Since(earlier CPUSample) (self, others time.Duration) {
+	for d, t := range s.Others {
+		others += t - earlier.Others[d]
+	}
+	return s.Self - earlier.Self, others
+}
+
+// PidCPU returns the CPU time used so far by process pid (0 when gone).
+func PidCPU(pid int) time.Duration {
+	return statCPU("/proc/" + strconv.Itoa(pid) + "/stat")
 }
 
 // statCPU reads utime+stime of one /proc/<pid>/stat file (0 when gone).

@@ -22,7 +22,7 @@ import (
 const outboxStatsHelp = `Shows the state of a transactional outbox table (the outbox module):
 pending rows, the age of the oldest pending row, pending rows with a
 recorded send failure and the failed attempts recorded on them, the most
-recent error, and published rows not yet purged.
+recent error. Published rows are deleted by the relay, so none are counted.
 
 Give one database: --postgres DSN (env BQ_OUTBOX_POSTGRES) or --sqlite
 PATH (opened read-only). --table names the table (default bq_outbox).`
@@ -39,7 +39,6 @@ type outboxStats struct {
 	Failing         int64   `json:"failing"`
 	Attempts        int64   `json:"failed_attempts"`
 	LastError       *string `json:"last_error,omitempty"`
-	Published       int64   `json:"published"`
 }
 
 func newOutboxStatsCmd() *cobra.Command {
@@ -102,7 +101,7 @@ func readOutboxStats(ctx context.Context, pg, lite, table string) (outboxStats, 
 		return outboxStats{}, err
 	}
 	out := outboxStats{Table: table, Pending: s.Pending, OldestPendingMS: s.OldestPending.Milliseconds(),
-		OldestPending: s.OldestPending.Round(time.Millisecond).String(), Failing: s.Failing, Attempts: s.Attempts, Published: s.Published}
+		OldestPending: s.OldestPending.Round(time.Millisecond).String(), Failing: s.Failing, Attempts: s.Attempts}
 	if s.LastError != "" {
 		out.LastError = &s.LastError
 	}
@@ -119,6 +118,5 @@ func printOutboxStats(w io.Writer, st outboxStats) error {
 	if st.LastError != nil {
 		fmt.Fprintf(tw, "last error\t%s\n", strings.ReplaceAll(*st.LastError, "\n", " "))
 	}
-	fmt.Fprintf(tw, "published\t%d\n", st.Published)
 	return tw.Flush()
 }
