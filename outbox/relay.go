@@ -9,9 +9,12 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/babelqueue/babelqueue-go/core/option"
@@ -24,15 +27,16 @@ type Relay struct {
 	ob     *Outbox
 	sender Sender
 	cfg    relayConfig
-	claimQ string // SQLite: the leasing claim; PostgreSQL: the rows of the keys locked by lockQ
-	lockQ  string // PostgreSQL: lock the key buckets of the next rows, return their ids
+	claimQ string // SQLite: the leasing claim; PostgreSQL: the due rows of the buckets locked by lockQ
+	lockQ  string // PostgreSQL: try-lock key buckets, return those taken
 	lockNS int32  // PostgreSQL: the advisory lock namespace of the table's key buckets
+	next   atomic.Uint32
 }
 
 // keyBuckets is how many advisory locks (PostgreSQL) the order keys of a
-// table are hashed into: at most this many are held at once by all the
-// relays of the table together, whatever their number.
-const keyBuckets = 1024
+// table are hashed into: a claim holds a share of them, and with them
+// every row of their keys, until its outcome commits.
+const keyBuckets = 64
 
 // NewRelay returns a relay of ob's table in db, publishing through sender.
 // It reports every invalid option at once (errors.Join), each matching
@@ -60,17 +64,19 @@ func NewRelay(db *sql.DB, ob *Outbox, sender Sender, opts ...RelayOption) (*Rela
 		// key is the business of one claim at a time; the rows themselves
 		// are read again once the locks are held (see claim).
 		r.lockNS = lockNamespace(ob.table)
-		r.lockQ = ob.q(`SELECT o.order_key FROM {t} o
-  WHERE o.published_at IS NULL
-    AND CASE WHEN o.next_attempt_at <= ? THEN pg_try_advisory_xact_lock(?, hashtext(o.order_key) & ` + fmt.Sprint(keyBuckets-1) + `) ELSE false END
+		r.next.Store(uint32(rand.IntN(keyBuckets)))
+		// The buckets free now, tried from a given one on, up to a share.
+		r.lockQ = ob.q(`SELECT b FROM (SELECT (g + ?) % ` + strconv.Itoa(keyBuckets) + ` AS b FROM generate_series(0, ` + strconv.Itoa(keyBuckets-1) + `) g) s
+  WHERE pg_try_advisory_xact_lock(?, b) LIMIT ?`)
+		// The due rows of those buckets in id order, each passed over when
+		// an older row of its key failed and is not due yet (the partial
+		// index of retried rows is usually empty).
+		r.claimQ = ob.q(`SELECT o.id, o.queue, o.msg_key, o.order_key, o.body, o.headers, o.attempts FROM {t} o
+  WHERE o.published_at IS NULL AND o.next_attempt_at <= ?
+    AND (hashtext(o.order_key) & ` + strconv.Itoa(keyBuckets-1) + `) = ANY(?::int[])
+    AND NOT EXISTS (SELECT 1 FROM {t} p WHERE p.order_key = o.order_key AND p.id < o.id
+                    AND p.attempts > 0 AND p.published_at IS NULL AND p.next_attempt_at > ?)
   ORDER BY o.id LIMIT ?`)
-		// The head of each locked key: its oldest pending row, taken when
-		// it is due (a failed head waits out its backoff, and its key with
-		// it).
-		r.claimQ = ob.q(`SELECT h.id, h.queue, h.msg_key, h.order_key, h.body, h.headers, h.attempts
-  FROM unnest(?::text[]) AS k(order_key)
-  CROSS JOIN LATERAL (SELECT * FROM {t} o WHERE o.order_key = k.order_key AND o.published_at IS NULL ORDER BY o.id LIMIT 1) h
-  WHERE h.next_attempt_at <= ?`)
 		return r, nil
 	}
 	// SQLite: one statement under the single writer lock leases to this
@@ -141,7 +147,7 @@ func (r *Relay) Run(ctx context.Context) error {
 // work claims, sends and settles batches until ctx ends.
 func (r *Relay) work(ctx context.Context) {
 	for ctx.Err() == nil {
-		b, err := r.claim(ctx)
+		b, err := r.claim(ctx, max(keyBuckets/r.cfg.inflight, 1))
 		if ctx.Err() != nil {
 			b.abandon()
 			return
@@ -168,7 +174,7 @@ func (r *Relay) work(ctx context.Context) {
 // RunOnce claims one batch, sends it and records the outcome of each row.
 // It returns the number of rows claimed.
 func (r *Relay) RunOnce(ctx context.Context) (int, error) {
-	b, err := r.claim(ctx)
+	b, err := r.claim(ctx, keyBuckets)
 	if err != nil || len(b.rows) == 0 {
 		return 0, err
 	}
@@ -178,7 +184,11 @@ func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 // claim takes the next batch: on PostgreSQL the rows of the key buckets
 // whose advisory locks its transaction holds until settle, on SQLite rows
 // leased to this relay. A claim that found nothing holds nothing.
-func (r *Relay) claim(ctx context.Context) (batch, error) {
+//
+// On PostgreSQL share bounds the key buckets it takes: Run's workers each
+// take their share (keyBuckets/WithInFlight), so that their claims find
+// different rows; RunOnce takes every free bucket.
+func (r *Relay) claim(ctx context.Context, share int) (batch, error) {
 	now := r.ob.now().UnixMilli()
 	var b batch
 	var res *sql.Rows
@@ -188,19 +198,19 @@ func (r *Relay) claim(ctx context.Context) (batch, error) {
 		if b.tx, err = r.db.BeginTx(context.WithoutCancel(ctx), nil); err != nil {
 			return batch{}, fmt.Errorf("outbox: claim: begin: %w", err)
 		}
-		var keys []string
+		var buckets []int32
 		// A deletion lost in a crash of the database only sends its row
 		// again.
 		if _, err = b.tx.ExecContext(ctx, `SET LOCAL synchronous_commit = off`); err == nil {
-			keys, err = r.lockKeys(ctx, b.tx, now)
+			buckets, err = r.lockBuckets(ctx, b.tx, share)
 		}
-		if err == nil && len(keys) > 0 {
+		if err == nil && len(buckets) > 0 {
 			// A new statement, so a new snapshot, taken once every lock is
 			// held: it sees the outcome of every earlier claim of these
-			// keys (committed or rolled back before its lock was
-			// released), which the locking statement's snapshot may not,
-			// and no other claim changes them until this one ends.
-			res, err = b.tx.QueryContext(ctx, r.claimQ, keys, now)
+			// buckets (committed or rolled back before its lock was
+			// released), and no other claim changes their rows until this
+			// one ends.
+			res, err = b.tx.QueryContext(ctx, r.claimQ, now, buckets, now, r.cfg.batch)
 		}
 	} else {
 		res, err = r.db.QueryContext(ctx, r.claimQ, now, now, r.cfg.batch, r.cfg.id, now+r.cfg.lease.Milliseconds(), now)
@@ -215,33 +225,28 @@ func (r *Relay) claim(ctx context.Context) (batch, error) {
 	return b, nil
 }
 
-// lockKeys takes, in tx, the key-bucket locks of the next due rows in id
-// order (up to the batch size of them) and returns their distinct order
-// keys. Which rows it passes over does not matter: a lock taken late in
-// the scan may be one that was held when an older row of its key was
-// scanned, which is why the claim takes each key's head afresh.
-func (r *Relay) lockKeys(ctx context.Context, tx *sql.Tx, now int64) ([]string, error) {
-	res, err := tx.QueryContext(ctx, r.lockQ, now, r.lockNS, r.cfg.batch)
+// lockBuckets takes, in tx, the advisory locks of the key buckets that
+// no other claim holds, up to share of them, trying from a bucket that
+// moves on with every claim, and returns them.
+func (r *Relay) lockBuckets(ctx context.Context, tx *sql.Tx, share int) ([]int32, error) {
+	from := r.next.Add(uint32(share)) % keyBuckets
+	res, err := tx.QueryContext(ctx, r.lockQ, int32(from), r.lockNS, share)
 	if err != nil {
-		return nil, fmt.Errorf("outbox: claim: %w", err)
+		return nil, fmt.Errorf("outbox: claim: lock key buckets: %w", err)
 	}
 	defer res.Close()
-	var keys []string
-	seen := make(map[string]struct{}, r.cfg.batch)
+	var buckets []int32
 	for res.Next() {
-		var k string
-		if err := res.Scan(&k); err != nil {
-			return nil, fmt.Errorf("outbox: claim: %w", err)
+		var b int32
+		if err := res.Scan(&b); err != nil {
+			return nil, fmt.Errorf("outbox: claim: lock key buckets: %w", err)
 		}
-		if _, ok := seen[k]; !ok {
-			seen[k] = struct{}{}
-			keys = append(keys, k)
-		}
+		buckets = append(buckets, b)
 	}
 	if err := res.Err(); err != nil {
-		return nil, fmt.Errorf("outbox: claim: %w", err)
+		return nil, fmt.Errorf("outbox: claim: lock key buckets: %w", err)
 	}
-	return keys, nil
+	return buckets, nil
 }
 
 func scanRows(res *sql.Rows) ([]row, error) {
@@ -262,7 +267,14 @@ func scanRows(res *sql.Rows) ([]row, error) {
 		return nil, fmt.Errorf("outbox: claim: %w", err)
 	}
 	slices.SortFunc(out, func(a, b row) int { return cmp.Compare(a.id, b.id) })
-	return out, nil
+	// One row per order key: its head, the oldest (a PostgreSQL claim may
+	// read several rows of a key).
+	seen := make(map[string]struct{}, len(out))
+	return slices.DeleteFunc(out, func(rw row) bool {
+		_, dup := seen[rw.orderKey]
+		seen[rw.orderKey] = struct{}{}
+		return dup
+	}), nil
 }
 
 // abandon ends the claim's transaction, if any, without an outcome: its

@@ -6,7 +6,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -71,13 +73,22 @@ func TestBenchOutboxRelayThroughput(t *testing.T) {
 	key := func(i int) []byte { return fmt.Appendf(nil, "k%d", i%keys) }
 
 	sender := outbox.TransportSender{Transport: tr}
-	var rawSelf, ourSelf, ourPG, ourBackends time.Duration
+	var rawSelf, ourSelf, ourPG, ourBackends, rawKafka, ourKafka time.Duration
+	// The Kafka broker's process, when it runs here under this user.
+	kafkaPID := 0
+	if _, port, err := net.SplitHostPort(broker); err == nil {
+		p, _ := strconv.Atoi(port)
+		kafkaPID = integration.ListenerPID(p)
+	}
 	rawRun := func() float64 {
 		// Raw: the same envelopes, keys and batches straight through the
 		// transport's batch path (what the relay's sender does), two batches in
 		// flight as the relay keeps, no database.
-		cpu0 := integration.SampleCPU()
-		defer func() { self, _ := integration.SampleCPU().Since(cpu0); rawSelf += self }()
+		cpu0, k0 := integration.SampleCPU(), integration.PidCPU(kafkaPID)
+		defer func() {
+			self, _ := integration.SampleCPU().Since(cpu0)
+			rawSelf, rawKafka = rawSelf+self, rawKafka+integration.PidCPU(kafkaPID)-k0
+		}()
 		start := time.Now()
 		sem := make(chan struct{}, inflight)
 		var wg sync.WaitGroup
@@ -153,7 +164,7 @@ func TestBenchOutboxRelayThroughput(t *testing.T) {
 		}
 		rctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
-		cpu0 := integration.SampleCPU("postgres")
+		cpu0, k0 := integration.SampleCPU("postgres"), integration.PidCPU(kafkaPID)
 		start := time.Now()
 		go func() { done <- r.Run(rctx) }()
 		deadline := time.Now().Add(2 * time.Minute)
@@ -169,7 +180,7 @@ func TestBenchOutboxRelayThroughput(t *testing.T) {
 		}
 		elapsed := time.Since(start)
 		self, pgCPU := integration.SampleCPU("postgres").Since(cpu0)
-		ourSelf, ourPG = ourSelf+self, ourPG+pgCPU
+		ourSelf, ourPG, ourKafka = ourSelf+self, ourPG+pgCPU, ourKafka+integration.PidCPU(kafkaPID)-k0
 		pids, err := db.QueryContext(ctx, "SELECT pid FROM pg_stat_activity WHERE application_name = $1", app)
 		if err != nil {
 			t.Fatal(err)
@@ -209,4 +220,8 @@ func TestBenchOutboxRelayThroughput(t *testing.T) {
 	fmt.Printf("bench: outbox-relay-cpu-us-per-row-postgres value=%.1f\n", perRow(ourPG))
 	fmt.Printf("bench: outbox-relay-cpu-us-per-row-backends value=%.1f\n", perRow(ourBackends))
 	fmt.Printf("bench: outbox-raw-cpu-us-per-row-client value=%.1f\n", perRow(rawSelf))
+	if kafkaPID != 0 {
+		fmt.Printf("bench: outbox-relay-cpu-us-per-row-kafka value=%.1f\n", perRow(ourKafka))
+		fmt.Printf("bench: outbox-raw-cpu-us-per-row-kafka value=%.1f\n", perRow(rawKafka))
+	}
 }

@@ -78,3 +78,41 @@ func statCPU(path string) time.Duration {
 	s, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(u+s) * time.Second / clockTick
 }
+
+// ListenerPID returns the id of the process listening on TCP port (0 when
+// none is found, for example when it belongs to another user), from
+// /proc/net/tcp{,6} and the socket links under /proc/<pid>/fd.
+func ListenerPID(port int) int {
+	inodes := map[string]bool{}
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			fs := strings.Fields(line)
+			// local_address is "ADDR:PORT" in hex; state 0A is LISTEN.
+			if len(fs) < 10 || fs[3] != "0A" {
+				continue
+			}
+			i := strings.LastIndexByte(fs[1], ':')
+			if p, err := strconv.ParseInt(fs[1][i+1:], 16, 32); err == nil && int(p) == port {
+				inodes["socket:["+fs[9]+"]"] = true
+			}
+		}
+	}
+	if len(inodes) == 0 {
+		return 0
+	}
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		fds, _ := filepath.Glob(d + "/fd/*")
+		for _, fd := range fds {
+			if l, err := os.Readlink(fd); err == nil && inodes[l] {
+				pid, _ := strconv.Atoi(filepath.Base(d))
+				return pid
+			}
+		}
+	}
+	return 0
+}
