@@ -249,6 +249,33 @@ func runRelayTests(t *testing.T, db *sql.DB, d outbox.Dialect, wrap func(*record
 			last[string(g.key)] = i
 		}
 	})
+	t.Run("FailedHeadHoldsBackItsKeyOnly", func(t *testing.T) {
+		ob := newOutbox(t, db, d)
+		write(t, db, ob, true,
+			outbox.Message{Queue: "q", Key: []byte("a"), Body: []byte("a0")},
+			outbox.Message{Queue: "q", Key: []byte("b"), Body: []byte("b0")},
+			outbox.Message{Queue: "q", Key: []byte("a"), Body: []byte("a1")},
+			outbox.Message{Queue: "q", Key: []byte("b"), Body: []byte("b1")})
+		s := &recordingSender{fail: func(body []byte) error {
+			if string(body) == "a0" {
+				return errors.New("broker said no")
+			}
+			return nil
+		}}
+		r := newRelay(t, db, ob, wrap(s), outbox.WithBackoff(time.Hour, time.Hour))
+		drain(t, r)
+		var got []string
+		for _, g := range s.got {
+			got = append(got, string(g.body))
+		}
+		if fmt.Sprint(got) != "[b0 b1]" {
+			t.Fatalf("sent %v, want [b0 b1]: a1 must wait behind a0, which waits out its backoff", got)
+		}
+		st, err := ob.Stats(ctx, db)
+		if err != nil || st.Pending != 2 || st.Failing != 1 || st.LastError == "" {
+			t.Fatalf("stats %+v (%v), want 2 pending, 1 failing", st, err)
+		}
+	})
 	t.Run("ConcurrentRelaysNoDuplicateAndOrder", func(t *testing.T) {
 		ob := newOutbox(t, db, d)
 		const rows = 600

@@ -69,13 +69,16 @@ func NewRelay(db *sql.DB, ob *Outbox, sender Sender, opts ...RelayOption) (*Rela
 		r.lockQ = ob.q(`SELECT b FROM (SELECT (g + ?) % ` + strconv.Itoa(keyBuckets) + ` AS b FROM generate_series(0, ` + strconv.Itoa(keyBuckets-1) + `) g) s
   WHERE pg_try_advisory_xact_lock(?, b) LIMIT ?`)
 		// The due rows of those buckets in id order, each passed over when
-		// an older row of its key failed and is not due yet (the partial
-		// index of retried rows is usually empty).
+		// an older row of its key failed and is not due yet. The probe of
+		// the retried rows' partial index runs per row only when that
+		// index holds a row not due (an InitPlan, evaluated once, says so):
+		// while the broker accepts everything, not at all.
 		r.claimQ = ob.q(`SELECT o.id, o.queue, o.msg_key, o.order_key, o.body, o.headers, o.attempts FROM {t} o
   WHERE o.published_at IS NULL AND o.next_attempt_at <= ?
     AND (hashtext(o.order_key) & ` + strconv.Itoa(keyBuckets-1) + `) = ANY(?::int[])
-    AND NOT EXISTS (SELECT 1 FROM {t} p WHERE p.order_key = o.order_key AND p.id < o.id
-                    AND p.attempts > 0 AND p.published_at IS NULL AND p.next_attempt_at > ?)
+    AND (NOT (SELECT EXISTS (SELECT 1 FROM {t} f WHERE f.attempts > 0 AND f.published_at IS NULL AND f.next_attempt_at > ?))
+         OR NOT EXISTS (SELECT 1 FROM {t} p WHERE p.order_key = o.order_key AND p.id < o.id
+                        AND p.attempts > 0 AND p.published_at IS NULL AND p.next_attempt_at > ?))
   ORDER BY o.id LIMIT ?`)
 		return r, nil
 	}
@@ -210,7 +213,7 @@ func (r *Relay) claim(ctx context.Context, share int) (batch, error) {
 			// buckets (committed or rolled back before its lock was
 			// released), and no other claim changes their rows until this
 			// one ends.
-			res, err = b.tx.QueryContext(ctx, r.claimQ, now, buckets, now, r.cfg.batch)
+			res, err = b.tx.QueryContext(ctx, r.claimQ, now, buckets, now, now, r.cfg.batch)
 		}
 	} else {
 		res, err = r.db.QueryContext(ctx, r.claimQ, now, now, r.cfg.batch, r.cfg.id, now+r.cfg.lease.Milliseconds(), now)
@@ -258,8 +261,11 @@ func scanRows(res *sql.Rows) ([]row, error) {
 		if err := res.Scan(&rw.id, &rw.queue, &rw.key, &rw.orderKey, &rw.body, &h, &rw.attempts); err != nil {
 			return nil, fmt.Errorf("outbox: claim: %w", err)
 		}
-		if err := json.Unmarshal([]byte(h), &rw.headers); err != nil {
-			return nil, fmt.Errorf("outbox: row %d: headers: %w", rw.id, err)
+		// Write stores nil headers as "null" (the common case): no decode.
+		if h != "null" {
+			if err := json.Unmarshal([]byte(h), &rw.headers); err != nil {
+				return nil, fmt.Errorf("outbox: row %d: headers: %w", rw.id, err)
+			}
 		}
 		out = append(out, rw)
 	}
