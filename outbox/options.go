@@ -93,7 +93,8 @@ func WithBatchSize(n int) RelayOption {
 }
 
 // WithInFlight sets how many batches Run has in flight at once, each
-// claimed, sent and settled by its own worker.
+// claimed, sent and settled by its own worker (on PostgreSQL each claim
+// takes up to 1/n of the table's key buckets).
 func WithInFlight(n int) RelayOption {
 	return func(c *relayConfig) { option.Positive(&c.errs, &c.inflight, "batches in flight", n) }
 }
@@ -106,8 +107,8 @@ func WithParallelism(n int) RelayOption {
 
 // WithLease sets how long claimed rows are the relay's on SQLite: a relay
 // that dies leaves its rows to the others after it. It must exceed the
-// send timeout. (On PostgreSQL a claim holds its rows with row locks of
-// an open transaction, released when the relay's connection ends.)
+// send timeout. (On PostgreSQL a claim holds its keys with advisory locks
+// of an open transaction, released when the relay's connection ends.)
 func WithLease(d time.Duration) RelayOption {
 	return func(c *relayConfig) {
 		if d < time.Millisecond {

@@ -73,7 +73,7 @@ func NewRelay(db *sql.DB, ob *Outbox, sender Sender, opts ...RelayOption) (*Rela
 		// the retried rows' partial index runs per row only when that
 		// index holds a row not due (an InitPlan, evaluated once, says so):
 		// while the broker accepts everything, not at all.
-		r.claimQ = ob.q(`SELECT o.id, o.queue, o.msg_key, o.order_key, o.body, o.headers, o.attempts FROM {t} o
+		r.claimQ = ob.q(`SELECT o.id, o.queue, o.msg_key, o.order_key, o.body, o.headers, o.attempts, o.ctid::text FROM {t} o
   WHERE o.published_at IS NULL AND o.next_attempt_at <= ?
     AND (hashtext(o.order_key) & ` + strconv.Itoa(keyBuckets-1) + `) = ANY(?::int[])
     AND (NOT (SELECT EXISTS (SELECT 1 FROM {t} f WHERE f.attempts > 0 AND f.published_at IS NULL AND f.next_attempt_at > ?))
@@ -111,7 +111,7 @@ func (r *Relay) logger() *slog.Logger {
 }
 
 // batch is the rows of one claim and, on PostgreSQL, the transaction
-// whose row locks hold them.
+// whose key-bucket locks hold them.
 type batch struct {
 	rows []row
 	tx   *sql.Tx
@@ -125,6 +125,7 @@ type row struct {
 	body     []byte
 	headers  map[string]string
 	attempts int
+	ctid     string // PostgreSQL: where the row is, stable while the claim holds its key
 	err      error
 }
 
@@ -219,7 +220,7 @@ func (r *Relay) claim(ctx context.Context, share int) (batch, error) {
 		res, err = r.db.QueryContext(ctx, r.claimQ, now, now, r.cfg.batch, r.cfg.id, now+r.cfg.lease.Milliseconds(), now)
 	}
 	if err == nil && res != nil {
-		b.rows, err = scanRows(res)
+		b.rows, err = scanRows(res, r.ob.dialect == Postgres)
 	}
 	if err != nil || len(b.rows) == 0 {
 		b.abandon()
@@ -252,13 +253,18 @@ func (r *Relay) lockBuckets(ctx context.Context, tx *sql.Tx, share int) ([]int32
 	return buckets, nil
 }
 
-func scanRows(res *sql.Rows) ([]row, error) {
+// scanRows reads the claimed rows (withCTID: and their ctid).
+func scanRows(res *sql.Rows, withCTID bool) ([]row, error) {
 	defer res.Close()
 	var out []row
 	for res.Next() {
 		var rw row
 		var h string
-		if err := res.Scan(&rw.id, &rw.queue, &rw.key, &rw.orderKey, &rw.body, &h, &rw.attempts); err != nil {
+		dest := []any{&rw.id, &rw.queue, &rw.key, &rw.orderKey, &rw.body, &h, &rw.attempts}
+		if withCTID {
+			dest = append(dest, &rw.ctid)
+		}
+		if err := res.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("outbox: claim: %w", err)
 		}
 		// Write stores nil headers as "null" (the common case): no decode.
@@ -379,11 +385,13 @@ func (r *Relay) settle(ctx context.Context, b batch) error {
 		msg      string
 	}
 	var ok, held []int64
+	var okAt []string
 	failed := map[failure][]int64{}
 	for _, rw := range b.rows {
 		switch {
 		case rw.err == nil:
 			ok = append(ok, rw.id)
+			okAt = append(okAt, rw.ctid)
 		case errors.Is(rw.err, ErrEarlierFailed):
 			held = append(held, rw.id)
 		default:
@@ -416,8 +424,18 @@ func (r *Relay) settle(ctx context.Context, b batch) error {
 		}
 	}
 	// Published rows are deleted: one index-free removal per row, where a
-	// mark would write a new version of it with its index entries.
-	exec("delete published rows", `DELETE FROM {t} WHERE`, ok)
+	// mark would write a new version of it with its index entries. On
+	// PostgreSQL by ctid (a TID scan, no index lookup): no other claim
+	// changes a row of a key this claim holds, and a table rewrite (VACUUM
+	// FULL, CLUSTER) waits for this transaction's table lock, so each ctid
+	// is still its row.
+	if b.tx != nil && len(okAt) > 0 {
+		if _, err := b.tx.ExecContext(ctx, r.ob.q(`DELETE FROM {t} WHERE ctid = ANY(?::tid[])`), okAt); err != nil {
+			errs = append(errs, fmt.Errorf("outbox: delete published rows: %w", err))
+		}
+	} else {
+		exec("delete published rows", `DELETE FROM {t} WHERE`, ok)
+	}
 	if b.tx == nil {
 		exec("release rows held back", `UPDATE {t} SET locked_until = 0, locked_by = '' WHERE`, held)
 	}
