@@ -59,10 +59,10 @@ func NewRelay(db *sql.DB, ob *Outbox, sender Sender, opts ...RelayOption) (*Rela
 	r := &Relay{db: db, ob: ob, sender: sender, cfg: c}
 	if ob.dialect == Postgres {
 		// PostgreSQL: the claim's transaction holds the advisory locks of
-		// the key buckets of the rows it takes (try-locks: a bucket another
-		// claim holds is passed over, never waited for), so every row of a
-		// key is the business of one claim at a time; the rows themselves
-		// are read again once the locks are held (see claim).
+		// a share of the key buckets (try-locks: a bucket another claim
+		// holds is passed over, never waited for), so every row of a key
+		// is the business of one claim at a time; the rows are read by a
+		// second statement, once the locks are held (see claim).
 		r.lockNS = lockNamespace(ob.table)
 		r.next.Store(uint32(rand.IntN(keyBuckets)))
 		// The buckets free now, tried from a given one on, up to a share.
@@ -96,7 +96,8 @@ RETURNING {t}.id, queue, msg_key, order_key, body, headers, attempts`)
 }
 
 // lockNamespace is the first key of the table's advisory locks: a hash of
-// its name, so the relays of different tables never contend.
+// its name, so the relays of different tables do not contend (unless two
+// names collide, which only makes them share buckets).
 func lockNamespace(table string) int32 {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte("babelqueue-outbox:" + table))

@@ -120,7 +120,7 @@ func TestBenchOutboxRelayThroughput(t *testing.T) {
 	}
 	ourRun := func(round int) float64 {
 		// Ours: rows written beforehand, then timed from the first claim to
-		// the last mark.
+		// the last deletion.
 		ob, err := outbox.New(outbox.Postgres, outbox.WithTable(fmt.Sprintf("bq_outbox_bench_%d_%d", suffix, round)))
 		if err != nil {
 			t.Fatal(err)
