@@ -151,8 +151,8 @@ func TestBenchKafkaConsume(t *testing.T) {
 	// one round to the next, so that no side always runs right after the
 	// same other one (and the group it just closed).
 	sides := []struct {
-		consume func(*testing.T, context.Context, string, int) float64
-		rates   []float64
+		consume    func(*testing.T, context.Context, string, int) float64
+		rates, cpu []float64
 	}{{consume: consumeRaw}, {consume: consumeOurs}, {consume: consumeApp}}
 	for round := 0; round < rounds; round++ {
 		for i := range sides {
@@ -160,13 +160,20 @@ func TestBenchKafkaConsume(t *testing.T) {
 			// Each round starts from a collected heap, so that no side
 			// inherits the garbage (or the heap goal) the previous one left.
 			runtime.GC()
-			s.rates = append(s.rates, s.consume(t, ctx, topic, total))
+			r, cpu := cpuPerRecord(total, func() float64 { return s.consume(t, ctx, topic, total) })
+			s.rates, s.cpu = append(s.rates, r), append(s.cpu, cpu)
 		}
+		last := func(xs []float64) float64 { return xs[len(xs)-1] }
+		fmt.Printf("bench-round: kafka-consume-throughput round=%d raw=%.0f transport=%.0f app=%.0f cpu-us-per-record raw=%.1f transport=%.1f app=%.1f\n",
+			round+1, last(sides[0].rates), last(sides[1].rates), last(sides[2].rates), last(sides[0].cpu), last(sides[1].cpu), last(sides[2].cpu))
 	}
 	rawRate, popRate, appRate := median(sides[0].rates), median(sides[1].rates), median(sides[2].rates)
 	benchLine("kafka-consume-transport-throughput", popRate, rawRate)
 	oursRate := appRate
 	benchLine("kafka-consume-throughput", oursRate, rawRate)
+	rawCPU, popCPU, appCPU := median(sides[0].cpu), median(sides[1].cpu), median(sides[2].cpu)
+	fmt.Printf("bench: kafka-consume-transport-cpu-us-per-record ours=%.1f raw=%.1f ratio=%.2f\n", popCPU, rawCPU, popCPU/rawCPU)
+	fmt.Printf("bench: kafka-consume-cpu-us-per-record ours=%.1f raw=%.1f ratio=%.2f\n", appCPU, rawCPU, appCPU/rawCPU)
 }
 
 func TestBenchKafkaReinjectLateness(t *testing.T) {

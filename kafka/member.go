@@ -167,10 +167,13 @@ func (m *memberReader) fetch(ctx context.Context, a *assignment, pr partitionRea
 		if m.budget.acquire(ctx, d.size) != nil {
 			return
 		}
-		// Decode ahead only while Receive has a backlog: then the consume
-		// loop is the slower side and the fetcher takes work off it.
-		prepare(d, m.backlog.Load() >= predecodeBacklog)
-		if !m.deferHeaders.Load() {
+		// Decode ahead only for the App (Receive defers the headers; Pop's
+		// callers decode the body themselves, if at all) and only while
+		// there is a backlog: then the consume loop is the slower side and
+		// the fetcher takes work off it.
+		deferred := m.deferHeaders.Load()
+		prepare(d, deferred && m.backlog.Load() >= predecodeBacklog)
+		if !deferred {
 			d.rm.FillHeaders()
 		}
 		m.mu.Lock()
