@@ -143,16 +143,31 @@ func TestBenchKafkaPublishBatch(t *testing.T) {
 		})
 	}
 	var ours, rawRate float64
+	var cpus [2][]float64
 	for round := range rounds {
 		sides := []func() float64{ourSide, rawSide}
-		var r [2]float64
+		var r, cpu [2]float64
 		for i := range sides {
 			j := (round + i) % 2
 			runtime.GC()
-			r[j] = sides[j]()
+			r[j], cpu[j] = cpuPerMessage(sides[j])
+			cpus[j] = append(cpus[j], cpu[j])
 		}
-		fmt.Printf("bench-round: kafka-publish-batch-throughput round=%d ours=%.0f raw=%.0f ratio=%.2f\n", round+1, r[0], r[1], r[0]/r[1])
+		fmt.Printf("bench-round: kafka-publish-batch-throughput round=%d ours=%.0f raw=%.0f ratio=%.2f cpu-us-per-record ours=%.2f raw=%.2f\n",
+			round+1, r[0], r[1], r[0]/r[1], cpu[0], cpu[1])
 		ours, rawRate = max(ours, r[0]), max(rawRate, r[1])
 	}
 	benchLine("kafka-publish-batch-throughput", ours, rawRate)
+	fmt.Printf("bench: kafka-publish-batch-cpu-us-per-record ours=%.2f raw=%.2f ratio=%.2f\n",
+		median(cpus[0]), median(cpus[1]), median(cpus[0])/median(cpus[1]))
+}
+
+// cpuPerMessage runs side, which returns messages per second, and returns
+// that rate and the process CPU time (this client only, not the broker)
+// per message written, in microseconds.
+func cpuPerMessage(side func() float64) (rate, cpuMicros float64) {
+	start, began := processCPU(), time.Now()
+	rate = side()
+	sent := rate * time.Since(began).Seconds()
+	return rate, float64((processCPU() - start).Microseconds()) / sent
 }
