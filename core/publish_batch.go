@@ -116,6 +116,7 @@ type batchBuilder struct {
 	makeOf   string       // the queue makeOpts was built for
 	validURN string       // the URN last found valid
 	bodies   []byte
+	maker    wire.Maker // the envelopes, their ids and data, a few allocations per batch
 }
 
 func newBatchBuilder(opts []PublishOption) *batchBuilder {
@@ -208,7 +209,7 @@ func (a *App) batchOutgoing(out *driver.Outgoing, m *BatchMessage, b *batchBuild
 	case p.key != nil && !a.features.Keys:
 		return "", fmt.Errorf("%s to %s: transport %T writes no keys: %w", m.URN, queue, a.t, errors.ErrUnsupported)
 	}
-	env, err := Make(m.URN, m.Data, b.makeOptions(&p, queue, len(m.Options) > 0)...)
+	env, err := b.maker.Make(left, m.URN, m.Data, b.makeOptions(&p, queue, len(m.Options) > 0)...)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", m.URN, err)
 	}

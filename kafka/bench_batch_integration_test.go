@@ -143,16 +143,47 @@ func TestBenchKafkaPublishBatch(t *testing.T) {
 		})
 	}
 	var ours, rawRate float64
+	var cpus [2][]float64
 	for round := range rounds {
 		sides := []func() float64{ourSide, rawSide}
-		var r [2]float64
+		var r, cpu [2]float64
+		var heap [2]heapPerMessage
 		for i := range sides {
 			j := (round + i) % 2
 			runtime.GC()
-			r[j] = sides[j]()
+			r[j], cpu[j], heap[j] = cpuPerMessage(sides[j])
+			cpus[j] = append(cpus[j], cpu[j])
 		}
-		fmt.Printf("bench-round: kafka-publish-batch-throughput round=%d ours=%.0f raw=%.0f ratio=%.2f\n", round+1, r[0], r[1], r[0]/r[1])
+		fmt.Printf("bench-round: kafka-publish-batch-throughput round=%d ours=%.0f raw=%.0f ratio=%.2f cpu-us-per-record ours=%.2f raw=%.2f"+
+			" allocs-per-record ours=%.2f raw=%.2f bytes-per-record ours=%.0f raw=%.0f gc-cycles ours=%d raw=%d\n",
+			round+1, r[0], r[1], r[0]/r[1], cpu[0], cpu[1], heap[0].allocs, heap[1].allocs, heap[0].bytes, heap[1].bytes, heap[0].gcs, heap[1].gcs)
 		ours, rawRate = max(ours, r[0]), max(rawRate, r[1])
 	}
 	benchLine("kafka-publish-batch-throughput", ours, rawRate)
+	fmt.Printf("bench: kafka-publish-batch-cpu-us-per-record ours=%.2f raw=%.2f ratio=%.2f\n",
+		median(cpus[0]), median(cpus[1]), median(cpus[0])/median(cpus[1]))
+}
+
+// heapPerMessage is what the process allocated per message written by
+// one side of a bench (load-independent, unlike the rates), and the
+// collections that took.
+type heapPerMessage struct {
+	allocs, bytes float64
+	gcs           uint32
+}
+
+// cpuPerMessage runs side, which returns messages per second, and returns
+// that rate, the process CPU time (this client only, not the broker) per
+// message written, in microseconds, and the heap allocated per message.
+func cpuPerMessage(side func() float64) (rate, cpuMicros float64, heap heapPerMessage) {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	start, began := processCPU(), time.Now()
+	rate = side()
+	sent := rate * time.Since(began).Seconds()
+	cpuMicros = float64((processCPU() - start).Microseconds()) / sent
+	runtime.ReadMemStats(&after)
+	heap = heapPerMessage{allocs: float64(after.Mallocs-before.Mallocs) / sent,
+		bytes: float64(after.TotalAlloc-before.TotalAlloc) / sent, gcs: after.NumGC - before.NumGC}
+	return rate, cpuMicros, heap
 }

@@ -31,10 +31,9 @@ func (t *Transport) SendBatch(ctx context.Context, outs []*driver.Outgoing) ([]d
 	if len(outs) == 0 {
 		return nil, nil
 	}
-	msgs := make([]kafkago.Message, len(outs))
+	recs := getBatchRecords(len(outs))
+	msgs, headers := recs.msgs, recs.headers
 	receipts := make([]driver.Receipt, len(outs))
-	// The contract headers of the new messages, back to back in one slab.
-	headers := make([]kafkago.Header, 0, maxContractHeaders*len(outs))
 	for i, out := range outs {
 		if out != nil && out.Intent == driver.IntentPublish && out.Delay <= 0 && len(out.Headers) == 0 && !wire.IsBlank(out.Queue) {
 			msgs[i], headers = t.publishRecordInto(out, headers)
@@ -43,12 +42,17 @@ func (t *Transport) SendBatch(ctx context.Context, outs []*driver.Outgoing) ([]d
 		}
 		m, r, err := t.record(out)
 		if err != nil {
+			recs.release(headers) // nothing was handed to a writer yet
 			return nil, fmt.Errorf("kafka: send batch entry %d: %w", i, err)
 		}
 		msgs[i], receipts[i] = m, r
 	}
 	if err := t.writeBatch(ctx, msgs); err != nil {
-		return nil, err
+		return nil, err // kafka-go may still hold records of a failed write: the slabs are dropped
+	}
+	if t.ownWriter != nil {
+		// An injected Writer may keep the records it was handed.
+		recs.release(headers)
 	}
 	return receipts, nil
 }

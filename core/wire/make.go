@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"sync"
 	"time"
+	"unsafe"
 )
 
 // MakeOption sets one field of an envelope built by Make.
@@ -56,28 +57,40 @@ func Make(job string, data any, opts ...MakeOption) (*Envelope, error) {
 	// The options see c through a pointer, so it lives on the heap; it
 	// shares one allocation with the envelope.
 	m := new(madeEnvelope)
-	c := &m.cfg
+	m.cfg.apply(opts)
+	raw, err := encodeData(data)
+	if err != nil {
+		return nil, fmt.Errorf("babelqueue: making %s: %w", job, err)
+	}
+	switch traceBlank, idBlank := IsBlank(m.cfg.traceID), IsBlank(m.cfg.id); {
+	case traceBlank && idBlank:
+		m.cfg.traceID, m.cfg.id = newIDPair()
+	case traceBlank:
+		m.cfg.traceID = NewID()
+	case idBlank:
+		m.cfg.id = NewID()
+	}
+	m.cfg.fill(&m.env, job, raw)
+	return &m.env, nil
+}
+
+// apply runs opts on c.
+func (c *makeConfig) apply(opts []MakeOption) {
 	for _, o := range opts {
 		if o != nil {
 			o(c)
 		}
 	}
-	raw, err := encodeData(data)
-	if err != nil {
-		return nil, fmt.Errorf("babelqueue: making %s: %w", job, err)
-	}
-	switch traceBlank, idBlank := IsBlank(c.traceID), IsBlank(c.id); {
-	case traceBlank && idBlank:
-		c.traceID, c.id = newIDPair()
-	case traceBlank:
-		c.traceID = NewID()
-	case idBlank:
-		c.id = NewID()
-	}
+}
+
+// fill sets env to the new envelope of job with data raw and the settings
+// of c (its ids already set), then clears c: the envelope holds its own
+// strings.
+func (c *makeConfig) fill(env *Envelope, job, raw string) {
 	if c.createdAt.IsZero() {
 		c.createdAt = time.Now()
 	}
-	m.env = Envelope{
+	*env = Envelope{
 		Job:     job,
 		TraceID: c.traceID,
 		Meta: Meta{
@@ -89,8 +102,7 @@ func Make(job string, data any, opts ...MakeOption) (*Envelope, error) {
 		},
 		data: raw,
 	}
-	*c = makeConfig{} // drop the option strings; the envelope holds its own
-	return &m.env, nil
+	*c = makeConfig{}
 }
 
 // madeEnvelope is the one allocation of Make: the envelope and the
@@ -140,6 +152,42 @@ func encodeData(data any) (string, error) {
 			return string(out), nil
 		}
 	}
+	out, err := appendDataJSON(nil, data)
+	if err != nil {
+		return "", err
+	}
+	return unsafe.String(unsafe.SliceData(out), len(out)), nil // out is this string's own
+}
+
+// appendData appends the compact JSON object of data, as encodeData
+// returns it, to dst (dst unchanged on error).
+func appendData(dst []byte, data any) ([]byte, error) {
+	switch v := data.(type) {
+	case nil:
+		return append(dst, "{}"...), nil
+	case json.RawMessage, []byte:
+		s, err := encodeData(v)
+		if err != nil {
+			return dst, err
+		}
+		return append(dst, s...), nil
+	}
+	if rv := reflect.ValueOf(data); (rv.Kind() == reflect.Map || rv.Kind() == reflect.Pointer) && rv.IsNil() {
+		return append(dst, "{}"...), nil
+	}
+	switch data.(type) {
+	case map[string]any, map[string]string:
+		if out, ok := appendDataValue(dst, data, 0); ok {
+			return out, nil
+		}
+	}
+	return appendDataJSON(dst, data)
+}
+
+// appendDataJSON appends data encoded by encoding/json (HTML escaping
+// off, no trailing newline) to dst; it fails with ErrInvalidData when the
+// result is not a JSON object.
+func appendDataJSON(dst []byte, data any) ([]byte, error) {
 	d := dataEncoders.Get().(*dataEncoder)
 	defer func() {
 		if d.buf.Cap() <= 64<<10 { // do not keep huge buffers alive
@@ -148,13 +196,13 @@ func encodeData(data any) (string, error) {
 		}
 	}()
 	if err := d.enc.Encode(data); err != nil {
-		return "", fmt.Errorf("%w: %w", ErrInvalidData, err)
+		return dst, fmt.Errorf("%w: %w", ErrInvalidData, err)
 	}
 	out := bytes.TrimRight(d.buf.Bytes(), "\n")
 	if len(out) == 0 || out[0] != '{' {
-		return "", fmt.Errorf("%w: %T encodes to %.40s", ErrInvalidData, data, out)
+		return dst, fmt.Errorf("%w: %T encodes to %.40s", ErrInvalidData, data, out)
 	}
-	return string(out), nil
+	return append(dst, out...), nil
 }
 
 // rawObject validates raw as one JSON object and returns it compacted.
