@@ -26,7 +26,7 @@ import (
 // and the process CPU time per message (pulsar-app-io-bound-cpu-us-per-record).
 //
 // The topic is filled as the Kafka bench fills its own (fillKeyed): in
-// batches, here the client's default batching, about 170 messages per
+// batches, here the client's default batching, about 180 messages per
 // entry. The broker shares this machine's cores with the handlers, and its
 // CPU goes per entry (dispatch, acknowledgement, reads), so a fill of one
 // entry per message costs it about 4 times the CPU per message and delays
