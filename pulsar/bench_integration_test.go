@@ -255,10 +255,22 @@ type consumeBench struct {
 	props map[string]string
 	// keys, when above 0, keys the messages round robin over that many keys.
 	keys int
+	// brokerPID is the test broker JVM's pid (0 when unknown), whose CPU
+	// time the timed phases read; last is what the latest timed phase
+	// measured besides its rate.
+	brokerPID int
+	last      phaseStats
+	// batchedFill makes the fill send asynchronously, so that the producer
+	// packs messages into batches with the client's default batching (up
+	// to 1000 messages or 128 KB per entry, 10 ms), as a bulk producer
+	// does; without it every message is an entry of its own (synchronous
+	// sends, each flushed at once).
+	batchedFill bool
 }
 
 func newConsumeBench(t *testing.T) *consumeBench {
-	b := &consumeBench{t: t, c: rawClient(t), body: []byte(benchBody(t, "bench")), props: map[string]string{}}
+	b := &consumeBench{t: t, c: rawClient(t), body: []byte(benchBody(t, "bench")), props: map[string]string{},
+		brokerPID: pulsarBrokerPID()}
 	for _, h := range wire.ProjectBody(b.body).Headers() {
 		b.props[h.Key] = h.Value
 	}
@@ -270,24 +282,61 @@ func newConsumeBench(t *testing.T) *consumeBench {
 // queue fill, and collects the garbage the writes left.
 func (b *consumeBench) fill(topic string, n int) {
 	t := b.t
-	p, err := b.c.CreateProducer(benchProducerOptions(topic))
+	opts := benchProducerOptions(topic)
+	if b.batchedFill {
+		opts.BatchingMaxPublishDelay = 0 // the client's default, 10 ms
+	}
+	p, err := b.c.CreateProducer(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
 	var seq atomic.Int64
-	concurrently(t, n, func(ctx context.Context) error {
+	message := func() *pulsar.ProducerMessage {
 		m := &pulsar.ProducerMessage{Payload: b.body, Properties: b.props}
 		if b.keys > 0 {
 			m.Key = fmt.Sprintf("key-%d", seq.Add(1)%int64(b.keys))
 		}
-		_, err := p.Send(ctx, m)
-		return err
-	})
+		return m
+	}
+	if b.batchedFill {
+		b.fillBatched(p, n, message)
+	} else {
+		concurrently(t, n, func(ctx context.Context) error {
+			_, err := p.Send(ctx, message())
+			return err
+		})
+	}
 	time.Sleep(200 * time.Millisecond)
 	// The fill's garbage is not what a round measures: collect it here, on
 	// both sides, rather than in the timed section (as the Kafka benches do).
 	runtime.GC()
+}
+
+// fillBatched writes n messages with asynchronous sends, which the
+// producer packs into batches (one entry each), and waits for all of them.
+func (b *consumeBench) fillBatched(p pulsar.Producer, n int, message func() *pulsar.ProducerMessage) {
+	t := b.t
+	ctx, cancel := context.WithTimeout(context.Background(), benchPhaseLimit)
+	defer cancel()
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	for range n {
+		wg.Add(1)
+		p.SendAsync(ctx, message(), func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
+			if err != nil {
+				failed.CompareAndSwap(nil, err)
+			}
+			wg.Done()
+		})
+	}
+	if err := p.FlushWithCtx(ctx); err != nil {
+		t.Fatalf("fill: flush: %v", err)
+	}
+	wg.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		t.Fatalf("fill: send: %v", err)
+	}
 }
 
 // ours consumes n messages through a Consumer (App) on a Shared
@@ -308,22 +357,30 @@ func (b *consumeBench) ours(n int, delay time.Duration, trOpts []Option, appOpts
 	b.fill(q, n)
 	ctx, cancel := context.WithTimeout(context.Background(), benchPhaseLimit)
 	defer cancel()
-	var handled atomic.Int64
+	var handled, slept atomic.Int64
 	var el atomic.Int64
 	var start time.Time
+	var host0 hostCPU
+	var cpu0 time.Duration
+	var cpuKnown bool
+	var ended phaseEnd
 	cons := NewConsumer(tr, q, map[string]babelqueue.Handler{
 		"urn:babel:bench:ping": func(context.Context, *babelqueue.Envelope) error {
 			if delay > 0 {
+				s := time.Now()
 				time.Sleep(delay)
+				slept.Add(int64(time.Since(s)))
 			}
 			if handled.Add(1) == int64(n) {
 				el.Store(int64(time.Since(start)))
+				ended.mark(b.brokerPID)
 				cancel()
 			}
 			return nil
 		},
 	}, appOpts...)
-	cpu0, cpuKnown := processCPU()
+	host0 = readHostCPU(b.brokerPID)
+	cpu0, cpuKnown = processCPU()
 	start = time.Now()
 	if err := cons.Run(ctx); err != nil {
 		t.Fatal(err)
@@ -332,7 +389,10 @@ func (b *consumeBench) ours(n int, delay time.Duration, trOpts []Option, appOpts
 	if got := handled.Load(); got < int64(n) {
 		t.Fatalf("handled %d of %d messages in %v", got, n, benchPhaseLimit)
 	}
-	return rates(n, time.Duration(el.Load()), cpu1-cpu0, cpuKnown)
+	wall := time.Duration(el.Load())
+	b.last = phaseStats{n: n, wall: wall, host: ended.host.minus(host0), cpu: ended.cpu - cpu0, cpuKnown: cpuKnown,
+		slept: time.Duration(slept.Load())}
+	return rates(n, wall, cpu1-cpu0, cpuKnown)
 }
 
 // rawFilled subscribes a raw Shared consumer to a new topic and fills the
@@ -369,4 +429,64 @@ func (b *consumeBench) raw(n int) []float64 {
 	el := time.Since(start)
 	cpu1, _ := processCPU()
 	return rates(n, el, cpu1-cpu0, cpuKnown)
+}
+
+// phaseEnd is the CPU readings taken when a timed phase's last message is
+// handled (once, by whichever handler finishes it).
+type phaseEnd struct {
+	host hostCPU
+	cpu  time.Duration
+}
+
+func (e *phaseEnd) mark(brokerPID int) {
+	e.host = readHostCPU(brokerPID)
+	e.cpu, _ = processCPU()
+}
+
+func (h hostCPU) minus(o hostCPU) hostCPU {
+	return hostCPU{busy: h.busy - o.busy, total: h.total - o.total, broker: h.broker - o.broker}
+}
+
+// phaseStats is what a timed consume phase measured besides its rate: the
+// CPU the machine, the broker and this process used over its wall time,
+// and, for handlers that sleep, the time they spent asleep and (raw side)
+// waiting in Receive and in Ack, summed over all handlers.
+type phaseStats struct {
+	n                    int
+	wall                 time.Duration
+	host                 hostCPU
+	cpu                  time.Duration
+	cpuKnown             bool
+	slept, waited, acked time.Duration
+}
+
+// cores returns d over the phase's wall time: how many cores it kept busy.
+func (p phaseStats) cores(d time.Duration) float64 { return d.Seconds() / p.wall.Seconds() }
+
+// perMessage returns d spread over the phase's messages, in µs.
+func (p phaseStats) perMessage(d time.Duration) float64 {
+	return float64(d.Microseconds()) / float64(p.n)
+}
+
+// String gives the CPU each party used (in cores, of the machine's
+// runtime.NumCPU) and where a handler slot's cycle went: cycle is the
+// time one of inFlight slots takes per message (inFlight / rate), sleep
+// the measured time.Sleep, wait and ack the raw side's Receive and Ack.
+func (p phaseStats) String(inFlight int) string {
+	cycle := float64(inFlight) * p.wall.Seconds() * 1e6 / float64(p.n)
+	s := fmt.Sprintf("cycle-us=%.0f sleep-us=%.0f not-asleep-us=%.0f", cycle, p.perMessage(p.slept), cycle-p.perMessage(p.slept))
+	if p.waited > 0 || p.acked > 0 {
+		s += fmt.Sprintf(" receive-wait-us=%.0f ack-us=%.1f", p.perMessage(p.waited), p.perMessage(p.acked))
+	}
+	if p.host.total > 0 {
+		ncpu := float64(runtime.NumCPU())
+		s += fmt.Sprintf(" machine-busy-cores=%.2f", ncpu*p.host.busy.Seconds()/p.host.total.Seconds())
+	}
+	if p.host.broker > 0 {
+		s += fmt.Sprintf(" broker-cores=%.2f broker-cpu-us-per-msg=%.0f", p.cores(p.host.broker), p.perMessage(p.host.broker))
+	}
+	if p.cpuKnown {
+		s += fmt.Sprintf(" process-cores=%.2f", p.cores(p.cpu))
+	}
+	return s
 }
