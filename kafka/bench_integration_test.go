@@ -102,21 +102,28 @@ func TestBenchKafkaPublish(t *testing.T) {
 			})
 		},
 	}
-	var oursRates, rawRates, ratios, oursCPU, rawCPU []float64
+	var oursRates, rawRates, ratios, oursCPU, rawCPU, oursBytes, rawBytes []float64
+	var mem runtime.MemStats
 	for round := range rounds {
-		var r, cpu [2]float64
+		var r, cpu, bytes [2]float64
 		for i := range sides {
 			j := (round + i) % 2
 			runtime.GC()
+			runtime.ReadMemStats(&mem)
+			before := mem.TotalAlloc
 			r[j], cpu[j] = cpuPerRecord(total, sides[j])
+			runtime.ReadMemStats(&mem)
+			bytes[j] = float64(mem.TotalAlloc-before) / total
 		}
-		fmt.Printf("bench-round: kafka-publish-throughput round=%d ours=%.0f raw=%.0f ratio=%.2f cpu-us-per-record ours=%.1f raw=%.1f\n",
-			round+1, r[0], r[1], r[0]/r[1], cpu[0], cpu[1])
+		fmt.Printf("bench-round: kafka-publish-throughput round=%d ours=%.0f raw=%.0f ratio=%.2f cpu-us-per-record ours=%.1f raw=%.1f alloc-bytes-per-record ours=%.0f raw=%.0f\n",
+			round+1, r[0], r[1], r[0]/r[1], cpu[0], cpu[1], bytes[0], bytes[1])
 		oursRates, rawRates, ratios = append(oursRates, r[0]), append(rawRates, r[1]), append(ratios, r[0]/r[1])
 		oursCPU, rawCPU = append(oursCPU, cpu[0]), append(rawCPU, cpu[1])
+		oursBytes, rawBytes = append(oursBytes, bytes[0]), append(rawBytes, bytes[1])
 	}
 	fmt.Printf("bench: kafka-publish-throughput ours=%.0f raw=%.0f ratio=%.2f\n", median(oursRates), median(rawRates), median(ratios))
 	fmt.Printf("bench: kafka-publish-cpu-us-per-record ours=%.1f raw=%.1f ratio=%.2f\n", median(oursCPU), median(rawCPU), median(oursCPU)/median(rawCPU))
+	fmt.Printf("bench: kafka-publish-alloc-bytes-per-record ours=%.0f raw=%.0f ratio=%.2f\n", median(oursBytes), median(rawBytes), median(oursBytes)/median(rawBytes))
 
 	const seq = 300
 	lat := make([]time.Duration, 0, seq)

@@ -214,11 +214,23 @@ func TestBenchPulsarPublishThroughput(t *testing.T) {
 	for _, send := range []func(context.Context) error{sendOurs, sendRaw, sendRawProps} {
 		concurrently(t, benchWarmupMessages, send)
 	}
-	ours := func() float64 { return concurrently(t, benchPublishMessages, sendOurs) }
-	pairedRounds("pulsar-publish-throughput", benchPublishRounds, ours,
-		func() float64 { return concurrently(t, benchPublishMessages, sendRaw) })
-	pairedRounds("pulsar-publish-throughput-raw-same-properties", benchPublishPropsRounds, ours,
-		func() float64 { return concurrently(t, benchPublishMessages, sendRawProps) })
+	// Each run also gives messages per CPU-second of this process (only the
+	// timed side is busy then): the -cpu-throughput lines, which a loaded
+	// host changes much less than the rates.
+	run := func(send func(context.Context) error) func() []float64 {
+		return func() []float64 {
+			cpu0, cpuKnown := processCPU()
+			start := time.Now()
+			concurrently(t, benchPublishMessages, send)
+			wall := time.Since(start)
+			cpu1, _ := processCPU()
+			return rates(benchPublishMessages, wall, cpu1-cpu0, cpuKnown)
+		}
+	}
+	pairedMetrics([]string{"pulsar-publish-throughput", "pulsar-publish-cpu-throughput"}, benchPublishRounds,
+		run(sendOurs), run(sendRaw))
+	pairedMetrics([]string{"pulsar-publish-throughput-raw-same-properties", "pulsar-publish-cpu-throughput-raw-same-properties"},
+		benchPublishPropsRounds, run(sendOurs), run(sendRawProps))
 }
 
 // TestBenchPulsarConsumeThroughput compares a Consumer (the App with a
