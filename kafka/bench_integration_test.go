@@ -249,6 +249,12 @@ func TestBenchKafkaReinjectLateness(t *testing.T) {
 	// about four times tighter and measured the publisher's speed, not the
 	// re-injector's.
 	const burst, gap, pause = 40, 2 * time.Millisecond, 100 * time.Millisecond
+	// The CPU time and the bytes this process (publisher, re-injector and
+	// readers) spends per record: what a loaded host changes less than the
+	// lateness.
+	var mem runtime.MemStats
+	runtime.ReadMemStats(&mem)
+	alloc0, cpu0 := mem.TotalAlloc, processCPU()
 	next := time.Now()
 	for i := 0; i < total; i++ {
 		if d := time.Until(next); d > 0 {
@@ -272,6 +278,9 @@ func TestBenchKafkaReinjectLateness(t *testing.T) {
 			t.Fatalf("only %d of %d records re-injected", i, total)
 		}
 	}
+	cpu := processCPU() - cpu0
+	runtime.ReadMemStats(&mem)
+	alloc := mem.TotalAlloc - alloc0
 	mu.Lock()
 	defer mu.Unlock()
 	sort.Slice(lateness, func(i, j int) bool { return lateness[i] < lateness[j] })
@@ -282,6 +291,8 @@ func TestBenchKafkaReinjectLateness(t *testing.T) {
 	fmt.Printf("bench: kafka-reinject-lateness-p99-ms value=%.1f\n", p(99))
 	fmt.Printf("bench: kafka-reinject-lateness-p50-ms value=%.1f\n", p(50))
 	fmt.Printf("bench: kafka-reinject-lateness-p90-ms value=%.1f\n", p(90))
+	fmt.Printf("bench: kafka-reinject-cpu-us-per-record value=%.1f\n", float64(cpu.Microseconds())/total)
+	fmt.Printf("bench: kafka-reinject-alloc-bytes-per-record value=%.0f\n", float64(alloc)/total)
 }
 
 // consumeOurs reads total records through the transport's Pop and Ack
