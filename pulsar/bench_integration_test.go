@@ -100,22 +100,14 @@ func concurrently(t *testing.T, n int, send func(ctx context.Context) error) flo
 	return float64(n) / el.Seconds()
 }
 
-// pairedRounds runs ours and raw rounds times each, in pairs whose order
-// alternates, prints each pair as a "bench-round:" line and then the
-// "bench:" line of name: the median of the ours values, the median of the
-// raw values and the median of the per-pair ratios ours/raw. Pairing and
-// medians keep a shared, loaded machine from deciding the result: one slow
-// run moves neither.
-func pairedRounds(name string, rounds int, ours, raw func() float64) {
-	pairedMetrics([]string{name}, rounds,
-		func() []float64 { return []float64{ours()} },
-		func() []float64 { return []float64{raw()} })
-}
-
-// pairedMetrics is pairedRounds for runs that measure several metrics at
-// once: the i-th value of a run belongs to names[i], and each name gets
-// its own "bench-round:" and "bench:" lines. A metric a run reports as 0
-// (not measured on this platform) is left out.
+// pairedMetrics runs ours and raw rounds times each, in pairs whose order
+// alternates. A run measures several metrics at once: the i-th value of a
+// run belongs to names[i], and each name gets a "bench-round:" line per
+// pair and then its "bench:" line: the median of the ours values, the
+// median of the raw values and the median of the per-pair ratios ours/raw.
+// Pairing and medians keep a shared, loaded machine from deciding the
+// result: one slow run moves neither. A metric a run reports as 0 (not
+// measured on this platform) is left out.
 func pairedMetrics(names []string, rounds int, ours, raw func() []float64) {
 	oursV := make([][]float64, len(names))
 	rawV := make([][]float64, len(names))
@@ -241,7 +233,7 @@ func TestBenchPulsarPublishThroughput(t *testing.T) {
 // subscribes to a new topic before it is filled, so that the broker
 // serves every message from memory, and the clock runs from the first
 // receive to the last. Rounds are paired and their order alternates (see
-// pairedRounds), after an uncounted warm-up pair.
+// pairedMetrics), after an uncounted warm-up pair.
 //
 // Each run also reads the CPU time the test process spent in it (both
 // clients live in this process, and only the timed side is busy then), for
