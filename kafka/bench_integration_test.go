@@ -86,7 +86,10 @@ func TestBenchKafkaPublish(t *testing.T) {
 	// round to the next (so that neither always inherits the other's
 	// garbage or broker state). The line gives the median round of each
 	// side and the median of the per-round ratios: on a shared machine one
-	// round of either side may be slowed down by load from elsewhere.
+	// round of either side may be slowed down by load from elsewhere. Each
+	// round also reads the CPU time the process spent per record (only the
+	// timed side is busy then): kafka-publish-cpu-us-per-record, lower is
+	// better, which a loaded host changes much less than the rates.
 	const workers, total, limit, rounds = 64, 15000, 15 * time.Second, 5
 	sides := [2]func() float64{
 		func() float64 {
@@ -99,18 +102,28 @@ func TestBenchKafkaPublish(t *testing.T) {
 			})
 		},
 	}
-	var oursRates, rawRates, ratios []float64
+	var oursRates, rawRates, ratios, oursCPU, rawCPU, oursBytes, rawBytes []float64
+	var mem runtime.MemStats
 	for round := range rounds {
-		var r [2]float64
+		var r, cpu, bytes [2]float64
 		for i := range sides {
 			j := (round + i) % 2
 			runtime.GC()
-			r[j] = sides[j]()
+			runtime.ReadMemStats(&mem)
+			before := mem.TotalAlloc
+			r[j], cpu[j] = cpuPerRecord(total, sides[j])
+			runtime.ReadMemStats(&mem)
+			bytes[j] = float64(mem.TotalAlloc-before) / total
 		}
-		fmt.Printf("bench-round: kafka-publish-throughput round=%d ours=%.0f raw=%.0f ratio=%.2f\n", round+1, r[0], r[1], r[0]/r[1])
+		fmt.Printf("bench-round: kafka-publish-throughput round=%d ours=%.0f raw=%.0f ratio=%.2f cpu-us-per-record ours=%.1f raw=%.1f alloc-bytes-per-record ours=%.0f raw=%.0f\n",
+			round+1, r[0], r[1], r[0]/r[1], cpu[0], cpu[1], bytes[0], bytes[1])
 		oursRates, rawRates, ratios = append(oursRates, r[0]), append(rawRates, r[1]), append(ratios, r[0]/r[1])
+		oursCPU, rawCPU = append(oursCPU, cpu[0]), append(rawCPU, cpu[1])
+		oursBytes, rawBytes = append(oursBytes, bytes[0]), append(rawBytes, bytes[1])
 	}
 	fmt.Printf("bench: kafka-publish-throughput ours=%.0f raw=%.0f ratio=%.2f\n", median(oursRates), median(rawRates), median(ratios))
+	fmt.Printf("bench: kafka-publish-cpu-us-per-record ours=%.1f raw=%.1f ratio=%.2f\n", median(oursCPU), median(rawCPU), median(oursCPU)/median(rawCPU))
+	fmt.Printf("bench: kafka-publish-alloc-bytes-per-record ours=%.0f raw=%.0f ratio=%.2f\n", median(oursBytes), median(rawBytes), median(oursBytes)/median(rawBytes))
 
 	const seq = 300
 	lat := make([]time.Duration, 0, seq)
@@ -243,6 +256,12 @@ func TestBenchKafkaReinjectLateness(t *testing.T) {
 	// about four times tighter and measured the publisher's speed, not the
 	// re-injector's.
 	const burst, gap, pause = 40, 2 * time.Millisecond, 100 * time.Millisecond
+	// The CPU time and the bytes this process (publisher, re-injector and
+	// readers) spends per record: what a loaded host changes less than the
+	// lateness.
+	var mem runtime.MemStats
+	runtime.ReadMemStats(&mem)
+	alloc0, cpu0 := mem.TotalAlloc, processCPU()
 	next := time.Now()
 	for i := 0; i < total; i++ {
 		if d := time.Until(next); d > 0 {
@@ -266,6 +285,9 @@ func TestBenchKafkaReinjectLateness(t *testing.T) {
 			t.Fatalf("only %d of %d records re-injected", i, total)
 		}
 	}
+	cpu := processCPU() - cpu0
+	runtime.ReadMemStats(&mem)
+	alloc := mem.TotalAlloc - alloc0
 	mu.Lock()
 	defer mu.Unlock()
 	sort.Slice(lateness, func(i, j int) bool { return lateness[i] < lateness[j] })
@@ -276,6 +298,8 @@ func TestBenchKafkaReinjectLateness(t *testing.T) {
 	fmt.Printf("bench: kafka-reinject-lateness-p99-ms value=%.1f\n", p(99))
 	fmt.Printf("bench: kafka-reinject-lateness-p50-ms value=%.1f\n", p(50))
 	fmt.Printf("bench: kafka-reinject-lateness-p90-ms value=%.1f\n", p(90))
+	fmt.Printf("bench: kafka-reinject-cpu-us-per-record value=%.1f\n", float64(cpu.Microseconds())/total)
+	fmt.Printf("bench: kafka-reinject-alloc-bytes-per-record value=%.0f\n", float64(alloc)/total)
 }
 
 // consumeOurs reads total records through the transport's Pop and Ack

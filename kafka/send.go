@@ -235,18 +235,32 @@ func sameHeaders(hs []kafkago.Header, m map[string]string) bool {
 	return true
 }
 
-// write hands msgs to the writer and maps its errors (publish_outcome.go). A single record
-// written while no other write is in flight goes through the lone writer,
-// which sends it at once: the batching writer would hold it for the linger
-// (WithLinger) waiting for records that only concurrent writes bring.
+// singlesBatchSize caps the batches of concurrent single-record writes
+// (below WithBatchSize when that is larger). Such a batch holds about one
+// record per concurrent publisher, and kafka-go allocates (and zeroes) a
+// batch's record slice for its full cap when it opens it: at 1,000 records
+// that is some 200 KB per produce request, the largest share of the CPU a
+// concurrent publish costs. Several writes of many records (PublishBatch)
+// keep the configured cap.
+const singlesBatchSize = 128
+
+// write hands msgs to the writer and maps its errors (publish_outcome.go).
+// A single record written while no other write is in flight goes through
+// the lone writer, which sends it at once: the batching writer would hold
+// it for the linger (WithLinger) waiting for records that only concurrent
+// writes bring. A single record written beside others goes through the
+// writer whose batches are capped at singlesBatchSize.
 func (t *Transport) write(ctx context.Context, topic string, msgs ...kafkago.Message) error {
 	if t.isClosed() {
 		return ErrClosed
 	}
 	w := t.writer
 	if t.loneWriter != nil {
-		if t.writing.Add(1) == 1 && len(msgs) == 1 {
+		switch {
+		case t.writing.Add(1) == 1 && len(msgs) == 1:
 			w = t.loneWriter
+		case len(msgs) == 1:
+			w = t.manyWriter
 		}
 		defer t.writing.Add(-1)
 	}

@@ -49,6 +49,7 @@ type Transport struct {
 	writer     Writer
 	ownWriter  *kafkago.Writer    // nil when the writer was injected
 	loneWriter *kafkago.Writer    // ownWriter's twin sending each record at once; nil when the writer was injected
+	manyWriter *kafkago.Writer    // ownWriter's twin for concurrent single-record writes (send.go); nil when the writer was injected
 	writing    atomic.Int32       // writes in flight through the own writers
 	net        *kafkago.Transport // connections of ownWriter and of admin calls
 	dialer     *kafkago.Dialer    // connections of readers and group members
@@ -100,6 +101,7 @@ func New(opts ...Option) (*Transport, error) {
 		// A lone record goes out at once instead of waiting out the
 		// linger for company that is not coming (see write).
 		t.loneWriter = t.newWriter(1)
+		t.manyWriter = t.newWriter(min(cfg.batchSize, singlesBatchSize))
 	}
 	return t, nil
 }
@@ -152,6 +154,9 @@ func (t *Transport) Close() error {
 			errs = append(errs, wrapf(err, "close writer"))
 		}
 		if err := t.loneWriter.Close(); err != nil {
+			errs = append(errs, wrapf(err, "close writer"))
+		}
+		if err := t.manyWriter.Close(); err != nil {
 			errs = append(errs, wrapf(err, "close writer"))
 		}
 	}

@@ -100,22 +100,14 @@ func concurrently(t *testing.T, n int, send func(ctx context.Context) error) flo
 	return float64(n) / el.Seconds()
 }
 
-// pairedRounds runs ours and raw rounds times each, in pairs whose order
-// alternates, prints each pair as a "bench-round:" line and then the
-// "bench:" line of name: the median of the ours values, the median of the
-// raw values and the median of the per-pair ratios ours/raw. Pairing and
-// medians keep a shared, loaded machine from deciding the result: one slow
-// run moves neither.
-func pairedRounds(name string, rounds int, ours, raw func() float64) {
-	pairedMetrics([]string{name}, rounds,
-		func() []float64 { return []float64{ours()} },
-		func() []float64 { return []float64{raw()} })
-}
-
-// pairedMetrics is pairedRounds for runs that measure several metrics at
-// once: the i-th value of a run belongs to names[i], and each name gets
-// its own "bench-round:" and "bench:" lines. A metric a run reports as 0
-// (not measured on this platform) is left out.
+// pairedMetrics runs ours and raw rounds times each, in pairs whose order
+// alternates. A run measures several metrics at once: the i-th value of a
+// run belongs to names[i], and each name gets a "bench-round:" line per
+// pair and then its "bench:" line: the median of the ours values, the
+// median of the raw values and the median of the per-pair ratios ours/raw.
+// Pairing and medians keep a shared, loaded machine from deciding the
+// result: one slow run moves neither. A metric a run reports as 0 (not
+// measured on this platform) is left out.
 func pairedMetrics(names []string, rounds int, ours, raw func() []float64) {
 	oursV := make([][]float64, len(names))
 	rawV := make([][]float64, len(names))
@@ -214,11 +206,23 @@ func TestBenchPulsarPublishThroughput(t *testing.T) {
 	for _, send := range []func(context.Context) error{sendOurs, sendRaw, sendRawProps} {
 		concurrently(t, benchWarmupMessages, send)
 	}
-	ours := func() float64 { return concurrently(t, benchPublishMessages, sendOurs) }
-	pairedRounds("pulsar-publish-throughput", benchPublishRounds, ours,
-		func() float64 { return concurrently(t, benchPublishMessages, sendRaw) })
-	pairedRounds("pulsar-publish-throughput-raw-same-properties", benchPublishPropsRounds, ours,
-		func() float64 { return concurrently(t, benchPublishMessages, sendRawProps) })
+	// Each run also gives messages per CPU-second of this process (only the
+	// timed side is busy then): the -cpu-throughput lines, which a loaded
+	// host changes much less than the rates.
+	run := func(send func(context.Context) error) func() []float64 {
+		return func() []float64 {
+			cpu0, cpuKnown := processCPU()
+			start := time.Now()
+			concurrently(t, benchPublishMessages, send)
+			wall := time.Since(start)
+			cpu1, _ := processCPU()
+			return rates(benchPublishMessages, wall, cpu1-cpu0, cpuKnown)
+		}
+	}
+	pairedMetrics([]string{"pulsar-publish-throughput", "pulsar-publish-cpu-throughput"}, benchPublishRounds,
+		run(sendOurs), run(sendRaw))
+	pairedMetrics([]string{"pulsar-publish-throughput-raw-same-properties", "pulsar-publish-cpu-throughput-raw-same-properties"},
+		benchPublishPropsRounds, run(sendOurs), run(sendRawProps))
 }
 
 // TestBenchPulsarConsumeThroughput compares a Consumer (the App with a
@@ -229,7 +233,7 @@ func TestBenchPulsarPublishThroughput(t *testing.T) {
 // subscribes to a new topic before it is filled, so that the broker
 // serves every message from memory, and the clock runs from the first
 // receive to the last. Rounds are paired and their order alternates (see
-// pairedRounds), after an uncounted warm-up pair.
+// pairedMetrics), after an uncounted warm-up pair.
 //
 // Each run also reads the CPU time the test process spent in it (both
 // clients live in this process, and only the timed side is busy then), for

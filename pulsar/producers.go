@@ -24,8 +24,17 @@ type consumerSlot struct {
 }
 
 // producerFor returns the producer of topic, creating it on first use.
+// Once created, it is found without taking t.mu: every publish calls this,
+// and concurrent publishers would otherwise queue on the lock.
 func (t *Transport) producerFor(topic string) (producer, error) {
-	return t.slot(t.producers, topic, t.client, topic)
+	if p, ok := t.made.Load(topic); ok && !t.closed.Load() {
+		return p.(producer), nil
+	}
+	p, err := t.slot(t.producers, topic, t.client, topic)
+	if err == nil {
+		t.made.Store(topic, p)
+	}
+	return p, err
 }
 
 // retryProducerFor returns the producer Retry republishes through for

@@ -36,6 +36,10 @@ type Transport struct {
 	retries   map[string]*producerSlot // queue -> retry producer we created
 	consumers map[string]*consumerSlot // queue -> consumer we created
 
+	// made holds the producers of producers that were created, topic ->
+	// producer, so that a publish finds its producer without taking mu.
+	made sync.Map
+
 	// redriveFault, set by tests only, is called by Redrive at named
 	// stages; an error stops the run there as a killed process would.
 	redriveFault func(stage string) error

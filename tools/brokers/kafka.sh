@@ -22,7 +22,13 @@ KAFKA_TLS_PORT="${BQ_KAFKA_TLS_PORT:-19095}"
 KAFKA_SASL_TLS_PORT="${BQ_KAFKA_SASL_TLS_PORT:-19096}"
 KAFKA_USER="${BQ_KAFKA_SASL_USER:-bq}"
 KAFKA_PASSWORD="${BQ_KAFKA_SASL_PASSWORD:-bq-secret}"
-KAFKA_HEAP="${BQ_KAFKA_HEAP:--Xms128m -Xmx512m}"
+# A fixed heap with a fixed young generation (-Xmn): on a busy machine G1's
+# adaptive sizing, chasing MaxGCPauseMillis with pauses the CPU starvation
+# stretches, shrinks eden to a few MB and then pauses every second or less,
+# each pause (15-100 ms and more) stalling every produce acknowledgement.
+# With 160 MB of young generation the broker pauses about once a minute.
+KAFKA_HEAP="${BQ_KAFKA_HEAP:--Xms512m -Xmx512m -Xmn160m}"
+KAFKA_GC="${BQ_KAFKA_GC:--XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent}"
 KAFKA_START_TIMEOUT="${BQ_KAFKA_START_TIMEOUT:-180}"
 
 DIR="$BQ_BROKERS_STATE/kafka"
@@ -126,9 +132,12 @@ launch() {
   local java_args=("${java_common[@]}")
   # shellcheck disable=SC2206
   java_args+=($KAFKA_HEAP)
-  java_args+=(-XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35
-    -XX:+ExplicitGCInvokesConcurrent -XX:+ExitOnOutOfMemoryError
-    kafka.Kafka "$DIR/server.properties")
+  # shellcheck disable=SC2206
+  java_args+=($KAFKA_GC)
+  # The GC log (pauses with their causes) is what tells a broker stall
+  # from a client one.
+  java_args+=("-Xlog:gc:file=$DIR/logs/gc.log:uptime,level:filecount=2,filesize=10m"
+    -XX:+ExitOnOutOfMemoryError kafka.Kafka "$DIR/server.properties")
   # The JVM runs in its own session (setsid) so the caller's Ctrl-C or exit
   # does not kill it; the wrapper records its own pid, then becomes java.
   (
