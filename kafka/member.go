@@ -415,13 +415,20 @@ func (m *memberReader) liveOf(gen groupGeneration) []*assignment {
 }
 
 // commit commits, within gen, the settled prefix of each of asgs that
-// passes what was committed.
+// passes what was committed. An assignment a hand-back retired commits
+// through its latest successor, which carries its prefix: a late commit of
+// the older prefix would take the partition's offset back. asgs is
+// rewritten with the assignments committed through.
 func (m *memberReader) commit(gen groupGeneration, asgs []*assignment) error {
 	m.commitMu.Lock()
 	defer m.commitMu.Unlock()
 	offsets := make(map[int]int64, len(asgs))
 	m.mu.Lock()
-	for _, a := range asgs {
+	for i, a := range asgs {
+		for a.next != nil {
+			a = a.next
+		}
+		asgs[i] = a
 		if off, ok := a.commitTarget(); ok && a.gen == gen {
 			offsets[a.partition] = off
 		}

@@ -211,3 +211,41 @@ func (b *lockedBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// TestMemberCommitOfAHandedBackAssignmentGoesThroughItsSuccessor: a commit
+// of the prefix of an assignment a hand-back retired (an Ack's commit that
+// raced the hand-back) never takes the partition's offset back below what
+// its successor committed.
+func TestMemberCommitOfAHandedBackAssignmentGoesThroughItsSuccessor(t *testing.T) {
+	mr := newMemberRig(t, WithCommitInterval(time.Hour))
+	ctx := context.Background()
+	appendRecords(t, mr.rig, 0, 4)
+	got := popAll(t, mr.rig, 4)
+	if err := mr.tr.Ack(ctx, got["0@0"]); err != nil {
+		t.Fatal(err)
+	}
+	old, _ := recordOf(got["0@0"])
+	if err := mr.tr.HandBack(ctx, got["0@2"]); err != nil {
+		t.Fatal(err)
+	}
+	if err := mr.tr.Ack(ctx, got["0@1"]); err != nil {
+		t.Fatal(err)
+	}
+	m := mr.member()
+	next := func() *assignment { m.mu.Lock(); defer m.mu.Unlock(); return m.parts[0] }()
+	if next == old.asg {
+		t.Fatal("the hand-back started no successor")
+	}
+	if err := m.commit(mr.gen, []*assignment{next}); err != nil {
+		t.Fatal(err)
+	}
+	if c := mr.offsets.get("orders", 0); c != 2 {
+		t.Fatalf("committed next offset %d, want 2", c)
+	}
+	if err := m.commit(mr.gen, []*assignment{old.asg}); err != nil {
+		t.Fatal(err)
+	}
+	if c := mr.offsets.get("orders", 0); c != 2 {
+		t.Fatalf("a commit of the handed-back assignment moved the offset to %d, want it to stay 2", c)
+	}
+}
