@@ -37,14 +37,26 @@ type assignment struct {
 
 	buf []*delivery // fetched, not handed out, in offset order; in the member's ring while not empty
 
-	out       []ledgerEntry // handed out and not yet passed by the settled prefix, in offset order
-	settled   int64         // the highest offset of the settled prefix; -1 none
-	committed int64         // the next offset known committed for the partition; -1 unknown
+	out       []outEntry // handed out and not yet passed by the settled prefix, in offset order
+	settled   int64      // the highest offset of the settled prefix; -1 none
+	committed int64      // the next offset known committed for the partition; -1 unknown
 
 	inflight      int           // handed out, not settled
 	inflightBytes int64         // their budget shares
 	drained       chan struct{} // closed once draining with nothing in flight
 	drainedClosed bool
+
+	// next is the successor a hand-back retired this assignment for: it
+	// re-reads the partition from its start and holds the ledger entries
+	// below it, whose deliveries are still settled there.
+	next *assignment
+}
+
+// outEntry is the ledger entry of a delivery an assignment handed out.
+type outEntry struct {
+	offset  int64
+	size    int64 // its budget share, given back by a hand-back that drops the entry
+	settled bool
 }
 
 var errNotReserved = errors.New("the record is not reserved (already settled)")
@@ -84,17 +96,33 @@ func (a *assignment) commitTarget() (int64, bool) {
 	return a.settled + 1, true
 }
 
-// firstUnsettled returns the offset a re-read of the partition starts at:
-// the first offset handed out and not settled, else the one after the
-// settled prefix, else where the assignment started.
-func (a *assignment) firstUnsettled() int64 {
-	if len(a.out) > 0 {
-		return a.out[0].offset
+// holder returns the assignment that settles the delivery at offset off
+// handed out by a: a, or the successor a hand-back carried its entry to.
+// A retired one refuses it (its record is read again).
+func (a *assignment) holder(off int64) *assignment {
+	for a.state == asgRetired && a.next != nil && off < a.next.start {
+		a = a.next
 	}
-	if a.settled >= 0 {
-		return a.settled + 1
+	return a
+}
+
+// carryBelow moves to next the ledger entries below next.start, with the
+// settled prefix and the commit point, and returns how many deliveries in
+// flight and budget bytes stay with a (those at or above next.start, to
+// be read again). next.start is past a's settled prefix.
+func (a *assignment) carryBelow(next *assignment) (int, int64) {
+	next.settled, next.committed = a.settled, a.committed
+	n := sort.Search(len(a.out), func(i int) bool { return a.out[i].offset >= next.start })
+	next.out = append(next.out, a.out[:n]...)
+	for _, e := range next.out {
+		if !e.settled {
+			next.inflight++
+			next.inflightBytes += e.size
+		}
 	}
-	return a.start
+	clear(a.out)
+	a.out = a.out[:0]
+	return a.inflight - next.inflight, a.inflightBytes - next.inflightBytes
 }
 
 // markDrained closes drained once nothing is in flight while draining.

@@ -245,7 +245,7 @@ func (m *memberReader) tryReceive(deferHeaders bool) (*delivery, error) {
 			m.budget.release(1, d.size)
 			continue
 		}
-		a.out = append(a.out, ledgerEntry{offset: d.msg.Offset})
+		a.out = append(a.out, outEntry{offset: d.msg.Offset, size: d.size})
 		a.inflight++
 		a.inflightBytes += d.size
 		m.event("out", a.partition, d.msg.Offset)
@@ -313,8 +313,8 @@ func (m *memberReader) dropBuffered(drop func(*assignment) bool) {
 // ack settles d. With a commit interval the settled prefix is committed by
 // the generation's commit loop (or its revocation); with 0, here.
 func (m *memberReader) ack(d *delivery) error {
-	a := d.asg
 	m.mu.Lock()
+	a := d.asg.holder(d.msg.Offset)
 	if a.state == asgRetired {
 		m.mu.Unlock()
 		return a.cause
@@ -339,18 +339,20 @@ func (m *memberReader) ack(d *delivery) error {
 	return m.commit(a.gen, []*assignment{a})
 }
 
-// rewind hands d back: its assignment is retired (its later
-// acknowledgements fail with errRewound) and a successor reads the
-// partition again from its first unsettled offset, keeping the settled
-// prefix to commit. During a revocation it only stops waiting for d: the
-// next owner reads it again.
+// rewind hands d back: its assignment is retired and a successor reads
+// the partition again from d's offset. The deliveries below d are carried
+// over to the successor, so that their acknowledgements still count; those
+// at or above it are read again and their acknowledgements fail with
+// errRewound. The ledger moves with them: the commit never passes an
+// unsettled record, and committed offsets never go down. During a
+// revocation it only stops waiting for d: the next owner reads it again.
 func (m *memberReader) rewind(d *delivery) error {
-	a := d.asg
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	a := d.asg.holder(d.msg.Offset)
 	switch a.state {
 	case asgRetired:
-		return nil
+		return nil // read again already
 	case asgDraining:
 		a.inflight--
 		a.inflightBytes -= d.size
@@ -361,13 +363,12 @@ func (m *memberReader) rewind(d *delivery) error {
 	a.state, a.cause = asgRetired, errRewound
 	a.cancel()
 	m.dropBuffered(func(x *assignment) bool { return x == a })
-	m.budget.release(a.inflight, a.inflightBytes)
+	// Never re-read below the settled prefix (d settled already).
+	next := m.newAssignment(a.gen, a.partition, max(d.msg.Offset, a.settled+1))
+	n, bytes := a.carryBelow(next)
+	m.budget.release(n, bytes)
 	a.inflight, a.inflightBytes = 0, 0
-	next := m.newAssignment(a.gen, a.partition, a.firstUnsettled())
-	next.settled, next.committed = a.settled, a.committed
-	if next.start <= next.settled { // defensive: never re-read below the prefix
-		next.start = next.settled + 1
-	}
+	a.next = next
 	m.parts[a.partition] = next
 	m.startFetcher(next)
 	m.dirty.Store(true) // the carried prefix
@@ -414,13 +415,20 @@ func (m *memberReader) liveOf(gen groupGeneration) []*assignment {
 }
 
 // commit commits, within gen, the settled prefix of each of asgs that
-// passes what was committed.
+// passes what was committed. An assignment a hand-back retired commits
+// through its latest successor, which carries its prefix: a late commit of
+// the older prefix would take the partition's offset back. asgs is
+// rewritten with the assignments committed through.
 func (m *memberReader) commit(gen groupGeneration, asgs []*assignment) error {
 	m.commitMu.Lock()
 	defer m.commitMu.Unlock()
 	offsets := make(map[int]int64, len(asgs))
 	m.mu.Lock()
-	for _, a := range asgs {
+	for i, a := range asgs {
+		for a.next != nil {
+			a = a.next
+		}
+		asgs[i] = a
 		if off, ok := a.commitTarget(); ok && a.gen == gen {
 			offsets[a.partition] = off
 		}

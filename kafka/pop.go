@@ -263,9 +263,10 @@ func reconcileBody(body string, hs []kafkago.Header) string {
 // the earlier deliveries it waits for are acknowledged. With a commit
 // interval (WithCommitInterval) the commit is batched and sent with the
 // next batch, or when the reader closes or loses the partition; with 0 Ack
-// returns once the group coordinator stored it. A record whose reader was
-// closed by a HandBack cannot be committed any more: Ack reports it, and
-// the record will be delivered again.
+// returns once the group coordinator stored it. A record at or after a
+// handed-back record of its partition (with a Reader: any record of the
+// reader a HandBack closed) cannot be committed any more: Ack reports it,
+// and the record will be delivered again.
 func (t *Transport) Ack(ctx context.Context, msg *babelqueue.ReceivedMessage) error {
 	d, ok := recordOf(msg)
 	if ok && d.asg != nil {
@@ -296,11 +297,15 @@ func (t *Transport) HandBack(ctx context.Context, msg *babelqueue.ReceivedMessag
 
 // Rewind puts the consumer of the reserved record's topic back at that
 // record without committing it, so that no later commit can pass it. A
-// kafka-go group reader cannot seek, so the reader is closed (flushing the
-// commits of the settled prefix, which ends before this record) and
-// dropped; the next Pop opens a new one, which resumes from the group's
-// committed offset, this record included. Every other record handed out
-// and not yet committed is delivered again too, and its Ack fails.
+// queue read from the brokers re-reads the record's partition from it:
+// the records of the partition handed out before it still settle and
+// count, those after it are delivered again and their Acks fail
+// (DESIGN.md, section 3). A Reader (WithReaderFactory) cannot seek, so it is
+// closed (flushing the commits of the settled prefix, which ends before
+// this record) and dropped; the next Pop opens a new one, which resumes
+// from the group's committed offset, this record included. Every other
+// record it handed out and not yet committed is delivered again too, and
+// its Ack fails.
 func (t *Transport) Rewind(_ context.Context, msg *babelqueue.ReceivedMessage) error {
 	d, ok := recordOf(msg)
 	if ok && d.asg != nil {
