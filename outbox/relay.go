@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/babelqueue/babelqueue-go/core/driver"
 	"github.com/babelqueue/babelqueue-go/core/option"
 )
 
@@ -130,7 +131,7 @@ type row struct {
 	queue    string
 	key      []byte
 	orderKey string
-	body     []byte
+	body     string // read as a string: the Outgoing a transport sends holds one
 	headers  map[string]string
 	attempts int
 	ctid     string // PostgreSQL: where the row is, stable while the claim holds its key
@@ -342,11 +343,24 @@ func (r *Relay) send(ctx context.Context, rows []row) {
 	sctx, cancel := context.WithTimeout(ctx, r.cfg.sendTimeout)
 	defer cancel()
 	if bs, ok := batches(r.sender); ok {
-		msgs := make([]Message, len(rows))
-		for i, rw := range rows {
-			msgs[i] = Message{Queue: rw.queue, Key: rw.key, Body: rw.body, Headers: rw.headers, OrderKey: rw.orderKey}
+		var errs []error
+		if tbs, ok := transportBatches(bs); ok {
+			// The rows go to the transport as they were read: no copy of
+			// their bodies, one allocation for all their Outgoings.
+			outs, msgs := make([]*driver.Outgoing, len(rows)), make([]driver.Outgoing, len(rows))
+			for i, rw := range rows {
+				msgs[i] = driver.Outgoing{Intent: driver.IntentPublish, Queue: rw.queue, Key: rw.key, Body: rw.body, Headers: rw.headers}
+				outs[i] = &msgs[i]
+			}
+			errs = sendOutgoing(sctx, tbs, outs)
+		} else {
+			msgs := make([]Message, len(rows))
+			for i, rw := range rows {
+				msgs[i] = Message{Queue: rw.queue, Key: rw.key, Body: []byte(rw.body), Headers: rw.headers, OrderKey: rw.orderKey}
+			}
+			errs = bs.SendBatch(sctx, msgs)
 		}
-		if errs := bs.SendBatch(sctx, msgs); errs != nil {
+		if errs != nil {
 			for i := range rows {
 				if i < len(errs) {
 					rows[i].err = errs[i]
@@ -396,7 +410,7 @@ func (r *Relay) sendByKey(ctx context.Context, rows []row) {
 					rw.err = ErrEarlierFailed
 					continue
 				}
-				err = r.sender.Send(ctx, rw.queue, rw.key, rw.body, rw.headers)
+				err = r.sender.Send(ctx, rw.queue, rw.key, []byte(rw.body), rw.headers)
 				rw.err = err
 			}
 		}(byKey[k])
