@@ -15,7 +15,7 @@ import (
 //	WithClock          time.Now
 //	WithRelayID        a random id (the relay's name in locked_by)
 //	WithBatchSize      DefaultBatchSize (500 rows per claim)
-//	WithInFlight       DefaultInFlight (2 batches claimed, sent or settled at once by Run)
+//	WithInFlight       DefaultInFlight (2 batches sent at once by Run, as many more claimed or settled)
 //	WithParallelism    DefaultParallelism (64 sends in flight per batch, when the sender does not batch)
 //	WithLease          DefaultLease (30s; SQLite: how long claimed rows are the relay's)
 //	WithPoll           DefaultPoll (200ms wait after a claim that found nothing)
@@ -92,9 +92,9 @@ func WithBatchSize(n int) RelayOption {
 	return func(c *relayConfig) { option.Positive(&c.errs, &c.batch, "batch size", n) }
 }
 
-// WithInFlight sets how many batches Run has in flight at once, each
-// claimed, sent and settled by its own worker (on PostgreSQL each claim
-// takes up to 1/n of the table's key buckets).
+// WithInFlight sets how many batches Run sends at once; as many more are
+// claimed or settled meanwhile, by 2n workers (on PostgreSQL each claim
+// takes up to 1/(2n) of the table's key buckets).
 func WithInFlight(n int) RelayOption {
 	return func(c *relayConfig) { option.Positive(&c.errs, &c.inflight, "batches in flight", n) }
 }

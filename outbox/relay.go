@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/babelqueue/babelqueue-go/core/driver"
 	"github.com/babelqueue/babelqueue-go/core/option"
 )
 
@@ -66,7 +67,14 @@ func NewRelay(db *sql.DB, ob *Outbox, sender Sender, opts ...RelayOption) (*Rela
 		r.lockNS = lockNamespace(ob.table)
 		r.next.Store(uint32(rand.IntN(keyBuckets)))
 		// The buckets free now, tried from a given one on, up to a share.
-		r.lockQ = ob.q(`SELECT b FROM (SELECT (g + ?) % ` + strconv.Itoa(keyBuckets) + ` AS b FROM generate_series(0, ` + strconv.Itoa(keyBuckets-1) + `) g) s
+		// The same statement (one round trip fewer) sets the transaction's
+		// settings: a deletion lost in a crash of the database only sends
+		// its row again (synchronous_commit off), and the claim and delete
+		// statements run their cached generic plan, which is the plan a
+		// custom one picks (an index scan in id order) without planning it
+		// anew for every claim.
+		r.lockQ = ob.q(`SELECT b FROM (SELECT set_config('synchronous_commit', 'off', true) AS sc, set_config('plan_cache_mode', 'force_generic_plan', true) AS pc) c,
+  (SELECT (g + ?) % ` + strconv.Itoa(keyBuckets) + ` AS b FROM generate_series(0, ` + strconv.Itoa(keyBuckets-1) + `) g) s
   WHERE pg_try_advisory_xact_lock(?, b) LIMIT ?`)
 		// The due rows of those buckets in id order, each passed over when
 		// an older row of its key failed and is not due yet. The probe of
@@ -123,7 +131,7 @@ type row struct {
 	queue    string
 	key      []byte
 	orderKey string
-	body     []byte
+	body     string // read as a string: the Outgoing a transport sends holds one
 	headers  map[string]string
 	attempts int
 	ctid     string // PostgreSQL: where the row is, stable while the claim holds its key
@@ -131,34 +139,40 @@ type row struct {
 }
 
 // Run publishes until ctx ends, then returns ctx's error once the batches
-// in flight are settled. It keeps up to WithInFlight batches in flight,
-// each claimed, sent and settled by its own worker; the claims pass each
-// other as the claims of several relays do (a claim never takes a row
-// of a key another unsettled claim holds, so order holds). A database
-// error is logged and retried after the poll interval.
+// in flight are settled. It sends up to WithInFlight batches at once and
+// meanwhile claims and settles as many more: 2×WithInFlight workers each
+// claim, send and settle a batch in turn, and a worker waits for a send
+// slot only to send, so the database round trips of one batch overlap the
+// sending of another. The claims pass each other as the claims of several
+// relays do (a claim never takes a row of a key another unsettled claim
+// holds, so order holds). A database error is logged and retried after
+// the poll interval.
 func (r *Relay) Run(ctx context.Context) error {
+	workers := 2 * r.cfg.inflight
+	sends := make(chan struct{}, r.cfg.inflight)
 	var wg sync.WaitGroup
-	for range r.cfg.inflight {
+	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r.work(ctx)
+			r.work(ctx, max(keyBuckets/workers, 1), sends)
 		}()
 	}
 	wg.Wait()
 	return ctx.Err()
 }
 
-// work claims, sends and settles batches until ctx ends.
-func (r *Relay) work(ctx context.Context) {
+// work claims (up to share key buckets), sends (holding a slot of sends)
+// and settles batches until ctx ends.
+func (r *Relay) work(ctx context.Context, share int, sends chan struct{}) {
 	for ctx.Err() == nil {
-		b, err := r.claim(ctx, max(keyBuckets/r.cfg.inflight, 1))
+		b, err := r.claim(ctx, share)
 		if ctx.Err() != nil {
 			b.abandon()
 			return
 		}
 		if err == nil && len(b.rows) > 0 {
-			if err := r.sendAndSettle(ctx, b); err != nil {
+			if err := r.sendAndSettle(ctx, b, sends); err != nil {
 				r.logger().LogAttrs(ctx, slog.LevelError, "outbox: settling a batch failed; its rows stay pending and are sent again",
 					slog.String("relay", r.cfg.id), slog.String("error", err.Error()))
 			}
@@ -183,7 +197,7 @@ func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 	if err != nil || len(b.rows) == 0 {
 		return 0, err
 	}
-	return len(b.rows), r.sendAndSettle(ctx, b)
+	return len(b.rows), r.sendAndSettle(ctx, b, nil)
 }
 
 // claim takes the next batch: on PostgreSQL the rows of the key buckets
@@ -204,11 +218,7 @@ func (r *Relay) claim(ctx context.Context, share int) (batch, error) {
 			return batch{}, fmt.Errorf("outbox: claim: begin: %w", err)
 		}
 		var buckets []int32
-		// A deletion lost in a crash of the database only sends its row
-		// again.
-		if _, err = b.tx.ExecContext(ctx, `SET LOCAL synchronous_commit = off`); err == nil {
-			buckets, err = r.lockBuckets(ctx, b.tx, share)
-		}
+		buckets, err = r.lockBuckets(ctx, b.tx, share)
 		if err == nil && len(buckets) > 0 {
 			// A new statement, so a new snapshot, taken once every lock is
 			// held: it sees the outcome of every earlier claim of these
@@ -221,7 +231,7 @@ func (r *Relay) claim(ctx context.Context, share int) (batch, error) {
 		res, err = r.db.QueryContext(ctx, r.claimQ, now, now, r.cfg.batch, r.cfg.id, now+r.cfg.lease.Milliseconds(), now)
 	}
 	if err == nil && res != nil {
-		b.rows, err = scanRows(res, r.ob.dialect == Postgres)
+		b.rows, err = scanRows(res, r.ob.dialect == Postgres, r.cfg.batch)
 	}
 	if err != nil || len(b.rows) == 0 {
 		b.abandon()
@@ -255,16 +265,19 @@ func (r *Relay) lockBuckets(ctx context.Context, tx *sql.Tx, share int) ([]int32
 }
 
 // scanRows reads the claimed rows (withCTID: and their ctid).
-func scanRows(res *sql.Rows, withCTID bool) ([]row, error) {
+// The rows are read into one row variable through one set of pointers
+// (no per-row allocation for them), into a slice of room for limit rows.
+func scanRows(res *sql.Rows, withCTID bool, limit int) ([]row, error) {
 	defer res.Close()
-	var out []row
+	out := make([]row, 0, limit)
+	var rw row
+	var h string
+	dest := []any{&rw.id, &rw.queue, &rw.key, &rw.orderKey, &rw.body, &h, &rw.attempts}
+	if withCTID {
+		dest = append(dest, &rw.ctid)
+	}
 	for res.Next() {
-		var rw row
-		var h string
-		dest := []any{&rw.id, &rw.queue, &rw.key, &rw.orderKey, &rw.body, &h, &rw.attempts}
-		if withCTID {
-			dest = append(dest, &rw.ctid)
-		}
+		rw = row{}
 		if err := res.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("outbox: claim: %w", err)
 		}
@@ -305,16 +318,49 @@ func (b batch) abandon() {
 // sent, without SendBatch) even when it was acknowledged: it goes again
 // after the older one, so the last copy a consumer sees keeps the key's
 // order.
-func (r *Relay) sendAndSettle(ctx context.Context, b batch) error {
-	rows := b.rows
+//
+// A non-nil sends bounds the batches being sent at once: a slot is taken
+// for the send alone. When ctx ends before a slot is free, the batch is
+// abandoned unsent (its rows stay pending).
+func (r *Relay) sendAndSettle(ctx context.Context, b batch, sends chan struct{}) error {
+	if sends != nil {
+		select {
+		case sends <- struct{}{}:
+		case <-ctx.Done():
+			b.abandon()
+			return nil
+		}
+	}
+	r.send(ctx, b.rows)
+	if sends != nil {
+		<-sends
+	}
+	return r.settle(context.WithoutCancel(ctx), b)
+}
+
+// send sends rows and records each one's outcome in it.
+func (r *Relay) send(ctx context.Context, rows []row) {
 	sctx, cancel := context.WithTimeout(ctx, r.cfg.sendTimeout)
 	defer cancel()
 	if bs, ok := batches(r.sender); ok {
-		msgs := make([]Message, len(rows))
-		for i, rw := range rows {
-			msgs[i] = Message{Queue: rw.queue, Key: rw.key, Body: rw.body, Headers: rw.headers, OrderKey: rw.orderKey}
+		var errs []error
+		if tbs, ok := transportBatches(bs); ok {
+			// The rows go to the transport as they were read: no copy of
+			// their bodies, one allocation for all their Outgoings.
+			outs, msgs := make([]*driver.Outgoing, len(rows)), make([]driver.Outgoing, len(rows))
+			for i, rw := range rows {
+				msgs[i] = driver.Outgoing{Intent: driver.IntentPublish, Queue: rw.queue, Key: rw.key, Body: rw.body, Headers: rw.headers}
+				outs[i] = &msgs[i]
+			}
+			errs = sendOutgoing(sctx, tbs, outs)
+		} else {
+			msgs := make([]Message, len(rows))
+			for i, rw := range rows {
+				msgs[i] = Message{Queue: rw.queue, Key: rw.key, Body: []byte(rw.body), Headers: rw.headers, OrderKey: rw.orderKey}
+			}
+			errs = bs.SendBatch(sctx, msgs)
 		}
-		if errs := bs.SendBatch(sctx, msgs); errs != nil {
+		if errs != nil {
 			for i := range rows {
 				if i < len(errs) {
 					rows[i].err = errs[i]
@@ -336,7 +382,6 @@ func (r *Relay) sendAndSettle(ctx context.Context, b batch) error {
 			failed[rw.orderKey] = true
 		}
 	}
-	return r.settle(context.WithoutCancel(ctx), b)
 }
 
 // sendByKey sends rows (in id order) with Send: the rows of one order key
@@ -365,7 +410,7 @@ func (r *Relay) sendByKey(ctx context.Context, rows []row) {
 					rw.err = ErrEarlierFailed
 					continue
 				}
-				err = r.sender.Send(ctx, rw.queue, rw.key, rw.body, rw.headers)
+				err = r.sender.Send(ctx, rw.queue, rw.key, []byte(rw.body), rw.headers)
 				rw.err = err
 			}
 		}(byKey[k])

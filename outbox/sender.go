@@ -66,13 +66,19 @@ func (s TransportSender) SendBatch(ctx context.Context, msgs []Message) []error 
 	for i, m := range msgs {
 		outs[i] = outgoing(m.Queue, m.Key, m.Body, m.Headers)
 	}
+	return sendOutgoing(ctx, bs, outs)
+}
+
+// sendOutgoing hands outs to bs in one SendBatch call and returns nil or
+// one outcome per message.
+func sendOutgoing(ctx context.Context, bs driver.BatchSender, outs []*driver.Outgoing) []error {
 	_, err := bs.SendBatch(ctx, outs)
 	if err == nil {
 		return nil
 	}
-	errs := make([]error, len(msgs))
+	errs := make([]error, len(outs))
 	var each driver.SendErrors
-	if errors.As(err, &each) && len(each) == len(msgs) {
+	if errors.As(err, &each) && len(each) == len(outs) {
 		copy(errs, each)
 		return errs
 	}
@@ -89,6 +95,17 @@ func batches(s Sender) (BatchSender, bool) {
 		return ts, ok
 	}
 	bs, ok := s.(BatchSender)
+	return bs, ok
+}
+
+// transportBatches returns the transport of s when s is a TransportSender
+// whose transport batches.
+func transportBatches(s Sender) (driver.BatchSender, bool) {
+	ts, ok := s.(TransportSender)
+	if !ok {
+		return nil, false
+	}
+	bs, ok := ts.Transport.(driver.BatchSender)
 	return bs, ok
 }
 
