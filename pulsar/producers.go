@@ -113,6 +113,11 @@ func (t *Transport) slot(m map[string]*producerSlot, key string, c client, topic
 
 // consumerFor returns the consumer of queue, subscribing on first use.
 func (t *Transport) consumerFor(queue string) (*consumerSlot, error) {
+	// Every Pop calls this: a consumer that subscribed is found without
+	// taking mu, which Close takes before it closes the consumers.
+	if s, ok := t.subscribed.Load(queue); ok && !t.closed.Load() {
+		return s.(*consumerSlot), nil
+	}
 	t.mu.Lock()
 	if t.closed.Load() {
 		t.mu.Unlock()
@@ -167,5 +172,6 @@ func (t *Transport) consumerFor(queue string) (*consumerSlot, error) {
 		}
 		return nil, s.err
 	}
+	t.subscribed.Store(queue, s)
 	return s, nil
 }

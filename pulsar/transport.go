@@ -39,6 +39,10 @@ type Transport struct {
 	// made holds the producers of producers that were created, topic ->
 	// producer, so that a publish finds its producer without taking mu.
 	made sync.Map
+	// subscribed holds the consumer slots of consumers that subscribed,
+	// queue -> *consumerSlot, so that a Pop finds its consumer without
+	// taking mu.
+	subscribed sync.Map
 
 	// redriveFault, set by tests only, is called by Redrive at named
 	// stages; an error stops the run there as a killed process would.
