@@ -41,8 +41,10 @@ type Transport struct {
 	made sync.Map
 	// subscribed holds the consumer slots of consumers that subscribed,
 	// queue -> *consumerSlot, so that a Pop finds its consumer without
-	// taking mu.
+	// taking mu; popped is the one the last Pop found there (a consume
+	// loop pops one queue), found without hashing the queue name.
 	subscribed sync.Map
+	popped     atomic.Pointer[consumerSlot]
 
 	// redriveFault, set by tests only, is called by Redrive at named
 	// stages; an error stops the run there as a killed process would.
