@@ -6,7 +6,6 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
-	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 const (
@@ -61,12 +60,18 @@ func startPrefetch(queue, group string, s *consumerSlot, in <-chan pulsar.Consum
 func (p *prefetcher) run(queue, group string, s *consumerSlot, in <-chan pulsar.ConsumerMessage) {
 	defer close(p.done)
 	for {
+		// A message already waiting is taken without the two-way select
+		// (which locks both channels); the select is for an empty channel.
 		var cm pulsar.ConsumerMessage
 		var open bool
 		select {
 		case cm, open = <-in:
-		case <-p.stop:
-			return
+		default:
+			select {
+			case cm, open = <-in:
+			case <-p.stop:
+				return
+			}
 		}
 		if !open {
 			return
@@ -92,8 +97,12 @@ func (p *prefetcher) run(queue, group string, s *consumerSlot, in <-chan pulsar.
 		if len(batch) > 0 {
 			select {
 			case p.ready <- batch:
-			case <-p.stop:
-				return
+			default:
+				select {
+				case p.ready <- batch:
+				case <-p.stop:
+					return
+				}
 			}
 		}
 		if !open {
@@ -106,8 +115,8 @@ func (p *prefetcher) run(queue, group string, s *consumerSlot, in <-chan pulsar.
 // version gate rejects the message by its property (it is then never
 // decoded).
 func prepared(queue, group string, s *consumerSlot, m pulsar.Message) *babelqueue.ReceivedMessage {
-	rm := received(queue, s, m, group)
-	if sv, present := rm.Headers[wire.HeaderSchemaVersion]; wire.CheckSchemaVersionHeader(sv, present) == nil {
+	rm, admitted := received(queue, s, m, group)
+	if admitted {
 		rm.Predecode()
 	}
 	return rm

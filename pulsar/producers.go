@@ -16,6 +16,7 @@ type producerSlot struct {
 
 // consumerSlot is producerSlot for a consumer.
 type consumerSlot struct {
+	queue string
 	ready chan struct{}
 	c     consumer
 	topic string
@@ -113,6 +114,15 @@ func (t *Transport) slot(m map[string]*producerSlot, key string, c client, topic
 
 // consumerFor returns the consumer of queue, subscribing on first use.
 func (t *Transport) consumerFor(queue string) (*consumerSlot, error) {
+	// Every Pop calls this: a consumer that subscribed is found without
+	// taking mu, which Close takes before it closes the consumers.
+	if s := t.popped.Load(); s != nil && s.queue == queue && !t.closed.Load() {
+		return s, nil
+	}
+	if s, ok := t.subscribed.Load(queue); ok && !t.closed.Load() {
+		t.popped.Store(s.(*consumerSlot))
+		return s.(*consumerSlot), nil
+	}
 	t.mu.Lock()
 	if t.closed.Load() {
 		t.mu.Unlock()
@@ -132,7 +142,7 @@ func (t *Transport) consumerFor(queue string) (*consumerSlot, error) {
 		return nil, invalid("queue %s: max attempts is %d on a %s subscription without a retry producer for it",
 			queue, t.cfg.maxAttempts, subscriptionTypeName(t.cfg.subType))
 	}
-	s := &consumerSlot{ready: make(chan struct{}), topic: topic}
+	s := &consumerSlot{queue: queue, ready: make(chan struct{}), topic: topic}
 	t.consumers[queue] = s
 	t.mu.Unlock()
 
@@ -167,5 +177,6 @@ func (t *Transport) consumerFor(queue string) (*consumerSlot, error) {
 		}
 		return nil, s.err
 	}
+	t.subscribed.Store(queue, s)
 	return s, nil
 }

@@ -86,7 +86,8 @@ func (t *Transport) Pop(ctx context.Context, queue string, timeout time.Duration
 		select {
 		case cm, open := <-mc.Chan():
 			if open && cm.Message != nil {
-				return received(queue, s, cm.Message, t.cfg.subscription), nil
+				rm, _ := received(queue, s, cm.Message, t.cfg.subscription)
+				return rm, nil
 			}
 		default:
 		}
@@ -108,7 +109,8 @@ func (t *Transport) Pop(ctx context.Context, queue string, timeout time.Duration
 		}
 		return nil, fmt.Errorf("pulsar: receive from %s: %w", s.topic, err)
 	}
-	return received(queue, s, m, t.cfg.subscription), nil
+	rm, _ := received(queue, s, m, t.cfg.subscription)
+	return rm, nil
 }
 
 // popPrepared is Pop from the prefetcher of s: a prepared delivery when one
@@ -178,12 +180,15 @@ func releaseWaitTimer(tm *time.Timer) {
 // made). pulsar-client-go gives every received frame a buffer of its own
 // that it never reuses, and neither the binding nor the App writes to the
 // map or the bytes; a handler must not either (see Message).
-// group is the subscription, reported as the delivery's Group.
-func received(queue string, s *consumerSlot, m pulsar.Message, group string) *babelqueue.ReceivedMessage {
+// group is the subscription, reported as the delivery's Group. admitted
+// reports whether the version gate let the message through by its
+// bq-schema-version property (absent or 1).
+func received(queue string, s *consumerSlot, m pulsar.Message, group string) (rm *babelqueue.ReceivedMessage, admitted bool) {
 	payload := m.Payload()
 	headers := m.Properties()
 	sv, present := headers[wire.HeaderSchemaVersion]
-	if wire.CheckSchemaVersionHeader(sv, present) == nil {
+	admitted = wire.CheckSchemaVersionHeader(sv, present) == nil
+	if admitted {
 		payload = reconcileBody(payload, headers, int(m.RedeliveryCount()))
 	}
 	d := &delivery{msg: m, consumer: s.c, topic: s.topic}
@@ -195,7 +200,7 @@ func received(queue string, s *consumerSlot, m pulsar.Message, group string) *ba
 		Group:   group,
 	}
 	d.rm.Key, d.rm.Partition = orderOf(m)
-	return &d.rm
+	return &d.rm, admitted
 }
 
 // bytesView returns b as a string without copying it; b must never be

@@ -39,6 +39,12 @@ type Transport struct {
 	// made holds the producers of producers that were created, topic ->
 	// producer, so that a publish finds its producer without taking mu.
 	made sync.Map
+	// subscribed holds the consumer slots of consumers that subscribed,
+	// queue -> *consumerSlot, so that a Pop finds its consumer without
+	// taking mu; popped is the one the last Pop found there (a consume
+	// loop pops one queue), found without hashing the queue name.
+	subscribed sync.Map
+	popped     atomic.Pointer[consumerSlot]
 
 	// redriveFault, set by tests only, is called by Redrive at named
 	// stages; an error stops the run there as a killed process would.
