@@ -83,18 +83,26 @@ func (a *App) PublishBatch(ctx context.Context, msgs []BatchMessage, opts ...Pub
 		return nil, nil
 	}
 	ids := make([]string, len(msgs))
-	slab := make([]driver.Outgoing, len(msgs))
-	outs := make([]*driver.Outgoing, len(msgs))
+	reuse := a.releasesBatches()
+	s := newBatchSlabs(len(msgs), reuse)
+	slab, outs := s.outs, s.ptrs
 	b := newBatchBuilder(opts)
+	b.bodies = s.bodies
 	for i := range msgs {
 		id, err := a.batchOutgoing(&slab[i], &msgs[i], b, len(msgs)-i)
 		if err != nil {
+			if reuse {
+				s.release(b.bodies) // nothing was handed to the transport
+			}
 			return nil, fmt.Errorf("babelqueue: publish batch message %d: %w", i, err)
 		}
 		outs[i], ids[i] = &slab[i], id
 	}
 	errs := a.sendBatch(ctx, outs)
 	if errs == nil {
+		if reuse {
+			s.release(b.bodies) // acknowledged: the transport keeps nothing of it
+		}
 		return ids, nil
 	}
 	for i, err := range errs {
@@ -164,7 +172,8 @@ func (b *batchBuilder) makeOptions(p *publishConfig, queue string, own bool) []M
 // encode appends the body of env to the batch's buffer and returns it as
 // a string viewing that buffer; left tells how many bodies are still to
 // come, so that a new buffer is sized for them. Bytes once written are
-// never changed: a grown buffer is a new one.
+// not changed while the batch lasts: a grown buffer is a new one (a
+// buffer is reused only once its batch was acknowledged, batchSlabs).
 func (b *batchBuilder) encode(env *Envelope, left int) (string, error) {
 	hint := env.EncodedSizeHint()
 	if cap(b.bodies)-len(b.bodies) < hint {

@@ -14,7 +14,19 @@ import (
 	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
-var _ driver.BatchSender = (*Transport)(nil)
+var (
+	_ driver.BatchSender   = (*Transport)(nil)
+	_ driver.BatchReleaser = (*Transport)(nil)
+)
+
+// ReleasesBatch reports whether a SendBatch that returned nil leaves
+// nothing of its Outgoings referenced (driver.BatchReleaser): true with
+// the transport's own kafka-go Writer, whose WriteMessages returns only
+// after every record's batch completed; false with an injected Writer,
+// which may keep the records it was handed.
+func (t *Transport) ReleasesBatch() bool {
+	return t.ownWriter != nil
+}
 
 // SendBatch writes outs as Send writes each (driver.BatchSender), handing
 // every record to the writer in one WriteMessages call, so they travel in

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"crypto/rand"
 	"fmt"
 	"unsafe"
 )
@@ -14,12 +15,19 @@ import (
 // The envelope Make returns is valid until the Maker's next Make; its ids
 // are strings that stay valid and unchanged for good (id blocks are
 // written once, never reused), as are the bytes Encode returned for it. A
-// Maker is not safe for concurrent use; its zero value is ready.
+// Maker is not safe for concurrent use and must not be copied once used
+// (a copy would share its id block and random bytes); its zero value is
+// ready.
 type Maker struct {
 	env  Envelope
 	cfg  *makeConfig // what the options write; on the heap, as they see it through a pointer
 	data []byte      // the data JSON of env
 	ids  []byte      // id text block: written up to len, never rewritten
+	rnd  []byte      // the part of ahead not used yet
+	// ahead holds random bytes read in one crypto/rand call for the id
+	// pairs of the next envelopes; each 32 bytes serve one pair and are
+	// cleared as they are used.
+	ahead [64 * 32]byte
 }
 
 // maxMakerData is the largest data buffer a Maker keeps for the next
@@ -74,10 +82,14 @@ func (m *Maker) idPair(left int) (string, string) {
 	start := len(m.ids)
 	m.ids = m.ids[:start+pair]
 	s := m.ids[start:]
-	var u [32]byte
-	randomFill(u[:])
+	if len(m.rnd) < 32 {
+		m.rnd = m.ahead[:min(32*max(left, 1), len(m.ahead))]
+		_, _ = rand.Read(m.rnd) // crypto/rand.Read never fails (it aborts the program instead)
+	}
+	u := m.rnd[:32]
 	formatUUIDv4((*[36]byte)(s[:36]), [16]byte(u[:16]))
 	formatUUIDv4((*[36]byte)(s[36:]), [16]byte(u[16:]))
-	clear(u[:])
+	clear(u) // a random id is never kept after it was handed out
+	m.rnd = m.rnd[32:]
 	return unsafe.String(&s[0], 36), unsafe.String(&s[36], 36)
 }

@@ -95,3 +95,22 @@ func TestMakerRejectsBlankJob(t *testing.T) {
 		t.Fatalf("err = %v; want ErrInvalidEnvelope", err)
 	}
 }
+
+// TestMakerIDsPastOneRandomRead makes more envelopes than one read of
+// random bytes serves, and checks that no id repeats.
+func TestMakerIDsPastOneRandomRead(t *testing.T) {
+	var m Maker
+	seen := map[string]bool{}
+	for i := range 300 {
+		env, err := m.Make(1000-i, "urn:t", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{env.Meta.ID, env.TraceID} {
+			if !uuidV4.MatchString(id) || seen[id] {
+				t.Fatalf("envelope %d: id %q not a UUID v4 or repeated", i, id)
+			}
+			seen[id] = true
+		}
+	}
+}
