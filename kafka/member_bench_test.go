@@ -122,16 +122,7 @@ func BenchmarkMemberAppConcurrent(b *testing.B) {
 }
 
 func benchMemberApp(b *testing.B, handlers int) {
-	body := envelope(&testing.T{}, 0)
-	hs, _ := projection(body, t0)
-	msg := kafkago.Message{Topic: "orders", Value: []byte(body), Headers: toKafkaHeaders(hs)}
-	group := newLoopGroup("orders", msg, 200)
-	tr, err := New(WithWriter(&fakeWriter{log: newFakeLog()}), WithGroupID("g"),
-		func(c *config) { c.memberFactory = func(string, []string) groupMember { return group } })
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer tr.Close()
+	tr := loopTransport(b)
 	// Stopping hands the waiting records back, which fails the Acks of
 	// the same partitions still in flight: expected, and not logged here.
 	app, err := babelqueue.NewApp(tr, babelqueue.WithDefaultQueue("orders"), babelqueue.WithPollTimeout(time.Second),
@@ -167,10 +158,9 @@ func benchMemberApp(b *testing.B, handlers int) {
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(total), "cpu-ns/msg")
 }
 
-// BenchmarkMemberPopAck measures Pop and Ack of a group member, one
-// record at a time, without the broker client: the transport's own cost
-// per record (cpu-ns/msg) for a consumer that uses the transport directly.
-func BenchmarkMemberPopAck(b *testing.B) {
+// loopTransport is a Transport in group "g" whose member reads a looping
+// group of one envelope over 200 keys (newLoopGroup); it is closed with b.
+func loopTransport(b *testing.B) *Transport {
 	body := envelope(&testing.T{}, 0)
 	hs, _ := projection(body, t0)
 	msg := kafkago.Message{Topic: "orders", Value: []byte(body), Headers: toKafkaHeaders(hs)}
@@ -180,7 +170,15 @@ func BenchmarkMemberPopAck(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer tr.Close()
+	b.Cleanup(func() { tr.Close() })
+	return tr
+}
+
+// BenchmarkMemberPopAck measures Pop and Ack of a group member, one
+// record at a time, without the broker client: the transport's own cost
+// per record (cpu-ns/msg) for a consumer that uses the transport directly.
+func BenchmarkMemberPopAck(b *testing.B) {
+	tr := loopTransport(b)
 	ctx := context.Background()
 	b.ReportAllocs()
 	cpu0 := bqtest.ProcessCPU()
