@@ -63,19 +63,7 @@ func TestIntegrationConcurrentAppStopKeepsTheRunningAck(t *testing.T) {
 			case <-ctx.Done():
 				t.Fatal("the first record was not handled")
 			}
-			m := tr.memberOf(topic)
-			first := func() *assignment { m.mu.Lock(); defer m.mu.Unlock(); return m.parts[0] }()
-			waitUntil(t, "records 1 and 2 to wait in the lane", func() bool {
-				m.mu.Lock()
-				defer m.mu.Unlock()
-				return len(first.out) == 3
-			})
-			cancel()
-			waitUntil(t, "the waiting records to be handed back", func() bool {
-				m.mu.Lock()
-				defer m.mu.Unlock()
-				return first.state == asgRetired
-			})
+			stopWithWaitingHandedBack(t, tr.memberOf(topic), cancel)
 			close(release)
 			if err := <-consumed; err != nil {
 				t.Fatal(err)

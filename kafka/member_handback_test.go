@@ -153,19 +153,7 @@ func TestAppStopKeepsTheAckOfARunningHandler(t *testing.T) {
 	consumed := make(chan error, 1)
 	go func() { consumed <- app.Consume(ctx, "orders") }()
 	<-started
-	m := mr.member()
-	first := func() *assignment { m.mu.Lock(); defer m.mu.Unlock(); return m.parts[0] }()
-	waitUntil(t, "records 1 and 2 to wait in the lane", func() bool {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		return len(first.out) == 3
-	})
-	cancel()
-	waitUntil(t, "the waiting records to be handed back", func() bool {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		return first.state == asgRetired
-	})
+	stopWithWaitingHandedBack(t, mr.member(), cancel)
 	close(release)
 	if err := <-consumed; err != nil {
 		t.Fatal(err)
@@ -186,6 +174,26 @@ func TestAppStopKeepsTheAckOfARunningHandler(t *testing.T) {
 	if k := recordName(next); k != "0@1" {
 		t.Fatalf("delivered %s next, want 0@1", k)
 	}
+}
+
+// stopWithWaitingHandedBack waits until partition 0 of m has handed out
+// three records (one in its handler, two waiting in the App's lane), stops
+// the App with cancel and waits until the waiting records were handed back
+// (the partition's first reader retired).
+func stopWithWaitingHandedBack(t *testing.T, m *memberReader, cancel context.CancelFunc) {
+	t.Helper()
+	first := func() *assignment { m.mu.Lock(); defer m.mu.Unlock(); return m.parts[0] }()
+	waitUntil(t, "records 1 and 2 to wait in the lane", func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return len(first.out) == 3
+	})
+	cancel()
+	waitUntil(t, "the waiting records to be handed back", func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return first.state == asgRetired
+	})
 }
 
 // recordName names a delivery "<partition>@<offset>", as popAll does.
