@@ -1,7 +1,6 @@
 package babelqueue
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -258,7 +257,7 @@ func TestDrainDefaultQueueAndContext(t *testing.T) {
 }
 
 func TestLogsGoToTheConfiguredLogger(t *testing.T) {
-	var buf syncBuffer
+	var buf bqtest.SyncBuffer
 	mem := bqtest.NewInMemoryTransport()
 	a := testApp(mem, WithLogger(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))), WithMaxAttempts(1))
 	a.Handle("urn:t:x", func(context.Context, *Envelope) error { return errors.New("boom") })
@@ -272,18 +271,6 @@ func TestLogsGoToTheConfiguredLogger(t *testing.T) {
 		}
 	}
 }
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 func TestConsumeDoesNotSpinOnAReleasedMessage(t *testing.T) {
 	clock := bqtest.NewFakeClock(epoch)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
 )
 
 // TestIntegrationConcurrentAppStopKeepsTheRunningAck (issue 14), on the
@@ -24,7 +25,7 @@ func TestIntegrationConcurrentAppStopKeepsTheRunningAck(t *testing.T) {
 	for _, interval := range []time.Duration{0, 50 * time.Millisecond} {
 		t.Run(fmt.Sprintf("commit-interval=%v", interval), func(t *testing.T) {
 			topic, group := uniq("it-handback"), uniq("g")
-			var logs lockedBuffer
+			var logs bqtest.SyncBuffer
 			logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			tr := itTransport(t, WithGroupID(group), WithCommitInterval(interval), WithLogger(logger))
 			ensure(t, tr, topic, 1)

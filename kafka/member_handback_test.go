@@ -1,13 +1,11 @@
 package kafka
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +13,7 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
 )
 
 // TestMemberHandBackKeepsTheAcksBelowIt (issue 14): records 0, 1, 2 of one
@@ -128,7 +127,7 @@ func TestMemberHandBackDuringRevocationKeepsTheCarriedAcks(t *testing.T) {
 // record delivered.
 func TestAppStopKeepsTheAckOfARunningHandler(t *testing.T) {
 	mr := newMemberRig(t, WithCommitInterval(0), WithMaxWaitTime(20*time.Millisecond))
-	var logs lockedBuffer
+	var logs bqtest.SyncBuffer
 	app, err := babelqueue.NewApp(mr.tr, babelqueue.WithDefaultQueue("orders"),
 		babelqueue.WithPollTimeout(20*time.Millisecond), babelqueue.WithSettleTimeout(5*time.Second),
 		babelqueue.WithConcurrency(2, babelqueue.OrderPartition), babelqueue.WithMaxPending(3),
@@ -200,24 +199,6 @@ func stopWithWaitingHandedBack(t *testing.T, m *memberReader, cancel context.Can
 func recordName(m *babelqueue.ReceivedMessage) string {
 	d, _ := recordOf(m)
 	return fmt.Sprintf("%d@%d", d.msg.Partition, d.msg.Offset)
-}
-
-// lockedBuffer is a bytes.Buffer written by several goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // TestMemberCommitOfAHandedBackAssignmentGoesThroughItsSuccessor: a commit

@@ -6,10 +6,10 @@ import (
 	"context"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -44,30 +44,11 @@ func TestUsage(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the command's goroutine and the
-// test reading it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestDevKafkaServesUntilCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pr, pw := io.Pipe()
-	var errOut syncBuffer
+	var errOut bqtest.SyncBuffer
 	done := make(chan int, 1)
 	go func() {
 		defer pw.Close()

@@ -20,6 +20,7 @@ import (
 
 	"github.com/babelqueue/babelqueue-go/brokertest"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
 	"github.com/babelqueue/babelqueue-go/core/wire"
 	bqkafka "github.com/babelqueue/babelqueue-go/kafka"
 )
@@ -675,7 +676,7 @@ func TestKafkaReinject(t *testing.T) {
 	defer rcancel()
 	pr, pw := io.Pipe()
 	done := make(chan int, 1)
-	var errOut syncBuffer
+	var errOut bqtest.SyncBuffer
 	go func() {
 		defer pw.Close()
 		done <- run(rctx, []string{"reinject", "--broker", kafkaURL(t), "--topic", topic, "--tiers", "1s", "--group", "bq-reinject-" + topic, "--http", "127.0.0.1:0", "--backlog-interval", "1s"}, pw, &errOut)
@@ -769,7 +770,7 @@ func TestKafkaReinjectStopsOnSIGTERM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr syncBuffer
+	var stderr bqtest.SyncBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

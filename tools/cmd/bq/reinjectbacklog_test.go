@@ -16,6 +16,7 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/babelqueue/babelqueue-go/brokertest/devkafka"
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
 	"github.com/babelqueue/babelqueue-go/core/driver"
 )
 
@@ -148,7 +149,7 @@ func TestEmbeddedReinjectReportsBacklog(t *testing.T) {
 	defer rcancel()
 	pr, pw := io.Pipe()
 	done := make(chan int, 1)
-	var errOut syncBuffer
+	var errOut bqtest.SyncBuffer
 	go func() {
 		defer pw.Close()
 		done <- run(rctx, []string{"reinject", "-b", strings.Join(b.Addrs(), ","), "-t", "orders", "--tiers", "1h", "-g", "bq-reinject-backlog",
