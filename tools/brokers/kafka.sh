@@ -22,11 +22,15 @@ KAFKA_TLS_PORT="${BQ_KAFKA_TLS_PORT:-19095}"
 KAFKA_SASL_TLS_PORT="${BQ_KAFKA_SASL_TLS_PORT:-19096}"
 KAFKA_USER="${BQ_KAFKA_SASL_USER:-bq}"
 KAFKA_PASSWORD="${BQ_KAFKA_SASL_PASSWORD:-bq-secret}"
-# The heap stays adaptive: a fixed young generation (-Xms512m -Xmx512m
-# -Xmn160m) made G1 pause less often but longer, and did not lower the
-# re-injector bench's p99 in an A/B on this 2-core host (kafka/DESIGN.md).
+# ZGC: its pauses stay under a millisecond (it moves objects while the
+# broker runs). With G1 every young collection stopped the broker, and so
+# every produce acknowledgement and fetch answer, for 5-110 ms about once a
+# second on this 2-core host (G1 shrinks the young generation towards its
+# pause goal, so it collects more often the slower it runs); those stops
+# decided the re-injector bench's p99 (kafka/DESIGN.md, section 5). A fixed
+# G1 young generation made them rarer but longer.
 KAFKA_HEAP="${BQ_KAFKA_HEAP:--Xms128m -Xmx512m}"
-KAFKA_GC="${BQ_KAFKA_GC:--XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent}"
+KAFKA_GC="${BQ_KAFKA_GC:--XX:+UseZGC}"
 KAFKA_START_TIMEOUT="${BQ_KAFKA_START_TIMEOUT:-180}"
 
 DIR="$BQ_BROKERS_STATE/kafka"
@@ -132,9 +136,10 @@ launch() {
   java_args+=($KAFKA_HEAP)
   # shellcheck disable=SC2206
   java_args+=($KAFKA_GC)
-  # The GC log (pauses with their causes) is what tells a broker stall
-  # from a client one.
-  java_args+=("-Xlog:gc:file=$DIR/logs/gc.log:uptime,level:filecount=2,filesize=10m"
+  # The GC log (collections with their causes, and every safepoint: how
+  # long the broker stood still), stamped with the wall time, is what tells
+  # a broker stall from a client one.
+  java_args+=("-Xlog:gc,safepoint:file=$DIR/logs/gc.log:time,uptime,level:filecount=2,filesize=10m"
     -XX:+ExitOnOutOfMemoryError kafka.Kafka "$DIR/server.properties")
   # The JVM runs in its own session (setsid) so the caller's Ctrl-C or exit
   # does not kill it; the wrapper records its own pid, then becomes java.
