@@ -9,6 +9,10 @@
 #   kafka.sh restart kill, then start (fault injection: the data survives)
 #   kafka.sh status  exit 0 when running and serving
 #   kafka.sh env     print the BQ_KAFKA_* lines of the running broker
+#   kafka.sh stops [FROM [TO]]
+#                    how long the JVM stood still (GC and other safepoints)
+#                    between two wall times of its GC log, e.g. FROM
+#                    2026-12-03T22:52:07 (UTC; a prefix of the log's stamps)
 #
 # Ports and credentials can be overridden with the variables below.
 set -euo pipefail
@@ -210,6 +214,25 @@ do_env() {
   cat "$ENVFILE"
 }
 
+# do_stops [FROM [TO]]: the safepoints of the GC log stamped in [FROM, TO)
+# (the whole log by default), but the periodic "Cleanup" ones: their count,
+# total and longest stop, and every stop of 5 ms or more. Both G1 and ZGC
+# log each stop as a safepoint.
+do_stops() {
+  local logs=("$DIR"/logs/gc.log*)
+  [ -e "${logs[0]}" ] || die "kafka: no GC log in $DIR/logs"
+  cat "${logs[@]}" | awk -v from="${1:-}" -v to="${2:-9999}" '
+    /\] Safepoint "/ && !/Safepoint "Cleanup"/ {
+      stamp = substr($1, 2, index($1, "]") - 2)
+      if (stamp < from || stamp >= to) next
+      op = $0; sub(/^.*Safepoint "/, "", op); sub(/".*$/, "", op)
+      ns = $0; sub(/^.*Total: /, "", ns); sub(/ ns.*$/, "", ns)
+      ms = ns / 1e6; n++; sum += ms; if (ms > max) max = ms
+      if (ms >= 5) printf "%s %s %.1f ms\n", stamp, op, ms
+    }
+    END { printf "kafka-broker-stops n=%d total-ms=%.1f max-ms=%.1f\n", n, sum, max }'
+}
+
 case "${1:-}" in
 up) with_lock kafka do_up ;;
 down) with_lock kafka do_down ;;
@@ -218,8 +241,9 @@ start) with_lock kafka do_start ;;
 restart) with_lock kafka do_kill && with_lock kafka do_start ;;
 status) do_status ;;
 env) do_env ;;
+stops) do_stops "${2:-}" "${3:-}" ;;
 *)
-  echo "usage: $0 up|down|kill|start|restart|status|env" >&2
+  echo "usage: $0 up|down|kill|start|restart|status|env|stops [FROM [TO]]" >&2
   exit 2
   ;;
 esac
