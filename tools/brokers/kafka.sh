@@ -221,7 +221,7 @@ do_env() {
 do_stops() {
   local logs=("$DIR"/logs/gc.log*)
   [ -e "${logs[0]}" ] || die "kafka: no GC log in $DIR/logs"
-  cat "${logs[@]}" | awk -v from="${1:-}" -v to="${2:-9999}" '
+  awk -v from="${1:-}" -v to="${2:-9999}" '
     /\] Safepoint "/ && !/Safepoint "Cleanup"/ {
       stamp = substr($1, 2, index($1, "]") - 2)
       if (stamp < from || stamp >= to) next
@@ -230,7 +230,7 @@ do_stops() {
       ms = ns / 1e6; n++; sum += ms; if (ms > max) max = ms
       if (ms >= 5) printf "%s %s %.1f ms\n", stamp, op, ms
     }
-    END { printf "kafka-broker-stops n=%d total-ms=%.1f max-ms=%.1f\n", n, sum, max }'
+    END { printf "kafka-broker-stops n=%d total-ms=%.1f max-ms=%.1f\n", n, sum, max }' "${logs[@]}"
 }
 
 case "${1:-}" in
