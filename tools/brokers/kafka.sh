@@ -28,7 +28,7 @@ KAFKA_USER="${BQ_KAFKA_SASL_USER:-bq}"
 KAFKA_PASSWORD="${BQ_KAFKA_SASL_PASSWORD:-bq-secret}"
 # ZGC: its pauses stay under a millisecond (it moves objects while the
 # broker runs). With G1 every young collection stopped the broker, and so
-# every produce acknowledgement and fetch answer, for 5-110 ms about once a
+# every produce acknowledgement and fetch answer, for 5-330 ms about once a
 # second on this 2-core host (G1 shrinks the young generation towards its
 # pause goal, so it collects more often the slower it runs); those stops
 # decided the re-injector bench's p99 (kafka/DESIGN.md, section 5). A fixed
