@@ -26,8 +26,9 @@ KAFKA_TLS_PORT="${BQ_KAFKA_TLS_PORT:-19095}"
 KAFKA_SASL_TLS_PORT="${BQ_KAFKA_SASL_TLS_PORT:-19096}"
 KAFKA_USER="${BQ_KAFKA_SASL_USER:-bq}"
 KAFKA_PASSWORD="${BQ_KAFKA_SASL_PASSWORD:-bq-secret}"
-# ZGC: its pauses stay under a millisecond (it moves objects while the
-# broker runs). With G1 every young collection stopped the broker, and so
+# ZGC: it moves objects while the broker runs, so its stops are short (0-10
+# ms in a whole re-injector bench run on a loaded host, the longest 7 ms;
+# `kafka.sh stops`). With G1 every young collection stopped the broker, and so
 # every produce acknowledgement and fetch answer, for 5-330 ms about once a
 # second on this 2-core host (G1 shrinks the young generation towards its
 # pause goal, so it collects more often the slower it runs); those stops
