@@ -9,6 +9,10 @@
 #   kafka.sh restart kill, then start (fault injection: the data survives)
 #   kafka.sh status  exit 0 when running and serving
 #   kafka.sh env     print the BQ_KAFKA_* lines of the running broker
+#   kafka.sh stops [FROM [TO]]
+#                    how long the JVM stood still (GC and other safepoints)
+#                    between two wall times of its GC log, e.g. FROM
+#                    2026-12-03T22:52:07 (UTC; a prefix of the log's stamps)
 #
 # Ports and credentials can be overridden with the variables below.
 set -euo pipefail
@@ -22,11 +26,17 @@ KAFKA_TLS_PORT="${BQ_KAFKA_TLS_PORT:-19095}"
 KAFKA_SASL_TLS_PORT="${BQ_KAFKA_SASL_TLS_PORT:-19096}"
 KAFKA_USER="${BQ_KAFKA_SASL_USER:-bq}"
 KAFKA_PASSWORD="${BQ_KAFKA_SASL_PASSWORD:-bq-secret}"
-# The heap stays adaptive: a fixed young generation (-Xms512m -Xmx512m
-# -Xmn160m) made G1 pause less often but longer, and did not lower the
-# re-injector bench's p99 in an A/B on this 2-core host (kafka/DESIGN.md).
+# ZGC: it moves objects while the broker runs, so its stops are short (0-10
+# ms in a whole re-injector bench run on a loaded host, the longest 7 ms;
+# `kafka.sh stops`). With G1 every young collection stopped the broker, and so
+# every produce acknowledgement and fetch answer, for 5-330 ms about once a
+# second on this 2-core host (G1 shrinks the young generation towards its
+# pause goal, so it collects more often the slower it runs); those stops
+# decided the re-injector bench's p99 (kafka/DESIGN.md, section 5). A fixed
+# G1 young generation made them rarer but longer. ZGC keeps more of the
+# 512 MiB cap in use between its cycles (PSS about 640 MiB against 460).
 KAFKA_HEAP="${BQ_KAFKA_HEAP:--Xms128m -Xmx512m}"
-KAFKA_GC="${BQ_KAFKA_GC:--XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent}"
+KAFKA_GC="${BQ_KAFKA_GC:--XX:+UseZGC}"
 KAFKA_START_TIMEOUT="${BQ_KAFKA_START_TIMEOUT:-180}"
 
 DIR="$BQ_BROKERS_STATE/kafka"
@@ -132,9 +142,10 @@ launch() {
   java_args+=($KAFKA_HEAP)
   # shellcheck disable=SC2206
   java_args+=($KAFKA_GC)
-  # The GC log (pauses with their causes) is what tells a broker stall
-  # from a client one.
-  java_args+=("-Xlog:gc:file=$DIR/logs/gc.log:uptime,level:filecount=2,filesize=10m"
+  # The GC log (collections with their causes, and every safepoint: how
+  # long the broker stood still), stamped with the wall time, is what tells
+  # a broker stall from a client one.
+  java_args+=("-Xlog:gc,safepoint:file=$DIR/logs/gc.log:time,uptime,level:filecount=2,filesize=10m"
     -XX:+ExitOnOutOfMemoryError kafka.Kafka "$DIR/server.properties")
   # The JVM runs in its own session (setsid) so the caller's Ctrl-C or exit
   # does not kill it; the wrapper records its own pid, then becomes java.
@@ -204,6 +215,25 @@ do_env() {
   cat "$ENVFILE"
 }
 
+# do_stops [FROM [TO]]: the safepoints of the GC log stamped in [FROM, TO)
+# (the whole log by default), but the periodic "Cleanup" ones: their count,
+# total and longest stop, and every stop of 5 ms or more. Both G1 and ZGC
+# log each stop as a safepoint.
+do_stops() {
+  local logs=("$DIR"/logs/gc.log*)
+  [ -e "${logs[0]}" ] || die "kafka: no GC log in $DIR/logs"
+  awk -v from="${1:-}" -v to="${2:-9999}" '
+    /\] Safepoint "/ && !/Safepoint "Cleanup"/ {
+      stamp = substr($1, 2, index($1, "]") - 2)
+      if (stamp < from || stamp >= to) next
+      op = $0; sub(/^.*Safepoint "/, "", op); sub(/".*$/, "", op)
+      ns = $0; sub(/^.*Total: /, "", ns); sub(/ ns.*$/, "", ns)
+      ms = ns / 1e6; n++; sum += ms; if (ms > max) max = ms
+      if (ms >= 5) printf "%s %s %.1f ms\n", stamp, op, ms
+    }
+    END { printf "kafka-broker-stops n=%d total-ms=%.1f max-ms=%.1f\n", n, sum, max }' "${logs[@]}"
+}
+
 case "${1:-}" in
 up) with_lock kafka do_up ;;
 down) with_lock kafka do_down ;;
@@ -212,8 +242,9 @@ start) with_lock kafka do_start ;;
 restart) with_lock kafka do_kill && with_lock kafka do_start ;;
 status) do_status ;;
 env) do_env ;;
+stops) do_stops "${2:-}" "${3:-}" ;;
 *)
-  echo "usage: $0 up|down|kill|start|restart|status|env" >&2
+  echo "usage: $0 up|down|kill|start|restart|status|env|stops [FROM [TO]]" >&2
   exit 2
   ;;
 esac
