@@ -1,0 +1,165 @@
+package outbox
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// pgxConn is a pooled connection of the relay's *sql.DB, held by one
+// PostgreSQL claim from its begin to its commit, when the database/sql
+// driver is pgx's (jackc/pgx/v5/stdlib). The claim, the deletion and the
+// commit go through the *pgx.Conn under it (sql.Conn.Raw): the rows are
+// scanned by pgx's own scan plans straight from the wire into the row's
+// fields, with no driver.Value per column and no second conversion by
+// database/sql, and the ctids stay binary (pgtype.TID, no text). Any other
+// driver takes the database/sql path (claimSQL).
+type pgxConn struct{ conn *sql.Conn }
+
+// pgxConner is what pgx's database/sql connection (stdlib.Conn) has.
+type pgxConner interface{ Conn() *pgx.Conn }
+
+// errNotPgx: the relay's driver is not pgx's.
+var errNotPgx = errors.New("outbox: the database/sql driver is not pgx")
+
+// do runs f on the pgx connection under c.
+func (c *pgxConn) do(f func(*pgx.Conn) error) error {
+	return c.conn.Raw(func(dc any) error {
+		pc, ok := dc.(pgxConner)
+		if !ok {
+			return errNotPgx
+		}
+		return f(pc.Conn())
+	})
+}
+
+// close rolls back whatever the claim left open and hands the connection
+// back to the pool (a connection still in a transaction, because the
+// rollback failed, is discarded by the driver when it is next taken).
+func (c *pgxConn) close() {
+	_ = c.do(func(pc *pgx.Conn) error {
+		if pc.PgConn().TxStatus() == 'I' {
+			return nil
+		}
+		_, err := pc.Exec(context.Background(), "rollback")
+		return err
+	})
+	_ = c.conn.Close()
+}
+
+// claimPgx is claim on PostgreSQL through pgx. It returns errNotPgx,
+// holding nothing, when the driver is another.
+func (r *Relay) claimPgx(ctx context.Context, share int, now int64) (batch, error) {
+	conn, err := r.db.Conn(ctx)
+	if err != nil {
+		return batch{}, fmt.Errorf("outbox: claim: connection: %w", err)
+	}
+	b := batch{pg: &pgxConn{conn: conn}}
+	err = b.pg.do(func(pc *pgx.Conn) error {
+		// Not ended by ctx: a batch in flight when Run stops is settled.
+		if _, err := pc.Exec(context.WithoutCancel(ctx), "begin"); err != nil {
+			return fmt.Errorf("outbox: claim: begin: %w", err)
+		}
+		from := r.next.Add(uint32(share)) % keyBuckets
+		res, err := pc.Query(ctx, r.lockQ, int32(from), r.lockNS, share)
+		if err != nil {
+			return fmt.Errorf("outbox: claim: lock key buckets: %w", err)
+		}
+		buckets, err := pgx.CollectRows(res, pgx.RowTo[int32])
+		if err != nil {
+			return fmt.Errorf("outbox: claim: lock key buckets: %w", err)
+		}
+		if len(buckets) == 0 {
+			return nil
+		}
+		// A new statement, so a new snapshot, taken once every lock is
+		// held (see claim).
+		res, err = pc.Query(ctx, r.claimPgxQ, now, buckets, now, now, r.cfg.batch)
+		if err != nil {
+			return fmt.Errorf("outbox: claim: %w", err)
+		}
+		b.rows, err = scanPgxRows(res, r.cfg.batch)
+		return err
+	})
+	if err != nil || len(b.rows) == 0 {
+		b.abandon()
+		if errors.Is(err, errNotPgx) {
+			return batch{}, errNotPgx
+		}
+		return batch{}, err
+	}
+	return b, nil
+}
+
+// scanPgxRows reads the claimed rows (with their binary ctid), then keeps
+// the first row of each order key (see scanRows).
+func scanPgxRows(res pgx.Rows, limit int) ([]row, error) {
+	defer res.Close()
+	out := make([]row, 0, limit)
+	var rw row
+	// The headers column is not scanned (nil): Write stores nil headers as
+	// "null", the common case, which needs no decode.
+	dest := []any{&rw.id, &rw.queue, &rw.key, &rw.orderKey, (*bodyString)(&rw.body), nil, &rw.attempts, &rw.tid}
+	for res.Next() {
+		rw = row{}
+		if err := res.Scan(dest...); err != nil {
+			return nil, fmt.Errorf("outbox: claim: %w", err)
+		}
+		if h := res.RawValues()[5]; string(h) != "null" {
+			if err := json.Unmarshal(h, &rw.headers); err != nil {
+				return nil, fmt.Errorf("outbox: row %d: headers: %w", rw.id, err)
+			}
+		}
+		out = append(out, rw)
+	}
+	if err := res.Err(); err != nil {
+		return nil, fmt.Errorf("outbox: claim: %w", err)
+	}
+	return firstOfEachKey(out), nil
+}
+
+// settlePgx is settle on PostgreSQL through pgx, in the claim's
+// transaction: the deletion by ctid, the failures, then the commit (or a
+// rollback after an error).
+func (r *Relay) settlePgx(ctx context.Context, b batch, okAt []pgtype.TID, failed map[failure][]int64, now int64) error {
+	defer b.pg.close()
+	return b.pg.do(func(pc *pgx.Conn) error {
+		var errs []error
+		if len(okAt) > 0 {
+			if _, err := pc.Exec(ctx, r.deletePgxQ, okAt); err != nil {
+				errs = append(errs, fmt.Errorf("outbox: delete published rows: %w", err))
+			}
+		}
+		for f, ids := range failed {
+			if len(errs) > 0 {
+				break
+			}
+			delay := r.logFailure(ctx, f, ids)
+			if _, err := pc.Exec(ctx, r.failPgxQ, f.msg, now+delay.Milliseconds(), ids); err != nil {
+				errs = append(errs, fmt.Errorf("outbox: record failure: %w", err))
+			}
+		}
+		if len(errs) == 0 {
+			if _, err := pc.Exec(ctx, "commit"); err != nil {
+				errs = append(errs, fmt.Errorf("outbox: commit the outcome: %w", err))
+			}
+		}
+		return errors.Join(errs...)
+	})
+}
+
+// bodyString scans a BYTEA column into a string with one copy
+// (pgtype.BytesScanner: pgx hands over the column's bytes, decoded when
+// the format is text).
+type bodyString string
+
+// ScanBytes implements pgtype.BytesScanner.
+func (s *bodyString) ScanBytes(v []byte) error {
+	*s = bodyString(v)
+	return nil
+}
