@@ -61,25 +61,28 @@ func (r *Relay) claimPgx(ctx context.Context, share int, now int64) (batch, erro
 	}
 	b := batch{pg: &pgxConn{conn: conn}}
 	err = b.pg.do(func(pc *pgx.Conn) error {
-		// Not ended by ctx: a batch in flight when Run stops is settled.
-		if _, err := pc.Exec(context.WithoutCancel(ctx), "begin"); err != nil {
-			return fmt.Errorf("outbox: claim: begin: %w", err)
-		}
+		// The begin and the bucket locks in one round trip (a pipeline:
+		// the begin makes it an explicit transaction, which the locks'
+		// statement joins). Not ended by ctx: a batch in flight when Run
+		// stops is settled.
 		from := r.next.Add(uint32(share)) % keyBuckets
-		res, err := pc.Query(ctx, r.lockQ, int32(from), r.lockNS, share)
+		var q pgx.Batch
+		q.Queue("begin")
+		q.Queue(r.lockQ, int32(from), r.lockNS, share)
+		br := pc.SendBatch(context.WithoutCancel(ctx), &q)
+		buckets, err := lockedBuckets(br)
 		if err != nil {
-			return fmt.Errorf("outbox: claim: lock key buckets: %w", err)
+			return err
 		}
-		buckets, err := pgx.CollectRows(res, pgx.RowTo[int32])
-		if err != nil {
-			return fmt.Errorf("outbox: claim: lock key buckets: %w", err)
+		if st := pc.PgConn().TxStatus(); st != 'T' {
+			return fmt.Errorf("outbox: claim: transaction status %q after begin, want T", st)
 		}
 		if len(buckets) == 0 {
 			return nil
 		}
 		// A new statement, so a new snapshot, taken once every lock is
 		// held (see claim).
-		res, err = pc.Query(ctx, r.claimPgxQ, now, buckets, now, now, r.cfg.batch)
+		res, err := pc.Query(ctx, r.claimPgxQ, now, buckets, now, now, r.cfg.batch)
 		if err != nil {
 			return fmt.Errorf("outbox: claim: %w", err)
 		}
@@ -94,6 +97,27 @@ func (r *Relay) claimPgx(ctx context.Context, share int, now int64) (batch, erro
 		return batch{}, err
 	}
 	return b, nil
+}
+
+// lockedBuckets reads the results of the begin and the bucket locks
+// statement.
+func lockedBuckets(br pgx.BatchResults) ([]int32, error) {
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return nil, fmt.Errorf("outbox: claim: begin: %w", err)
+	}
+	res, err := br.Query()
+	if err != nil {
+		return nil, fmt.Errorf("outbox: claim: lock key buckets: %w", err)
+	}
+	buckets, err := pgx.CollectRows(res, pgx.RowTo[int32])
+	if err != nil {
+		return nil, fmt.Errorf("outbox: claim: lock key buckets: %w", err)
+	}
+	if err := br.Close(); err != nil {
+		return nil, fmt.Errorf("outbox: claim: lock key buckets: %w", err)
+	}
+	return buckets, nil
 }
 
 // scanPgxRows reads the claimed rows (with their binary ctid), then keeps
@@ -129,25 +153,35 @@ func scanPgxRows(res pgx.Rows, limit int) ([]row, error) {
 func (r *Relay) settlePgx(ctx context.Context, b batch, okAt []pgtype.TID, failed map[failure][]int64, now int64) error {
 	defer b.pg.close()
 	return b.pg.do(func(pc *pgx.Conn) error {
-		var errs []error
+		// The deletion, the failures and the commit in one round trip (a
+		// pipeline): after an error the server skips the rest, the commit
+		// too, and close rolls the transaction back.
+		var q pgx.Batch
 		if len(okAt) > 0 {
-			if _, err := pc.Exec(ctx, r.deletePgxQ, okAt); err != nil {
-				errs = append(errs, fmt.Errorf("outbox: delete published rows: %w", err))
-			}
+			q.Queue(r.deletePgxQ, okAt)
 		}
 		for f, ids := range failed {
-			if len(errs) > 0 {
+			delay := r.logFailure(ctx, f, ids)
+			q.Queue(r.failPgxQ, f.msg, now+delay.Milliseconds(), ids)
+		}
+		q.Queue("commit")
+		br := pc.SendBatch(ctx, &q)
+		var errs []error
+		for i := range q.Len() {
+			if _, err := br.Exec(); err != nil {
+				what := "record failure"
+				switch {
+				case i == q.Len()-1:
+					what = "commit the outcome"
+				case i == 0 && len(okAt) > 0:
+					what = "delete published rows"
+				}
+				errs = append(errs, fmt.Errorf("outbox: %s: %w", what, err))
 				break
 			}
-			delay := r.logFailure(ctx, f, ids)
-			if _, err := pc.Exec(ctx, r.failPgxQ, f.msg, now+delay.Milliseconds(), ids); err != nil {
-				errs = append(errs, fmt.Errorf("outbox: record failure: %w", err))
-			}
 		}
-		if len(errs) == 0 {
-			if _, err := pc.Exec(ctx, "commit"); err != nil {
-				errs = append(errs, fmt.Errorf("outbox: commit the outcome: %w", err))
-			}
+		if err := br.Close(); err != nil && len(errs) == 0 {
+			errs = append(errs, fmt.Errorf("outbox: commit the outcome: %w", err))
 		}
 		return errors.Join(errs...)
 	})
