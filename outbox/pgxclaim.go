@@ -128,7 +128,10 @@ func scanPgxRows(res pgx.Rows, limit int) ([]row, error) {
 	var rw row
 	// The headers column is not scanned (nil): Write stores nil headers as
 	// "null", the common case, which needs no decode.
-	dest := []any{&rw.id, &rw.queue, &rw.key, &rw.orderKey, (*bodyString)(&rw.body), nil, &rw.attempts, &rw.tid}
+	// The queue is read as the previous row's string when it is the
+	// same (usually: one string per batch, not per row).
+	queue := &sameString{}
+	dest := []any{&rw.id, queue, &rw.key, &rw.orderKey, (*bodyString)(&rw.body), nil, &rw.attempts, &rw.tid}
 	for res.Next() {
 		rw = row{}
 		if err := res.Scan(dest...); err != nil {
@@ -139,6 +142,7 @@ func scanPgxRows(res pgx.Rows, limit int) ([]row, error) {
 				return nil, fmt.Errorf("outbox: row %d: headers: %w", rw.id, err)
 			}
 		}
+		rw.queue = queue.s
 		out = append(out, rw)
 	}
 	if err := res.Err(); err != nil {
@@ -150,7 +154,7 @@ func scanPgxRows(res pgx.Rows, limit int) ([]row, error) {
 // settlePgx is settle on PostgreSQL through pgx, in the claim's
 // transaction: the deletion by ctid, the failures, then the commit (or a
 // rollback after an error).
-func (r *Relay) settlePgx(ctx context.Context, b batch, okAt []pgtype.TID, failed map[failure][]int64, now int64) error {
+func (r *Relay) settlePgx(ctx context.Context, b batch, okAt pgtype.FlatArray[pgtype.TID], failed map[failure][]int64, now int64) error {
 	defer b.pg.close()
 	return b.pg.do(func(pc *pgx.Conn) error {
 		// The deletion, the failures and the commit in one round trip (a
@@ -195,5 +199,17 @@ type bodyString string
 // ScanBytes implements pgtype.BytesScanner.
 func (s *bodyString) ScanBytes(v []byte) error {
 	*s = bodyString(v)
+	return nil
+}
+
+// sameString scans a text column into s, keeping s (no new string) when
+// the value is the same as the last one (pgtype.BytesScanner).
+type sameString struct{ s string }
+
+// ScanBytes implements pgtype.BytesScanner.
+func (s *sameString) ScanBytes(v []byte) error {
+	if string(v) != s.s {
+		s.s = string(v)
+	}
 	return nil
 }

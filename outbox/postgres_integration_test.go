@@ -46,20 +46,26 @@ func TestPostgresSimpleProtocol(t *testing.T) {
 
 // TestPostgresClaimsThroughPgx checks that a relay on pgx's driver
 // reads its claims through pgx, and one told otherwise through
-// database/sql.
+// database/sql, each row with its own queue.
 func TestPostgresClaimsThroughPgx(t *testing.T) {
 	db, _ := brokertest.Postgres(t)
 	for _, plain := range []bool{false, true} {
 		ob := newOutbox(t, db, outbox.Postgres)
-		write(t, db, ob, true, outbox.Message{Queue: "q", Body: []byte("b")})
+		write(t, db, ob, true, outbox.Message{Queue: "q", Body: []byte("b")}, outbox.Message{Queue: "q2", Body: []byte("c")},
+			outbox.Message{Queue: "q", Body: []byte("d")})
 		var opts []outbox.RelayOption
 		if plain {
 			opts = append(opts, outbox.WithDatabaseSQLClaims())
 		}
 		s := &recordingSender{}
 		r := newRelay(t, db, ob, s, opts...)
-		if n, err := r.RunOnce(context.Background()); err != nil || n != 1 || len(s.got) != 1 {
-			t.Fatalf("RunOnce: %d, %v, sent %d; want 1 row", n, err, len(s.got))
+		if n, err := r.RunOnce(context.Background()); err != nil || n != 3 || len(s.got) != 3 {
+			t.Fatalf("RunOnce: %d, %v, sent %d; want 3 rows", n, err, len(s.got))
+		}
+		for _, g := range s.got {
+			if want := map[string]string{"b": "q", "c": "q2", "d": "q"}[string(g.body)]; g.queue != want {
+				t.Fatalf("row %s sent to %q, want %q", g.body, g.queue, want)
+			}
 		}
 		if r.ClaimsThroughPgx() == plain {
 			t.Fatalf("claims through pgx: %v, want %v", r.ClaimsThroughPgx(), !plain)

@@ -455,7 +455,7 @@ func (r *Relay) settle(ctx context.Context, b batch) error {
 	now := r.ob.now().UnixMilli()
 	var ok, held []int64
 	var okAt []string
-	var okTID []pgtype.TID
+	var okTID pgtype.FlatArray[pgtype.TID] // no reflection to encode it
 	failed := map[failure][]int64{}
 	for _, rw := range b.rows {
 		switch {
