@@ -72,3 +72,48 @@ func TestPostgresClaimsThroughPgx(t *testing.T) {
 		}
 	}
 }
+
+// TestPostgresFailedDeletionRollsBack makes the deletion of published rows
+// fail (a trigger): the outcome is rolled back, the rows stay pending, no
+// connection is left in use, and once the deletion works again the rows
+// are published again and deleted.
+func TestPostgresFailedDeletionRollsBack(t *testing.T) {
+	db, _ := brokertest.Postgres(t)
+	ctx := context.Background()
+	for _, plain := range []bool{false, true} {
+		ob := newOutbox(t, db, outbox.Postgres)
+		fn := ob.Table() + "_no_delete"
+		for _, q := range []string{
+			`CREATE FUNCTION ` + fn + `() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'no deletion'; END $$`,
+			`CREATE TRIGGER ` + fn + ` BEFORE DELETE ON ` + ob.Table() + ` FOR EACH ROW EXECUTE FUNCTION ` + fn + `()`,
+		} {
+			if _, err := db.ExecContext(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Cleanup(func() { _, _ = db.ExecContext(ctx, `DROP FUNCTION IF EXISTS `+fn+`() CASCADE`) })
+		write(t, db, ob, true, outbox.Message{Queue: "q", Key: []byte("a"), Body: []byte("a0")}, outbox.Message{Queue: "q", Key: []byte("b"), Body: []byte("b0")})
+		var opts []outbox.RelayOption
+		if plain {
+			opts = append(opts, outbox.WithDatabaseSQLClaims())
+		}
+		s := &recordingSender{}
+		r := newRelay(t, db, ob, s, opts...)
+		if _, err := r.RunOnce(ctx); err == nil || !strings.Contains(err.Error(), "no deletion") {
+			t.Fatalf("RunOnce with the deletion failing: %v, want its error", err)
+		}
+		if st, err := ob.Stats(ctx, db); err != nil || st.Pending != 2 || st.Failing != 0 {
+			t.Fatalf("stats %+v (%v), want both rows pending, none failing", st, err)
+		}
+		if in := db.Stats().InUse; in != 0 {
+			t.Fatalf("%d connections in use after the claim, want 0", in)
+		}
+		if _, err := db.ExecContext(ctx, `DROP TRIGGER `+fn+` ON `+ob.Table()); err != nil {
+			t.Fatal(err)
+		}
+		drain(t, r)
+		if st, err := ob.Stats(ctx, db); err != nil || st.Pending != 0 || len(s.got) != 4 {
+			t.Fatalf("stats %+v (%v), sent %d; want none pending, each row sent twice", st, err, len(s.got))
+		}
+	}
+}
