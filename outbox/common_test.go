@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -75,9 +76,12 @@ var senderKinds = map[string]func(*recordingSender) outbox.Sender{
 	"Batch": func(s *recordingSender) outbox.Sender { return &batchingSender{recordingSender: s} },
 }
 
+// relayOpts are added to every relay of a test run (runOutboxTests).
+var relayOpts []outbox.RelayOption
+
 func newRelay(t *testing.T, db *sql.DB, ob *outbox.Outbox, s outbox.Sender, opts ...outbox.RelayOption) *outbox.Relay {
 	t.Helper()
-	r, err := outbox.NewRelay(db, ob, s, opts...)
+	r, err := outbox.NewRelay(db, ob, s, append(slices.Clone(relayOpts), opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

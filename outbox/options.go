@@ -67,6 +67,7 @@ type relayConfig struct {
 	minBackoff, maxBackoff time.Duration
 	sendTimeout            time.Duration
 	logger                 *slog.Logger
+	plainSQL               bool // tests: PostgreSQL through database/sql even with pgx's driver
 	errs                   option.Errors
 }
 

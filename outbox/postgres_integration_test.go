@@ -3,6 +3,9 @@
 package outbox_test
 
 import (
+	"context"
+	"database/sql"
+	"strings"
 	"testing"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
@@ -14,4 +17,103 @@ import (
 func TestPostgres(t *testing.T) {
 	db, _ := brokertest.Postgres(t)
 	runOutboxTests(t, db, outbox.Postgres)
+}
+
+// TestPostgresDatabaseSQL is TestPostgres with the claims and their
+// settlement through database/sql, the path of a driver other than pgx's.
+func TestPostgresDatabaseSQL(t *testing.T) {
+	db, _ := brokertest.Postgres(t)
+	relayOpts = []outbox.RelayOption{outbox.WithDatabaseSQLClaims()}
+	t.Cleanup(func() { relayOpts = nil })
+	runOutboxTests(t, db, outbox.Postgres)
+}
+
+// TestPostgresSimpleProtocol is TestPostgres with pgx in its simple
+// protocol: every column and parameter in text format.
+func TestPostgresSimpleProtocol(t *testing.T) {
+	_, url := brokertest.Postgres(t)
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	db, err := sql.Open("pgx", url+sep+"default_query_exec_mode=simple_protocol")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	runOutboxTests(t, db, outbox.Postgres)
+}
+
+// TestPostgresClaimsThroughPgx checks that a relay on pgx's driver
+// reads its claims through pgx, and one told otherwise through
+// database/sql, each row with its own queue.
+func TestPostgresClaimsThroughPgx(t *testing.T) {
+	db, _ := brokertest.Postgres(t)
+	for _, plain := range []bool{false, true} {
+		ob := newOutbox(t, db, outbox.Postgres)
+		write(t, db, ob, true, outbox.Message{Queue: "q", Body: []byte("b")}, outbox.Message{Queue: "q2", Body: []byte("c")},
+			outbox.Message{Queue: "q", Body: []byte("d")})
+		var opts []outbox.RelayOption
+		if plain {
+			opts = append(opts, outbox.WithDatabaseSQLClaims())
+		}
+		s := &recordingSender{}
+		r := newRelay(t, db, ob, s, opts...)
+		if n, err := r.RunOnce(context.Background()); err != nil || n != 3 || len(s.got) != 3 {
+			t.Fatalf("RunOnce: %d, %v, sent %d; want 3 rows", n, err, len(s.got))
+		}
+		for _, g := range s.got {
+			if want := map[string]string{"b": "q", "c": "q2", "d": "q"}[string(g.body)]; g.queue != want {
+				t.Fatalf("row %s sent to %q, want %q", g.body, g.queue, want)
+			}
+		}
+		if r.ClaimsThroughPgx() == plain {
+			t.Fatalf("claims through pgx: %v, want %v", r.ClaimsThroughPgx(), !plain)
+		}
+	}
+}
+
+// TestPostgresFailedDeletionRollsBack makes the deletion of published rows
+// fail (a trigger): the outcome is rolled back, the rows stay pending, no
+// connection is left in use, and once the deletion works again the rows
+// are published again and deleted.
+func TestPostgresFailedDeletionRollsBack(t *testing.T) {
+	db, _ := brokertest.Postgres(t)
+	ctx := context.Background()
+	for _, plain := range []bool{false, true} {
+		ob := newOutbox(t, db, outbox.Postgres)
+		fn := ob.Table() + "_no_delete"
+		for _, q := range []string{
+			`CREATE FUNCTION ` + fn + `() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'no deletion'; END $$`,
+			`CREATE TRIGGER ` + fn + ` BEFORE DELETE ON ` + ob.Table() + ` FOR EACH ROW EXECUTE FUNCTION ` + fn + `()`,
+		} {
+			if _, err := db.ExecContext(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Cleanup(func() { _, _ = db.ExecContext(ctx, `DROP FUNCTION IF EXISTS `+fn+`() CASCADE`) })
+		write(t, db, ob, true, outbox.Message{Queue: "q", Key: []byte("a"), Body: []byte("a0")}, outbox.Message{Queue: "q", Key: []byte("b"), Body: []byte("b0")})
+		var opts []outbox.RelayOption
+		if plain {
+			opts = append(opts, outbox.WithDatabaseSQLClaims())
+		}
+		s := &recordingSender{}
+		r := newRelay(t, db, ob, s, opts...)
+		if _, err := r.RunOnce(ctx); err == nil || !strings.Contains(err.Error(), "no deletion") {
+			t.Fatalf("RunOnce with the deletion failing: %v, want its error", err)
+		}
+		if st, err := ob.Stats(ctx, db); err != nil || st.Pending != 2 || st.Failing != 0 {
+			t.Fatalf("stats %+v (%v), want both rows pending, none failing", st, err)
+		}
+		if in := db.Stats().InUse; in != 0 {
+			t.Fatalf("%d connections in use after the claim, want 0", in)
+		}
+		if _, err := db.ExecContext(ctx, `DROP TRIGGER `+fn+` ON `+ob.Table()); err != nil {
+			t.Fatal(err)
+		}
+		drain(t, r)
+		if st, err := ob.Stats(ctx, db); err != nil || st.Pending != 0 || len(s.got) != 4 {
+			t.Fatalf("stats %+v (%v), sent %d; want none pending, each row sent twice", st, err, len(s.got))
+		}
+	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/babelqueue/babelqueue-go/core/driver"
 	"github.com/babelqueue/babelqueue-go/core/option"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // Relay publishes the pending rows of an outbox. Several relays (in one
@@ -32,6 +33,12 @@ type Relay struct {
 	lockQ  string // PostgreSQL: try-lock key buckets, return those taken
 	lockNS int32  // PostgreSQL: the advisory lock namespace of the table's key buckets
 	next   atomic.Uint32
+	// PostgreSQL through pgx (pgxclaim.go): the claim reading binary
+	// ctids, the deletion by them, the failures' update.
+	claimPgxQ, deletePgxQ, failPgxQ string
+	// plainSQL: the PostgreSQL claim goes through database/sql (the
+	// driver is not pgx's).
+	plainSQL atomic.Bool
 }
 
 // keyBuckets is how many advisory locks (PostgreSQL) the order keys of a
@@ -88,6 +95,10 @@ func NewRelay(db *sql.DB, ob *Outbox, sender Sender, opts ...RelayOption) (*Rela
          OR NOT EXISTS (SELECT 1 FROM {t} p WHERE p.order_key = o.order_key AND p.id < o.id
                         AND p.attempts > 0 AND p.published_at IS NULL AND p.next_attempt_at > ?))
   ORDER BY o.id LIMIT ?`)
+		r.claimPgxQ = strings.Replace(r.claimQ, "o.ctid::text", "o.ctid", 1)
+		r.deletePgxQ = ob.q(`DELETE FROM {t} WHERE ctid = ANY(?::tid[])`)
+		r.failPgxQ = ob.q(failStmt + ` id = ANY(?::bigint[])`)
+		r.plainSQL.Store(c.plainSQL)
 		return r, nil
 	}
 	// SQLite: one statement under the single writer lock leases to this
@@ -123,7 +134,8 @@ func (r *Relay) logger() *slog.Logger {
 // whose key-bucket locks hold them.
 type batch struct {
 	rows []row
-	tx   *sql.Tx
+	tx   *sql.Tx  // PostgreSQL through database/sql
+	pg   *pgxConn // PostgreSQL through pgx
 }
 
 type row struct {
@@ -134,7 +146,8 @@ type row struct {
 	body     string // read as a string: the Outgoing a transport sends holds one
 	headers  map[string]string
 	attempts int
-	ctid     string // PostgreSQL: where the row is, stable while the claim holds its key
+	ctid     string     // PostgreSQL through database/sql: where the row is, stable while the claim holds its key
+	tid      pgtype.TID // the same through pgx, binary
 	err      error
 }
 
@@ -209,6 +222,13 @@ func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 // different rows; RunOnce takes every free bucket.
 func (r *Relay) claim(ctx context.Context, share int) (batch, error) {
 	now := r.ob.now().UnixMilli()
+	if r.ob.dialect == Postgres && !r.plainSQL.Load() {
+		b, err := r.claimPgx(ctx, share, now)
+		if !errors.Is(err, errNotPgx) {
+			return b, err
+		}
+		r.plainSQL.Store(true)
+	}
 	var b batch
 	var res *sql.Rows
 	var err error
@@ -292,20 +312,27 @@ func scanRows(res *sql.Rows, withCTID bool, limit int) ([]row, error) {
 	if err := res.Err(); err != nil {
 		return nil, fmt.Errorf("outbox: claim: %w", err)
 	}
+	return firstOfEachKey(out), nil
+}
+
+// firstOfEachKey sorts rows by id and keeps one row per order key: its
+// head, the oldest (a PostgreSQL claim may read several rows of a key).
+func firstOfEachKey(out []row) []row {
 	slices.SortFunc(out, func(a, b row) int { return cmp.Compare(a.id, b.id) })
-	// One row per order key: its head, the oldest (a PostgreSQL claim may
-	// read several rows of a key).
 	seen := make(map[string]struct{}, len(out))
 	return slices.DeleteFunc(out, func(rw row) bool {
 		_, dup := seen[rw.orderKey]
 		seen[rw.orderKey] = struct{}{}
 		return dup
-	}), nil
+	})
 }
 
 // abandon ends the claim's transaction, if any, without an outcome: its
 // rows stay pending.
 func (b batch) abandon() {
+	if b.pg != nil {
+		b.pg.close()
+	}
 	if b.tx != nil {
 		_ = b.tx.Rollback()
 	}
@@ -426,24 +453,25 @@ func (r *Relay) sendByKey(ctx context.Context, rows []row) {
 // released without counting an attempt.
 func (r *Relay) settle(ctx context.Context, b batch) error {
 	now := r.ob.now().UnixMilli()
-	type failure struct {
-		attempts int
-		msg      string
-	}
 	var ok, held []int64
 	var okAt []string
+	var okTID pgtype.FlatArray[pgtype.TID] // no reflection to encode it
 	failed := map[failure][]int64{}
 	for _, rw := range b.rows {
 		switch {
 		case rw.err == nil:
 			ok = append(ok, rw.id)
 			okAt = append(okAt, rw.ctid)
+			okTID = append(okTID, rw.tid)
 		case errors.Is(rw.err, ErrEarlierFailed):
 			held = append(held, rw.id)
 		default:
 			f := failure{rw.attempts + 1, truncate(rw.err.Error(), 1000)}
 			failed[f] = append(failed[f], rw.id)
 		}
+	}
+	if b.pg != nil {
+		return r.settlePgx(ctx, b, okTID, failed, now)
 	}
 	var errs []error
 	// exec runs stmt (ending in WHERE) on ids.
@@ -486,10 +514,8 @@ func (r *Relay) settle(ctx context.Context, b batch) error {
 		exec("release rows held back", `UPDATE {t} SET locked_until = 0, locked_by = '' WHERE`, held)
 	}
 	for f, ids := range failed {
-		delay := r.backoff(f.attempts)
-		r.logger().LogAttrs(ctx, slog.LevelWarn, "outbox: send failed; retrying", slog.Int("rows", len(ids)), slog.Int64("first_row", ids[0]),
-			slog.Int("attempts", f.attempts), slog.Duration("retry_in", delay), slog.String("error", f.msg))
-		exec("record failure", `UPDATE {t} SET attempts = attempts + 1, last_error = ?, next_attempt_at = ?, locked_until = 0, locked_by = '' WHERE`, ids, f.msg, now+delay.Milliseconds())
+		delay := r.logFailure(ctx, f, ids)
+		exec("record failure", failStmt, ids, f.msg, now+delay.Milliseconds())
 	}
 	if b.tx != nil {
 		if len(errs) > 0 {
@@ -499,6 +525,25 @@ func (r *Relay) settle(ctx context.Context, b batch) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// failure is the outcome of a failed send: the row's attempts, with this
+// one, and the error.
+type failure struct {
+	attempts int
+	msg      string
+}
+
+// failStmt records a failure (ending in WHERE): the attempt, the error,
+// the next attempt's time.
+const failStmt = `UPDATE {t} SET attempts = attempts + 1, last_error = ?, next_attempt_at = ?, locked_until = 0, locked_by = '' WHERE`
+
+// logFailure logs the failure of ids and returns their retry delay.
+func (r *Relay) logFailure(ctx context.Context, f failure, ids []int64) time.Duration {
+	delay := r.backoff(f.attempts)
+	r.logger().LogAttrs(ctx, slog.LevelWarn, "outbox: send failed; retrying", slog.Int("rows", len(ids)), slog.Int64("first_row", ids[0]),
+		slog.Int("attempts", f.attempts), slog.Duration("retry_in", delay), slog.String("error", f.msg))
+	return delay
 }
 
 func (r *Relay) backoff(attempt int) time.Duration {

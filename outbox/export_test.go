@@ -1,0 +1,8 @@
+package outbox
+
+// WithDatabaseSQLClaims makes a PostgreSQL relay claim and settle through
+// database/sql, as it does when the driver is not pgx's.
+func WithDatabaseSQLClaims() RelayOption { return func(c *relayConfig) { c.plainSQL = true } }
+
+// ClaimsThroughPgx reports whether r's PostgreSQL claims go through pgx.
+func (r *Relay) ClaimsThroughPgx() bool { return r.ob.dialect == Postgres && !r.plainSQL.Load() }
