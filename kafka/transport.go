@@ -52,6 +52,7 @@ type Transport struct {
 	manyWriter *kafkago.Writer    // ownWriter's twin for concurrent single-record writes (send.go); nil when the writer was injected
 	writing    atomic.Int32       // writes in flight through the own writers
 	net        *kafkago.Transport // connections of ownWriter and of admin calls
+	netMemo    *metadataMemo      // t.net as the writers use it (metadatamemo.go)
 	dialer     *kafkago.Dialer    // connections of readers and group members
 
 	closed      atomic.Bool // set under mu, read without it on the publish path
@@ -85,6 +86,7 @@ func New(opts ...Option) (*Transport, error) {
 		budget: newRecordBudget(cfg.maxBufferedRecords, cfg.maxBufferedBytes)}
 	if len(cfg.brokers) > 0 {
 		t.net = netTransport(&cfg)
+		t.netMemo = newMetadataMemo(t.net, cfg.clock)
 		t.dialer = &kafkago.Dialer{
 			Timeout:       dialTimeout,
 			DualStack:     true,
@@ -121,7 +123,7 @@ func (t *Transport) newWriter(batchSize int) *kafkago.Writer {
 		RequiredAcks:           t.cfg.requiredAcks,
 		MaxAttempts:            1, // the transport retries what was refused (publish_outcome.go)
 		AllowAutoTopicCreation: t.cfg.autoCreate,
-		Transport:              t.net,
+		Transport:              t.netMemo,
 		Logger:                 logger,
 		ErrorLogger:            errorLogger,
 	}
