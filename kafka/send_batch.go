@@ -54,7 +54,7 @@ func (t *Transport) SendBatch(ctx context.Context, outs []*driver.Outgoing) ([]d
 		}
 		m, r, err := t.record(out)
 		if err != nil {
-			recs.release(headers) // nothing was handed to a writer yet
+			recs.release() // nothing was handed to a writer yet
 			return nil, fmt.Errorf("kafka: send batch entry %d: %w", i, err)
 		}
 		msgs[i], receipts[i] = m, r
@@ -64,7 +64,7 @@ func (t *Transport) SendBatch(ctx context.Context, outs []*driver.Outgoing) ([]d
 	}
 	if t.ownWriter != nil {
 		// An injected Writer may keep the records it was handed.
-		recs.release(headers)
+		recs.release()
 	}
 	return receipts, nil
 }
