@@ -50,6 +50,7 @@ type Transport struct {
 	ownWriter  *kafkago.Writer    // nil when the writer was injected
 	loneWriter *kafkago.Writer    // ownWriter's twin sending each record at once; nil when the writer was injected
 	manyWriter *kafkago.Writer    // ownWriter's twin for concurrent single-record writes (send.go); nil when the writer was injected
+	fewWriter  *kafkago.Writer    // ownWriter's twin for SendBatch calls of at most fewBatchSize records (send_batch.go); nil when the writer was injected
 	writing    atomic.Int32       // writes in flight through the own writers
 	net        *kafkago.Transport // connections of ownWriter and of admin calls
 	netMemo    *metadataMemo      // t.net as the writers use it (metadatamemo.go)
@@ -104,6 +105,7 @@ func New(opts ...Option) (*Transport, error) {
 		// linger for company that is not coming (see write).
 		t.loneWriter = t.newWriter(1)
 		t.manyWriter = t.newWriter(min(cfg.batchSize, singlesBatchSize))
+		t.fewWriter = t.newWriter(min(cfg.batchSize, fewBatchSize))
 	}
 	return t, nil
 }
@@ -159,6 +161,9 @@ func (t *Transport) Close() error {
 			errs = append(errs, wrapf(err, "close writer"))
 		}
 		if err := t.manyWriter.Close(); err != nil {
+			errs = append(errs, wrapf(err, "close writer"))
+		}
+		if err := t.fewWriter.Close(); err != nil {
 			errs = append(errs, wrapf(err, "close writer"))
 		}
 	}
