@@ -65,6 +65,16 @@ func (m *metadataMemo) RoundTrip(ctx context.Context, addr net.Addr, req kafkago
 	return res, nil
 }
 
+// partitions returns how many partitions the last answer memoized gave
+// topic, however old (an estimate for sizing, never for placing a record);
+// 0 when the memo holds no answer for topic.
+func (m *metadataMemo) partitions(topic string) int {
+	if e := m.last.Load(); e != nil && e.topic == topic {
+		return len(e.resp.Topics[0].Partitions)
+	}
+	return 0
+}
+
 // answered reports whether resp holds topic alone, without an error and
 // with partitions: an answer that stays true until the topic changes.
 func answered(resp *metadataAPI.Response, topic string) bool {

@@ -9,11 +9,12 @@ import (
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 )
 
-// TestIntegrationSendBatchWriterBySize publishes a batch of fewBatchSize
-// records and one of more, and checks from the writers' counters that the
-// first went through the writer capped at fewBatchSize and the second
-// through the writer with the configured cap, every record acknowledged.
-func TestIntegrationSendBatchWriterBySize(t *testing.T) {
+// TestIntegrationSendBatchWriterByShare publishes an unkeyed batch, then a
+// batch whose records all carry one key and are more than fewBatchSize,
+// and checks from the writers' counters that the first went through the
+// writer capped at fewBatchSize, the second through the writer with the
+// configured cap, every record acknowledged.
+func TestIntegrationSendBatchWriterByShare(t *testing.T) {
 	tr := itTransport(t)
 	topic := uniq("batch-writers")
 	ensure(t, tr, topic, 3)
@@ -22,23 +23,31 @@ func TestIntegrationSendBatchWriterBySize(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := bgCtx(t, time.Minute)
-	tr.fewWriter.Stats() // reset the counters
-	tr.ownWriter.Stats()
-	for _, n := range []int{fewBatchSize, fewBatchSize + 1} {
+	batch := func(n int, opts ...babelqueue.PublishOption) []babelqueue.BatchMessage {
 		msgs := make([]babelqueue.BatchMessage, n)
 		for i := range msgs {
-			msgs[i] = babelqueue.BatchMessage{URN: "urn:babel:orders:created", Data: map[string]int{"seq": i}}
+			msgs[i] = babelqueue.BatchMessage{URN: "urn:babel:orders:created", Data: map[string]int{"seq": i}, Options: opts}
 		}
-		if _, err := app.PublishBatch(ctx, msgs); err != nil {
-			t.Fatalf("batch of %d: %v", n, err)
-		}
+		return msgs
+	}
+	if _, err := app.PublishBatch(ctx, batch(1)); err != nil { // learns the partition count
+		t.Fatal(err)
+	}
+	tr.fewWriter.Stats() // reset the counters
+	tr.ownWriter.Stats()
+	if _, err := app.PublishBatch(ctx, batch(2*fewBatchSize)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.PublishBatch(ctx, batch(fewBatchSize+1, babelqueue.WithKey([]byte("hot")))); err != nil {
+		t.Fatal(err)
 	}
 	few, own := tr.fewWriter.Stats(), tr.ownWriter.Stats()
-	if few.Messages != fewBatchSize || own.Messages != fewBatchSize+1 {
+	if few.Messages != 2*fewBatchSize || own.Messages != fewBatchSize+1 {
 		t.Fatalf("records written: capped writer %d, configured writer %d; want %d and %d",
-			few.Messages, own.Messages, fewBatchSize, fewBatchSize+1)
+			few.Messages, own.Messages, 2*fewBatchSize, fewBatchSize+1)
 	}
-	if few.BatchSize.Max > fewBatchSize {
-		t.Fatalf("the capped writer sent a batch of %d records", few.BatchSize.Max)
+	if few.BatchSize.Max > fewBatchSize || own.BatchSize.Max != fewBatchSize+1 {
+		t.Fatalf("largest batches: capped writer %d, configured writer %d; want at most %d and %d",
+			few.BatchSize.Max, own.BatchSize.Max, fewBatchSize, fewBatchSize+1)
 	}
 }

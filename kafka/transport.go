@@ -52,6 +52,7 @@ type Transport struct {
 	manyWriter *kafkago.Writer    // ownWriter's twin for concurrent single-record writes (send.go); nil when the writer was injected
 	fewWriter  *kafkago.Writer    // ownWriter's twin for SendBatch calls of at most fewBatchSize records (send_batch.go); nil when the writer was injected
 	writing    atomic.Int32       // writes in flight through the own writers
+	batchCalls atomic.Int32       // SendBatch writes in flight (send_batch.go)
 	net        *kafkago.Transport // connections of ownWriter and of admin calls
 	netMemo    *metadataMemo      // t.net as the writers use it (metadatamemo.go)
 	dialer     *kafkago.Dialer    // connections of readers and group members
