@@ -85,7 +85,12 @@ type benchPayload struct {
 // kafka-go Writer.WriteMessages, same settings, same broker, in alternating
 // rounds, and prints
 // "bench: kafka-publish-batch-throughput ours=<msg/s> raw=<msg/s> ratio=<ours/raw>"
-// with the best round of each side.
+// with the best round of each side. The transport's settings are the
+// defaults the raw Writer is given; how it drives kafka-go with them is its
+// own (send_batch.go: its SendBatch writer caps partition batches of such
+// calls at fewBatchSize; metadatamemo.go). Each round also prints the
+// produce requests of each side (kafka-go WriterStats), and each side's
+// goroutines carry the pprof label side=ours|raw (go tool pprof -tagfocus).
 func TestBenchKafkaPublishBatch(t *testing.T) {
 	benchOnly(t)
 	const (
