@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"sync"
 	"unsafe"
 
 	"github.com/babelqueue/babelqueue-go/core/driver"
@@ -91,6 +92,7 @@ func (a *App) PublishBatch(ctx context.Context, msgs []BatchMessage, opts ...Pub
 	for i := range msgs {
 		id, err := a.batchOutgoing(&slab[i], &msgs[i], b, len(msgs)-i)
 		if err != nil {
+			b.putMaker()
 			if reuse {
 				s.release(b.bodies) // nothing was handed to the transport
 			}
@@ -98,6 +100,7 @@ func (a *App) PublishBatch(ctx context.Context, msgs []BatchMessage, opts ...Pub
 		}
 		outs[i], ids[i] = &slab[i], id
 	}
+	b.putMaker() // every envelope is encoded: nothing refers to the Maker's buffers
 	errs := a.sendBatch(ctx, outs)
 	if errs == nil {
 		if reuse {
@@ -124,17 +127,29 @@ type batchBuilder struct {
 	makeOf   string       // the queue makeOpts was built for
 	validURN string       // the URN last found valid
 	bodies   []byte
-	maker    wire.Maker // the envelopes, their ids and data, a few allocations per batch
+	maker    *wire.Maker // the envelopes, their ids and data, a few allocations per batch
 }
 
+// makers keeps the Makers of finished batches: a Maker's random bytes read
+// ahead and the rest of its id block serve the next batch (its id blocks
+// are never rewritten, so the ids it handed out stay valid).
+var makers = sync.Pool{New: func() any { return new(wire.Maker) }}
+
 func newBatchBuilder(opts []PublishOption) *batchBuilder {
-	b := &batchBuilder{opts: opts}
+	b := &batchBuilder{opts: opts, maker: makers.Get().(*wire.Maker)}
 	for _, o := range opts {
 		if o != nil {
 			o(&b.base)
 		}
 	}
 	return b
+}
+
+// putMaker gives b's Maker back for another batch; b makes no envelope
+// afterwards.
+func (b *batchBuilder) putMaker() {
+	makers.Put(b.maker)
+	b.maker = nil
 }
 
 // config returns the publish settings of m: the batch's, then m's own.

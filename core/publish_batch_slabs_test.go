@@ -132,3 +132,35 @@ func TestPublishBatchReusesTheSlabsOfAnAcknowledgedBatch(t *testing.T) {
 		t.Errorf("allocations per batch: %.1f reusing the slabs, %.1f without; want fewer", reused, kept)
 	}
 }
+
+// TestPublishBatchIDsOutliveTheirMaker publishes batches one after the
+// other (their Makers come back from the pool) and checks that the ids an
+// earlier batch returned are still the ids its bodies carry, and that no
+// id repeats.
+func TestPublishBatchIDsOutliveTheirMaker(t *testing.T) {
+	tr := &releasingTransport{releases: true}
+	app := testApp(tr, WithDefaultQueue("orders"))
+	var returned [][]string
+	seen := map[string]bool{}
+	for range 30 {
+		ids, err := app.PublishBatch(context.Background(), batchOf(7))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			if seen[id] {
+				t.Fatalf("id %s returned twice", id)
+			}
+			seen[id] = true
+		}
+		returned = append(returned, ids)
+	}
+	for round, ids := range returned {
+		for i, body := range tr.copies[round] {
+			env, err := wire.Decode([]byte(body))
+			if err != nil || env.Meta.ID != ids[i] {
+				t.Fatalf("batch %d message %d: returned id now %q, body says %q (%v)", round, i, ids[i], env.Meta.ID, err)
+			}
+		}
+	}
+}

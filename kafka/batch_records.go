@@ -36,16 +36,17 @@ func getBatchRecords(n int) *batchRecords {
 	return b
 }
 
-// release clears the slabs, so that they pin no body or key, and keeps
-// them for a later batch. used is the headers slab as the batch left it.
-// Only a batch kafka-go is done with may be released.
-func (b *batchRecords) release(used []kafkago.Header) {
+// release keeps the slabs for a later batch, the records cleared so that
+// they pin no body or key of the caller. The header slab is not cleared:
+// it refers only to the contract header text of past records (ids, URN,
+// language: small immutable strings, never a body), and the next batch
+// overwrites what it uses, so clearing it cost a write barrier per header
+// for nothing. Only a batch kafka-go is
+// done with may be released.
+func (b *batchRecords) release() {
 	if cap(b.msgs) > maxPooledBatch {
 		return
 	}
 	clear(b.msgs)
-	if len(used) > 0 && cap(used) == cap(b.headers) && &used[:1][0] == &b.headers[:1][0] {
-		clear(used)
-	}
 	batchRecordsPool.Put(b)
 }

@@ -3,8 +3,10 @@
 package kafka
 
 import (
+	"context"
 	"fmt"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"testing"
@@ -83,7 +85,12 @@ type benchPayload struct {
 // kafka-go Writer.WriteMessages, same settings, same broker, in alternating
 // rounds, and prints
 // "bench: kafka-publish-batch-throughput ours=<msg/s> raw=<msg/s> ratio=<ours/raw>"
-// with the best round of each side.
+// with the best round of each side. The transport's settings are the
+// defaults the raw Writer is given; how it drives kafka-go with them is its
+// own (send_batch.go: its SendBatch writer caps partition batches of such
+// calls at fewBatchSize; metadatamemo.go). Each round also prints the
+// produce requests of each side (kafka-go WriterStats), and each side's
+// goroutines carry the pprof label side=ours|raw (go tool pprof -tagfocus).
 func TestBenchKafkaPublishBatch(t *testing.T) {
 	benchOnly(t)
 	const (
@@ -123,12 +130,16 @@ func TestBenchKafkaPublishBatch(t *testing.T) {
 		BatchSize: DefaultBatchSize, BatchBytes: DefaultBatchBytes, RequiredAcks: kafkago.RequireAll, Transport: &kafkago.Transport{}}
 	defer raw.Close()
 	// Warm the metadata and connections of both sides.
-	if _, err := app.PublishBatch(ctx, msgs); err != nil {
-		t.Fatal(err)
-	}
-	if err := raw.WriteMessages(ctx, ready...); err != nil {
-		t.Fatal(err)
-	}
+	pprof.Do(ctx, pprof.Labels("side", "ours"), func(ctx context.Context) {
+		if _, err := app.PublishBatch(ctx, msgs); err != nil {
+			t.Fatal(err)
+		}
+	})
+	pprof.Do(ctx, pprof.Labels("side", "raw"), func(ctx context.Context) {
+		if err := raw.WriteMessages(ctx, ready...); err != nil {
+			t.Fatal(err)
+		}
+	})
 	fmt.Printf("bench-info: kafka-publish-batch envelope=%dB batch=%d workers=%d\n", len(body), batch, workers)
 	ourSide := func() float64 {
 		return batch * concurrently(t, workers, batches, limit, func(int) error {
@@ -142,26 +153,46 @@ func TestBenchKafkaPublishBatch(t *testing.T) {
 			return raw.WriteMessages(ctx, ready...)
 		})
 	}
+	writers := [2]*kafkago.Writer{tr.ownWriter, raw}
+	if batch <= fewBatchSize {
+		writers[0] = tr.fewWriter // the writer SendBatch uses for a call of this size
+	}
 	var ours, rawRate float64
 	var cpus [2][]float64
 	for round := range rounds {
 		sides := []func() float64{ourSide, rawSide}
 		var r, cpu [2]float64
 		var heap [2]heapPerMessage
+		var reqs [2]kafkago.WriterStats
 		for i := range sides {
 			j := (round + i) % 2
 			runtime.GC()
-			r[j], cpu[j], heap[j] = cpuPerMessage(sides[j])
+			writers[j].Stats() // reset the counters
+			pprof.Do(ctx, pprof.Labels("side", []string{"ours", "raw"}[j]), func(context.Context) {
+				r[j], cpu[j], heap[j] = cpuPerMessage(sides[j])
+			})
 			cpus[j] = append(cpus[j], cpu[j])
+			reqs[j] = writers[j].Stats()
 		}
 		fmt.Printf("bench-round: kafka-publish-batch-throughput round=%d ours=%.0f raw=%.0f ratio=%.2f cpu-us-per-record ours=%.2f raw=%.2f"+
 			" allocs-per-record ours=%.2f raw=%.2f bytes-per-record ours=%.0f raw=%.0f gc-cycles ours=%d raw=%d\n",
 			round+1, r[0], r[1], r[0]/r[1], cpu[0], cpu[1], heap[0].allocs, heap[1].allocs, heap[0].bytes, heap[1].bytes, heap[0].gcs, heap[1].gcs)
+		fmt.Printf("bench-info: kafka-publish-batch round=%d produce-requests ours=%d raw=%d records-per-request ours=%.1f raw=%.1f bytes-per-request ours=%d raw=%d\n",
+			round+1, reqs[0].Writes, reqs[1].Writes, perRequest(reqs[0].Messages, reqs[0].Writes), perRequest(reqs[1].Messages, reqs[1].Writes),
+			reqs[0].BatchBytes.Avg, reqs[1].BatchBytes.Avg)
 		ours, rawRate = max(ours, r[0]), max(rawRate, r[1])
 	}
 	benchLine("kafka-publish-batch-throughput", ours, rawRate)
 	fmt.Printf("bench: kafka-publish-batch-cpu-us-per-record ours=%.2f raw=%.2f ratio=%.2f\n",
 		median(cpus[0]), median(cpus[1]), median(cpus[0])/median(cpus[1]))
+}
+
+// perRequest is records per produce request, 0 when none was sent.
+func perRequest(records, requests int64) float64 {
+	if requests == 0 {
+		return 0
+	}
+	return float64(records) / float64(requests)
 }
 
 // heapPerMessage is what the process allocated per message written by

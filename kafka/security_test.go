@@ -29,7 +29,7 @@ func TestSecurityOptionsReachEveryConnection(t *testing.T) {
 			if tr.net.SASL == nil || tr.net.SASL.Name() != c.mech || tr.dialer.SASLMechanism.Name() != c.mech {
 				t.Fatalf("SASL mechanism %v / %v, want %s", tr.net.SASL, tr.dialer.SASLMechanism, c.mech)
 			}
-			if tr.ownWriter.Transport != tr.net {
+			if m, ok := tr.ownWriter.Transport.(*metadataMemo); !ok || m.next != tr.net {
 				t.Fatal("the writer does not use the secured transport")
 			}
 		})

@@ -240,8 +240,9 @@ func sameHeaders(hs []kafkago.Header, m map[string]string) bool {
 // record per concurrent publisher, and kafka-go allocates (and zeroes) a
 // batch's record slice for its full cap when it opens it: at 1,000 records
 // that is some 200 KB per produce request, the largest share of the CPU a
-// concurrent publish costs. Several writes of many records (PublishBatch)
-// keep the configured cap.
+// concurrent publish costs. A SendBatch of up to fewBatchSize records
+// has its own capped writer (send_batch.go); writes of more keep the
+// configured cap.
 const singlesBatchSize = 128
 
 // write hands msgs to the writer and maps its errors (publish_outcome.go).

@@ -54,7 +54,7 @@ func (t *Transport) SendBatch(ctx context.Context, outs []*driver.Outgoing) ([]d
 		}
 		m, r, err := t.record(out)
 		if err != nil {
-			recs.release(headers) // nothing was handed to a writer yet
+			recs.release() // nothing was handed to a writer yet
 			return nil, fmt.Errorf("kafka: send batch entry %d: %w", i, err)
 		}
 		msgs[i], receipts[i] = m, r
@@ -64,7 +64,7 @@ func (t *Transport) SendBatch(ctx context.Context, outs []*driver.Outgoing) ([]d
 	}
 	if t.ownWriter != nil {
 		// An injected Writer may keep the records it was handed.
-		recs.release(headers)
+		recs.release()
 	}
 	return receipts, nil
 }
@@ -102,8 +102,72 @@ func (t *Transport) record(out *driver.Outgoing) (kafkago.Message, driver.Receip
 	}
 }
 
-// writeBatch hands msgs to the batching writer in one call, classifying
-// what failed as writeClassified does. While every record was refused
+// fewBatchSize caps the partition batches of the writer a SendBatch
+// goes through when its records, and as many again from each SendBatch
+// in flight beside it, would not fill more than this many in any partition
+// (the writer's cap is WithBatchSize when that is lower). kafka-go
+// allocates and zeroes a partition batch's record slice for its whole cap
+// when it opens the batch: some 150 KB per produce request at the default
+// 1,000, which was the largest part of the memory and CPU a batch publish
+// cost the client, while concurrent unkeyed calls of 100 records filled a
+// partition batch with 50 to 90. Calls expected to fill more (a hot key,
+// many calls at once, large calls) keep the configured cap: kafka-go sends
+// a partition's batches one after another, so a lower cap would lower
+// what one partition can take.
+const fewBatchSize = 256
+
+// batchWriter returns the writer for msgs, a SendBatch written while
+// calls SendBatch writes (this one included) are in flight: the capped
+// writer when its records' largest share of one partition, times calls,
+// fits fewBatchSize; else the writer with the configured cap.
+func (t *Transport) batchWriter(msgs []kafkago.Message, calls int) Writer {
+	if t.fewWriter == nil {
+		return t.writer // injected
+	}
+	if len(msgs)*calls <= fewBatchSize {
+		return t.fewWriter
+	}
+	share := partitionShare(msgs, t.netMemo.partitions(msgs[0].Topic))
+	if share == 0 || share*calls > fewBatchSize {
+		return t.writer
+	}
+	return t.fewWriter
+}
+
+// maxSharePartitions is the most partitions partitionShare counts keyed
+// records over.
+const maxSharePartitions = 256
+
+// partitionShare returns the most records of msgs that one partition gets
+// (a keyed record the partition its key hashes to, unkeyed records spread
+// evenly, as Murmur2Balancer places them), when all share one topic of
+// partitions partitions; 0 when that cannot be told.
+func partitionShare(msgs []kafkago.Message, partitions int) int {
+	if partitions <= 0 {
+		return 0
+	}
+	topic := msgs[0].Topic
+	var counts [maxSharePartitions]int32
+	unkeyed, most := 0, int32(0)
+	for i := range msgs {
+		switch {
+		case msgs[i].Topic != topic:
+			return 0
+		case msgs[i].Key == nil:
+			unkeyed++
+		case partitions > maxSharePartitions:
+			return 0
+		default:
+			p := PartitionForKey(msgs[i].Key, partitions)
+			counts[p]++
+			most = max(most, counts[p])
+		}
+	}
+	return int(most) + (unkeyed+partitions-1)/partitions
+}
+
+// writeBatch hands msgs to a batching writer (batchWriter) in one call,
+// classifying what failed as writeClassified does. While every record was refused
 // before it was sent, the whole call is attempted again (at most
 // writeAttempts times); an error then holds for every record. When the
 // records had different outcomes it returns driver.SendErrors.
@@ -115,11 +179,14 @@ func (t *Transport) writeBatch(ctx context.Context, msgs []kafkago.Message) erro
 		t.writing.Add(1) // a lone Send meanwhile goes through the batching writer too
 		defer t.writing.Add(-1)
 	}
+	calls := t.batchCalls.Add(1)
+	defer t.batchCalls.Add(-1)
+	w := t.batchWriter(msgs, int(calls))
 	topic := msgs[0].Topic
 	pause := writeBackoffMin
 	for attempt := 1; ; attempt++ {
 		started := ctx.Err() == nil
-		err := t.writer.WriteMessages(ctx, msgs...)
+		err := w.WriteMessages(ctx, msgs...)
 		if err == nil {
 			return nil
 		}

@@ -50,8 +50,11 @@ type Transport struct {
 	ownWriter  *kafkago.Writer    // nil when the writer was injected
 	loneWriter *kafkago.Writer    // ownWriter's twin sending each record at once; nil when the writer was injected
 	manyWriter *kafkago.Writer    // ownWriter's twin for concurrent single-record writes (send.go); nil when the writer was injected
+	fewWriter  *kafkago.Writer    // ownWriter's twin for SendBatch calls of at most fewBatchSize records (send_batch.go); nil when the writer was injected
 	writing    atomic.Int32       // writes in flight through the own writers
+	batchCalls atomic.Int32       // SendBatch writes in flight (send_batch.go)
 	net        *kafkago.Transport // connections of ownWriter and of admin calls
+	netMemo    *metadataMemo      // t.net as the writers use it (metadatamemo.go)
 	dialer     *kafkago.Dialer    // connections of readers and group members
 
 	closed      atomic.Bool // set under mu, read without it on the publish path
@@ -85,6 +88,7 @@ func New(opts ...Option) (*Transport, error) {
 		budget: newRecordBudget(cfg.maxBufferedRecords, cfg.maxBufferedBytes)}
 	if len(cfg.brokers) > 0 {
 		t.net = netTransport(&cfg)
+		t.netMemo = newMetadataMemo(t.net, cfg.clock)
 		t.dialer = &kafkago.Dialer{
 			Timeout:       dialTimeout,
 			DualStack:     true,
@@ -102,6 +106,7 @@ func New(opts ...Option) (*Transport, error) {
 		// linger for company that is not coming (see write).
 		t.loneWriter = t.newWriter(1)
 		t.manyWriter = t.newWriter(min(cfg.batchSize, singlesBatchSize))
+		t.fewWriter = t.newWriter(min(cfg.batchSize, fewBatchSize))
 	}
 	return t, nil
 }
@@ -121,7 +126,7 @@ func (t *Transport) newWriter(batchSize int) *kafkago.Writer {
 		RequiredAcks:           t.cfg.requiredAcks,
 		MaxAttempts:            1, // the transport retries what was refused (publish_outcome.go)
 		AllowAutoTopicCreation: t.cfg.autoCreate,
-		Transport:              t.net,
+		Transport:              t.netMemo,
 		Logger:                 logger,
 		ErrorLogger:            errorLogger,
 	}
@@ -157,6 +162,9 @@ func (t *Transport) Close() error {
 			errs = append(errs, wrapf(err, "close writer"))
 		}
 		if err := t.manyWriter.Close(); err != nil {
+			errs = append(errs, wrapf(err, "close writer"))
+		}
+		if err := t.fewWriter.Close(); err != nil {
 			errs = append(errs, wrapf(err, "close writer"))
 		}
 	}
