@@ -209,20 +209,35 @@ func TestBenchPulsarPublishThroughput(t *testing.T) {
 	// Each run also gives messages per CPU-second of this process (only the
 	// timed side is busy then): the -cpu-throughput lines, which a loaded
 	// host changes much less than the rates.
-	run := func(send func(context.Context) error) func() []float64 {
+	// Each run also counts the allocations of this process per message
+	// (informative: the "bench-alloc:" lines give each side's median).
+	allocs := map[string][][2]float64{}
+	run := func(side string, send func(context.Context) error) func() []float64 {
 		return func() []float64 {
+			var m0, m1 runtime.MemStats
+			runtime.ReadMemStats(&m0)
 			cpu0, cpuKnown := processCPU()
 			start := time.Now()
 			concurrently(t, benchPublishMessages, send)
 			wall := time.Since(start)
 			cpu1, _ := processCPU()
+			runtime.ReadMemStats(&m1)
+			allocs[side] = append(allocs[side], [2]float64{
+				float64(m1.Mallocs-m0.Mallocs) / benchPublishMessages, float64(m1.TotalAlloc-m0.TotalAlloc) / benchPublishMessages})
 			return rates(benchPublishMessages, wall, cpu1-cpu0, cpuKnown)
 		}
 	}
 	pairedMetrics([]string{"pulsar-publish-throughput", "pulsar-publish-cpu-throughput"}, benchPublishRounds,
-		run(sendOurs), run(sendRaw))
+		run("ours", sendOurs), run("raw", sendRaw))
 	pairedMetrics([]string{"pulsar-publish-throughput-raw-same-properties", "pulsar-publish-cpu-throughput-raw-same-properties"},
-		benchPublishPropsRounds, run(sendOurs), run(sendRawProps))
+		benchPublishPropsRounds, run("ours", sendOurs), run("raw-same-properties", sendRawProps))
+	for _, side := range []string{"ours", "raw", "raw-same-properties"} {
+		var n, b []float64
+		for _, v := range allocs[side] {
+			n, b = append(n, v[0]), append(b, v[1])
+		}
+		fmt.Printf("bench-alloc: pulsar-publish side=%s allocs-per-msg=%.1f bytes-per-msg=%.0f\n", side, median(n), median(b))
+	}
 }
 
 // TestBenchPulsarConsumeThroughput compares a Consumer (the App with a

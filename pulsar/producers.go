@@ -73,21 +73,11 @@ func (t *Transport) slot(m map[string]*producerSlot, key string, c client, topic
 	m[key] = s
 	t.mu.Unlock()
 
-	opts := pulsar.ProducerOptions{
-		Topic:                   topic,
-		BatchingMaxPublishDelay: DefaultBatchingMaxPublishDelay,
-	}
 	name := t.cfg.dedupName
-	if name != "" {
-		if c != t.client {
-			name += "-retry"
-		}
-		dedupOptions(&opts, name)
+	if name != "" && c != t.client {
+		name += "-retry"
 	}
-	if t.cfg.producerOptions != nil {
-		t.cfg.producerOptions(&opts)
-	}
-	s.p, s.err = c.CreateProducer(opts)
+	s.p, s.err = c.CreateProducer(t.producerOptions(topic, name))
 	switch {
 	case s.err == nil && name != "":
 		s.p, s.err = deduplicating(s.p)
@@ -110,6 +100,29 @@ func (t *Transport) slot(m map[string]*producerSlot, key string, c client, topic
 		delete(m, key)
 	}
 	return s.p, s.err
+}
+
+// producerOptions returns the options of a producer the Transport creates
+// for topic; name is its deduplicating producer name, or "" for a plain
+// producer.
+func (t *Transport) producerOptions(topic, name string) pulsar.ProducerOptions {
+	opts := pulsar.ProducerOptions{
+		Topic:                   topic,
+		BatchingMaxPublishDelay: DefaultBatchingMaxPublishDelay,
+		// Every write of a plain producer is a synchronous Send, which
+		// the client flushes at once: batching would only wrap each
+		// message in a batch of one and encode its properties twice (see
+		// the defaults in options.go). A deduplicating producer sends
+		// asynchronously (dedup.go), so its concurrent writes do batch.
+		DisableBatching: name == "",
+	}
+	if name != "" {
+		dedupOptions(&opts, name)
+	}
+	if t.cfg.producerOptions != nil {
+		t.cfg.producerOptions(&opts)
+	}
+	return opts
 }
 
 // consumerFor returns the consumer of queue, subscribing on first use.

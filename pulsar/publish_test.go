@@ -129,8 +129,40 @@ func TestProducerOptionsDefaultsAndHook(t *testing.T) {
 		t.Fatalf("created %d producers for one topic, want 1", len(s.fc.producerOpts))
 	}
 	o := s.fc.producerOpts[0]
-	if o.BatchingMaxPublishDelay != DefaultBatchingMaxPublishDelay || o.Name != "custom" || o.Topic != "orders" {
+	if o.BatchingMaxPublishDelay != DefaultBatchingMaxPublishDelay || !o.DisableBatching || o.Name != "custom" || o.Topic != "orders" {
 		t.Errorf("producer options = %+v", o)
+	}
+}
+
+// TestProducerBatchingDefaults checks which producers batch: a plain one,
+// whose every write is a synchronous Send, does not (unless the hook turns
+// batching back on); a deduplicating one, which sends asynchronously, does.
+func TestProducerBatchingDefaults(t *testing.T) {
+	for name, c := range map[string]struct {
+		opts  []Option
+		batch bool
+	}{
+		"plain":            {nil, false},
+		"hook re-enables":  {[]Option{WithProducerOptions(func(o *pulsar.ProducerOptions) { o.DisableBatching = false })}, true},
+		"deduplicating":    {[]Option{WithDeduplication("orders-svc")}, true},
+		"dedup hook turns": {[]Option{WithDeduplication("orders-svc"), WithProducerOptions(func(o *pulsar.ProducerOptions) { o.DisableBatching = true })}, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := newFake(t, append([]Option{WithSubscriptionType(pulsar.Shared)}, c.opts...)...)
+			o := s.tr.producerOptions("orders", s.tr.cfg.dedupName)
+			if o.DisableBatching == c.batch || o.BatchingMaxPublishDelay != DefaultBatchingMaxPublishDelay || o.Topic != "orders" {
+				t.Errorf("options %+v; want batching %v with delay %v", o, c.batch, DefaultBatchingMaxPublishDelay)
+			}
+			if s.tr.cfg.dedupName == "" {
+				// What a publish creates is what producerOptions gives.
+				if err := s.tr.Publish(context.Background(), "orders", envelope); err != nil {
+					t.Fatal(err)
+				}
+				if len(s.fc.producerOpts) != 1 || s.fc.producerOpts[0].DisableBatching != o.DisableBatching {
+					t.Errorf("created %+v", s.fc.producerOpts)
+				}
+			}
+		})
 	}
 }
 

@@ -22,10 +22,10 @@ func SetProjection(out *Outgoing, p wire.Projection) {
 
 // Projection returns the contract projection of out.Body: the one given
 // by SetProjection while Body is still the body it was given for, else
-// wire.ProjectBody of it.
+// wire.ProjectString of it (whose strings share the memory of Body).
 func (out *Outgoing) Projection() wire.Projection {
 	if b := out.proj.body; len(b) == len(out.Body) && len(b) > 0 && unsafe.StringData(b) == unsafe.StringData(out.Body) {
 		return out.proj.p
 	}
-	return wire.ProjectBody(unsafe.Slice(unsafe.StringData(out.Body), len(out.Body)))
+	return wire.ProjectString(out.Body)
 }

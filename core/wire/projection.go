@@ -31,6 +31,17 @@ type Projection struct {
 // stays "". A body that is not a JSON object gives the zero Projection.
 // For job, a non-blank job string wins over the urn alias.
 func ProjectBody(body []byte) Projection {
+	return project(body, false)
+}
+
+// project is ProjectBody; with view the strings it returns view body
+// wherever the JSON text is the value (ProjectString), else they are
+// copies.
+func project(body []byte, view bool) Projection {
+	str, text := stringValue, bytesString
+	if view {
+		str, text = viewStringValue, viewBytes
+	}
 	var p Projection
 	open := skipWS(body, 0)
 	if open >= len(body) || body[open] != '{' {
@@ -50,7 +61,7 @@ func ProjectBody(body []byte) Projection {
 		case keyURN:
 			urn = v
 		case keyTraceID:
-			p.TraceID = stringValue(v)
+			p.TraceID = str(v)
 		case keyMeta:
 			meta = v
 		case keyAttempts:
@@ -64,9 +75,9 @@ func ProjectBody(body []byte) Projection {
 	if it.err != nil || skipWS(body, it.end) != len(body) {
 		return Projection{}
 	}
-	p.Job = stringValue(job)
+	p.Job = str(job)
 	if IsBlank(p.Job) {
-		p.Job = stringValue(urn)
+		p.Job = str(urn)
 	}
 	if len(meta) > 0 && meta[0] == '{' {
 		mi := newObjIter(meta, 0, 1)
@@ -78,18 +89,18 @@ func ProjectBody(body []byte) Projection {
 			v := meta[m.valStart:m.valEnd]
 			switch string(keyBytes(meta, m)) {
 			case "id":
-				p.MessageID = stringValue(v)
+				p.MessageID = str(v)
 			case "schema_version":
 				switch v[0] {
 				case '"':
-					p.SchemaVersion = stringValue(v)
+					p.SchemaVersion = str(v)
 				case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
-					p.SchemaVersion = string(v)
+					p.SchemaVersion = text(v)
 				default:
 					p.SchemaVersion = ""
 				}
 			case "lang":
-				p.SourceLang = stringValue(v)
+				p.SourceLang = str(v)
 			case "created_at":
 				p.CreatedAt, p.HasCreatedAt = parseInt64(v)
 			}

@@ -36,6 +36,9 @@ func TestProjectBody(t *testing.T) {
 			if got := ProjectBody([]byte(tt.body)); got != tt.want {
 				t.Fatalf("ProjectBody = %+v, want %+v", got, tt.want)
 			}
+			if got := ProjectString(tt.body); got != tt.want {
+				t.Fatalf("ProjectString = %+v, want %+v", got, tt.want)
+			}
 		})
 	}
 }
