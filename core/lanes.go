@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/babelqueue/babelqueue-go/core/driver"
 )
 
 // This file holds the consume loop of one queue when WithConcurrency is
@@ -78,6 +80,7 @@ type laneSet struct {
 	stopping  bool
 	seq       uint64
 	released  map[string]struct{}
+	rr        driver.ReadyReceiver // the transport's receive that never waits, or nil (lanes_refill.go)
 	fatal     error
 	recvErr   error
 
@@ -119,6 +122,7 @@ func (a *App) consumeLanes(ctx context.Context, queue string) error {
 		wake:     make(chan struct{}, n),
 		released: make(map[string]struct{}),
 	}
+	s.rr, _ = a.t.(driver.ReadyReceiver)
 	s.lanes.init(s.max)
 	// Handlers run on a context that outlives ctx by the settle timeout:
 	// those running when the loop stops get that long to finish.
@@ -234,34 +238,9 @@ func (s *laneSet) next(fail context.CancelCauseFunc) *lane {
 			s.pending--
 			continue
 		}
-		if msg.Queue == "" {
-			msg.Queue = s.queue
-		}
-		if s.halted() {
-			// Read while stopping: hand it back untouched.
-			s.mu.Unlock()
-			s.a.unsettle(s.rctx, msg, "consume stopped")
-			s.mu.Lock()
-			s.pending--
-			continue
-		}
-		l := s.laneFor(msg)
-		if l.handingBack || receive <= l.fence {
-			// Possibly read ahead of messages of its lane that were
-			// handed back: it goes back too, behind them. The receiver
-			// role is kept meanwhile, so that no receive overtakes it.
-			s.receiving = true
-			s.mu.Unlock()
-			s.a.unsettle(s.rctx, msg, "an earlier message of its lane was handed back")
-			s.mu.Lock()
-			s.receiving = false
-			s.pending--
-			s.forgetIdleLocked(l)
-			continue
-		}
-		l.waiting = append(l.waiting, msg)
-		if l.scheduled || l.paused {
-			continue // it waits for its lane; receive on
+		l := s.admitLocked(msg, receive)
+		if l == nil {
+			continue // it waits for its lane, or went back; receive on
 		}
 		// An idle lane: run it here. Someone else receives meanwhile.
 		l.scheduled = true
@@ -269,6 +248,45 @@ func (s *laneSet) next(fail context.CancelCauseFunc) *lane {
 		s.mu.Unlock()
 		return l
 	}
+}
+
+// admitLocked files msg, which the receive numbered receive returned, in
+// its lane. It returns the lane when msg starts an idle one (which the
+// caller then schedules), else nil: msg waits in its busy or paused lane,
+// or it was handed back (read while stopping, or possibly ahead of
+// handed-back messages of its lane) and its pending count given back.
+// s.mu held; it is released while a message is handed back.
+func (s *laneSet) admitLocked(msg *ReceivedMessage, receive uint64) *lane {
+	if msg.Queue == "" {
+		msg.Queue = s.queue
+	}
+	if s.halted() {
+		// Read while stopping: hand it back untouched.
+		s.mu.Unlock()
+		s.a.unsettle(s.rctx, msg, "consume stopped")
+		s.mu.Lock()
+		s.pending--
+		return nil
+	}
+	l := s.laneFor(msg)
+	if l.handingBack || receive <= l.fence {
+		// Possibly read ahead of messages of its lane that were
+		// handed back: it goes back too, behind them. The receiver
+		// role is kept meanwhile, so that no receive overtakes it.
+		s.receiving = true
+		s.mu.Unlock()
+		s.a.unsettle(s.rctx, msg, "an earlier message of its lane was handed back")
+		s.mu.Lock()
+		s.receiving = false
+		s.pending--
+		s.forgetIdleLocked(l)
+		return nil
+	}
+	l.waiting = append(l.waiting, msg)
+	if l.scheduled || l.paused {
+		return nil
+	}
+	return l
 }
 
 // wakeReceiverLocked wakes a parked worker to take the receiver role when
@@ -364,8 +382,8 @@ func (s *laneSet) run(ctx context.Context, l *lane, fail context.CancelCauseFunc
 // continueLocked decides what the worker that just settled a message of l
 // runs next: l again when it has more and no other lane waits for a
 // worker; else the first ready lane, l queued behind it; else nothing.
-// A freed pending slot wakes a parked receiver when the worker stays
-// busy. s.mu held.
+// A freed pending slot is refilled (refillLocked) when the worker stays
+// busy. s.mu held; released meanwhile when it refills.
 func (s *laneSet) continueLocked(l *lane) *lane {
 	if l.scheduled || l.paused || len(l.waiting) == 0 || s.halted() {
 		s.forgetIdleLocked(l)
@@ -377,7 +395,7 @@ func (s *laneSet) continueLocked(l *lane) *lane {
 		next = s.popReadyLocked()
 		s.ready = append(s.ready, l)
 	}
-	s.wakeReceiverLocked()
+	s.refillLocked()
 	return next
 }
 
