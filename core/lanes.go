@@ -66,8 +66,13 @@ type laneSet struct {
 	max   int // the pending bound
 
 	rctx context.Context // the receive context: ends when the loop stops
-	stop chan struct{}   // closed when the loop stops: parked workers and pauses end
-	wake chan struct{}   // one token per parked worker to wake; capacity n
+	stop chan struct{}   // closed when the loop stops: pauses end
+	// wake holds one token per parked worker to wake; capacity n. A
+	// token is sent only for a worker counted in parked (which the send
+	// decrements), so tokens and parked workers never exceed n together
+	// and a send under mu never blocks. Stopping wakes every parked worker
+	// the same way, so a parked worker waits on this channel alone.
+	wake chan struct{}
 
 	mu        sync.Mutex
 	lanes     laneTable
@@ -143,6 +148,10 @@ func (a *App) consumeLanes(ctx context.Context, queue string) error {
 	// back, the running handlers get the settle timeout.
 	s.mu.Lock()
 	s.stopping = true
+	for s.parked > 0 {
+		s.wake <- struct{}{}
+		s.parked--
+	}
 	s.mu.Unlock()
 	close(s.stop)
 	s.handBackWaiting(hctx)
@@ -210,10 +219,7 @@ func (s *laneSet) next(fail context.CancelCauseFunc) *lane {
 		if s.receiving || s.pending >= s.max {
 			s.parked++
 			s.mu.Unlock()
-			select {
-			case <-s.wake:
-			case <-s.stop:
-			}
+			<-s.wake
 			s.mu.Lock()
 			continue
 		}
