@@ -86,6 +86,8 @@ type laneSet struct {
 	seq       uint64
 	released  map[string]struct{}
 	rr        driver.ReadyReceiver // the transport's receive that never waits, or nil (lanes_refill.go)
+	rn        driver.ReadyNotifier // rr when it also announces ready messages, or nil
+	notifying bool                 // rn calls onReady for this queue
 	fatal     error
 	recvErr   error
 
@@ -128,6 +130,7 @@ func (a *App) consumeLanes(ctx context.Context, queue string) error {
 		released: make(map[string]struct{}),
 	}
 	s.rr, _ = a.t.(driver.ReadyReceiver)
+	s.rn, _ = a.t.(driver.ReadyNotifier)
 	s.lanes.init(s.max)
 	// Handlers run on a context that outlives ctx by the settle timeout:
 	// those running when the loop stops get that long to finish.
@@ -172,6 +175,12 @@ func (a *App) consumeLanes(ctx context.Context, queue string) error {
 	// A pause that ended, a failure or a receive while stopping may have
 	// left messages behind.
 	s.handBackWaiting(hctx)
+	s.mu.Lock()
+	if s.notifying {
+		s.rn.NotifyReady(queue, nil)
+		s.notifying = false
+	}
+	s.mu.Unlock()
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -244,13 +253,24 @@ func (s *laneSet) next(fail context.CancelCauseFunc) *lane {
 			s.pending--
 			continue
 		}
+		if s.rn != nil && !s.notifying {
+			// Read once, the queue has its binding state: ask it to
+			// announce ready messages from now on.
+			s.notifying = s.rn.NotifyReady(s.queue, s.onReady)
+		}
 		l := s.admitLocked(msg, receive)
 		if l == nil {
 			continue // it waits for its lane, or went back; receive on
 		}
-		// An idle lane: run it here. Someone else receives meanwhile.
+		// An idle lane: run it here. Someone else receives meanwhile,
+		// woken now, or, when the binding announces ready messages, once
+		// it holds one that is not already filed (lanes_refill.go).
 		l.scheduled = true
-		s.wakeReceiverLocked()
+		if s.notifying {
+			s.drainReadyLocked()
+		} else {
+			s.wakeReceiverLocked()
+		}
 		s.mu.Unlock()
 		return l
 	}

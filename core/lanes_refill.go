@@ -10,12 +10,14 @@ package babelqueue
 // role, in receive order, and go on with its lane; only when it holds
 // none is a parked worker woken to wait in Receive.
 
-// refillLocked takes the receiver role for one receive that never waits
-// when the role and a pending slot are free, and files what it returns in
-// its lane; a message that starts an idle lane goes to the ready queue,
-// for a parked worker. When the transport has no such receive, or holds
-// nothing, a parked worker is woken to receive. s.mu held; it is released
-// while the transport is called.
+// refillLocked refills the pending slot a busy worker freed: with a
+// transport that has a receive that never waits it takes the receiver
+// role for one such call (every call up to the bound when the transport
+// announces ready messages) and files what it returns in its lane; a
+// message that starts an idle lane goes to the ready queue, for a parked
+// worker. When the transport has no such receive, or holds nothing and
+// announces nothing, a parked worker is woken to receive. s.mu held; it is
+// released while the transport is called.
 func (s *laneSet) refillLocked() {
 	if s.receiving || s.pending >= s.max {
 		return
@@ -24,6 +26,33 @@ func (s *laneSet) refillLocked() {
 		s.wakeOneLocked()
 		return
 	}
+	if s.notifying {
+		s.drainReadyLocked()
+		return
+	}
+	s.receiveReadyLocked()
+	// The role is free again: a slot left over needs a receiver.
+	s.wakeReceiverLocked()
+}
+
+// drainReadyLocked files every message the transport already holds, up to
+// the pending bound, by receives that never wait. The transport announces
+// (onReady) the messages that become ready afterwards while nobody
+// receives, so the receiver role may stay free. s.mu held; released while
+// the transport is called.
+func (s *laneSet) drainReadyLocked() {
+	for !s.receiving && s.pending < s.max && !s.halted() {
+		if !s.receiveReadyLocked() {
+			return
+		}
+	}
+}
+
+// receiveReadyLocked takes the receiver role for one receive that never
+// waits and files the message it returns, reporting whether there was one.
+// The caller checked that the role and a pending slot are free. s.mu held;
+// released while the transport is called.
+func (s *laneSet) receiveReadyLocked() bool {
 	s.receiving = true
 	s.pending++
 	s.started++
@@ -35,12 +64,22 @@ func (s *laneSet) refillLocked() {
 	s.returned = receive
 	if !ok || msg == nil {
 		s.pending--
-		s.wakeReceiverLocked()
-		return
+		return false
 	}
 	if l := s.admitLocked(msg, receive); l != nil {
 		s.scheduleLocked(l)
 	}
-	// The role is free again: a slot left over needs a receiver.
-	s.wakeReceiverLocked()
+	return true
+}
+
+// onReady is the transport's announcement (driver.ReadyNotifier) that it
+// holds a new ready message while nobody waits in Receive: a parked
+// worker is woken to take the receiver role, when it is free and the
+// pending bound allows.
+func (s *laneSet) onReady() {
+	s.mu.Lock()
+	if !s.halted() {
+		s.wakeReceiverLocked()
+	}
+	s.mu.Unlock()
 }

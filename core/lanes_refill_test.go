@@ -32,13 +32,71 @@ func (r *readyMemory) ReceiveReady(queue string) (*ReceivedMessage, bool) {
 	return msg, true
 }
 
+// notifyingMemory is readyMemory that also announces ready messages
+// (driver.ReadyNotifier): after every write and every hand-back, whether
+// or not a Receive waits (a spurious call only wakes a worker for
+// nothing). It announces nothing else, so a loop that missed a message
+// the announcements should have covered stalls and the test times out.
+type notifyingMemory struct {
+	readyMemory
+	fn atomic.Pointer[func()]
+}
+
+var _ driver.ReadyNotifier = (*notifyingMemory)(nil)
+
+func newNotifyingMemory(opts ...bqtest.MemoryOption) *notifyingMemory {
+	return &notifyingMemory{readyMemory: readyMemory{InMemoryTransport: bqtest.NewInMemoryTransport(opts...)}}
+}
+
+func (n *notifyingMemory) announce() {
+	if fn := n.fn.Load(); fn != nil {
+		(*fn)()
+	}
+}
+
+func (n *notifyingMemory) NotifyReady(_ string, fn func()) bool {
+	if fn == nil {
+		n.fn.Store(nil)
+	} else {
+		n.fn.Store(&fn)
+	}
+	return true
+}
+
+func (n *notifyingMemory) Send(ctx context.Context, out *driver.Outgoing) (driver.Receipt, error) {
+	r, err := n.InMemoryTransport.Send(ctx, out)
+	n.announce()
+	return r, err
+}
+
+func (n *notifyingMemory) HandBack(ctx context.Context, msg *ReceivedMessage) error {
+	err := n.InMemoryTransport.HandBack(ctx, msg)
+	n.announce()
+	return err
+}
+
+// readyTransports runs fn with each kind of ready-receiving transport.
+func readyTransports(t *testing.T, fn func(t *testing.T, mem Transport, ready *readyMemory), opts ...bqtest.MemoryOption) {
+	t.Run("ready", func(t *testing.T) {
+		r := &readyMemory{InMemoryTransport: bqtest.NewInMemoryTransport(opts...)}
+		fn(t, r, r)
+	})
+	t.Run("notifying", func(t *testing.T) {
+		n := newNotifyingMemory(opts...)
+		fn(t, n, &n.readyMemory)
+	})
+}
+
 // A busy lane at the pending bound refills its freed slots through
 // ReceiveReady on the settling worker: per-key order, the bound and every
 // acknowledgement hold.
 func TestLanesRefillFromReadyReceiverKeepsOrderAndBound(t *testing.T) {
+	readyTransports(t, testLanesRefillKeepsOrderAndBound, bqtest.WithMemoryPartitions(2))
+}
+
+func testLanesRefillKeepsOrderAndBound(t *testing.T, tr Transport, mem *readyMemory) {
 	const bound = 6
-	mem := &readyMemory{InMemoryTransport: bqtest.NewInMemoryTransport(bqtest.WithMemoryPartitions(2))}
-	a := testApp(mem, WithPollTimeout(time.Hour), WithConcurrency(4, OrderKey), WithMaxPending(bound))
+	a := testApp(tr, WithPollTimeout(time.Hour), WithConcurrency(4, OrderKey), WithMaxPending(bound))
 	const keys, n = 3, 60
 	var (
 		mu        sync.Mutex
@@ -87,8 +145,11 @@ func TestLanesRefillFromReadyReceiverKeepsOrderAndBound(t *testing.T) {
 // At the bound, a freed slot is refilled by ReceiveReady only up to the
 // bound again.
 func TestLanesRefillStaysAtTheBound(t *testing.T) {
-	mem := &readyMemory{InMemoryTransport: bqtest.NewInMemoryTransport(bqtest.WithMemoryPartitions(2))}
-	a := testApp(mem, WithPollTimeout(time.Hour), WithConcurrency(2, OrderKey), WithMaxPending(3))
+	readyTransports(t, testLanesRefillStaysAtTheBound, bqtest.WithMemoryPartitions(2))
+}
+
+func testLanesRefillStaysAtTheBound(t *testing.T, tr Transport, mem *readyMemory) {
+	a := testApp(tr, WithPollTimeout(time.Hour), WithConcurrency(2, OrderKey), WithMaxPending(3))
 	release := make(chan struct{})
 	var slowRan, otherRan atomic.Int64
 	a.Handle("urn:t:seq", func(ctx context.Context, env *Envelope) error {
@@ -135,8 +196,11 @@ func TestLanesRefillStaysAtTheBound(t *testing.T) {
 // Consume still returns with every message either acknowledged or back in
 // the queue.
 func TestLanesRefillWhileStoppingHandsBack(t *testing.T) {
-	mem := &readyMemory{InMemoryTransport: bqtest.NewInMemoryTransport(bqtest.WithMemoryPartitions(1))}
-	a := testApp(mem, WithPollTimeout(time.Hour), WithConcurrency(3, OrderKey), WithMaxPending(4))
+	readyTransports(t, testLanesRefillWhileStoppingHandsBack, bqtest.WithMemoryPartitions(1))
+}
+
+func testLanesRefillWhileStoppingHandsBack(t *testing.T, tr Transport, mem *readyMemory) {
+	a := testApp(tr, WithPollTimeout(time.Hour), WithConcurrency(3, OrderKey), WithMaxPending(4))
 	var handled atomic.Int64
 	ctx, cancel := context.WithCancel(context.Background())
 	a.Handle("urn:t:seq", func(context.Context, *Envelope) error {
@@ -161,5 +225,44 @@ func TestLanesRefillWhileStoppingHandsBack(t *testing.T) {
 	}
 	if got := mem.Acked("q") + mem.Len("q"); got != 200 {
 		t.Errorf("acked %d + queued %d = %d, want 200", mem.Acked("q"), mem.Len("q"), got)
+	}
+}
+
+// With a transport that announces ready messages, the worker that runs a
+// message it received leaves the receiver role free: a message of another
+// key that arrives while that handler is still running is received (the
+// announcement wakes a worker) and runs beside it.
+func TestLanesAnnouncedMessageRunsBesideASlowOne(t *testing.T) {
+	mem := newNotifyingMemory(bqtest.WithMemoryPartitions(2))
+	a := testApp(mem, WithPollTimeout(time.Hour), WithConcurrency(4, OrderKey))
+	release := make(chan struct{})
+	slowRunning := make(chan struct{})
+	var fastDone atomic.Bool
+	a.Handle("urn:t:seq", func(ctx context.Context, env *Envelope) error {
+		var m seqMsg
+		if err := env.BindData(&m); err != nil {
+			return err
+		}
+		if m.K == "slow" {
+			close(slowRunning)
+			<-release
+			return nil
+		}
+		fastDone.Store(true)
+		return nil
+	})
+	stop := lanesRun(t, a, "q")
+	if _, err := a.Publish(context.Background(), "urn:t:seq", seqMsg{K: "slow"}, ToQueue("q"), WithKey([]byte("slow"))); err != nil {
+		t.Fatal(err)
+	}
+	<-slowRunning
+	if _, err := a.Publish(context.Background(), "urn:t:seq", seqMsg{K: "fast"}, ToQueue("q"), WithKey([]byte("fast"))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the later message handled while the slow one runs", fastDone.Load)
+	close(release)
+	waitFor(t, "both acknowledged", func() bool { return mem.Acked("q") == 2 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -15,3 +15,19 @@ type ReadyReceiver interface {
 	// to call from several goroutines.
 	ReceiveReady(queue string) (*ReceivedMessage, bool)
 }
+
+// ReadyNotifier is a ReadyReceiver that also tells when a message becomes
+// ready while nobody waits in Receive. The App's concurrent loop then lets
+// a worker run the message it received itself without first waking
+// another worker to wait in Receive: should a message arrive meanwhile,
+// the binding's call wakes one.
+type ReadyNotifier interface {
+	ReadyReceiver
+	// NotifyReady makes the binding call fn each time it holds a newly
+	// ready message of queue (one ReceiveReady would return) while no
+	// Receive of queue is waiting for one; nil stops the calls. fn runs on
+	// a goroutine of the binding and must not block nor call its receive.
+	// It reports false, registering nothing, when the binding cannot yet
+	// (queue not read so far); the caller may try again later.
+	NotifyReady(queue string, fn func()) bool
+}
