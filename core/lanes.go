@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/babelqueue/babelqueue-go/core/driver"
 )
 
 // This file holds the consume loop of one queue when WithConcurrency is
@@ -64,8 +66,13 @@ type laneSet struct {
 	max   int // the pending bound
 
 	rctx context.Context // the receive context: ends when the loop stops
-	stop chan struct{}   // closed when the loop stops: parked workers and pauses end
-	wake chan struct{}   // one token per parked worker to wake; capacity n
+	stop chan struct{}   // closed when the loop stops: pauses end
+	// wake holds one token per parked worker to wake; capacity n. A
+	// token is sent only for a worker counted in parked (which the send
+	// decrements), so tokens and parked workers never exceed n together
+	// and a send under mu never blocks. Stopping wakes every parked worker
+	// the same way, so a parked worker waits on this channel alone.
+	wake chan struct{}
 
 	mu        sync.Mutex
 	lanes     laneTable
@@ -78,6 +85,9 @@ type laneSet struct {
 	stopping  bool
 	seq       uint64
 	released  map[string]struct{}
+	rr        driver.ReadyReceiver // the transport's receive that never waits, or nil (lanes_refill.go)
+	rn        driver.ReadyNotifier // rr when it also announces ready messages, or nil
+	notifying bool                 // rn calls onReady for this queue
 	fatal     error
 	recvErr   error
 
@@ -119,6 +129,8 @@ func (a *App) consumeLanes(ctx context.Context, queue string) error {
 		wake:     make(chan struct{}, n),
 		released: make(map[string]struct{}),
 	}
+	s.rr, _ = a.t.(driver.ReadyReceiver)
+	s.rn, _ = a.t.(driver.ReadyNotifier)
 	s.lanes.init(s.max)
 	// Handlers run on a context that outlives ctx by the settle timeout:
 	// those running when the loop stops get that long to finish.
@@ -139,6 +151,10 @@ func (a *App) consumeLanes(ctx context.Context, queue string) error {
 	// back, the running handlers get the settle timeout.
 	s.mu.Lock()
 	s.stopping = true
+	for s.parked > 0 {
+		s.wake <- struct{}{}
+		s.parked--
+	}
 	s.mu.Unlock()
 	close(s.stop)
 	s.handBackWaiting(hctx)
@@ -159,6 +175,12 @@ func (a *App) consumeLanes(ctx context.Context, queue string) error {
 	// A pause that ended, a failure or a receive while stopping may have
 	// left messages behind.
 	s.handBackWaiting(hctx)
+	s.mu.Lock()
+	if s.notifying {
+		s.rn.NotifyReady(queue, nil)
+		s.notifying = false
+	}
+	s.mu.Unlock()
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -206,10 +228,7 @@ func (s *laneSet) next(fail context.CancelCauseFunc) *lane {
 		if s.receiving || s.pending >= s.max {
 			s.parked++
 			s.mu.Unlock()
-			select {
-			case <-s.wake:
-			case <-s.stop:
-			}
+			<-s.wake
 			s.mu.Lock()
 			continue
 		}
@@ -234,41 +253,66 @@ func (s *laneSet) next(fail context.CancelCauseFunc) *lane {
 			s.pending--
 			continue
 		}
-		if msg.Queue == "" {
-			msg.Queue = s.queue
+		if s.rn != nil && !s.notifying {
+			// Read once, the queue has its binding state: ask it to
+			// announce ready messages from now on.
+			s.notifying = s.rn.NotifyReady(s.queue, s.onReady)
 		}
-		if s.halted() {
-			// Read while stopping: hand it back untouched.
-			s.mu.Unlock()
-			s.a.unsettle(s.rctx, msg, "consume stopped")
-			s.mu.Lock()
-			s.pending--
-			continue
+		l := s.admitLocked(msg, receive)
+		if l == nil {
+			continue // it waits for its lane, or went back; receive on
 		}
-		l := s.laneFor(msg)
-		if l.handingBack || receive <= l.fence {
-			// Possibly read ahead of messages of its lane that were
-			// handed back: it goes back too, behind them. The receiver
-			// role is kept meanwhile, so that no receive overtakes it.
-			s.receiving = true
-			s.mu.Unlock()
-			s.a.unsettle(s.rctx, msg, "an earlier message of its lane was handed back")
-			s.mu.Lock()
-			s.receiving = false
-			s.pending--
-			s.forgetIdleLocked(l)
-			continue
-		}
-		l.waiting = append(l.waiting, msg)
-		if l.scheduled || l.paused {
-			continue // it waits for its lane; receive on
-		}
-		// An idle lane: run it here. Someone else receives meanwhile.
+		// An idle lane: run it here. Someone else receives meanwhile,
+		// woken now, or, when the binding announces ready messages, once
+		// it holds one that is not already filed (lanes_refill.go).
 		l.scheduled = true
-		s.wakeReceiverLocked()
+		if s.notifying {
+			s.drainReadyLocked()
+		} else {
+			s.wakeReceiverLocked()
+		}
 		s.mu.Unlock()
 		return l
 	}
+}
+
+// admitLocked files msg, which the receive numbered receive returned, in
+// its lane. It returns the lane when msg starts an idle one (which the
+// caller then schedules), else nil: msg waits in its busy or paused lane,
+// or it was handed back (read while stopping, or possibly ahead of
+// handed-back messages of its lane) and its pending count given back.
+// s.mu held; it is released while a message is handed back.
+func (s *laneSet) admitLocked(msg *ReceivedMessage, receive uint64) *lane {
+	if msg.Queue == "" {
+		msg.Queue = s.queue
+	}
+	if s.halted() {
+		// Read while stopping: hand it back untouched.
+		s.mu.Unlock()
+		s.a.unsettle(s.rctx, msg, "consume stopped")
+		s.mu.Lock()
+		s.pending--
+		return nil
+	}
+	l := s.laneFor(msg)
+	if l.handingBack || receive <= l.fence {
+		// Possibly read ahead of messages of its lane that were
+		// handed back: it goes back too, behind them. The receiver
+		// role is kept meanwhile, so that no receive overtakes it.
+		s.receiving = true
+		s.mu.Unlock()
+		s.a.unsettle(s.rctx, msg, "an earlier message of its lane was handed back")
+		s.mu.Lock()
+		s.receiving = false
+		s.pending--
+		s.forgetIdleLocked(l)
+		return nil
+	}
+	l.waiting = append(l.waiting, msg)
+	if l.scheduled || l.paused {
+		return nil
+	}
+	return l
 }
 
 // wakeReceiverLocked wakes a parked worker to take the receiver role when
@@ -364,8 +408,8 @@ func (s *laneSet) run(ctx context.Context, l *lane, fail context.CancelCauseFunc
 // continueLocked decides what the worker that just settled a message of l
 // runs next: l again when it has more and no other lane waits for a
 // worker; else the first ready lane, l queued behind it; else nothing.
-// A freed pending slot wakes a parked receiver when the worker stays
-// busy. s.mu held.
+// A freed pending slot is refilled (refillLocked) when the worker stays
+// busy. s.mu held; released meanwhile when it refills.
 func (s *laneSet) continueLocked(l *lane) *lane {
 	if l.scheduled || l.paused || len(l.waiting) == 0 || s.halted() {
 		s.forgetIdleLocked(l)
@@ -377,7 +421,7 @@ func (s *laneSet) continueLocked(l *lane) *lane {
 		next = s.popReadyLocked()
 		s.ready = append(s.ready, l)
 	}
-	s.wakeReceiverLocked()
+	s.refillLocked()
 	return next
 }
 

@@ -2,6 +2,7 @@ package pulsar
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
@@ -43,6 +44,12 @@ type prefetcher struct {
 
 	mu   sync.Mutex
 	held []*babelqueue.ReceivedMessage // taken from ready, not yet handed out, in order
+
+	// waiting counts the Pops waiting for a batch (popPrepared); notify,
+	// when set (Transport.NotifyReady), is called after a batch is queued
+	// while none waits.
+	waiting atomic.Int32
+	notify  atomic.Pointer[func()]
 }
 
 // startPrefetch starts the prefetcher of queue's consumer slot s, which
@@ -102,6 +109,14 @@ func (p *prefetcher) run(queue, group string, s *consumerSlot, in <-chan pulsar.
 				case p.ready <- batch:
 				case <-p.stop:
 					return
+				}
+			}
+			// Queued after the count was read by a Pop that then timed
+			// out, a batch is still taken by the next Pop; queued with no
+			// Pop waiting, it is announced.
+			if p.waiting.Load() == 0 {
+				if fn := p.notify.Load(); fn != nil {
+					(*fn)()
 				}
 			}
 		}

@@ -124,14 +124,19 @@ func (t *Transport) popPrepared(ctx context.Context, s *consumerSlot, timeout ti
 	}
 	timer := waitTimer(timeout)
 	defer releaseWaitTimer(timer)
+	s.pre.waiting.Add(1)
 	select {
 	case b := <-s.pre.ready:
+		s.pre.waiting.Add(-1)
 		return s.pre.got(b), nil
 	case <-timer.C:
+		s.pre.waiting.Add(-1)
 		return nil, nil
 	case <-ctx.Done():
+		s.pre.waiting.Add(-1)
 		return nil, ctx.Err()
 	case <-s.pre.done:
+		s.pre.waiting.Add(-1)
 	}
 	// The prefetcher ended: halted by Close, or the client closed its
 	// receive channel. What it prepared before is still handed out, unless

@@ -7,6 +7,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
 )
 
 // feed replaces what fill queued with a goroutine that sends n deliveries,
@@ -39,9 +40,29 @@ func (c *benchConsumerFake) feed(ctx context.Context, n, keys int) {
 // that the prefetcher's handoffs and the waits of Pop are in the
 // measurement: Pop, decode, route, handle, Ack.
 func BenchmarkConsumerNoopHandlerConcurrentFed(b *testing.B) {
+	benchConcurrentFed(b, 200)
+}
+
+// BenchmarkConsumerNoopHandlerConcurrentOneKeyFed is
+// BenchmarkConsumerNoopHandlerConcurrentFed with every message on one key,
+// so one lane, as the broker bench's keyless messages on one partition
+// (pulsar-consume-concurrent-throughput): the loop's own handoffs
+// between the worker that receives and the one that runs the lane are in
+// the measurement.
+func BenchmarkConsumerNoopHandlerConcurrentOneKeyFed(b *testing.B) {
+	benchConcurrentFed(b, 1)
+}
+
+// benchConcurrentFed runs BenchmarkConsumerNoopHandlerConcurrentFed over
+// keys keys and also reports the process CPU time per message
+// (cpu-ns/msg), which a loaded host changes less than the time per
+// message.
+func benchConcurrentFed(b *testing.B, keys int) {
 	tr, fc := benchReceiveSetup(b)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	fc.feed(ctx, b.N, 200)
+	fc.feed(ctx, b.N, keys)
+	cpu0 := bqtest.ProcessCPU()
 	runNoopConsumer(ctx, b, cancel, tr, fc, babelqueue.WithConcurrency(64, babelqueue.OrderKey))
+	b.ReportMetric(float64((bqtest.ProcessCPU()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/msg")
 }

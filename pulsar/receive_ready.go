@@ -1,0 +1,61 @@
+package pulsar
+
+import (
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/driver"
+)
+
+var _ driver.ReadyNotifier = (*Transport)(nil)
+
+// ReceiveReady is Pop without the wait: the next delivery of queue the
+// prefetcher has already prepared, in the order Pop hands them out, or
+// (nil, false) when it holds none, when queue was never popped (it never
+// subscribes), or when the Transport is closed. The App's concurrent
+// consume loop calls it to refill a pending slot on the worker that freed
+// it (driver.ReadyReceiver).
+func (t *Transport) ReceiveReady(queue string) (*babelqueue.ReceivedMessage, bool) {
+	s := t.prefetched(queue)
+	if s == nil {
+		return nil, false
+	}
+	return s.pre.take()
+}
+
+// NotifyReady makes the prefetcher of queue call fn after it queued a
+// prepared batch while no Pop waited for one (nil stops it), so that the
+// App's concurrent loop need not keep a worker waiting in Pop
+// (driver.ReadyNotifier). It reports false when queue has no prefetcher
+// (never popped, a consumer without a receive channel) or the Transport is
+// closed.
+func (t *Transport) NotifyReady(queue string, fn func()) bool {
+	s := t.prefetched(queue)
+	if s == nil {
+		return false
+	}
+	if fn == nil {
+		s.pre.notify.Store(nil)
+	} else {
+		s.pre.notify.Store(&fn)
+	}
+	return true
+}
+
+// prefetched returns the consumer slot of queue when it has a prefetcher
+// and the Transport is open, without subscribing; else nil.
+func (t *Transport) prefetched(queue string) *consumerSlot {
+	if t.closed.Load() {
+		return nil
+	}
+	s := t.popped.Load()
+	if s == nil || s.queue != queue {
+		v, ok := t.subscribed.Load(queue)
+		if !ok {
+			return nil
+		}
+		s = v.(*consumerSlot)
+	}
+	if s.pre == nil {
+		return nil
+	}
+	return s
+}
