@@ -113,26 +113,6 @@ func TestPublishBatchKeepsTheSlabsWithoutRelease(t *testing.T) {
 	}
 }
 
-func TestPublishBatchReusesTheSlabsOfAnAcknowledgedBatch(t *testing.T) {
-	allocs := func(releases bool) float64 {
-		app := testApp(&releasingTransport{releases: releases}, WithDefaultQueue("orders"))
-		msgs := batchOf(50)
-		for i := range msgs {
-			msgs[i].Options = nil
-		}
-		ctx := context.Background()
-		return testing.AllocsPerRun(50, func() {
-			if _, err := app.PublishBatch(ctx, msgs); err != nil {
-				t.Fatal(err)
-			}
-		})
-	}
-	kept, reused := allocs(false), allocs(true)
-	if reused >= kept {
-		t.Errorf("allocations per batch: %.1f reusing the slabs, %.1f without; want fewer", reused, kept)
-	}
-}
-
 // TestPublishBatchIDsOutliveTheirMaker publishes batches one after the
 // other (their Makers come back from the pool) and checks that the ids an
 // earlier batch returned are still the ids its bodies carry, and that no
