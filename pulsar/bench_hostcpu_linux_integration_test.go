@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
 )
 
 // clockTicks is USER_HZ, the unit of the CPU times in /proc: 100 on every
@@ -39,18 +41,7 @@ func readHostCPU(brokerPID int) hostCPU {
 		}
 	}
 	if brokerPID > 0 {
-		if b, err := os.ReadFile("/proc/" + strconv.Itoa(brokerPID) + "/stat"); err == nil {
-			// The fields after the command name, which is in parentheses
-			// and may hold spaces: utime and stime are the 12th and 13th.
-			if i := bytes.LastIndexByte(b, ')'); i >= 0 {
-				f := strings.Fields(string(b[i+1:]))
-				if len(f) > 12 {
-					u, _ := strconv.ParseInt(f[11], 10, 64)
-					s, _ := strconv.ParseInt(f[12], 10, 64)
-					h.broker = time.Duration(u+s) * time.Second / clockTicks
-				}
-			}
-		}
+		h.broker = bqtest.PidCPU(brokerPID)
 	}
 	return h
 }

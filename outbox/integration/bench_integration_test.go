@@ -17,6 +17,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
 	"github.com/babelqueue/babelqueue-go/kafka"
 	"github.com/babelqueue/babelqueue-go/outbox"
 	"github.com/babelqueue/babelqueue-go/outbox/integration"
@@ -84,10 +85,10 @@ func TestBenchOutboxRelayThroughput(t *testing.T) {
 		// Raw: the same envelopes, keys and batches straight through the
 		// transport's batch path (what the relay's sender does), two batches in
 		// flight as the relay keeps, no database.
-		cpu0, k0 := integration.SampleCPU(), integration.PidCPU(kafkaPID)
+		cpu0, k0 := integration.SampleCPU(), bqtest.PidCPU(kafkaPID)
 		defer func() {
 			self, _ := integration.SampleCPU().Since(cpu0)
-			rawSelf, rawKafka = rawSelf+self, rawKafka+integration.PidCPU(kafkaPID)-k0
+			rawSelf, rawKafka = rawSelf+self, rawKafka+bqtest.PidCPU(kafkaPID)-k0
 		}()
 		start := time.Now()
 		sem := make(chan struct{}, inflight)
@@ -164,7 +165,7 @@ func TestBenchOutboxRelayThroughput(t *testing.T) {
 		}
 		rctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
-		cpu0, k0 := integration.SampleCPU("postgres"), integration.PidCPU(kafkaPID)
+		cpu0, k0 := integration.SampleCPU("postgres"), bqtest.PidCPU(kafkaPID)
 		start := time.Now()
 		go func() { done <- r.Run(rctx) }()
 		deadline := time.Now().Add(2 * time.Minute)
@@ -180,7 +181,7 @@ func TestBenchOutboxRelayThroughput(t *testing.T) {
 		}
 		elapsed := time.Since(start)
 		self, pgCPU := integration.SampleCPU("postgres").Since(cpu0)
-		ourSelf, ourPG, ourKafka = ourSelf+self, ourPG+pgCPU, ourKafka+integration.PidCPU(kafkaPID)-k0
+		ourSelf, ourPG, ourKafka = ourSelf+self, ourPG+pgCPU, ourKafka+bqtest.PidCPU(kafkaPID)-k0
 		pids, err := db.QueryContext(ctx, "SELECT pid FROM pg_stat_activity WHERE application_name = $1", app)
 		if err != nil {
 			t.Fatal(err)
@@ -190,7 +191,7 @@ func TestBenchOutboxRelayThroughput(t *testing.T) {
 			if err := pids.Scan(&pid); err != nil {
 				t.Fatal(err)
 			}
-			ourBackends += integration.PidCPU(pid)
+			ourBackends += bqtest.PidCPU(pid)
 		}
 		pids.Close()
 		cancel()

@@ -6,11 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-)
 
-// clockTick is the kernel's USER_HZ: /proc reports CPU times in 1/100 s on
-// every Linux the project runs on.
-const clockTick = 100
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
+)
 
 // CPUSample is the CPU time (user and system) used so far by this
 // process and by each process of the names given to SampleCPU, read from
@@ -24,7 +22,7 @@ type CPUSample struct {
 // command name is one of names (for example "postgres": the server and
 // all its backends).
 func SampleCPU(names ...string) CPUSample {
-	s := CPUSample{Self: statCPU("/proc/self/stat"), Others: map[string]time.Duration{}}
+	s := CPUSample{Self: bqtest.PidCPU(os.Getpid()), Others: map[string]time.Duration{}}
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, d := range dirs {
 		comm, err := os.ReadFile(filepath.Join(d, "comm"))
@@ -34,7 +32,8 @@ func SampleCPU(names ...string) CPUSample {
 		name := strings.TrimSpace(string(comm))
 		for _, n := range names {
 			if name == n {
-				s.Others[d] = statCPU(filepath.Join(d, "stat"))
+				pid, _ := strconv.Atoi(filepath.Base(d))
+				s.Others[d] = bqtest.PidCPU(pid)
 				break
 			}
 		}
@@ -51,32 +50,6 @@ func (s CPUSample) Since(earlier CPUSample) (self, others time.Duration) {
 		others += t - earlier.Others[d]
 	}
 	return s.Self - earlier.Self, others
-}
-
-// PidCPU returns the CPU time used so far by process pid (0 when gone).
-func PidCPU(pid int) time.Duration {
-	return statCPU("/proc/" + strconv.Itoa(pid) + "/stat")
-}
-
-// statCPU reads utime+stime of one /proc/<pid>/stat file (0 when gone).
-func statCPU(path string) time.Duration {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0
-	}
-	// Fields after the command name, which is in parentheses and may
-	// hold spaces: state is field 3, utime 14, stime 15.
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	s, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(u+s) * time.Second / clockTick
 }
 
 // ListenerPID returns the id of the process listening on TCP port (0 when
