@@ -79,13 +79,19 @@ func consumeKeyedInMemory(b *testing.B, inFlight int, total int64, latency time.
 			b.Fatal(err)
 		}
 	}
-	cctx, cancel := context.WithCancel(ctx)
+	return timeConsume(b, a, "bench", finished)
+}
+
+// timeConsume times a's Consume of queue for b until finished is closed,
+// then stops it: the wall time and the process CPU time it took.
+func timeConsume(b *testing.B, a *App, queue string, finished <-chan struct{}) (took, cpu time.Duration) {
+	cctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	runtime.GC()
 	b.ResetTimer()
 	cpu0 := bqtest.ProcessCPU()
 	start := time.Now()
-	go func() { errc <- a.Consume(cctx, "bench") }()
+	go func() { errc <- a.Consume(cctx, queue) }()
 	<-finished
 	took = time.Since(start)
 	cpu = bqtest.ProcessCPU() - cpu0

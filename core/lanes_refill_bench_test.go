@@ -3,7 +3,6 @@ package babelqueue
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -47,21 +46,7 @@ func BenchmarkConsumeConcurrentHotKeyInMemory(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			cctx, cancel := context.WithCancel(ctx)
-			errc := make(chan error, 1)
-			runtime.GC()
-			b.ResetTimer()
-			cpu0 := bqtest.ProcessCPU()
-			start := time.Now()
-			go func() { errc <- a.Consume(cctx, "bench") }()
-			<-finished
-			took := time.Since(start)
-			cpu := bqtest.ProcessCPU() - cpu0
-			b.StopTimer()
-			cancel()
-			if err := <-errc; err != nil {
-				b.Fatal(err)
-			}
+			took, cpu := timeConsume(b, a, "bench", finished)
 			b.ReportMetric(float64(total)/took.Seconds(), "msg/s")
 			b.ReportMetric(float64(cpu.Nanoseconds())/float64(total), "cpu-ns/msg")
 			b.ReportMetric(float64(rm.ready.Load())/float64(total), "refills/msg")
