@@ -177,14 +177,14 @@ restart-tests: ## Publish outcomes across a broker kill -9 and restart (Kafka: a
 	done
 
 .PHONY: chaos
-chaos: ## Chaos suite, full: per broker 10,000 envelopes, 22 SIGKILLs, a broker kill -9 and restart; the SIGTERM variant, producer-kill, redrive-kill, redrive-restart and the leak check; Pulsar restart-shared and restart-exclusive; then the three-node Kafka cluster scenarios.
-	@$(MAKE) --no-print-directory chaos-run CHAOS_RUNS='run -n 10000 -kills 22 -duration 6m;run -graceful -n 3000 -kills 8 -duration 80s;producer-kill -n 4000 -kills 20 -duration 60s;redrive-chaos -n 3000 -kills 8 -duration 40s;redrive-chaos -n 3000 -kills 0 -duration 40s;leak -cycles 50'
+chaos: ## Chaos suite, full: per broker 10,000 envelopes, 22 SIGKILLs, a broker kill -9 and restart; 5,000 with 16 handlers per consumer and 12 SIGKILLs; the SIGTERM variant, producer-kill, redrive-kill, redrive-restart and the leak check; Pulsar restart-shared and restart-exclusive; then the three-node Kafka cluster scenarios.
+	@$(MAKE) --no-print-directory chaos-run CHAOS_RUNS='run -n 10000 -kills 22 -duration 6m;run -scenario concurrent -concurrency 16 -n 5000 -kills 12 -duration 3m;run -graceful -n 3000 -kills 8 -duration 80s;producer-kill -n 4000 -kills 20 -duration 60s;redrive-chaos -n 3000 -kills 8 -duration 40s;redrive-chaos -n 3000 -kills 0 -duration 40s;leak -cycles 50'
 	@$(MAKE) --no-print-directory chaos-run CHAOS_BROKER_LIST=pulsar CHAOS_RUNS='run -scenario restart-shared -n 3000 -kills 2 -duration 60s;run -scenario restart-exclusive -subscription exclusive -n 3000 -kills 2 -duration 60s'
 	@$(MAKE) --no-print-directory cluster-tests
 
 .PHONY: chaos-short
-chaos-short: ## Chaos suite, short (for CI): per broker 3,000 envelopes, 6 SIGKILLs, a broker kill -9 and restart; a producer SIGKILLed 5 times mid-publish.
-	@$(MAKE) --no-print-directory chaos-run CHAOS_RUNS='run -n 3000 -kills 6 -duration 75s;producer-kill -n 1500 -kills 5 -duration 20s'
+chaos-short: ## Chaos suite, short (for CI): per broker 3,000 envelopes, 6 SIGKILLs, a broker kill -9 and restart; the same with 16 handlers per consumer (no broker restart); a producer SIGKILLed 5 times mid-publish.
+	@$(MAKE) --no-print-directory chaos-run CHAOS_RUNS='run -n 3000 -kills 6 -duration 75s;run -scenario concurrent -concurrency 16 -n 3000 -kills 6 -duration 75s -broker-restart no;producer-kill -n 1500 -kills 5 -duration 20s'
 
 .PHONY: chaos-run
 chaos-run: # CHAOS_RUNS: ';'-separated bqchaos command lines, run on each broker of CHAOS_BROKER_LIST in turn.

@@ -54,6 +54,10 @@ type Windows struct {
 	// PerStop is what each SIGTERM (a Term event) adds: the graceful
 	// variant allows one record whose commit races the shutdown.
 	PerStop int
+	// InFlight is how many records a consumer handles at once (its App's
+	// concurrency); 0 counts as 1. A killed consumer may have recorded that
+	// many handlings whose outcome never reached the broker.
+	InFlight int
 }
 
 // Report is the outcome of a run.
@@ -192,7 +196,8 @@ func IsReinjector(proc string) bool { return strings.HasPrefix(proc, "reinjector
 // each disruption, each handling and each re-injected copy counted once
 // even when several windows cover it. In flight are:
 //
-//   - at a SIGKILL (or a crash) of a consumer at t: the record in its handler (1) and
+//   - at a SIGKILL (or a crash) of a consumer at t: the records in its handlers
+//     (InFlight) and
 //     every record it handled in (t - Commit, t], whose commit may not have
 //     reached the broker;
 //   - at any group change at t (a consumer killed, stopped or started),
@@ -240,7 +245,7 @@ func bound(rec *Records, rb ReadBack, w Windows) (int, []bool, []bool) {
 	for _, e := range rec.Events {
 		switch {
 		case (e.Kind == Kill || e.Kind == Crash) && IsConsumer(e.Proc):
-			n++ // the record in its handler
+			n += max(w.InFlight, 1) // the records in its handlers
 			markH(e.At.Add(-w.Commit), e.At, func(h Handling) bool { return h.Proc == e.Proc }, true)
 			if w.Rebalance > 0 {
 				markH(e.At.Add(-w.Commit), e.At.Add(w.Rebalance), func(h Handling) bool { return h.Proc != e.Proc }, false)

@@ -211,6 +211,18 @@ func TestBound(t *testing.T) {
 		t.Errorf("no rebalance window: Bound = %d; want 2 (the one in the handler and its own window)", got)
 	}
 
+	// A consumer running several handlers at once may be killed with
+	// InFlight records in its handlers: each kill or crash counts that many.
+	concurrent := shared
+	concurrent.InFlight = 16
+	rec = &Records{
+		Handlings: []Handling{h("consumer-1.1", 950)},
+		Events:    []Event{{At: at(1000), Kind: Kill, Proc: "consumer-1.1"}, {At: at(3000), Kind: Crash, Proc: "consumer-2.1"}},
+	}
+	if got := Bound(rec, ReadBack{}, concurrent); got != 16+1+16 {
+		t.Errorf("InFlight 16: Bound = %d; want 33 (16 per kill or crash, one handling in the window)", got)
+	}
+
 	// The graceful variant: PerStop per SIGTERM, nothing else.
 	graceful := Windows{Commit: time.Second, PerStop: 1}
 	rec = &Records{

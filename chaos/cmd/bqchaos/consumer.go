@@ -47,6 +47,7 @@ func consumerMain(args []string) int {
 	proc := fs.String("proc", "", "incarnation name")
 	work := fs.Duration("work", time.Millisecond, "time a handler takes")
 	subType := fs.String("subscription-type", "shared", "Pulsar: shared or exclusive")
+	concurrency := fs.Int("concurrency", 1, "handlers run at once (App WithConcurrency, OrderKey)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -87,7 +88,8 @@ func consumerMain(args []string) int {
 	app, err := babelqueue.NewApp(tr, babelqueue.WithDefaultQueue(*topic), babelqueue.WithMaxAttempts(maxAttempts),
 		babelqueue.WithPollTimeout(500*time.Millisecond), babelqueue.WithLogger(log),
 		babelqueue.WithOnError(func(err error) { log.Warn("app error", "err", err) }),
-		babelqueue.WithOnWarning(func(err error) { log.Warn("app warning", "err", err) }))
+		babelqueue.WithOnWarning(func(err error) { log.Warn("app warning", "err", err) }),
+		babelqueue.WithConcurrency(*concurrency, babelqueue.OrderKey))
 	if err != nil {
 		log.Error("app", "err", err)
 		return 1

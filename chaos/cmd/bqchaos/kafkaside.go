@@ -66,9 +66,9 @@ func (k *kafkaSide) provision(ctx context.Context) error {
 	return nil
 }
 
-func (k *kafkaSide) consumerArgs(self, dir, proc string, work time.Duration) []string {
+func (k *kafkaSide) consumerArgs(self, dir, proc string, work time.Duration, concurrency int) []string {
 	return []string{self, "consumer", "-broker", "kafka", "-topic", k.topic, "-group", k.group,
-		"-dir", dir, "-proc", proc, "-work", work.String()}
+		"-dir", dir, "-proc", proc, "-work", work.String(), "-concurrency", strconv.Itoa(concurrency)}
 }
 
 // helpers is the re-injector, as `bq reinject`.

@@ -60,8 +60,9 @@ func (p *pulsarSide) dlq() string                     { return p.topic + pulsar.
 
 func (p *pulsarSide) helpers() map[string]func(string) []string { return nil }
 
-func (p *pulsarSide) consumerArgs(self, dir, proc string, work time.Duration) []string {
-	return []string{self, "consumer", "-broker", "pulsar", "-topic", p.topic, "-dir", dir, "-proc", proc, "-work", work.String()}
+func (p *pulsarSide) consumerArgs(self, dir, proc string, work time.Duration, concurrency int) []string {
+	return []string{self, "consumer", "-broker", "pulsar", "-topic", p.topic, "-dir", dir, "-proc", proc, "-work", work.String(),
+		"-concurrency", strconv.Itoa(concurrency)}
 }
 
 func (p *pulsarSide) adminURL(topic, rest string) string {

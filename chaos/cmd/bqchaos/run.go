@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,7 +30,7 @@ type side interface {
 	workTopic() string
 	dlq() string
 	provision(ctx context.Context) error
-	consumerArgs(self, dir, proc string, work time.Duration) []string
+	consumerArgs(self, dir, proc string, work time.Duration, concurrency int) []string
 	helpers() map[string]func(proc string) []string
 	lag(ctx context.Context) (int64, error)
 	deadLetterCount(ctx context.Context) (int, error)
@@ -54,6 +55,7 @@ type runConfig struct {
 	scenario      string // printed as scenario=<s> in the chaos: line when set
 	consumers     int
 	subscription  string // Pulsar: shared or exclusive
+	concurrency   int    // handlers each consumer runs at once (App WithConcurrency, OrderKey)
 }
 
 func runMain(args []string) int {
@@ -73,6 +75,7 @@ func runMain(args []string) int {
 	fs.DurationVar(&c.work, "work", time.Millisecond, "time each handler takes")
 	fs.DurationVar(&c.drain, "drain", 150*time.Second, "longest wait for the drain after the chaos phase")
 	windows := windowFlags(fs)
+	fs.IntVar(&c.concurrency, "concurrency", 1, "handlers each consumer runs at once (App WithConcurrency with OrderKey); above 1 the producer keys its envelopes over 64 keys")
 	fs.StringVar(&c.scenario, "scenario", "", "name printed as scenario=<name> in the chaos: line")
 	fs.IntVar(&c.consumers, "consumers", 2, "consumer processes (one with -subscription exclusive)")
 	fs.StringVar(&c.subscription, "subscription", "shared", "Pulsar subscription type of the consumers: shared or exclusive (retries by republish either way)")
@@ -81,6 +84,10 @@ func runMain(args []string) int {
 	}
 	if c.subscription != "shared" && c.subscription != "exclusive" {
 		fmt.Fprintln(os.Stderr, "bqchaos: -subscription must be shared or exclusive")
+		return 2
+	}
+	if c.concurrency < 1 {
+		fmt.Fprintln(os.Stderr, "bqchaos: -concurrency must be at least 1")
 		return 2
 	}
 	if c.subscription == "exclusive" {
@@ -100,6 +107,7 @@ func runMain(args []string) int {
 		c.seed = uint64(time.Now().UnixNano())
 	}
 	c.windows = windows(c.broker, c.graceful)
+	c.windows.InFlight = c.concurrency
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -194,7 +202,7 @@ func run(ctx context.Context, c runConfig, log *slog.Logger) (int, error) {
 	var targets []*slot
 	for i := 1; i <= max(c.consumers, 1); i++ {
 		targets = append(targets, sup.add(fmt.Sprintf("consumer-%d", i), func(proc string) []string {
-			args := s.consumerArgs(self, c.dir, proc, c.work)
+			args := s.consumerArgs(self, c.dir, proc, c.work, c.concurrency)
 			if c.broker == "pulsar" {
 				args = append(args, "-subscription-type", c.subscription)
 			}
@@ -226,7 +234,9 @@ func run(ctx context.Context, c runConfig, log *slog.Logger) (int, error) {
 	}
 	produceFor := c.duration * 7 / 10
 	prodDone := make(chan error, 1)
-	go func() { prodDone <- produce(ctx, app, produced, &gate, runID, c.n, produceFor, &publishRetries, log) }()
+	go func() {
+		prodDone <- produce(ctx, app, produced, &gate, runID, c.n, keysFor(c.concurrency), produceFor, &publishRetries, log)
+	}()
 
 	// The chaos timeline: kills at random moments, one broker restart.
 	chaosStart := time.Now()
@@ -437,6 +447,7 @@ func accountMain(args []string) int {
 	dir := fs.String("dir", "", "a kept run directory")
 	broker := fs.String("broker", "", "kafka or pulsar")
 	graceful := fs.Bool("graceful", false, "the run was graceful")
+	concurrency := fs.Int("concurrency", 1, "the run's -concurrency")
 	windows := windowFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -452,6 +463,7 @@ func accountMain(args []string) int {
 		return 1
 	}
 	w := windows(*broker, *graceful)
+	w.InFlight = *concurrency
 	rep := chaos.Account(rec, rb, w)
 	strict := w
 	strict.Rebalance = 0
@@ -467,7 +479,7 @@ func accountMain(args []string) int {
 // produce publishes n envelopes spread over d, recording each batch of ids
 // (fsynced) before publishing it. A failed publish is repeated with the
 // same id until it succeeds (counted in retries).
-func produce(ctx context.Context, app *babelqueue.App, j *chaos.Journal, gate *sync.RWMutex, run string, n int, d time.Duration,
+func produce(ctx context.Context, app *babelqueue.App, j *chaos.Journal, gate *sync.RWMutex, run string, n, keys int, d time.Duration,
 	retries *atomic.Int64, log *slog.Logger) error {
 	const batch = 20
 	start := time.Now()
@@ -492,7 +504,7 @@ func produce(ctx context.Context, app *babelqueue.App, j *chaos.Journal, gate *s
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				errs[i-seq] = publishOne(ctx, app, chaos.ID(run, i), i, retries, log)
+				errs[i-seq] = publishOne(ctx, app, chaos.ID(run, i), i, keys, retries, log)
 			}()
 		}
 		wg.Wait()
@@ -504,10 +516,25 @@ func produce(ctx context.Context, app *babelqueue.App, j *chaos.Journal, gate *s
 	return nil
 }
 
-func publishOne(ctx context.Context, app *babelqueue.App, id string, seq int, retries *atomic.Int64, log *slog.Logger) error {
+// keysFor is how many record keys the producer spreads its envelopes over:
+// none (keyless, the binding's own spread) when consumers handle one
+// record at a time, 64 when they run several at once, so that their
+// per-key lanes have keys to order and to run side by side.
+func keysFor(concurrency int) int {
+	if concurrency > 1 {
+		return 64
+	}
+	return 0
+}
+
+func publishOne(ctx context.Context, app *babelqueue.App, id string, seq, keys int, retries *atomic.Int64, log *slog.Logger) error {
+	opts := []babelqueue.PublishOption{babelqueue.WithEnvelopeOptions(babelqueue.WithID(id))}
+	if keys > 0 {
+		opts = append(opts, babelqueue.WithKey([]byte("key-"+strconv.Itoa(seq%keys))))
+	}
 	for attempt := 0; ; attempt++ {
 		pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		_, err := app.Publish(pctx, URN, map[string]any{"seq": seq}, babelqueue.WithEnvelopeOptions(babelqueue.WithID(id)))
+		_, err := app.Publish(pctx, URN, map[string]any{"seq": seq}, opts...)
 		cancel()
 		if err == nil {
 			return nil
