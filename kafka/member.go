@@ -38,11 +38,10 @@ type memberReader struct {
 	closeErr  error
 
 	deferHeaders atomic.Bool
-	avail        chan struct{}          // 1-buffered: a record was buffered, or the reader closed
-	waiters      atomic.Int32           // receive calls waiting on avail (or about to)
-	notify       atomic.Pointer[func()] // called when a record is buffered while none waits (receive_ready.go)
-	dirty        atomic.Bool            // a settlement moved a prefix since the last commit
-	backlog      atomic.Int64           // buffered, read by the fetchers without the lock
+	avail        chan struct{} // 1-buffered: a record was buffered, or the reader closed
+	waiters      atomic.Int32  // receive calls waiting on avail (or about to)
+	dirty        atomic.Bool   // a settlement moved a prefix since the last commit
+	backlog      atomic.Int64  // buffered, read by the fetchers without the lock
 
 	mu       sync.Mutex
 	ring     []*assignment       // the assignments with buffered records, in hand-out turn
@@ -188,11 +187,12 @@ func (m *memberReader) fetch(ctx context.Context, a *assignment, pr partitionRea
 			m.ring = append(m.ring, a)
 		}
 		a.buf = append(a.buf, d)
-		first := m.buffered == 0
 		m.buffered++
 		m.backlog.Store(int64(m.buffered))
 		m.mu.Unlock()
-		m.announce(first)
+		if m.waiters.Load() > 0 {
+			signal(m.avail)
+		}
 	}
 }
 
@@ -217,7 +217,7 @@ func signal(ch chan struct{}) {
 // until ctx ends. It returns io.EOF once the reader is closed.
 func (m *memberReader) receive(ctx context.Context, deferHeaders bool) (*delivery, error) {
 	// Counted before the buffer is looked at: a record buffered after
-	// that look signals avail (announce).
+	// that look signals avail (fetch).
 	m.waiters.Add(1)
 	defer m.waiters.Add(-1)
 	for {

@@ -7,15 +7,20 @@ import (
 	"github.com/babelqueue/babelqueue-go/core/driver"
 )
 
-// This file holds the receive that never waits (driver.ReadyReceiver) and
-// the ready announcements (driver.ReadyNotifier) of a queue read by a
-// group member. Both work on the member reader's buffer, the one Receive
-// takes from, so the guarantees of DESIGN.md, section 4, hold unchanged:
-// a record of a partition no longer held is never handed out, the same
-// per-partition turn decides the order, and every buffered record holds
-// its share of the transport's budget.
+// This file holds the receive that never waits (driver.ReadyReceiver) of a
+// queue read by a group member. It takes from the member reader's buffer,
+// the one Receive takes from, so the guarantees of DESIGN.md, section 4,
+// hold unchanged: a record of a partition no longer held is never handed
+// out, the same per-partition turn decides the order, and every buffered
+// record holds its share of the transport's budget.
+//
+// The Transport does not announce ready records (driver.ReadyNotifier):
+// measured on the broker-free App bench, the App's loop draining announced
+// records costs more CPU per record than it saves here, where the loop
+// mostly sits at its pending bound with the buffer full (DESIGN.md,
+// section 3).
 
-var _ driver.ReadyNotifier = (*Transport)(nil)
+var _ driver.ReadyReceiver = (*Transport)(nil)
 
 // ReceiveReady is Receive without the wait: the next record of queue that
 // the member reader has already fetched, in the order Receive hands them
@@ -42,30 +47,10 @@ func (t *Transport) ReceiveReady(queue string) (*babelqueue.ReceivedMessage, boo
 	return t.handOut(queue, d), true
 }
 
-// NotifyReady makes the member reader of queue call fn when a partition's
-// fetcher buffers a record into an empty buffer while no Receive of queue
-// waits (nil stops it). Records that follow while the buffer is not empty
-// are not announced: whoever takes the first one goes on receiving, and a
-// receive that finds the buffer empty is followed by a new announcement.
-// It reports false when queue has no member reader (never received, read
-// through a Reader) or the Transport is closed.
-func (t *Transport) NotifyReady(queue string, fn func()) bool {
-	m := t.readyMemberOf(queue, true)
-	if m == nil {
-		return false
-	}
-	if fn == nil {
-		m.notify.Store(nil)
-	} else {
-		m.notify.Store(&fn)
-	}
-	return true
-}
-
-// readyMemberOf returns the member reader of queue when the Transport is open
-// and one reads queue, without joining the group; else nil. The last one
-// found is kept, so that the consume loop's calls do not take t.mu; fresh
-// looks it up again.
+// readyMemberOf returns the member reader of queue when the Transport is
+// open and one reads queue, without joining the group; else nil. The last
+// one found is kept, so that the consume loop's calls do not take t.mu;
+// fresh looks it up again.
 func (t *Transport) readyMemberOf(queue string, fresh bool) *memberReader {
 	if t.closed.Load() {
 		return nil
@@ -81,20 +66,4 @@ func (t *Transport) readyMemberOf(queue string, fresh bool) *memberReader {
 	}
 	t.readyMember.Store(c)
 	return c.member
-}
-
-// announce tells that a record was buffered: a waiting Receive is
-// signalled; with none waiting, a record buffered into an empty buffer is
-// announced to the NotifyReady function.
-func (m *memberReader) announce(first bool) {
-	if m.waiters.Load() > 0 {
-		signal(m.avail)
-		return
-	}
-	if !first {
-		return
-	}
-	if fn := m.notify.Load(); fn != nil {
-		(*fn)()
-	}
 }

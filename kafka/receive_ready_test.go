@@ -3,7 +3,6 @@ package kafka
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,14 +19,11 @@ func TestReceiveReadyNeverJoinsTheGroup(t *testing.T) {
 	if m, ok := mr.tr.ReceiveReady("orders"); ok || m != nil {
 		t.Fatalf("ReceiveReady before any Receive = %v, %v; want nothing", m, ok)
 	}
-	if mr.tr.NotifyReady("orders", func() {}) {
-		t.Fatal("NotifyReady before any Receive registered")
-	}
 	mr.tr.mu.Lock()
 	n := len(mr.tr.readers)
 	mr.tr.mu.Unlock()
 	if n != 0 {
-		t.Fatalf("%d readers opened by ReceiveReady/NotifyReady; want none", n)
+		t.Fatalf("%d readers opened by ReceiveReady; want none", n)
 	}
 }
 
@@ -120,61 +116,42 @@ func TestReceiveReadyNeverHandsOutARevokedPartition(t *testing.T) {
 	}
 }
 
-// NotifyReady's function is called when a record is buffered into an empty
-// buffer while no Receive waits, not while one waits, and no more once
-// unregistered.
-func TestNotifyReadyAnnouncesRecordsNoReceiveWaitsFor(t *testing.T) {
+// A fetcher signals only a Receive that waits: one waiting when the record
+// is buffered is handed it at once, and ReceiveReady takes a record buffered
+// while none waits.
+func TestReceiveWaitingIsHandedARecordBufferedMeanwhile(t *testing.T) {
 	mr := newMemberRig(t)
 	ctx := context.Background()
 	appendRecords(t, mr.rig, 0, 1)
 	if m, err := mr.tr.Receive(ctx, "orders", time.Second); err != nil || m == nil {
 		t.Fatalf("Receive = %v, %v", m, err)
 	}
-	var calls atomic.Int32
-	if !mr.tr.NotifyReady("orders", func() { calls.Add(1) }) {
-		t.Fatal("NotifyReady after a Receive registered nothing")
-	}
-
-	// No Receive waits: announced, and ReceiveReady takes it.
-	appendRecords(t, mr.rig, 1, 1)
-	waitUntil(t, "the announcement", func() bool { return calls.Load() == 1 })
-	if m, ok := mr.tr.ReceiveReady("orders"); !ok || m == nil || m.Partition != 1 {
-		t.Fatalf("ReceiveReady after the announcement = %v, %v", m, ok)
-	}
-
-	// A Receive waits: it is handed the record, nothing is announced.
-	got := make(chan *babelqueue.ReceivedMessage, 1)
-	go func() {
-		m, _ := mr.tr.Receive(ctx, "orders", 5*time.Second)
-		got <- m
-	}()
-	waitUntil(t, "the Receive to wait", func() bool { return mr.member().waiters.Load() == 1 })
-	appendRecords(t, mr.rig, 2, 1)
-	select {
-	case m := <-got:
-		if m == nil || m.Partition != 2 {
-			t.Fatalf("waiting Receive = %v", m)
+	for p := range 3 {
+		got := make(chan *babelqueue.ReceivedMessage, 1)
+		go func() {
+			m, _ := mr.tr.Receive(ctx, "orders", 5*time.Second)
+			got <- m
+		}()
+		waitUntil(t, "the Receive to wait", func() bool { return mr.member().waiters.Load() == 1 })
+		appendRecords(t, mr.rig, p, 1)
+		select {
+		case m := <-got:
+			if m == nil || m.Partition != int32(p) {
+				t.Fatalf("waiting Receive = %v, want the record of partition %d", m, p)
+			}
+		case <-time.After(time.Second):
+			t.Fatal("the waiting Receive was not woken by the record buffered meanwhile")
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the waiting Receive was not handed the record")
+		waitUntil(t, "the Receive to return", func() bool { return mr.member().waiters.Load() == 0 })
 	}
-	if n := calls.Load(); n != 1 {
-		t.Fatalf("%d announcements; a record a Receive waited for was announced", n)
-	}
-
-	// Unregistered: buffered, not announced.
-	if !mr.tr.NotifyReady("orders", nil) {
-		t.Fatal("NotifyReady(nil) reported false")
-	}
-	appendRecords(t, mr.rig, 0, 1)
+	appendRecords(t, mr.rig, 1, 1)
 	waitUntil(t, "the record buffered", func() bool { return mr.buffered() == 1 })
-	if n := calls.Load(); n != 1 {
-		t.Fatalf("%d announcements after NotifyReady(nil)", n)
+	if m, ok := mr.tr.ReceiveReady("orders"); !ok || m == nil || m.Partition != 1 {
+		t.Fatalf("ReceiveReady = %v, %v", m, ok)
 	}
 }
 
-// After Close, ReceiveReady hands out nothing and NotifyReady registers
-// nothing.
+// After Close, ReceiveReady hands out nothing.
 func TestReceiveReadyAfterClose(t *testing.T) {
 	mr := newMemberRig(t)
 	ctx := context.Background()
@@ -188,8 +165,5 @@ func TestReceiveReadyAfterClose(t *testing.T) {
 	}
 	if m, ok := mr.tr.ReceiveReady("orders"); ok || m != nil {
 		t.Fatalf("ReceiveReady after Close = %v, %v", m, ok)
-	}
-	if mr.tr.NotifyReady("orders", func() {}) {
-		t.Fatal("NotifyReady after Close registered")
 	}
 }
