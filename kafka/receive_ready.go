@@ -16,8 +16,7 @@ import (
 //
 // The Transport does not announce ready records (driver.ReadyNotifier):
 // measured on the broker-free App bench, the App's loop draining announced
-// records costs more CPU per record than it saves here, where the loop
-// mostly sits at its pending bound with the buffer full (DESIGN.md,
+// records costs more CPU per record than it saves here (DESIGN.md,
 // section 3).
 
 var _ driver.ReadyReceiver = (*Transport)(nil)
