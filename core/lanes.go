@@ -88,8 +88,11 @@ type laneSet struct {
 	rr        driver.ReadyReceiver // the transport's receive that never waits, or nil (lanes_refill.go)
 	rn        driver.ReadyNotifier // rr when it also announces ready messages, or nil
 	notifying bool                 // rn calls onReady for this queue
-	fatal     error
-	recvErr   error
+	// readyMissed: onReady came while the receiver role was held; the
+	// worker that gives the role up acts on it (lanes_refill.go).
+	readyMissed bool
+	fatal       error
+	recvErr     error
 
 	pauses sync.WaitGroup // the goroutines timing lane pauses
 }
@@ -306,6 +309,7 @@ func (s *laneSet) admitLocked(msg *ReceivedMessage, receive uint64) *lane {
 		s.receiving = false
 		s.pending--
 		s.forgetIdleLocked(l)
+		s.missedReadyLocked()
 		return nil
 	}
 	l.waiting = append(l.waiting, msg)

@@ -64,6 +64,7 @@ func (s *laneSet) receiveReadyLocked() bool {
 	s.returned = receive
 	if !ok || msg == nil {
 		s.pending--
+		s.missedReadyLocked()
 		return false
 	}
 	if l := s.admitLocked(msg, receive); l != nil {
@@ -78,8 +79,26 @@ func (s *laneSet) receiveReadyLocked() bool {
 // pending bound allows.
 func (s *laneSet) onReady() {
 	s.mu.Lock()
-	if !s.halted() {
+	if s.receiving {
+		// The holder may be in a receive that looked before the message
+		// was ready and comes back empty: it acts on this when it gives
+		// the role up (missedReadyLocked).
+		s.readyMissed = true
+	} else if !s.halted() {
 		s.wakeReceiverLocked()
 	}
 	s.mu.Unlock()
+}
+
+// missedReadyLocked acts on an announcement that came while the receiver
+// role was held, once the role is free again: the message it announced
+// may be ready with nobody to receive it, so a parked worker is woken to
+// take the role. s.mu held.
+func (s *laneSet) missedReadyLocked() {
+	if s.readyMissed && !s.receiving {
+		s.readyMissed = false
+		if !s.halted() {
+			s.wakeReceiverLocked()
+		}
+	}
 }

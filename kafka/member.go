@@ -39,6 +39,7 @@ type memberReader struct {
 
 	deferHeaders atomic.Bool
 	avail        chan struct{} // 1-buffered: a record was buffered, or the reader closed
+	waiters      atomic.Int32  // receive calls waiting on avail (or about to)
 	dirty        atomic.Bool   // a settlement moved a prefix since the last commit
 	backlog      atomic.Int64  // buffered, read by the fetchers without the lock
 
@@ -189,7 +190,9 @@ func (m *memberReader) fetch(ctx context.Context, a *assignment, pr partitionRea
 		m.buffered++
 		m.backlog.Store(int64(m.buffered))
 		m.mu.Unlock()
-		signal(m.avail)
+		if m.waiters.Load() > 0 {
+			signal(m.avail)
+		}
 	}
 }
 
@@ -213,6 +216,10 @@ func signal(ch chan struct{}) {
 // receive hands out the next buffered record of a live assignment, waiting
 // until ctx ends. It returns io.EOF once the reader is closed.
 func (m *memberReader) receive(ctx context.Context, deferHeaders bool) (*delivery, error) {
+	// Counted before the buffer is looked at: a record buffered after
+	// that look signals avail (fetch).
+	m.waiters.Add(1)
+	defer m.waiters.Add(-1)
 	for {
 		if d, err := m.tryReceive(deferHeaders); d != nil || err != nil {
 			return d, err
@@ -251,7 +258,7 @@ func (m *memberReader) tryReceive(deferHeaders bool) (*delivery, error) {
 		m.event("out", a.partition, d.msg.Offset)
 		more := m.buffered > 0
 		m.mu.Unlock()
-		if more {
+		if more && m.waiters.Load() > 0 {
 			signal(m.avail) // another Receive may take the next one
 		}
 		return d, nil

@@ -61,7 +61,8 @@ type Transport struct {
 	connChecked atomic.Bool // a broker accepted the connection settings (checkConnection)
 	mu          sync.Mutex
 	readers     map[string]*consumer
-	budget      *recordBudget // records buffered or in flight across the queues read by group members
+	budget      *recordBudget            // records buffered or in flight across the queues read by group members
+	readyMember atomic.Pointer[consumer] // the member ReceiveReady last used (receive_ready.go)
 }
 
 var _ babelqueue.Transport = (*Transport)(nil)
