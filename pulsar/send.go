@@ -171,8 +171,8 @@ func payloadOf(body string) []byte {
 // properties returns the headers driver.OutgoingHeaders gives for a
 // projection p and extra, as the map Pulsar takes, or nil when there are
 // none. It fills into when that is not nil (it must be empty), else a new
-// map of the exact size. It fills the map directly, without the intermediate slices and the
-// key sort of wire.MergeHeaders (a map has no order), since it runs
+// map of the exact size, directly, without the intermediate slices and
+// the key sort of wire.MergeHeaders (a map has no order), since it runs
 // once per published message: entries of extra whose key or value is blank
 // are skipped, a contract property that is not blank wins a collision, and
 // a non-blank bq-job of extra wins over the projected one when the intent
