@@ -33,7 +33,7 @@ func TestPublishAllocatesNothingOfItsOwn(t *testing.T) {
 	if err := s.tr.Publish(ctx, "orders", envelope); err != nil {
 		t.Fatal(err)
 	}
-	s.tr.made.Store(s.tr.Topic("orders"), newOutcomeProducer(answeringProducer{}, &pulsar.ProducerOptions{}))
+	s.tr.made.Store(s.tr.Topic("orders"), newOutcomeProducer(answeringProducer{}, &pulsar.ProducerOptions{DisableBatching: true}))
 	headers := map[string]string{"traceparent": "00-a-b-01"}
 	for name, publish := range map[string]func() error{
 		"Publish":            func() error { return s.tr.Publish(ctx, "orders", envelope) },

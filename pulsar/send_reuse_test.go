@@ -85,15 +85,41 @@ func (a answerSender) SendAsync(_ context.Context, msg *pulsar.ProducerMessage, 
 	a(cb, msg)
 }
 
-// A producer with interceptors may keep a message after its send: it is
-// never given a reused one.
-func TestProducerWithInterceptorsReusesNoWrite(t *testing.T) {
+// A producer with interceptors may keep a message after its send, and a
+// batching one flushes at once only on Send: neither is given a reused
+// write.
+func TestProducerWithInterceptorsOrBatchingReusesNoWrite(t *testing.T) {
 	p := &fakeProducer{}
-	if o := newOutcomeProducer(p, &pulsar.ProducerOptions{}); o.async == nil {
-		t.Error("a producer without interceptors does not reuse writes")
+	if o := newOutcomeProducer(p, &pulsar.ProducerOptions{DisableBatching: true}); o.async == nil {
+		t.Error("a plain producer does not reuse writes")
 	}
-	opts := pulsar.ProducerOptions{Interceptors: pulsar.ProducerInterceptors{nil}}
+	opts := pulsar.ProducerOptions{DisableBatching: true, Interceptors: pulsar.ProducerInterceptors{nil}}
 	if o := newOutcomeProducer(p, &opts); o.async != nil {
 		t.Error("a producer with interceptors reuses writes")
+	}
+	if o := newOutcomeProducer(p, &pulsar.ProducerOptions{}); o.async != nil {
+		t.Error("a batching producer reuses writes")
+	}
+}
+
+// The producers the Transport creates write through reused writes, unless
+// WithProducerOptions turns batching back on.
+func TestTransportProducersReuseWritesUnlessBatching(t *testing.T) {
+	for _, batching := range []bool{false, true} {
+		opts := []Option{WithSubscriptionType(pulsar.Shared)}
+		if batching {
+			opts = append(opts, WithProducerOptions(func(o *pulsar.ProducerOptions) { o.DisableBatching = false }))
+		}
+		s := newFake(t, opts...)
+		if err := s.tr.Publish(context.Background(), "orders", envelope); err != nil {
+			t.Fatal(err)
+		}
+		p, err := s.tr.producerFor(s.tr.Topic("orders"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o, _ := p.(outcomeProducer); (o.async != nil) == batching {
+			t.Errorf("batching %v: reused writes %v", batching, o.async != nil)
+		}
 	}
 }
