@@ -12,10 +12,12 @@ import (
 // outcomeProducer wraps a producer the Transport created: a failed Send
 // whose message may have reached the broker wraps
 // babelqueue.ErrPublishUnknown (see sendOutcomeUnknown). async is p's
-// SendAsync when p offers it, has no interceptors and does not batch, so
-// that a write can reuse its message (send_reuse.go); nil otherwise. A
-// batching producer keeps Send: only Send flushes its message at once,
-// SendAsync would leave it waiting for the batching delay.
+// SendAsync when p offers it, has no interceptors and neither batches nor
+// chunks, so that a write can reuse its message (send_reuse.go); nil
+// otherwise. A batching producer keeps Send: only Send flushes its message
+// at once, SendAsync would leave it waiting for the batching delay. A
+// chunking one keeps it too: each chunk holds the message, and only the
+// last one answers.
 type outcomeProducer struct {
 	p     producer
 	async asyncSender
@@ -24,7 +26,7 @@ type outcomeProducer struct {
 // newOutcomeProducer wraps p, created with opts.
 func newOutcomeProducer(p producer, opts *pulsar.ProducerOptions) outcomeProducer {
 	o := outcomeProducer{p: p}
-	if a, ok := p.(asyncSender); ok && len(opts.Interceptors) == 0 && opts.DisableBatching {
+	if a, ok := p.(asyncSender); ok && len(opts.Interceptors) == 0 && opts.DisableBatching && !opts.EnableChunking {
 		o.async = a
 	}
 	return o

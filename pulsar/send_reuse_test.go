@@ -100,6 +100,9 @@ func TestProducerWithInterceptorsOrBatchingReusesNoWrite(t *testing.T) {
 	if o := newOutcomeProducer(p, &pulsar.ProducerOptions{}); o.async != nil {
 		t.Error("a batching producer reuses writes")
 	}
+	if o := newOutcomeProducer(p, &pulsar.ProducerOptions{DisableBatching: true, EnableChunking: true}); o.async != nil {
+		t.Error("a chunking producer reuses writes")
+	}
 }
 
 // The producers the Transport creates write through reused writes, unless
