@@ -16,6 +16,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
 	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
@@ -210,20 +211,27 @@ func TestBenchPulsarPublishThroughput(t *testing.T) {
 	// timed side is busy then): the -cpu-throughput lines, which a loaded
 	// host changes much less than the rates.
 	// Each run also counts the allocations of this process per message
-	// (informative: the "bench-alloc:" lines give each side's median).
-	allocs := map[string][][2]float64{}
+	// (informative: the "bench-alloc:" lines give each side's median), and
+	// the CPU the test broker's JVM used per message while it ran (the
+	// "bench-broker:" lines, informative too: the broker is shared, so
+	// other traffic lands in it).
+	allocs := map[string][][3]float64{}
+	brokerPID := pulsarBrokerPID()
 	run := func(side string, send func(context.Context) error) func() []float64 {
 		return func() []float64 {
 			var m0, m1 runtime.MemStats
 			runtime.ReadMemStats(&m0)
+			broker0 := bqtest.PidCPU(brokerPID)
 			cpu0, cpuKnown := processCPU()
 			start := time.Now()
 			concurrently(t, benchPublishMessages, send)
 			wall := time.Since(start)
 			cpu1, _ := processCPU()
+			broker1 := bqtest.PidCPU(brokerPID)
 			runtime.ReadMemStats(&m1)
-			allocs[side] = append(allocs[side], [2]float64{
-				float64(m1.Mallocs-m0.Mallocs) / benchPublishMessages, float64(m1.TotalAlloc-m0.TotalAlloc) / benchPublishMessages})
+			allocs[side] = append(allocs[side], [3]float64{
+				float64(m1.Mallocs-m0.Mallocs) / benchPublishMessages, float64(m1.TotalAlloc-m0.TotalAlloc) / benchPublishMessages,
+				float64((broker1 - broker0).Microseconds()) / benchPublishMessages})
 			return rates(benchPublishMessages, wall, cpu1-cpu0, cpuKnown)
 		}
 	}
@@ -232,11 +240,14 @@ func TestBenchPulsarPublishThroughput(t *testing.T) {
 	pairedMetrics([]string{"pulsar-publish-throughput-raw-same-properties", "pulsar-publish-cpu-throughput-raw-same-properties"},
 		benchPublishPropsRounds, run("ours", sendOurs), run("raw-same-properties", sendRawProps))
 	for _, side := range []string{"ours", "raw", "raw-same-properties"} {
-		var n, b []float64
+		var n, b, broker []float64
 		for _, v := range allocs[side] {
-			n, b = append(n, v[0]), append(b, v[1])
+			n, b, broker = append(n, v[0]), append(b, v[1]), append(broker, v[2])
 		}
 		fmt.Printf("bench-alloc: pulsar-publish side=%s allocs-per-msg=%.1f bytes-per-msg=%.0f\n", side, median(n), median(b))
+		if brokerPID > 0 {
+			fmt.Printf("bench-broker: pulsar-publish side=%s broker-cpu-us-per-msg=%.1f\n", side, median(broker))
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package pulsar
 import (
 	"context"
 	"errors"
+	"maps"
 	"sync"
 	"testing"
 	"time"
@@ -62,6 +63,16 @@ func (p *fakeProducer) Send(_ context.Context, msg *pulsar.ProducerMessage) (pul
 		return pulsar.NewMessageID(7, int64(len(p.sent)), -1, 0), nil
 	}
 	return nil, nil
+}
+
+// SendAsync writes a copy of msg, as a broker stores what it was sent (the
+// Transport reuses msg once answered: send_reuse.go), and answers at once
+// with what Send returns.
+func (p *fakeProducer) SendAsync(ctx context.Context, msg *pulsar.ProducerMessage, cb func(pulsar.MessageID, *pulsar.ProducerMessage, error)) {
+	stored := *msg
+	stored.Properties = maps.Clone(msg.Properties)
+	id, err := p.Send(ctx, &stored)
+	cb(id, msg, err)
 }
 
 func (p *fakeProducer) Close() {

@@ -77,12 +77,13 @@ func (t *Transport) slot(m map[string]*producerSlot, key string, c client, topic
 	if name != "" && c != t.client {
 		name += "-retry"
 	}
-	s.p, s.err = c.CreateProducer(t.producerOptions(topic, name))
+	opts := t.producerOptions(topic, name)
+	s.p, s.err = c.CreateProducer(opts)
 	switch {
 	case s.err == nil && name != "":
 		s.p, s.err = deduplicating(s.p)
 	case s.err == nil:
-		s.p = outcomeProducer{s.p}
+		s.p = newOutcomeProducer(s.p, &opts)
 	}
 	if s.err != nil {
 		s.err = fmt.Errorf("pulsar: create producer for %s: %w", topic, s.err)

@@ -49,19 +49,22 @@ func (t *Transport) Send(ctx context.Context, out *driver.Outgoing) (driver.Rece
 	if out.Intent == driver.IntentRetry {
 		return t.sendRetry(ctx, out)
 	}
-	msg := message(out)
-	id, err := t.send(ctx, out.Intent.String(), t.Topic(out.Queue), msg)
+	id, err := t.sendOut(ctx, out)
 	if err != nil {
 		return noReceipt, err
 	}
-	return receipt(id, msg.DeliverAfter), nil
+	var delay time.Duration
+	if out.Intent == driver.IntentPublish && out.Delay > 0 {
+		delay = out.Delay // the DeliverAfter message gave it
+	}
+	return receipt(id, delay), nil
 }
 
 // sendNew writes out, a new message (IntentPublish), as Send does, without
 // the receipt the publish calls drop: formatting the message ID for it
 // cost a sixth of a publish's own CPU.
 func (t *Transport) sendNew(ctx context.Context, out *driver.Outgoing) error {
-	_, err := t.send(ctx, out.Intent.String(), t.Topic(out.Queue), message(out))
+	_, err := t.sendOut(ctx, out)
 	return err
 }
 
@@ -106,12 +109,21 @@ func receipt(id pulsar.MessageID, delay time.Duration) driver.Receipt {
 
 // message builds the Pulsar message of out (see Send).
 func message(out *driver.Outgoing) *pulsar.ProducerMessage {
+	msg := new(pulsar.ProducerMessage)
+	fillMessage(msg, out, nil)
+	return msg
+}
+
+// fillMessage writes the Pulsar message of out (see Send) into msg, a zero
+// message. The properties go into props, an empty map, when it is not nil
+// (a reused write, send_reuse.go), else into a new map.
+func fillMessage(msg *pulsar.ProducerMessage, out *driver.Outgoing, props map[string]string) {
 	d := deliveryOf(out.From)
-	var msg *pulsar.ProducerMessage
+	msg.Payload = payloadOf(out.Body)
 	if out.Intent.Verbatim() {
-		msg = &pulsar.ProducerMessage{Payload: payloadOf(out.Body), Properties: verbatim(out.Headers)}
+		msg.Properties = verbatim(out.Headers)
 	} else {
-		msg = projected(out)
+		projected(msg, out, props)
 	}
 	switch out.Intent {
 	case driver.IntentPublish:
@@ -130,20 +142,20 @@ func message(out *driver.Outgoing) *pulsar.ProducerMessage {
 	case d != nil:
 		msg.Key, msg.OrderingKey = d.msg.Key(), d.msg.OrderingKey()
 	}
-	return msg
 }
 
-// projected builds the message of out.Body written for out.Intent: the
-// contract properties of the body's projection (out.Projection, which an
-// App that just encoded the body already knows, so the body is not parsed
-// again), the extra headers out.Headers beside them (see properties).
-func projected(out *driver.Outgoing) *pulsar.ProducerMessage {
+// projected sets the properties and event time of msg, the message of
+// out.Body written for out.Intent: the contract properties of the body's
+// projection (out.Projection, which an App that just encoded the body
+// already knows, so the body is not parsed again), the extra headers
+// out.Headers beside them (see properties), put into into when it is not
+// nil.
+func projected(msg *pulsar.ProducerMessage, out *driver.Outgoing, into map[string]string) {
 	p := out.Projection()
-	msg := &pulsar.ProducerMessage{Payload: payloadOf(out.Body), Properties: properties(&p, out.Headers, out.Intent)}
+	msg.Properties = properties(&p, out.Headers, out.Intent, into)
 	if p.HasCreatedAt && p.CreatedAt > 0 {
 		msg.EventTime = time.UnixMilli(p.CreatedAt)
 	}
-	return msg
 }
 
 // payloadOf returns body as the payload of a message without copying it:
@@ -158,8 +170,9 @@ func payloadOf(body string) []byte {
 
 // properties returns the headers driver.OutgoingHeaders gives for a
 // projection p and extra, as the map Pulsar takes, or nil when there are
-// none. It fills the map directly, without the intermediate slices and the
-// key sort of wire.MergeHeaders (a map has no order), since it runs
+// none. It fills into when that is not nil (it must be empty), else a new
+// map of the exact size, directly, without the intermediate slices and
+// the key sort of wire.MergeHeaders (a map has no order), since it runs
 // once per published message: entries of extra whose key or value is blank
 // are skipped, a contract property that is not blank wins a collision, and
 // a non-blank bq-job of extra wins over the projected one when the intent
@@ -170,7 +183,7 @@ func payloadOf(body string) []byte {
 // whose attempts already equal it, so the result is OutgoingHeaders'; a
 // retried poison body, republished byte for byte (SPEC §7), must not pin
 // the count to its own stale attempts.
-func properties(p *wire.Projection, extra map[string]string, intent driver.Intent) map[string]string {
+func properties(p *wire.Projection, extra map[string]string, intent driver.Intent, into map[string]string) map[string]string {
 	contract := [...]wire.Header{
 		{Key: wire.HeaderJob, Value: p.Job},
 		{Key: wire.HeaderTraceID, Value: p.TraceID},
@@ -189,7 +202,10 @@ func properties(p *wire.Projection, extra map[string]string, intent driver.Inten
 	if n == 0 && len(extra) == 0 {
 		return nil
 	}
-	props := make(map[string]string, n+len(extra))
+	props := into
+	if props == nil {
+		props = make(map[string]string, n+len(extra))
+	}
 	for k, v := range extra {
 		if !wire.IsBlank(k) && !wire.IsBlank(v) {
 			props[k] = v
@@ -231,14 +247,23 @@ func verbatim(headers map[string]string) map[string]string {
 	return props
 }
 
-// send writes msg to topic through its producer and waits for the broker's
-// acknowledgement.
-func (t *Transport) send(ctx context.Context, op, topic string, msg *pulsar.ProducerMessage) (pulsar.MessageID, error) {
+// sendOut writes the message of out to the topic of out.Queue through its
+// producer and waits for the broker's acknowledgement. A producer the
+// Transport created writes through a reused write (send_reuse.go).
+func (t *Transport) sendOut(ctx context.Context, out *driver.Outgoing) (pulsar.MessageID, error) {
+	op, topic := out.Intent.String(), t.Topic(out.Queue)
 	p, err := t.producerFor(topic)
 	if err != nil {
 		return nil, err
 	}
-	id, err := p.Send(ctx, msg)
+	var id pulsar.MessageID
+	if o, ok := p.(outcomeProducer); ok && o.async != nil {
+		w := takeWrite()
+		fillMessage(&w.msg, out, w.props)
+		id, err = o.sendWrite(ctx, w)
+	} else {
+		id, err = p.Send(ctx, message(out))
+	}
 	if err != nil {
 		if t.isClosed() {
 			return nil, errClosed(op + " to " + topic)

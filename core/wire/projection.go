@@ -48,12 +48,9 @@ func project(body []byte, view bool) Projection {
 		return p
 	}
 	var job, urn, meta []byte
+	var m member
 	it := newObjIter(body, open, 1)
-	for {
-		m, ok := it.next()
-		if !ok {
-			break
-		}
+	for it.nextInto(&m) {
 		v := body[m.valStart:m.valEnd]
 		switch string(keyBytes(body, m)) {
 		case keyJob:
@@ -81,11 +78,7 @@ func project(body []byte, view bool) Projection {
 	}
 	if len(meta) > 0 && meta[0] == '{' {
 		mi := newObjIter(meta, 0, 1)
-		for {
-			m, ok := mi.next()
-			if !ok {
-				break
-			}
+		for mi.nextInto(&m) {
 			v := meta[m.valStart:m.valEnd]
 			switch string(keyBytes(meta, m)) {
 			case "id":
