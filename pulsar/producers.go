@@ -113,8 +113,10 @@ func (t *Transport) producerOptions(topic, name string) pulsar.ProducerOptions {
 		// the client flushes at once: batching would only wrap each
 		// message in a batch of one and encode its properties twice (see
 		// the defaults in options.go). A deduplicating producer sends
-		// asynchronously (dedup.go), so its concurrent writes do batch.
-		DisableBatching: name == "",
+		// asynchronously (dedup.go), but does not batch either: the
+		// client's batches mix keys, and its key-based batches overlap in
+		// sequence ids, which deduplication cannot take.
+		DisableBatching: true,
 	}
 	if name != "" {
 		dedupOptions(&opts, name)
