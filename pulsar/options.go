@@ -31,7 +31,7 @@ import (
 //	WithTLSTrustCerts              none
 //	WithTLSAllowInsecure           off
 //	WithTimeouts                   the client's
-//	WithProducerOptions            none: batching off; deduplicating producers batch with DefaultBatchingMaxPublishDelay (1ms)
+//	WithProducerOptions            none: batching off, deduplicating producers included
 //	WithDeduplication              off: producers have generated names and no explicit sequence ids
 //	WithConsumerOptions            none: the client's grouped acknowledgements (see below)
 //	WithLogger                     slog.Default()
@@ -42,8 +42,11 @@ import (
 // producer would only wrap each message in a batch of one and convert and
 // encode its properties a second time (95 allocations per published
 // message instead of 71, see DESIGN.md). A deduplicating producer
-// (WithDeduplication) sends asynchronously and batches the concurrent
-// writes of one producer. The other producer settings (send timeout,
+// (WithDeduplication) sends asynchronously and does not batch either: a
+// batch entry of the client's default builder mixes keys, which a
+// Key_Shared subscription dispatches by one of them, and its key-based
+// builder sends entries whose sequence id ranges overlap, which broker
+// deduplication cannot judge. The other producer settings (send timeout,
 // pending-message bound, compression) are the client's: none of them
 // changes the work per message (DESIGN.md).
 //
@@ -62,8 +65,8 @@ const (
 	// DefaultMaxWaitTime is how long Pop waits when it is given no timeout.
 	DefaultMaxWaitTime = time.Second
 	// DefaultBatchingMaxPublishDelay bounds how long a publish of a
-	// batching producer (a deduplicating one, or one WithProducerOptions
-	// turned batching on for) waits for a batch to fill. Publish returns
+	// batching producer (one WithProducerOptions turned batching on for)
+	// waits for a batch to fill. Publish returns
 	// only once the broker acknowledged the write, so the client's own
 	// default (10 ms) would add up to 10 ms to every lone publish.
 	DefaultBatchingMaxPublishDelay = time.Millisecond

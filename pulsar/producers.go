@@ -110,12 +110,13 @@ func (t *Transport) producerOptions(topic, name string) pulsar.ProducerOptions {
 	opts := pulsar.ProducerOptions{
 		Topic:                   topic,
 		BatchingMaxPublishDelay: DefaultBatchingMaxPublishDelay,
-		// Every write of a plain producer is a synchronous Send, which
-		// the client flushes at once: batching would only wrap each
-		// message in a batch of one and encode its properties twice (see
-		// the defaults in options.go). A deduplicating producer sends
-		// asynchronously (dedup.go), so its concurrent writes do batch.
-		DisableBatching: name == "",
+		// Every write of a plain producer waits for the broker's receipt:
+		// batching would only wrap each message in a batch of one and
+		// encode its properties twice (see the defaults in options.go). A deduplicating producer sends
+		// asynchronously (dedup.go), but does not batch either: the
+		// client's batches mix keys, and its key-based batches overlap in
+		// sequence ids, which deduplication cannot take.
+		DisableBatching: true,
 	}
 	if name != "" {
 		dedupOptions(&opts, name)

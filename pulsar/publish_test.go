@@ -134,9 +134,9 @@ func TestProducerOptionsDefaultsAndHook(t *testing.T) {
 	}
 }
 
-// TestProducerBatchingDefaults checks which producers batch: a plain one,
-// whose every write is a synchronous Send, does not (unless the hook turns
-// batching back on); a deduplicating one, which sends asynchronously, does.
+// TestProducerBatchingDefaults checks that no producer batches unless the
+// hook turns batching back on: a plain one, whose every write is a
+// synchronous Send, and a deduplicating one, whose batches would mix keys.
 func TestProducerBatchingDefaults(t *testing.T) {
 	for name, c := range map[string]struct {
 		opts  []Option
@@ -144,8 +144,8 @@ func TestProducerBatchingDefaults(t *testing.T) {
 	}{
 		"plain":            {nil, false},
 		"hook re-enables":  {[]Option{WithProducerOptions(func(o *pulsar.ProducerOptions) { o.DisableBatching = false })}, true},
-		"deduplicating":    {[]Option{WithDeduplication("orders-svc")}, true},
-		"dedup hook turns": {[]Option{WithDeduplication("orders-svc"), WithProducerOptions(func(o *pulsar.ProducerOptions) { o.DisableBatching = true })}, false},
+		"deduplicating":    {[]Option{WithDeduplication("orders-svc")}, false},
+		"dedup hook turns": {[]Option{WithDeduplication("orders-svc"), WithProducerOptions(func(o *pulsar.ProducerOptions) { o.DisableBatching = false })}, true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := newFake(t, append([]Option{WithSubscriptionType(pulsar.Shared)}, c.opts...)...)
