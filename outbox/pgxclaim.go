@@ -65,10 +65,9 @@ func (r *Relay) claimPgx(ctx context.Context, share int, now int64) (batch, erro
 		// the begin makes it an explicit transaction, which the locks'
 		// statement joins). Not ended by ctx: a batch in flight when Run
 		// stops is settled.
-		from := r.next.Add(uint32(share)) % keyBuckets
 		var q pgx.Batch
 		q.Queue("begin")
-		q.Queue(r.lockQ, int32(from), r.lockNS, share)
+		q.Queue(r.lockQ, r.nextFrom(share), r.lockNS, share)
 		br := pc.SendBatch(context.WithoutCancel(ctx), &q)
 		buckets, err := lockedBuckets(br)
 		if err != nil {
@@ -82,7 +81,8 @@ func (r *Relay) claimPgx(ctx context.Context, share int, now int64) (batch, erro
 		}
 		// A new statement, so a new snapshot, taken once every lock is
 		// held (see claim).
-		res, err := pc.Query(ctx, r.claimPgxQ, now, buckets, now, now, r.cfg.batch)
+		lo, hi := bucketRange(buckets)
+		res, err := pc.Query(ctx, r.claimPgxQ, now, buckets, lo, hi, now, now, r.cfg.batch)
 		if err != nil {
 			return fmt.Errorf("outbox: claim: %w", err)
 		}

@@ -46,6 +46,13 @@ type Relay struct {
 // every row of their keys, until its outcome commits.
 const keyBuckets = 64
 
+// bucketOf is the SQL of the key bucket of the order key in column col
+// (PostgreSQL), the same in the claim and in the index it scans, which
+// holds it beside the id.
+func bucketOf(col string) string {
+	return "(hashtext(" + col + ") & " + strconv.Itoa(keyBuckets-1) + ")"
+}
+
 // NewRelay returns a relay of ob's table in db, publishing through sender.
 // It reports every invalid option at once (errors.Join), each matching
 // babelqueue.ErrInvalidOption.
@@ -84,13 +91,19 @@ func NewRelay(db *sql.DB, ob *Outbox, sender Sender, opts ...RelayOption) (*Rela
   (SELECT (g + ?) % ` + strconv.Itoa(keyBuckets) + ` AS b FROM generate_series(0, ` + strconv.Itoa(keyBuckets-1) + `) g) s
   WHERE pg_try_advisory_xact_lock(?, b) LIMIT ?`)
 		// The due rows of those buckets in id order, each passed over when
-		// an older row of its key failed and is not due yet. The probe of
+		// an older row of its key failed and is not due yet. The range of
+		// the buckets (lowest to highest, exact when they are contiguous)
+		// is a condition on the index's second column: the scan in id
+		// order passes over other buckets' rows in the index, without
+		// reading them from the table (a bucket array cannot be: it would
+		// make the scan unordered). The probe of
 		// the retried rows' partial index runs per row only when that
 		// index holds a row not due (an InitPlan, evaluated once, says so):
 		// while the broker accepts everything, not at all.
 		r.claimQ = ob.q(`SELECT o.id, o.queue, o.msg_key, o.order_key, o.body, o.headers, o.attempts, o.ctid::text FROM {t} o
   WHERE o.published_at IS NULL AND o.next_attempt_at <= ?
-    AND (hashtext(o.order_key) & ` + strconv.Itoa(keyBuckets-1) + `) = ANY(?::int[])
+    AND ` + bucketOf("o.order_key") + ` = ANY(?::int[])
+    AND ` + bucketOf("o.order_key") + ` >= ? AND ` + bucketOf("o.order_key") + ` <= ?
     AND (NOT (SELECT EXISTS (SELECT 1 FROM {t} f WHERE f.attempts > 0 AND f.published_at IS NULL AND f.next_attempt_at > ?))
          OR NOT EXISTS (SELECT 1 FROM {t} p WHERE p.order_key = o.order_key AND p.id < o.id
                         AND p.attempts > 0 AND p.published_at IS NULL AND p.next_attempt_at > ?))
@@ -245,7 +258,8 @@ func (r *Relay) claim(ctx context.Context, share int) (batch, error) {
 			// buckets (committed or rolled back before its lock was
 			// released), and no other claim changes their rows until this
 			// one ends.
-			res, err = b.tx.QueryContext(ctx, r.claimQ, now, buckets, now, now, r.cfg.batch)
+			lo, hi := bucketRange(buckets)
+			res, err = b.tx.QueryContext(ctx, r.claimQ, now, buckets, lo, hi, now, now, r.cfg.batch)
 		}
 	} else {
 		res, err = r.db.QueryContext(ctx, r.claimQ, now, now, r.cfg.batch, r.cfg.id, now+r.cfg.lease.Milliseconds(), now)
@@ -264,8 +278,7 @@ func (r *Relay) claim(ctx context.Context, share int) (batch, error) {
 // no other claim holds, up to share of them, trying from a bucket that
 // moves on with every claim, and returns them.
 func (r *Relay) lockBuckets(ctx context.Context, tx *sql.Tx, share int) ([]int32, error) {
-	from := r.next.Add(uint32(share)) % keyBuckets
-	res, err := tx.QueryContext(ctx, r.lockQ, int32(from), r.lockNS, share)
+	res, err := tx.QueryContext(ctx, r.lockQ, r.nextFrom(share), r.lockNS, share)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: claim: lock key buckets: %w", err)
 	}
@@ -282,6 +295,18 @@ func (r *Relay) lockBuckets(ctx context.Context, tx *sql.Tx, share int) ([]int32
 		return nil, fmt.Errorf("outbox: claim: lock key buckets: %w", err)
 	}
 	return buckets, nil
+}
+
+// nextFrom is the bucket a claim of share buckets tries first: the next
+// multiple of share, so that the claims of a relay's workers take
+// contiguous buckets (one range, see bucketRange) while they are free.
+func (r *Relay) nextFrom(share int) int32 {
+	return int32(r.next.Add(1) * uint32(share) % keyBuckets)
+}
+
+// bucketRange returns the lowest and highest of buckets (not empty).
+func bucketRange(buckets []int32) (lo, hi int32) {
+	return slices.Min(buckets), slices.Max(buckets)
 }
 
 // scanRows reads the claimed rows (withCTID: and their ctid).
