@@ -61,33 +61,41 @@ func (r *Relay) claimPgx(ctx context.Context, share int, now int64) (batch, erro
 	}
 	b := batch{pg: &pgxConn{conn: conn}}
 	err = b.pg.do(func(pc *pgx.Conn) error {
-		// The begin and the bucket locks in one round trip (a pipeline:
-		// the begin makes it an explicit transaction, which the locks'
-		// statement joins). Not ended by ctx: a batch in flight when Run
-		// stops is settled.
+		// The begin, the bucket locks and the rows in one round trip (a
+		// pipeline: the begin makes it an explicit transaction, which the
+		// other statements join). The rows' statement is a new statement,
+		// so a new snapshot, taken once every lock is held (see claim); it
+		// reads the buckets locked from the transaction's setting that the
+		// locks' statement wrote. Not ended by ctx: a batch in flight when
+		// Run stops is settled.
 		var q pgx.Batch
 		q.Queue("begin")
-		q.Queue(r.lockQ, r.nextFrom(share), r.lockNS, share)
+		q.Queue(r.lockPgxQ, r.nextFrom(share), r.lockNS, share)
+		q.Queue(r.claimPgxQ, now, now, now, r.cfg.batch)
 		br := pc.SendBatch(context.WithoutCancel(ctx), &q)
-		buckets, err := lockedBuckets(br)
-		if err != nil {
-			return err
+		defer br.Close()
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("outbox: claim: begin: %w", err)
 		}
-		if st := pc.PgConn().TxStatus(); st != 'T' {
-			return fmt.Errorf("outbox: claim: transaction status %q after begin, want T", st)
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("outbox: claim: lock key buckets: %w", err)
 		}
-		if len(buckets) == 0 {
-			return nil
-		}
-		// A new statement, so a new snapshot, taken once every lock is
-		// held (see claim).
-		lo, hi := bucketRange(buckets)
-		res, err := pc.Query(ctx, r.claimPgxQ, now, buckets, lo, hi, now, now, r.cfg.batch)
+		res, err := br.Query()
 		if err != nil {
 			return fmt.Errorf("outbox: claim: %w", err)
 		}
-		b.rows, err = scanPgxRows(res, r.cfg.batch)
-		return err
+		if b.rows, err = scanPgxRows(res, r.cfg.batch); err != nil {
+			return err
+		}
+		if err := br.Close(); err != nil {
+			return fmt.Errorf("outbox: claim: %w", err)
+		}
+		// Known once the pipeline's end is read: the rows are held only
+		// if the begin did open the transaction the locks belong to.
+		if st := pc.PgConn().TxStatus(); st != 'T' {
+			return fmt.Errorf("outbox: claim: transaction status %q after begin, want T", st)
+		}
+		return nil
 	})
 	if err != nil || len(b.rows) == 0 {
 		b.abandon()
@@ -97,27 +105,6 @@ func (r *Relay) claimPgx(ctx context.Context, share int, now int64) (batch, erro
 		return batch{}, err
 	}
 	return b, nil
-}
-
-// lockedBuckets reads the results of the begin and the bucket locks
-// statement.
-func lockedBuckets(br pgx.BatchResults) ([]int32, error) {
-	defer br.Close()
-	if _, err := br.Exec(); err != nil {
-		return nil, fmt.Errorf("outbox: claim: begin: %w", err)
-	}
-	res, err := br.Query()
-	if err != nil {
-		return nil, fmt.Errorf("outbox: claim: lock key buckets: %w", err)
-	}
-	buckets, err := pgx.CollectRows(res, pgx.RowTo[int32])
-	if err != nil {
-		return nil, fmt.Errorf("outbox: claim: lock key buckets: %w", err)
-	}
-	if err := br.Close(); err != nil {
-		return nil, fmt.Errorf("outbox: claim: lock key buckets: %w", err)
-	}
-	return buckets, nil
 }
 
 // scanPgxRows reads the claimed rows (with their binary ctid), then keeps

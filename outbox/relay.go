@@ -35,7 +35,7 @@ type Relay struct {
 	next   atomic.Uint32
 	// PostgreSQL through pgx (pgxclaim.go): the claim reading binary
 	// ctids, the deletion by them, the failures' update.
-	claimPgxQ, deletePgxQ, failPgxQ string
+	lockPgxQ, claimPgxQ, deletePgxQ, failPgxQ string
 	// plainSQL: the PostgreSQL claim goes through database/sql (the
 	// driver is not pgx's).
 	plainSQL atomic.Bool
@@ -45,6 +45,10 @@ type Relay struct {
 // table are hashed into: a claim holds a share of them, and with them
 // every row of their keys, until its outcome commits.
 const keyBuckets = 64
+
+// bucketsSetting is the transaction-local setting (PostgreSQL, through
+// pgx) that holds the key buckets a claim's transaction locked.
+const bucketsSetting = "babelqueue.outbox_buckets"
 
 // bucketOf is the SQL of the key bucket of the order key in column col
 // (PostgreSQL), the same in the claim and in the index it scans, which
@@ -87,9 +91,14 @@ func NewRelay(db *sql.DB, ob *Outbox, sender Sender, opts ...RelayOption) (*Rela
 		// statements run their cached generic plan, which is the plan a
 		// custom one picks (an index scan in id order) without planning it
 		// anew for every claim.
-		r.lockQ = ob.q(`SELECT b FROM (SELECT set_config('synchronous_commit', 'off', true) AS sc, set_config('plan_cache_mode', 'force_generic_plan', true) AS pc) c,
+		lock := `SELECT b FROM (SELECT set_config('synchronous_commit', 'off', true) AS sc, set_config('plan_cache_mode', 'force_generic_plan', true) AS pc) c,
   (SELECT (g + ?) % ` + strconv.Itoa(keyBuckets) + ` AS b FROM generate_series(0, ` + strconv.Itoa(keyBuckets-1) + `) g) s
-  WHERE pg_try_advisory_xact_lock(?, b) LIMIT ?`)
+  WHERE pg_try_advisory_xact_lock(?, b) LIMIT ?`
+		r.lockQ = ob.q(lock)
+		// Through pgx the buckets taken are also kept in a setting of the
+		// transaction, which the rows' statement reads, so the begin, the
+		// locks and the rows go in one round trip (pgxclaim.go).
+		r.lockPgxQ = ob.q(`SELECT set_config('` + bucketsSetting + `', coalesce(array_agg(b)::text, '{}'), true) FROM (` + lock + `) l`)
 		// The due rows of those buckets in id order, each passed over when
 		// an older row of its key failed and is not due yet. The range of
 		// the buckets (lowest to highest, exact when they are contiguous)
@@ -100,15 +109,20 @@ func NewRelay(db *sql.DB, ob *Outbox, sender Sender, opts ...RelayOption) (*Rela
 		// the retried rows' partial index runs per row only when that
 		// index holds a row not due (an InitPlan, evaluated once, says so):
 		// while the broker accepts everything, not at all.
-		r.claimQ = ob.q(`SELECT o.id, o.queue, o.msg_key, o.order_key, o.body, o.headers, o.attempts, o.ctid::text FROM {t} o
+		rows := func(ctid, in, lo, hi string) string {
+			b := bucketOf("o.order_key")
+			return ob.q(`SELECT o.id, o.queue, o.msg_key, o.order_key, o.body, o.headers, o.attempts, ` + ctid + ` FROM {t} o
   WHERE o.published_at IS NULL AND o.next_attempt_at <= ?
-    AND ` + bucketOf("o.order_key") + ` = ANY(?::int[])
-    AND ` + bucketOf("o.order_key") + ` >= ? AND ` + bucketOf("o.order_key") + ` <= ?
+    AND ` + b + ` = ANY(` + in + `) AND ` + b + ` >= ` + lo + ` AND ` + b + ` <= ` + hi + `
     AND (NOT (SELECT EXISTS (SELECT 1 FROM {t} f WHERE f.attempts > 0 AND f.published_at IS NULL AND f.next_attempt_at > ?))
          OR NOT EXISTS (SELECT 1 FROM {t} p WHERE p.order_key = o.order_key AND p.id < o.id
                         AND p.attempts > 0 AND p.published_at IS NULL AND p.next_attempt_at > ?))
   ORDER BY o.id LIMIT ?`)
-		r.claimPgxQ = strings.Replace(r.claimQ, "o.ctid::text", "o.ctid", 1)
+		}
+		r.claimQ = rows("o.ctid::text", "?::int[]", "?", "?")
+		// The setting read once per statement (InitPlans), not per row.
+		taken := `unnest(current_setting('` + bucketsSetting + `')::int[])`
+		r.claimPgxQ = rows("o.ctid", "ARRAY(SELECT "+taken+")", "(SELECT min(x) FROM "+taken+" x)", "(SELECT max(x) FROM "+taken+" x)")
 		r.deletePgxQ = ob.q(`DELETE FROM {t} WHERE ctid = ANY(?::tid[])`)
 		r.failPgxQ = ob.q(failStmt + ` id = ANY(?::bigint[])`)
 		r.plainSQL.Store(c.plainSQL)
