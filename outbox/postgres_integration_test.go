@@ -117,3 +117,55 @@ func TestPostgresFailedDeletionRollsBack(t *testing.T) {
 		}
 	}
 }
+
+// TestPostgresMigrateReplacesTheIDIndex migrates a table of an earlier
+// version (its pending rows indexed by id alone): Migrate adds the index
+// of the id and the key bucket, drops the old one, and the claim's plan
+// scans the new one with the bucket range as an index condition.
+func TestPostgresMigrateReplacesTheIDIndex(t *testing.T) {
+	db, _ := brokertest.Postgres(t)
+	ctx := context.Background()
+	ob := newOutbox(t, db, outbox.Postgres)
+	for _, q := range []string{
+		`DROP INDEX ` + ob.Table() + `_pending_bucket`,
+		`CREATE INDEX ` + ob.Table() + `_pending_id ON ` + ob.Table() + ` (id) WHERE published_at IS NULL`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ob.Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	res, err := db.QueryContext(ctx, `SELECT indexname FROM pg_indexes WHERE tablename = $1 ORDER BY indexname`, ob.Table())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for res.Next() {
+		var n string
+		if err := res.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, strings.TrimPrefix(n, ob.Table()))
+	}
+	if got, want := strings.Join(names, " "), "_pending _pending_bucket _pkey _retry"; got != want {
+		t.Fatalf("indexes %q, want %q", got, want)
+	}
+	res, err = db.QueryContext(ctx, `EXPLAIN SELECT id FROM `+ob.Table()+` o WHERE published_at IS NULL
+  AND (hashtext(o.order_key) & 63) >= 16 AND (hashtext(o.order_key) & 63) <= 31 ORDER BY id LIMIT 500`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan string
+	for res.Next() {
+		var line string
+		if err := res.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		plan += line + "\n"
+	}
+	if !strings.Contains(plan, "_pending_bucket") || !strings.Contains(plan, "Index Cond") {
+		t.Fatalf("plan %q does not scan the bucket index", plan)
+	}
+}
