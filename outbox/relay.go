@@ -204,15 +204,23 @@ func (r *Relay) Run(ctx context.Context) error {
 
 // work claims (up to share key buckets), sends (holding a slot of sends)
 // and settles batches until ctx ends.
+//
+// Through pgx a settlement also claims the worker's next batch, in the
+// same round trip and on the same connection (settlePgx).
 func (r *Relay) work(ctx context.Context, share int, sends chan struct{}) {
+	var next batch // claimed with the last settlement
+	defer func() { next.abandon() }()
 	for ctx.Err() == nil {
-		b, err := r.claim(ctx, share)
+		b, err := next, error(nil)
+		if next = (batch{}); len(b.rows) == 0 {
+			b, err = r.claim(ctx, share)
+		}
 		if ctx.Err() != nil {
 			b.abandon()
 			return
 		}
 		if err == nil && len(b.rows) > 0 {
-			if err := r.sendAndSettle(ctx, b, sends); err != nil {
+			if next, err = r.sendAndSettle(ctx, b, sends, share); err != nil {
 				r.logger().LogAttrs(ctx, slog.LevelError, "outbox: settling a batch failed; its rows stay pending and are sent again",
 					slog.String("relay", r.cfg.id), slog.String("error", err.Error()))
 			}
@@ -237,7 +245,8 @@ func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 	if err != nil || len(b.rows) == 0 {
 		return 0, err
 	}
-	return len(b.rows), r.sendAndSettle(ctx, b, nil)
+	_, err = r.sendAndSettle(ctx, b, nil, 0)
+	return len(b.rows), err
 }
 
 // claim takes the next batch: on PostgreSQL the rows of the key buckets
@@ -388,20 +397,27 @@ func (b batch) abandon() {
 // A non-nil sends bounds the batches being sent at once: a slot is taken
 // for the send alone. When ctx ends before a slot is free, the batch is
 // abandoned unsent (its rows stay pending).
-func (r *Relay) sendAndSettle(ctx context.Context, b batch, sends chan struct{}) error {
+//
+// A share above zero asks for the next claim (of up to share buckets)
+// with the settlement, which it returns when the PostgreSQL claim goes
+// through pgx and ctx has not ended (else an empty batch).
+func (r *Relay) sendAndSettle(ctx context.Context, b batch, sends chan struct{}, share int) (batch, error) {
 	if sends != nil {
 		select {
 		case sends <- struct{}{}:
 		case <-ctx.Done():
 			b.abandon()
-			return nil
+			return batch{}, nil
 		}
 	}
 	r.send(ctx, b.rows)
 	if sends != nil {
 		<-sends
 	}
-	return r.settle(context.WithoutCancel(ctx), b)
+	if ctx.Err() != nil {
+		share = 0
+	}
+	return r.settle(context.WithoutCancel(ctx), b, share)
 }
 
 // send sends rows and records each one's outcome in it.
@@ -490,7 +506,7 @@ func (r *Relay) sendByKey(ctx context.Context, rows []row) {
 // PostgreSQL, committed at the end, which releases its key locks; by
 // lease on SQLite). A row held back by an earlier failure of its key is
 // released without counting an attempt.
-func (r *Relay) settle(ctx context.Context, b batch) error {
+func (r *Relay) settle(ctx context.Context, b batch, share int) (batch, error) {
 	now := r.ob.now().UnixMilli()
 	var ok, held []int64
 	var okAt []string
@@ -510,7 +526,7 @@ func (r *Relay) settle(ctx context.Context, b batch) error {
 		}
 	}
 	if b.pg != nil {
-		return r.settlePgx(ctx, b, okTID, failed, now)
+		return r.settlePgx(ctx, b, okTID, failed, now, share)
 	}
 	var errs []error
 	// exec runs stmt (ending in WHERE) on ids.
@@ -563,7 +579,7 @@ func (r *Relay) settle(ctx context.Context, b batch) error {
 			errs = append(errs, fmt.Errorf("outbox: commit the outcome: %w", err))
 		}
 	}
-	return errors.Join(errs...)
+	return batch{}, errors.Join(errs...)
 }
 
 // failure is the outcome of a failed send: the row's attempts, with this
