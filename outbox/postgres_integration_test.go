@@ -5,6 +5,7 @@ package outbox_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -167,5 +168,63 @@ func TestPostgresMigrateReplacesTheIDIndex(t *testing.T) {
 	}
 	if !strings.Contains(plan, "_pending_bucket") || !strings.Contains(plan, "Index Cond") {
 		t.Fatalf("plan %q does not scan the bucket index", plan)
+	}
+}
+
+// TestPostgresClaimPassesOverAHeldBucket holds the advisory lock of one
+// key bucket from another session: claims (every free bucket, so a set
+// with a hole, whose range spans the held bucket) send every row but
+// those of its keys, which go once it is released; on both paths.
+func TestPostgresClaimPassesOverAHeldBucket(t *testing.T) {
+	db, _ := brokertest.Postgres(t)
+	ctx := context.Background()
+	for _, plain := range []bool{false, true} {
+		ob := newOutbox(t, db, outbox.Postgres)
+		var msgs []outbox.Message
+		for i := range 300 {
+			msgs = append(msgs, outbox.Message{Queue: "q", Key: fmt.Appendf(nil, "k%d", i), Body: fmt.Appendf(nil, "b%d", i)})
+		}
+		write(t, db, ob, true, msgs...)
+		const held = 20
+		var inHeld int64
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM `+ob.Table()+` WHERE (hashtext(order_key) & 63) = $1`, held).Scan(&inHeld); err != nil {
+			t.Fatal(err)
+		}
+		if inHeld == 0 {
+			t.Fatalf("no key of the 300 in bucket %d", held)
+		}
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1, $2)`, outbox.LockNamespace(ob), held); err != nil {
+			t.Fatal(err)
+		}
+		var opts []outbox.RelayOption
+		if plain {
+			opts = append(opts, outbox.WithDatabaseSQLClaims())
+		}
+		s := &recordingSender{}
+		r := newRelay(t, db, ob, s, opts...)
+		for {
+			n, err := r.RunOnce(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 {
+				break
+			}
+		}
+		if st, err := ob.Stats(ctx, db); err != nil || st.Pending != inHeld || int64(len(s.got)) != 300-inHeld {
+			t.Fatalf("with bucket %d held: stats %+v (%v), sent %d; want the %d rows of its keys pending, the rest sent", held, st, err, len(s.got), inHeld)
+		}
+		if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_unlock($1, $2)`, outbox.LockNamespace(ob), held); err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.Close()
+		drain(t, r)
+		if st, err := ob.Stats(ctx, db); err != nil || st.Pending != 0 || len(s.got) != 300 {
+			t.Fatalf("after the release: stats %+v (%v), sent %d; want every row sent once", st, err, len(s.got))
+		}
 	}
 }
