@@ -6,3 +6,6 @@ func WithDatabaseSQLClaims() RelayOption { return func(c *relayConfig) { c.plain
 
 // ClaimsThroughPgx reports whether r's PostgreSQL claims go through pgx.
 func (r *Relay) ClaimsThroughPgx() bool { return r.ob.dialect == Postgres && !r.plainSQL.Load() }
+
+// LockNamespace is the first key of the advisory locks of ob's key buckets.
+func LockNamespace(ob *Outbox) int32 { return lockNamespace(ob.table) }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -61,32 +62,12 @@ func (r *Relay) claimPgx(ctx context.Context, share int, now int64) (batch, erro
 	}
 	b := batch{pg: &pgxConn{conn: conn}}
 	err = b.pg.do(func(pc *pgx.Conn) error {
-		// The begin and the bucket locks in one round trip (a pipeline:
-		// the begin makes it an explicit transaction, which the locks'
-		// statement joins). Not ended by ctx: a batch in flight when Run
-		// stops is settled.
-		from := r.next.Add(uint32(share)) % keyBuckets
 		var q pgx.Batch
-		q.Queue("begin")
-		q.Queue(r.lockQ, int32(from), r.lockNS, share)
+		r.queueClaim(&q, share, now)
+		// Not ended by ctx: a batch in flight when Run stops is settled.
 		br := pc.SendBatch(context.WithoutCancel(ctx), &q)
-		buckets, err := lockedBuckets(br)
-		if err != nil {
-			return err
-		}
-		if st := pc.PgConn().TxStatus(); st != 'T' {
-			return fmt.Errorf("outbox: claim: transaction status %q after begin, want T", st)
-		}
-		if len(buckets) == 0 {
-			return nil
-		}
-		// A new statement, so a new snapshot, taken once every lock is
-		// held (see claim).
-		res, err := pc.Query(ctx, r.claimPgxQ, now, buckets, now, now, r.cfg.batch)
-		if err != nil {
-			return fmt.Errorf("outbox: claim: %w", err)
-		}
-		b.rows, err = scanPgxRows(res, r.cfg.batch)
+		defer br.Close()
+		b.rows, err = r.readClaim(pc, br)
 		return err
 	})
 	if err != nil || len(b.rows) == 0 {
@@ -99,25 +80,44 @@ func (r *Relay) claimPgx(ctx context.Context, share int, now int64) (batch, erro
 	return b, nil
 }
 
-// lockedBuckets reads the results of the begin and the bucket locks
-// statement.
-func lockedBuckets(br pgx.BatchResults) ([]int32, error) {
-	defer br.Close()
+// queueClaim queues a claim: the begin, the bucket locks and the rows,
+// sent in one round trip (a pipeline: the begin makes it an explicit
+// transaction, which the other statements join). The rows' statement is a
+// new statement, so a new snapshot, taken once every lock is held (see
+// claim); it reads the buckets locked from the transaction's setting that
+// the locks' statement wrote.
+func (r *Relay) queueClaim(q *pgx.Batch, share int, now int64) {
+	q.Queue("begin")
+	q.Queue(r.lockPgxQ, r.nextFrom(share), r.lockNS, share)
+	q.Queue(r.claimPgxQ, now, now, now, r.cfg.batch)
+}
+
+// readClaim reads the results of queueClaim's statements, the last ones
+// of br, and returns the rows claimed.
+func (r *Relay) readClaim(pc *pgx.Conn, br pgx.BatchResults) ([]row, error) {
 	if _, err := br.Exec(); err != nil {
 		return nil, fmt.Errorf("outbox: claim: begin: %w", err)
 	}
+	if _, err := br.Exec(); err != nil {
+		return nil, fmt.Errorf("outbox: claim: lock key buckets: %w", err)
+	}
 	res, err := br.Query()
 	if err != nil {
-		return nil, fmt.Errorf("outbox: claim: lock key buckets: %w", err)
+		return nil, fmt.Errorf("outbox: claim: %w", err)
 	}
-	buckets, err := pgx.CollectRows(res, pgx.RowTo[int32])
+	rows, err := scanPgxRows(res, r.cfg.batch)
 	if err != nil {
-		return nil, fmt.Errorf("outbox: claim: lock key buckets: %w", err)
+		return nil, err
 	}
 	if err := br.Close(); err != nil {
-		return nil, fmt.Errorf("outbox: claim: lock key buckets: %w", err)
+		return nil, fmt.Errorf("outbox: claim: %w", err)
 	}
-	return buckets, nil
+	// Known once the pipeline's end is read: the rows are held only if
+	// the begin did open the transaction the locks belong to.
+	if st := pc.PgConn().TxStatus(); st != 'T' {
+		return nil, fmt.Errorf("outbox: claim: transaction status %q after begin, want T", st)
+	}
+	return rows, nil
 }
 
 // scanPgxRows reads the claimed rows (with their binary ctid), then keeps
@@ -153,10 +153,14 @@ func scanPgxRows(res pgx.Rows, limit int) ([]row, error) {
 
 // settlePgx is settle on PostgreSQL through pgx, in the claim's
 // transaction: the deletion by ctid, the failures, then the commit (or a
-// rollback after an error).
-func (r *Relay) settlePgx(ctx context.Context, b batch, okAt pgtype.FlatArray[pgtype.TID], failed map[failure][]int64, now int64) error {
-	defer b.pg.close()
-	return b.pg.do(func(pc *pgx.Conn) error {
+// rollback after an error). A share above zero also claims the next batch
+// of up to share buckets, in the same round trip and on the same
+// connection, and returns it: the claim's statements follow the commit,
+// so they run only when the outcome was committed, and they see it.
+func (r *Relay) settlePgx(ctx context.Context, b batch, okAt pgtype.FlatArray[pgtype.TID], failed map[failure][]int64, now int64, share int) (batch, error) {
+	var next batch
+	var claimErr error
+	err := b.pg.do(func(pc *pgx.Conn) error {
 		// The deletion, the failures and the commit in one round trip (a
 		// pipeline): after an error the server skips the rest, the commit
 		// too, and close rolls the transaction back.
@@ -169,26 +173,44 @@ func (r *Relay) settlePgx(ctx context.Context, b batch, okAt pgtype.FlatArray[pg
 			q.Queue(r.failPgxQ, f.msg, now+delay.Milliseconds(), ids)
 		}
 		q.Queue("commit")
+		settled := q.Len()
+		if share > 0 {
+			r.queueClaim(&q, share, r.ob.now().UnixMilli())
+		}
 		br := pc.SendBatch(ctx, &q)
-		var errs []error
-		for i := range q.Len() {
+		defer br.Close()
+		for i := range settled {
 			if _, err := br.Exec(); err != nil {
 				what := "record failure"
 				switch {
-				case i == q.Len()-1:
+				case i == settled-1:
 					what = "commit the outcome"
 				case i == 0 && len(okAt) > 0:
 					what = "delete published rows"
 				}
-				errs = append(errs, fmt.Errorf("outbox: %s: %w", what, err))
-				break
+				return fmt.Errorf("outbox: %s: %w", what, err)
 			}
 		}
-		if err := br.Close(); err != nil && len(errs) == 0 {
-			errs = append(errs, fmt.Errorf("outbox: commit the outcome: %w", err))
+		if share == 0 {
+			if err := br.Close(); err != nil {
+				return fmt.Errorf("outbox: commit the outcome: %w", err)
+			}
+			return nil
 		}
-		return errors.Join(errs...)
+		// The outcome is committed; a failed claim only ends its own
+		// transaction.
+		next.rows, claimErr = r.readClaim(pc, br)
+		return nil
 	})
+	if claimErr != nil {
+		r.logger().LogAttrs(ctx, slog.LevelError, "outbox: claim failed", slog.String("relay", r.cfg.id), slog.String("error", claimErr.Error()))
+	}
+	if err != nil || claimErr != nil || len(next.rows) == 0 {
+		b.pg.close()
+		return batch{}, err
+	}
+	next.pg = b.pg
+	return next, nil
 }
 
 // bodyString scans a BYTEA column into a string with one copy

@@ -5,6 +5,7 @@ package outbox_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -114,6 +115,116 @@ func TestPostgresFailedDeletionRollsBack(t *testing.T) {
 		drain(t, r)
 		if st, err := ob.Stats(ctx, db); err != nil || st.Pending != 0 || len(s.got) != 4 {
 			t.Fatalf("stats %+v (%v), sent %d; want none pending, each row sent twice", st, err, len(s.got))
+		}
+	}
+}
+
+// TestPostgresMigrateReplacesTheIDIndex migrates a table of an earlier
+// version (its pending rows indexed by id alone): Migrate adds the index
+// of the id and the key bucket, drops the old one, and the claim's plan
+// scans the new one with the bucket range as an index condition.
+func TestPostgresMigrateReplacesTheIDIndex(t *testing.T) {
+	db, _ := brokertest.Postgres(t)
+	ctx := context.Background()
+	ob := newOutbox(t, db, outbox.Postgres)
+	for _, q := range []string{
+		`DROP INDEX ` + ob.Table() + `_pending_bucket`,
+		`CREATE INDEX ` + ob.Table() + `_pending_id ON ` + ob.Table() + ` (id) WHERE published_at IS NULL`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ob.Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	res, err := db.QueryContext(ctx, `SELECT indexname FROM pg_indexes WHERE tablename = $1 ORDER BY indexname`, ob.Table())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for res.Next() {
+		var n string
+		if err := res.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, strings.TrimPrefix(n, ob.Table()))
+	}
+	if got, want := strings.Join(names, " "), "_pending _pending_bucket _pkey _retry"; got != want {
+		t.Fatalf("indexes %q, want %q", got, want)
+	}
+	res, err = db.QueryContext(ctx, `EXPLAIN SELECT id FROM `+ob.Table()+` o WHERE published_at IS NULL
+  AND (hashtext(o.order_key) & 63) >= 16 AND (hashtext(o.order_key) & 63) <= 31 ORDER BY id LIMIT 500`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan string
+	for res.Next() {
+		var line string
+		if err := res.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		plan += line + "\n"
+	}
+	if !strings.Contains(plan, "_pending_bucket") || !strings.Contains(plan, "Index Cond") {
+		t.Fatalf("plan %q does not scan the bucket index", plan)
+	}
+}
+
+// TestPostgresClaimPassesOverAHeldBucket holds the advisory lock of one
+// key bucket from another session: claims (every free bucket, so a set
+// with a hole, whose range spans the held bucket) send every row but
+// those of its keys, which go once it is released; on both paths.
+func TestPostgresClaimPassesOverAHeldBucket(t *testing.T) {
+	db, _ := brokertest.Postgres(t)
+	ctx := context.Background()
+	for _, plain := range []bool{false, true} {
+		ob := newOutbox(t, db, outbox.Postgres)
+		var msgs []outbox.Message
+		for i := range 300 {
+			msgs = append(msgs, outbox.Message{Queue: "q", Key: fmt.Appendf(nil, "k%d", i), Body: fmt.Appendf(nil, "b%d", i)})
+		}
+		write(t, db, ob, true, msgs...)
+		const held = 20
+		var inHeld int64
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM `+ob.Table()+` WHERE (hashtext(order_key) & 63) = $1`, held).Scan(&inHeld); err != nil {
+			t.Fatal(err)
+		}
+		if inHeld == 0 {
+			t.Fatalf("no key of the 300 in bucket %d", held)
+		}
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1, $2)`, outbox.LockNamespace(ob), held); err != nil {
+			t.Fatal(err)
+		}
+		var opts []outbox.RelayOption
+		if plain {
+			opts = append(opts, outbox.WithDatabaseSQLClaims())
+		}
+		s := &recordingSender{}
+		r := newRelay(t, db, ob, s, opts...)
+		for {
+			n, err := r.RunOnce(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 {
+				break
+			}
+		}
+		if st, err := ob.Stats(ctx, db); err != nil || st.Pending != inHeld || int64(len(s.got)) != 300-inHeld {
+			t.Fatalf("with bucket %d held: stats %+v (%v), sent %d; want the %d rows of its keys pending, the rest sent", held, st, err, len(s.got), inHeld)
+		}
+		if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_unlock($1, $2)`, outbox.LockNamespace(ob), held); err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.Close()
+		drain(t, r)
+		if st, err := ob.Stats(ctx, db); err != nil || st.Pending != 0 || len(s.got) != 300 {
+			t.Fatalf("after the release: stats %+v (%v), sent %d; want every row sent once", st, err, len(s.got))
 		}
 	}
 }

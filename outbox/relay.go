@@ -35,7 +35,7 @@ type Relay struct {
 	next   atomic.Uint32
 	// PostgreSQL through pgx (pgxclaim.go): the claim reading binary
 	// ctids, the deletion by them, the failures' update.
-	claimPgxQ, deletePgxQ, failPgxQ string
+	lockPgxQ, claimPgxQ, deletePgxQ, failPgxQ string
 	// plainSQL: the PostgreSQL claim goes through database/sql (the
 	// driver is not pgx's).
 	plainSQL atomic.Bool
@@ -45,6 +45,17 @@ type Relay struct {
 // table are hashed into: a claim holds a share of them, and with them
 // every row of their keys, until its outcome commits.
 const keyBuckets = 64
+
+// bucketsSetting is the transaction-local setting (PostgreSQL, through
+// pgx) that holds the key buckets a claim's transaction locked.
+const bucketsSetting = "babelqueue.outbox_buckets"
+
+// bucketOf is the SQL of the key bucket of the order key in column col
+// (PostgreSQL), the same in the claim and in the index it scans, which
+// holds it beside the id.
+func bucketOf(col string) string {
+	return "(hashtext(" + col + ") & " + strconv.Itoa(keyBuckets-1) + ")"
+}
 
 // NewRelay returns a relay of ob's table in db, publishing through sender.
 // It reports every invalid option at once (errors.Join), each matching
@@ -80,22 +91,38 @@ func NewRelay(db *sql.DB, ob *Outbox, sender Sender, opts ...RelayOption) (*Rela
 		// statements run their cached generic plan, which is the plan a
 		// custom one picks (an index scan in id order) without planning it
 		// anew for every claim.
-		r.lockQ = ob.q(`SELECT b FROM (SELECT set_config('synchronous_commit', 'off', true) AS sc, set_config('plan_cache_mode', 'force_generic_plan', true) AS pc) c,
+		lock := `SELECT b FROM (SELECT set_config('synchronous_commit', 'off', true) AS sc, set_config('plan_cache_mode', 'force_generic_plan', true) AS pc) c,
   (SELECT (g + ?) % ` + strconv.Itoa(keyBuckets) + ` AS b FROM generate_series(0, ` + strconv.Itoa(keyBuckets-1) + `) g) s
-  WHERE pg_try_advisory_xact_lock(?, b) LIMIT ?`)
+  WHERE pg_try_advisory_xact_lock(?, b) LIMIT ?`
+		r.lockQ = ob.q(lock)
+		// Through pgx the buckets taken are also kept in a setting of the
+		// transaction, which the rows' statement reads, so the begin, the
+		// locks and the rows go in one round trip (pgxclaim.go).
+		r.lockPgxQ = ob.q(`SELECT set_config('` + bucketsSetting + `', coalesce(array_agg(b)::text, '{}'), true) FROM (` + lock + `) l`)
 		// The due rows of those buckets in id order, each passed over when
-		// an older row of its key failed and is not due yet. The probe of
+		// an older row of its key failed and is not due yet. The range of
+		// the buckets (lowest to highest, exact when they are contiguous)
+		// is a condition on the index's second column: the scan in id
+		// order passes over other buckets' rows in the index, without
+		// reading them from the table (a bucket array cannot be: it would
+		// make the scan unordered). The probe of
 		// the retried rows' partial index runs per row only when that
 		// index holds a row not due (an InitPlan, evaluated once, says so):
 		// while the broker accepts everything, not at all.
-		r.claimQ = ob.q(`SELECT o.id, o.queue, o.msg_key, o.order_key, o.body, o.headers, o.attempts, o.ctid::text FROM {t} o
+		rows := func(ctid, in, lo, hi string) string {
+			b := bucketOf("o.order_key")
+			return ob.q(`SELECT o.id, o.queue, o.msg_key, o.order_key, o.body, o.headers, o.attempts, ` + ctid + ` FROM {t} o
   WHERE o.published_at IS NULL AND o.next_attempt_at <= ?
-    AND (hashtext(o.order_key) & ` + strconv.Itoa(keyBuckets-1) + `) = ANY(?::int[])
+    AND ` + b + ` = ANY(` + in + `) AND ` + b + ` >= ` + lo + ` AND ` + b + ` <= ` + hi + `
     AND (NOT (SELECT EXISTS (SELECT 1 FROM {t} f WHERE f.attempts > 0 AND f.published_at IS NULL AND f.next_attempt_at > ?))
          OR NOT EXISTS (SELECT 1 FROM {t} p WHERE p.order_key = o.order_key AND p.id < o.id
                         AND p.attempts > 0 AND p.published_at IS NULL AND p.next_attempt_at > ?))
   ORDER BY o.id LIMIT ?`)
-		r.claimPgxQ = strings.Replace(r.claimQ, "o.ctid::text", "o.ctid", 1)
+		}
+		r.claimQ = rows("o.ctid::text", "?::int[]", "?", "?")
+		// The setting read once per statement (InitPlans), not per row.
+		taken := `unnest(current_setting('` + bucketsSetting + `')::int[])`
+		r.claimPgxQ = rows("o.ctid", "ARRAY(SELECT "+taken+")", "(SELECT min(x) FROM "+taken+" x)", "(SELECT max(x) FROM "+taken+" x)")
 		r.deletePgxQ = ob.q(`DELETE FROM {t} WHERE ctid = ANY(?::tid[])`)
 		r.failPgxQ = ob.q(failStmt + ` id = ANY(?::bigint[])`)
 		r.plainSQL.Store(c.plainSQL)
@@ -177,15 +204,23 @@ func (r *Relay) Run(ctx context.Context) error {
 
 // work claims (up to share key buckets), sends (holding a slot of sends)
 // and settles batches until ctx ends.
+//
+// Through pgx a settlement also claims the worker's next batch, in the
+// same round trip and on the same connection (settlePgx).
 func (r *Relay) work(ctx context.Context, share int, sends chan struct{}) {
+	var next batch // claimed with the last settlement
+	defer func() { next.abandon() }()
 	for ctx.Err() == nil {
-		b, err := r.claim(ctx, share)
+		b, err := next, error(nil)
+		if next = (batch{}); len(b.rows) == 0 {
+			b, err = r.claim(ctx, share)
+		}
 		if ctx.Err() != nil {
 			b.abandon()
 			return
 		}
 		if err == nil && len(b.rows) > 0 {
-			if err := r.sendAndSettle(ctx, b, sends); err != nil {
+			if next, err = r.sendAndSettle(ctx, b, sends, share); err != nil {
 				r.logger().LogAttrs(ctx, slog.LevelError, "outbox: settling a batch failed; its rows stay pending and are sent again",
 					slog.String("relay", r.cfg.id), slog.String("error", err.Error()))
 			}
@@ -210,7 +245,8 @@ func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 	if err != nil || len(b.rows) == 0 {
 		return 0, err
 	}
-	return len(b.rows), r.sendAndSettle(ctx, b, nil)
+	_, err = r.sendAndSettle(ctx, b, nil, 0)
+	return len(b.rows), err
 }
 
 // claim takes the next batch: on PostgreSQL the rows of the key buckets
@@ -245,7 +281,8 @@ func (r *Relay) claim(ctx context.Context, share int) (batch, error) {
 			// buckets (committed or rolled back before its lock was
 			// released), and no other claim changes their rows until this
 			// one ends.
-			res, err = b.tx.QueryContext(ctx, r.claimQ, now, buckets, now, now, r.cfg.batch)
+			lo, hi := bucketRange(buckets)
+			res, err = b.tx.QueryContext(ctx, r.claimQ, now, buckets, lo, hi, now, now, r.cfg.batch)
 		}
 	} else {
 		res, err = r.db.QueryContext(ctx, r.claimQ, now, now, r.cfg.batch, r.cfg.id, now+r.cfg.lease.Milliseconds(), now)
@@ -264,8 +301,7 @@ func (r *Relay) claim(ctx context.Context, share int) (batch, error) {
 // no other claim holds, up to share of them, trying from a bucket that
 // moves on with every claim, and returns them.
 func (r *Relay) lockBuckets(ctx context.Context, tx *sql.Tx, share int) ([]int32, error) {
-	from := r.next.Add(uint32(share)) % keyBuckets
-	res, err := tx.QueryContext(ctx, r.lockQ, int32(from), r.lockNS, share)
+	res, err := tx.QueryContext(ctx, r.lockQ, r.nextFrom(share), r.lockNS, share)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: claim: lock key buckets: %w", err)
 	}
@@ -282,6 +318,18 @@ func (r *Relay) lockBuckets(ctx context.Context, tx *sql.Tx, share int) ([]int32
 		return nil, fmt.Errorf("outbox: claim: lock key buckets: %w", err)
 	}
 	return buckets, nil
+}
+
+// nextFrom is the bucket a claim of share buckets tries first: the next
+// multiple of share, so that the claims of a relay's workers take
+// contiguous buckets (one range, see bucketRange) while they are free.
+func (r *Relay) nextFrom(share int) int32 {
+	return int32(r.next.Add(1) * uint32(share) % keyBuckets)
+}
+
+// bucketRange returns the lowest and highest of buckets (not empty).
+func bucketRange(buckets []int32) (lo, hi int32) {
+	return slices.Min(buckets), slices.Max(buckets)
 }
 
 // scanRows reads the claimed rows (withCTID: and their ctid).
@@ -349,20 +397,27 @@ func (b batch) abandon() {
 // A non-nil sends bounds the batches being sent at once: a slot is taken
 // for the send alone. When ctx ends before a slot is free, the batch is
 // abandoned unsent (its rows stay pending).
-func (r *Relay) sendAndSettle(ctx context.Context, b batch, sends chan struct{}) error {
+//
+// A share above zero asks for the next claim (of up to share buckets)
+// with the settlement, which it returns when the PostgreSQL claim goes
+// through pgx and ctx has not ended (else an empty batch).
+func (r *Relay) sendAndSettle(ctx context.Context, b batch, sends chan struct{}, share int) (batch, error) {
 	if sends != nil {
 		select {
 		case sends <- struct{}{}:
 		case <-ctx.Done():
 			b.abandon()
-			return nil
+			return batch{}, nil
 		}
 	}
 	r.send(ctx, b.rows)
 	if sends != nil {
 		<-sends
 	}
-	return r.settle(context.WithoutCancel(ctx), b)
+	if ctx.Err() != nil {
+		share = 0
+	}
+	return r.settle(context.WithoutCancel(ctx), b, share)
 }
 
 // send sends rows and records each one's outcome in it.
@@ -451,7 +506,7 @@ func (r *Relay) sendByKey(ctx context.Context, rows []row) {
 // PostgreSQL, committed at the end, which releases its key locks; by
 // lease on SQLite). A row held back by an earlier failure of its key is
 // released without counting an attempt.
-func (r *Relay) settle(ctx context.Context, b batch) error {
+func (r *Relay) settle(ctx context.Context, b batch, share int) (batch, error) {
 	now := r.ob.now().UnixMilli()
 	var ok, held []int64
 	var okAt []string
@@ -471,7 +526,7 @@ func (r *Relay) settle(ctx context.Context, b batch) error {
 		}
 	}
 	if b.pg != nil {
-		return r.settlePgx(ctx, b, okTID, failed, now)
+		return r.settlePgx(ctx, b, okTID, failed, now, share)
 	}
 	var errs []error
 	// exec runs stmt (ending in WHERE) on ids.
@@ -524,7 +579,7 @@ func (r *Relay) settle(ctx context.Context, b batch) error {
 			errs = append(errs, fmt.Errorf("outbox: commit the outcome: %w", err))
 		}
 	}
-	return errors.Join(errs...)
+	return batch{}, errors.Join(errs...)
 }
 
 // failure is the outcome of a failed send: the row's attempts, with this
