@@ -170,3 +170,36 @@ func TestDirectPopWaitingAtCloseReturnsErrClosed(t *testing.T) {
 		t.Error("Close started the prefetcher")
 	}
 }
+
+// TestSequentialConsumerReadsDirect: the App's sequential loop handles a
+// queue's messages without ever starting the prefetcher's goroutine (it
+// never asks for announcements), and settles each one.
+func TestSequentialConsumerReadsDirect(t *testing.T) {
+	tr, fc := benchReceiveSetupT(t)
+	const n = 50
+	fc.fill(n)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	handled := 0
+	c := NewConsumer(tr, "q", map[string]babelqueue.Handler{
+		"urn:babel:bench:ping": func(context.Context, *babelqueue.Envelope) error {
+			if handled++; handled == n {
+				cancel()
+			}
+			return nil
+		},
+	})
+	if err := c.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if handled != n || fc.acked.Load() != n {
+		t.Fatalf("handled %d, acked %d of %d", handled, fc.acked.Load(), n)
+	}
+	s := tr.prefetched("q")
+	if s == nil {
+		t.Fatal("queue not subscribed")
+	}
+	if s.pre.running.Load() {
+		t.Error("the sequential loop started the prefetcher goroutine")
+	}
+}
