@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime/metrics"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"testing"
@@ -26,7 +27,9 @@ import (
 // BQ_BENCH_ROUNDS sets the number of rounds (default benchConsumeRounds).
 // With BQ_BENCH_CPUPROFILE=file it also writes a CPU profile of each timed
 // phase (not of the fills) to file.<side>.<round>, which go tool pprof
-// merges when given them all (and compares, -diff_base). It is
+// merges when given them all (and compares, -diff_base); with
+// BQ_BENCH_TRACE=file, an execution trace of each timed phase to
+// file.<side>.<round> (go tool trace -d=parsed lists its events). It is
 // informative and asserts nothing about speed.
 func TestBenchPulsarConsumeSide(t *testing.T) {
 	benchEnabled(t)
@@ -57,9 +60,10 @@ func TestBenchPulsarConsumeSide(t *testing.T) {
 	}
 
 	profPath := os.Getenv("BQ_BENCH_CPUPROFILE")
-	var prof *os.File
+	tracePath := os.Getenv("BQ_BENCH_TRACE")
+	var prof, tr *os.File
 	var c0 sideCounters
-	var profName string
+	var profName, traceName string
 	b.timed = func(start bool) {
 		if start {
 			if profPath != "" {
@@ -72,11 +76,26 @@ func TestBenchPulsarConsumeSide(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			if tracePath != "" {
+				f, err := os.Create(traceName)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tr = f
+				if err := trace.Start(f); err != nil {
+					t.Fatal(err)
+				}
+			}
 			c0 = readSideCounters()
 			return
 		}
 		c1 := readSideCounters()
 		b.lastCounters = c1.minus(c0)
+		if tr != nil {
+			trace.Stop()
+			tr.Close()
+			tr = nil
+		}
 		if prof != nil {
 			pprof.StopCPUProfile()
 			prof.Close()
@@ -91,6 +110,7 @@ func TestBenchPulsarConsumeSide(t *testing.T) {
 		for i := range sides {
 			side := sides[(round+i)%len(sides)]
 			profName = fmt.Sprintf("%s.%s.%d", profPath, side, round)
+			traceName = fmt.Sprintf("%s.%s.%d", tracePath, side, round)
 			r := run(side, benchConsumeMessages)
 			st, c := b.last, b.lastCounters
 			n := float64(st.n)
