@@ -212,10 +212,11 @@ func (t *Transport) receiveEnded(s *consumerSlot) error {
 	return fmt.Errorf("pulsar: receive from %s: consumer closed", s.topic)
 }
 
-// waitTimers holds stopped timers for popPrepared's timed wait: with a
-// consume loop that outpaces the client, about a third of the Pops wait
-// (no-op handler, 64 at once; estimated from the timers they made), and a
-// timer made for each cost an allocation and its setup every time.
+// waitTimers holds stopped timers for the timed waits of popPrepared and
+// popDirect: with a consume loop that outpaces the client, about a third
+// of the Pops wait (no-op handler, 64 at once; estimated from the timers
+// they made), and a timer made for each cost an allocation and its setup
+// every time.
 var waitTimers sync.Pool
 
 // waitTimer returns a running timer that fires after d.
