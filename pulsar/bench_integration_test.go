@@ -296,6 +296,17 @@ type consumeBench struct {
 	// does; without it every message is an entry of its own (synchronous
 	// sends, each flushed at once).
 	batchedFill bool
+	// timed, when set, is called with true as a timed phase starts and
+	// with false once its last message is handled (the side benchmark's
+	// profile and counters).
+	timed func(start bool)
+	// rawClient, when set, gives the client the raw side subscribes with
+	// (else c, which also fills).
+	rawClient func() pulsar.Client
+	// prefetch switches ours to prefetching on a goroutine of its own, as
+	// the concurrent loop does (the side benchmark's comparison).
+	prefetch     bool
+	lastCounters sideCounters
 }
 
 func newConsumeBench(t *testing.T) *consumeBench {
@@ -384,6 +395,9 @@ func (b *consumeBench) ours(n int, delay time.Duration, trOpts []Option, appOpts
 	if _, err := tr.consumerFor(q); err != nil {
 		t.Fatal(err)
 	}
+	if b.prefetch {
+		tr.NotifyReady(q, func() {})
+	}
 	b.fill(q, n)
 	ctx, cancel := context.WithTimeout(context.Background(), benchPhaseLimit)
 	defer cancel()
@@ -404,11 +418,17 @@ func (b *consumeBench) ours(n int, delay time.Duration, trOpts []Option, appOpts
 			if handled.Add(1) == int64(n) {
 				el.Store(int64(time.Since(start)))
 				ended.mark(b.brokerPID)
+				if b.timed != nil {
+					b.timed(false)
+				}
 				cancel()
 			}
 			return nil
 		},
 	}, appOpts...)
+	if b.timed != nil {
+		b.timed(true)
+	}
 	host0 = readHostCPU(b.brokerPID)
 	cpu0, cpuKnown = processCPU()
 	start = time.Now()
@@ -429,7 +449,11 @@ func (b *consumeBench) ours(n int, delay time.Duration, trOpts []Option, appOpts
 // topic with n messages; the caller closes the consumer.
 func (b *consumeBench) rawFilled(n int) pulsar.Consumer {
 	q := uniqueQueue(b.t)
-	rc, err := b.c.Subscribe(pulsar.ConsumerOptions{Topic: q, SubscriptionName: DefaultSubscription, Type: pulsar.Shared,
+	c := b.c
+	if b.rawClient != nil {
+		c = b.rawClient()
+	}
+	rc, err := c.Subscribe(pulsar.ConsumerOptions{Topic: q, SubscriptionName: DefaultSubscription, Type: pulsar.Shared,
 		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
 	if err != nil {
 		b.t.Fatal(err)
@@ -445,6 +469,10 @@ func (b *consumeBench) raw(n int) []float64 {
 	defer rc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), benchPhaseLimit)
 	defer cancel()
+	if b.timed != nil {
+		b.timed(true)
+	}
+	host0 := readHostCPU(b.brokerPID)
 	cpu0, cpuKnown := processCPU()
 	start := time.Now()
 	for i := 0; i < n; i++ {
@@ -458,6 +486,11 @@ func (b *consumeBench) raw(n int) []float64 {
 	}
 	el := time.Since(start)
 	cpu1, _ := processCPU()
+	host1 := readHostCPU(b.brokerPID)
+	if b.timed != nil {
+		b.timed(false)
+	}
+	b.last = phaseStats{n: n, wall: el, host: host1.minus(host0), cpu: cpu1 - cpu0, cpuKnown: cpuKnown}
 	return rates(n, el, cpu1-cpu0, cpuKnown)
 }
 

@@ -21,15 +21,25 @@ const (
 	prefetchBatches = 4
 )
 
-// prefetcher takes a queue's messages from the client's receive channel on
-// a goroutine of its own and prepares them for Pop ahead of time: the
+// prefetcher serves a queue's Pops from the client's receive channel, in
+// one of two modes, and keeps the order the client received the messages
+// in (Pop calls one after another get them in that order).
+//
+// It starts direct: Pop itself takes the next message from the channel on
+// the consume loop's goroutine, as a raw Receive does, and the App decodes
+// the body when it handles it. A sequential consume loop stays in this
+// mode: a goroutine between the client and the loop costs more CPU per
+// message in hand-offs and wake-ups than the decoding it moves aside (see
+// DESIGN.md).
+//
+// The App's concurrent loop asks for ready announcements (NotifyReady),
+// which switches it to prefetching for good: a goroutine of its own takes
+// the messages from the channel and prepares them ahead of Pop, the
 // attempts rule (received) and the decoding of the body the App would do
-// first (babelqueue.ReceivedMessage.Predecode). The consume loop is then
-// left with the handler and the acknowledgement, and the decoding runs on
-// another core. It hands them over in batches of what the client had ready,
-// so that the two goroutines wake each other once per batch rather than
-// once per message, and keeps the order the client received them in (Pop
-// calls one after another get them in that order).
+// first (babelqueue.ReceivedMessage.Predecode), so that the workers are left
+// with the handler and the acknowledgement. It hands them over in batches
+// of what the client had ready, so that the goroutines wake each other once
+// per batch rather than once per message.
 //
 // A prepared delivery is still only received: until Pop hands it out and
 // it is acknowledged, it is as unsettled as one in the client's receiver
@@ -37,10 +47,21 @@ const (
 // Transport owns the goroutine and stops it (halt) before it closes the
 // consumer.
 type prefetcher struct {
+	in    <-chan pulsar.ConsumerMessage // the client's receive channel
+	queue string
+	group string
+	slot  *consumerSlot
+
 	ready chan []*babelqueue.ReceivedMessage // prepared batches, in order, never empty
 	stop  chan struct{}                      // closed by halt
-	done  chan struct{}                      // closed when run has returned
+	done  chan struct{}                      // closed when run has returned, or by halt when it never ran
 	once  sync.Once
+
+	// mode guards the switch to prefetching: a direct Pop receives with it
+	// read-locked, start and halt take it to switch. running is set once
+	// the goroutine is started, and never reset.
+	mode    sync.RWMutex
+	running atomic.Bool
 
 	mu   sync.Mutex
 	held []*babelqueue.ReceivedMessage // taken from ready, not yet handed out, in order
@@ -52,16 +73,39 @@ type prefetcher struct {
 	notify  atomic.Pointer[func()]
 }
 
-// startPrefetch starts the prefetcher of queue's consumer slot s, which
-// reads in, the client's receive channel.
+// startPrefetch returns the prefetcher of queue's consumer slot s, which
+// reads in, the client's receive channel. It starts in direct mode: its
+// goroutine starts only when start is called.
 func startPrefetch(queue, group string, s *consumerSlot, in <-chan pulsar.ConsumerMessage) *prefetcher {
-	p := &prefetcher{
+	return &prefetcher{
+		in:    in,
+		queue: queue,
+		group: group,
+		slot:  s,
 		ready: make(chan []*babelqueue.ReceivedMessage, prefetchBatches),
 		stop:  make(chan struct{}),
 		done:  make(chan struct{}),
 	}
-	go p.run(queue, group, s, in)
-	return p
+}
+
+// start switches p to prefetching: its goroutine starts, unless it runs
+// already or p was halted. A direct Pop in progress finishes first.
+func (p *prefetcher) start() {
+	if p.running.Load() {
+		return
+	}
+	p.mode.Lock()
+	defer p.mode.Unlock()
+	if p.running.Load() {
+		return
+	}
+	select {
+	case <-p.stop:
+		return
+	default:
+	}
+	p.running.Store(true)
+	go p.run(p.queue, p.group, p.slot, p.in)
 }
 
 func (p *prefetcher) run(queue, group string, s *consumerSlot, in <-chan pulsar.ConsumerMessage) {
@@ -153,6 +197,33 @@ func (p *prefetcher) take() (*babelqueue.ReceivedMessage, bool) {
 	return p.next(), true
 }
 
+// takeReady is take in either mode: in direct mode, the next message the
+// client's receive channel already holds, if any (the caller then decodes
+// it); a closed channel holds none.
+func (p *prefetcher) takeReady() (*babelqueue.ReceivedMessage, bool) {
+	if !p.running.Load() {
+		p.mode.RLock()
+		defer p.mode.RUnlock()
+		if !p.running.Load() {
+			for {
+				select {
+				case cm, open := <-p.in:
+					if !open {
+						return nil, false
+					}
+					if cm.Message != nil {
+						rm, _ := received(p.queue, p.slot, cm.Message, p.group)
+						return rm, true
+					}
+				default:
+					return nil, false
+				}
+			}
+		}
+	}
+	return p.take()
+}
+
 // got is take for a batch b that a waiting Pop received from ready: it
 // goes behind what is still held, and the next delivery is returned.
 func (p *prefetcher) got(b []*babelqueue.ReceivedMessage) *babelqueue.ReceivedMessage {
@@ -171,10 +242,18 @@ func (p *prefetcher) next() *babelqueue.ReceivedMessage {
 	return rm
 }
 
-// halt stops the prefetcher and waits until its goroutine has returned.
-// The deliveries it held are dropped unsettled, for the broker to deliver
-// again once the consumer is closed. Safe to call more than once.
+// halt stops the prefetcher and waits until its goroutine, if it ever
+// started, has returned; a direct Pop waiting returns. The deliveries it
+// held are dropped unsettled, for the broker to deliver again once the
+// consumer is closed. Safe to call more than once.
 func (p *prefetcher) halt() {
-	p.once.Do(func() { close(p.stop) })
+	p.once.Do(func() {
+		close(p.stop)
+		p.mode.Lock()
+		if !p.running.Load() {
+			close(p.done)
+		}
+		p.mode.Unlock()
+	})
 	<-p.done
 }

@@ -54,6 +54,11 @@ func (f benchClientFake) Close()                                             {}
 // benchReceiveSetup returns a Transport whose consumer delivers one
 // projected envelope, as the broker benchmark publishes it.
 func benchReceiveSetup(b *testing.B) (*Transport, *benchConsumerFake) {
+	return benchReceiveSetupT(b)
+}
+
+// benchReceiveSetupT is benchReceiveSetup for a test or a benchmark.
+func benchReceiveSetupT(b testing.TB) (*Transport, *benchConsumerFake) {
 	b.Helper()
 	env, err := babelqueue.Make("urn:babel:bench:ping", map[string]any{"order_id": 1042, "note": "benchmark"}, babelqueue.WithQueue("q"))
 	if err != nil {

@@ -9,8 +9,9 @@ var _ driver.ReadyNotifier = (*Transport)(nil)
 
 // ReceiveReady is Pop without the wait: the next delivery of queue the
 // prefetcher has already prepared, in the order Pop hands them out, or
-// (nil, false) when it holds none, when queue was never popped (it never
-// subscribes), or when the Transport is closed. The App's concurrent
+// (nil, false) when it holds none (in direct mode, when the client's
+// receive channel holds none), when queue was never popped (it never subscribes), or when
+// the Transport is closed. The App's concurrent
 // consume loop calls it to refill a pending slot on the worker that freed
 // it (driver.ReadyReceiver).
 func (t *Transport) ReceiveReady(queue string) (*babelqueue.ReceivedMessage, bool) {
@@ -18,13 +19,14 @@ func (t *Transport) ReceiveReady(queue string) (*babelqueue.ReceivedMessage, boo
 	if s == nil {
 		return nil, false
 	}
-	return s.pre.take()
+	return s.pre.takeReady()
 }
 
 // NotifyReady makes the prefetcher of queue call fn after it queued a
 // prepared batch while no Pop waited for one (nil stops it), so that the
 // App's concurrent loop need not keep a worker waiting in Pop
-// (driver.ReadyNotifier). It reports false when queue has no prefetcher
+// (driver.ReadyNotifier). A non-nil fn switches the prefetcher from direct
+// receives to prefetching on a goroutine of its own, for good. It reports false when queue has no prefetcher
 // (never popped, a consumer without a receive channel) or the Transport is
 // closed.
 func (t *Transport) NotifyReady(queue string, fn func()) bool {
@@ -36,6 +38,7 @@ func (t *Transport) NotifyReady(queue string, fn func()) bool {
 		s.pre.notify.Store(nil)
 	} else {
 		s.pre.notify.Store(&fn)
+		s.pre.start()
 	}
 	return true
 }
