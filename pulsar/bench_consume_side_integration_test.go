@@ -33,6 +33,9 @@ import (
 // informative and asserts nothing about speed.
 func TestBenchPulsarConsumeSide(t *testing.T) {
 	benchEnabled(t)
+	if os.Getenv("BQ_BENCH_SIDE") == "" {
+		t.Skip("set BQ_BENCH_SIDE to the sides to run (ours, ours-prefetch, raw, raw-own-client), comma-separated")
+	}
 	sides := strings.Split(os.Getenv("BQ_BENCH_SIDE"), ",")
 	for _, side := range sides {
 		switch side {
