@@ -167,14 +167,22 @@ func (t *Transport) popPrepared(ctx context.Context, s *consumerSlot, timeout ti
 // which Close ends (ErrClosed).
 func (t *Transport) popDirect(ctx context.Context, s *consumerSlot, timeout time.Duration) (*babelqueue.ReceivedMessage, error) {
 	p := s.pre
+	// take turns what the channel gave into Pop's result; done is false
+	// for an empty consumer message, which Pop passes over.
+	take := func(cm pulsar.ConsumerMessage, open bool) (rm *babelqueue.ReceivedMessage, done bool, err error) {
+		if !open {
+			return nil, true, t.receiveEnded(s)
+		}
+		if cm.Message == nil {
+			return nil, false, nil
+		}
+		rm, _ = received(s.queue, s, cm.Message, t.cfg.subscription)
+		return rm, true, nil
+	}
 	select {
 	case cm, open := <-p.in:
-		if !open {
-			return nil, t.receiveEnded(s)
-		}
-		if cm.Message != nil {
-			rm, _ := received(s.queue, s, cm.Message, t.cfg.subscription)
-			return rm, nil
+		if rm, done, err := take(cm, open); done {
+			return rm, err
 		}
 	default:
 	}
@@ -186,12 +194,8 @@ func (t *Transport) popDirect(ctx context.Context, s *consumerSlot, timeout time
 	for {
 		select {
 		case cm, open := <-p.in:
-			if !open {
-				return nil, t.receiveEnded(s)
-			}
-			if cm.Message != nil {
-				rm, _ := received(s.queue, s, cm.Message, t.cfg.subscription)
-				return rm, nil
+			if rm, done, err := take(cm, open); done {
+				return rm, err
 			}
 		case <-timer.C:
 			return nil, nil
