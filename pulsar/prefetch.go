@@ -208,11 +208,11 @@ func (p *prefetcher) takeReady() (*babelqueue.ReceivedMessage, bool) {
 			for {
 				select {
 				case cm, open := <-p.in:
-					if !open {
+					rm, closed := p.fromChannel(cm, open)
+					if closed {
 						return nil, false
 					}
-					if cm.Message != nil {
-						rm, _ := received(p.queue, p.slot, cm.Message, p.group)
+					if rm != nil {
 						return rm, true
 					}
 				default:
@@ -222,6 +222,20 @@ func (p *prefetcher) takeReady() (*babelqueue.ReceivedMessage, bool) {
 		}
 	}
 	return p.take()
+}
+
+// fromChannel is a direct-mode take of what the client's receive channel
+// gave: the delivery of its message, nil for an empty consumer message
+// (passed over), or closed when the channel is closed.
+func (p *prefetcher) fromChannel(cm pulsar.ConsumerMessage, open bool) (rm *babelqueue.ReceivedMessage, closed bool) {
+	if !open {
+		return nil, true
+	}
+	if cm.Message == nil {
+		return nil, false
+	}
+	rm, _ = received(p.queue, p.slot, cm.Message, p.group)
+	return rm, false
 }
 
 // got is take for a batch b that a waiting Pop received from ready: it

@@ -170,14 +170,11 @@ func (t *Transport) popDirect(ctx context.Context, s *consumerSlot, timeout time
 	// take turns what the channel gave into Pop's result; done is false
 	// for an empty consumer message, which Pop passes over.
 	take := func(cm pulsar.ConsumerMessage, open bool) (rm *babelqueue.ReceivedMessage, done bool, err error) {
-		if !open {
+		rm, closed := p.fromChannel(cm, open)
+		if closed {
 			return nil, true, t.receiveEnded(s)
 		}
-		if cm.Message == nil {
-			return nil, false, nil
-		}
-		rm, _ = received(s.queue, s, cm.Message, t.cfg.subscription)
-		return rm, true, nil
+		return rm, rm != nil, nil
 	}
 	select {
 	case cm, open := <-p.in:
