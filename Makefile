@@ -184,7 +184,7 @@ chaos: ## Chaos suite, full: per broker 10,000 envelopes, 22 SIGKILLs, a broker 
 
 .PHONY: chaos-short
 chaos-short: ## Chaos suite, short (for CI): per broker 3,000 envelopes, 6 SIGKILLs, a broker kill -9 and restart; the same with 16 handlers per consumer (no broker restart); a producer SIGKILLed 5 times mid-publish.
-	@$(MAKE) --no-print-directory chaos-run CHAOS_RUNS='run -n 3000 -kills 6 -duration 75s;run -scenario concurrent -concurrency 16 -n 3000 -kills 6 -duration 75s -broker-restart no;producer-kill -n 1500 -kills 5 -duration 20s'
+	@$(MAKE) --no-print-directory chaos-run CHAOS_RUNS='run -scenario concurrent -concurrency 16 -n 3000 -kills 6 -duration 75s -broker-restart no;run -n 3000 -kills 6 -duration 75s;producer-kill -n 1500 -kills 5 -duration 20s'
 
 .PHONY: chaos-run
 chaos-run: # CHAOS_RUNS: ';'-separated bqchaos command lines, run on each broker of CHAOS_BROKER_LIST in turn.
