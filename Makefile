@@ -94,11 +94,9 @@ bench-brokers: ## Broker benchmarks against brokers already described by BQ_* va
 	@for m in kafka pulsar; do (cd $$m && BQ_BENCH=1 $(GO) test -tags integration -run '^TestBench' -skip '^$(LATENCY_BENCH)$$' -count=1 -p 1 -timeout 20m -v ./... | grep -E '^(bench:|--- FAIL|FAIL|ok)' || exit 1); done
 	@for m in $(HELPER_BENCH_MODULES); do (cd $$m && BQ_BENCH=1 $(GO) test -tags integration -run '^TestBench' -count=1 -p 1 -timeout 20m -v ./... | grep -E '^(bench:|--- FAIL|FAIL|ok)' || exit 1); done
 
-# The re-injector's lateness runs first, on a broker the throughput benches
-# have not yet filled with garbage: after them the test broker's JVM
-# collected every 0.2-1 s for a while, and each cycle held produce requests
-# for tens of ms on 2 cores (kafka/DESIGN.md, section 5), which is the
-# broker's cost, not the re-injector's.
+# The re-injector's lateness runs first, before the throughput benches fill
+# the test broker's heap (its collections then stall produce requests:
+# kafka/DESIGN.md, section 5).
 LATENCY_BENCH := TestBenchKafkaReinjectLateness
 
 # The idempotency stores' overhead (memory, sqlite, postgres, redis) and the

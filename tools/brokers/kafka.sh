@@ -35,15 +35,8 @@ KAFKA_PASSWORD="${BQ_KAFKA_SASL_PASSWORD:-bq-secret}"
 # decided the re-injector bench's p99 (kafka/DESIGN.md, section 5). A fixed
 # G1 young generation made them rarer but longer. ZGC keeps more of the
 # 512 MiB cap in use between its cycles (PSS about 640 MiB against 460).
-# No proactive cycles (-XX:-ZProactive): ZGC otherwise starts a cycle every
-# 10-30 s whether the heap needs one or not (82 of 113 cycles in 40 minutes
-# of benches), and on 2 cores its ~150 ms of concurrent marking held every
-# produce request for 25-250 ms (measured in the client: both the bench's
-# publisher and the re-injector's writer stalled at once, no error, no
-# retry); the re-injector bench's p99 followed whether a cycle fell in its
-# 4 s window (4-260 ms). Without them the broker collects when its heap
-# needs it (7 cycles over 12 bench runs, warm-up included) and the p99 was
-# 4-9 ms.
+# No proactive cycles (-XX:-ZProactive): on 2 cores each one held every
+# produce request for 25-250 ms (kafka/DESIGN.md, section 5).
 KAFKA_HEAP="${BQ_KAFKA_HEAP:--Xms128m -Xmx512m}"
 KAFKA_GC="${BQ_KAFKA_GC:--XX:+UseZGC -XX:-ZProactive}"
 KAFKA_START_TIMEOUT="${BQ_KAFKA_START_TIMEOUT:-180}"
