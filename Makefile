@@ -193,15 +193,16 @@ chaos-short: ## Chaos suite, short (for CI): per broker 3,000 envelopes, 6 SIGKI
 	@$(MAKE) --no-print-directory chaos-run CHAOS_RUNS='run -scenario concurrent -concurrency 16 -n 3000 -kills 6 -duration 75s -broker-restart no;run -n 3000 -kills 6 -duration 75s;producer-kill -n 1500 -kills 5 -duration 20s'
 
 .PHONY: chaos-run
-chaos-run: # CHAOS_RUNS: ';'-separated bqchaos command lines, run on each broker of CHAOS_BROKER_LIST in turn.
+chaos-run: # CHAOS_RUNS: ';'-separated bqchaos command lines, run on each broker of CHAOS_BROKER_LIST in turn, each on brokers started for it alone.
 	@mkdir -p $(CHAOS_BIN)
 	$(GO) build -o $(CHAOS_BIN)/bqchaos ./chaos/cmd/bqchaos
 	$(GO) build -o $(CHAOS_BIN)/bq ./tools/cmd/bq
 	@for b in $(CHAOS_BROKER_LIST); do \
 	  echo "== chaos $$b"; \
-	  env $(CHAOS_ENV) BQ_BROKERS=$$b $(BROKERS) bash -c 'set -e; IFS=";" read -r -a runs <<<"$$3"; \
+	  bash -c 'set -e; IFS=";" read -r -a runs <<<"$$3"; \
 	    for r in "$${runs[@]}"; do read -r -a a <<<"$$r"; start=$$(date +%s); \
-	      echo "== bqchaos $${a[*]} -broker $$1"; "$$0" "$${a[@]}" -broker "$$1" $$( [ "$${a[0]}" = run ] && echo -bq "$$2" ); \
+	      echo "== bqchaos $${a[*]} -broker $$1"; \
+	      env $(CHAOS_ENV) BQ_BROKERS="$$1" $(BROKERS) "$$0" "$${a[@]}" -broker "$$1" $$( [ "$${a[0]}" = run ] && echo -bq "$$2" ); \
 	      echo "== took $$(( $$(date +%s) - start ))s"; done' \
 	    $(CHAOS_BIN)/bqchaos $$b $(CHAOS_BIN)/bq '$(CHAOS_RUNS)' || exit 1; \
 	done

@@ -62,6 +62,17 @@ tail_logs() {
   printf -- '-----\n' >&2
 }
 
+# warn_digest BROKER: prints the last warnings and errors of the broker's
+# logs (kept after down), so a failed run's output says what the broker saw.
+warn_digest() {
+  local f
+  for f in "$BQ_BROKERS_STATE/$1"/logs/*.log; do
+    [ -s "$f" ] || continue
+    printf '\n----- last warnings and errors in %s -----\n' "$f" >&2
+    grep -E 'WARN|ERROR|FATAL|PANIC|Exception' "$f" | tail -n 40 | cut -c1-400 >&2 || true
+  done
+}
+
 # with_lock NAME CMD...: runs CMD while holding an exclusive lock, so two
 # concurrent up/down calls never race on the same broker.
 with_lock() {

@@ -14,6 +14,8 @@
 # idempotency and outbox tests.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=lib.sh
+. "$here/lib.sh"
 
 if [ $# -eq 0 ]; then
   echo "usage: $0 CMD [ARGS...]" >&2
@@ -26,6 +28,9 @@ started=()
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM
+  if [ "$rc" != 0 ]; then
+    for b in "${started[@]}"; do warn_digest "$b"; done
+  fi
   if [ "${BQ_BROKERS_KEEP:-}" = 1 ]; then
     [ ${#started[@]} -eq 0 ] || echo "with-brokers: BQ_BROKERS_KEEP=1, leaving ${started[*]} running (stop: $here/down.sh)" >&2
   elif [ ${#started[@]} -gt 0 ]; then

@@ -60,10 +60,9 @@ func (k *kafkaSide) workTopic() string               { return k.topic }
 func (k *kafkaSide) close()                          { _ = k.tr.Close() }
 
 func (k *kafkaSide) provision(ctx context.Context) error {
-	if err := k.tr.EnsureTopics(ctx, k.topic, k.partitions, 1); err != nil {
-		return fmt.Errorf("ensure topics: %w", err)
-	}
-	return nil
+	return untilAccepted(ctx, k.log, "ensure topics "+k.topic, setupLimit, func() error {
+		return k.tr.EnsureTopics(ctx, k.topic, k.partitions, 1)
+	})
 }
 
 func (k *kafkaSide) consumerArgs(self, dir, proc string, work time.Duration, concurrency int) []string {

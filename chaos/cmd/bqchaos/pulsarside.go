@@ -90,23 +90,70 @@ func (p *pulsarSide) do(ctx context.Context, method, url, body string) ([]byte, 
 }
 
 // provision creates the work topic with its partitions and the audit
-// subscription on the DLQ.
+// subscription on the DLQ, repeating each step while the broker settles.
 func (p *pulsarSide) provision(ctx context.Context) error {
-	if _, err := p.do(ctx, http.MethodPut, p.adminURL(p.topic, "/partitions"), strconv.Itoa(p.partitions)); err != nil {
-		return fmt.Errorf("create partitioned topic: %w", err)
-	}
-	c, err := pulsarclient.NewClient(pulsarclient.ClientOptions{URL: p.url, Logger: pulsarlog.NewLoggerWithSlog(p.log)})
+	err := untilAccepted(ctx, p.log, "create partitioned topic "+p.topic, setupLimit, func() error {
+		_, err := p.do(ctx, http.MethodPut, p.adminURL(p.topic, "/partitions"), strconv.Itoa(p.partitions))
+		if err != nil && p.partitionsExist(ctx) {
+			return nil // an earlier attempt created it before its answer was lost
+		}
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("pulsar client: %w", err)
+		return err
 	}
-	defer c.Close()
-	cons, err := c.Subscribe(pulsarclient.ConsumerOptions{Topic: p.dlq(), SubscriptionName: auditSubscription,
-		Type: pulsarclient.Exclusive, SubscriptionInitialPosition: pulsarclient.SubscriptionPositionEarliest})
+	cons, err := p.subscribeAudit(ctx, p.dlq(), pulsarclient.Exclusive)
 	if err != nil {
-		return fmt.Errorf("audit subscription on %s: %w", p.dlq(), err)
+		return err
 	}
 	cons.Close()
 	return nil
+}
+
+// partitionsExist reports whether the work topic exists with the wanted
+// partition count.
+func (p *pulsarSide) partitionsExist(ctx context.Context) bool {
+	b, err := p.do(ctx, http.MethodGet, p.adminURL(p.topic, "/partitions"), "")
+	if err != nil {
+		return false
+	}
+	var meta struct {
+		Partitions int `json:"partitions"`
+	}
+	return json.Unmarshal(b, &meta) == nil && meta.Partitions == p.partitions
+}
+
+// subscribeAudit opens the durable audit subscription on topic, from its
+// earliest message, repeating while the broker settles. The caller closes
+// the consumer.
+func (p *pulsarSide) subscribeAudit(ctx context.Context, topic string, kind pulsarclient.SubscriptionType) (pulsarclient.Consumer, error) {
+	c, err := pulsarclient.NewClient(pulsarclient.ClientOptions{URL: p.url, Logger: pulsarlog.NewLoggerWithSlog(p.log)})
+	if err != nil {
+		return nil, fmt.Errorf("pulsar client: %w", err)
+	}
+	var cons pulsarclient.Consumer
+	err = untilAccepted(ctx, p.log, "audit subscription on "+topic, setupLimit, func() error {
+		var err error
+		cons, err = c.Subscribe(pulsarclient.ConsumerOptions{Topic: topic, SubscriptionName: auditSubscription,
+			Type: kind, SubscriptionInitialPosition: pulsarclient.SubscriptionPositionEarliest})
+		return err
+	})
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return clientConsumer{cons, c}, nil
+}
+
+// clientConsumer closes its own client with the consumer.
+type clientConsumer struct {
+	pulsarclient.Consumer
+	client pulsarclient.Client
+}
+
+func (c clientConsumer) Close() {
+	c.Consumer.Close()
+	c.client.Close()
 }
 
 type subStats struct {
@@ -147,15 +194,9 @@ func (p *pulsarSide) deadLetterCount(ctx context.Context) (int, error) {
 // acknowledging, distinct by message id.
 func (p *pulsarSide) readBack(ctx context.Context) (chaos.ReadBack, map[string]int, error) {
 	var rb chaos.ReadBack
-	c, err := pulsarclient.NewClient(pulsarclient.ClientOptions{URL: p.url, Logger: pulsarlog.NewLoggerWithSlog(p.log)})
+	cons, err := p.subscribeAudit(ctx, p.dlq(), pulsarclient.Exclusive)
 	if err != nil {
-		return rb, nil, fmt.Errorf("pulsar client: %w", err)
-	}
-	defer c.Close()
-	cons, err := c.Subscribe(pulsarclient.ConsumerOptions{Topic: p.dlq(), SubscriptionName: auditSubscription,
-		Type: pulsarclient.Exclusive, SubscriptionInitialPosition: pulsarclient.SubscriptionPositionEarliest})
-	if err != nil {
-		return rb, nil, fmt.Errorf("audit subscription on %s: %w", p.dlq(), err)
+		return rb, nil, err
 	}
 	defer cons.Close()
 	want, err := p.deadLetterCount(ctx)

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	pulsarclient "github.com/apache/pulsar-client-go/pulsar"
-	pulsarlog "github.com/apache/pulsar-client-go/pulsar/log"
 	"github.com/babelqueue/babelqueue-go/chaos"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/babelqueue/babelqueue-go/core/driver"
@@ -142,7 +141,7 @@ func redriveChaos(ctx context.Context, broker, dir, script string, n, kills int,
 	// were gone after it). A durable audit subscription, never consumed,
 	// keeps them, as the consumers' subscription does in a deployment.
 	if p, ok := s.(*pulsarSide); ok {
-		if err := p.auditWorkTopic(); err != nil {
+		if err := p.auditWorkTopic(ctx); err != nil {
 			return 1, err
 		}
 	}
@@ -262,16 +261,10 @@ func redriveChaos(ctx context.Context, broker, dir, script string, n, kills int,
 
 // auditWorkTopic creates the durable subscription chaos-audit on the work
 // topic, at its start, and leaves it unconsumed.
-func (p *pulsarSide) auditWorkTopic() error {
-	c, err := pulsarclient.NewClient(pulsarclient.ClientOptions{URL: p.url, Logger: pulsarlog.NewLoggerWithSlog(p.log)})
+func (p *pulsarSide) auditWorkTopic(ctx context.Context) error {
+	cons, err := p.subscribeAudit(ctx, p.topic, pulsarclient.Shared)
 	if err != nil {
-		return fmt.Errorf("pulsar client: %w", err)
-	}
-	defer c.Close()
-	cons, err := c.Subscribe(pulsarclient.ConsumerOptions{Topic: p.topic, SubscriptionName: auditSubscription,
-		Type: pulsarclient.Shared, SubscriptionInitialPosition: pulsarclient.SubscriptionPositionEarliest})
-	if err != nil {
-		return fmt.Errorf("audit subscription on %s: %w", p.topic, err)
+		return err
 	}
 	cons.Close()
 	return nil
