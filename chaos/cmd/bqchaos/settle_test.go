@@ -30,7 +30,6 @@ func TestUntilAcceptedRepeatsARefusedStep(t *testing.T) {
 
 func TestUntilAcceptedGivesUpAtTheLimit(t *testing.T) {
 	calls := 0
-	start := time.Now()
 	err := untilAccepted(context.Background(), quietLog(), "subscribe", 1500*time.Millisecond, func() error {
 		calls++
 		return errRefused
@@ -38,8 +37,8 @@ func TestUntilAcceptedGivesUpAtTheLimit(t *testing.T) {
 	if !errors.Is(err, errRefused) || !strings.Contains(err.Error(), "subscribe (refused 2 times") {
 		t.Fatalf("err=%v, want the step's error after 2 refusals", err)
 	}
-	if calls != 2 || time.Since(start) > 1500*time.Millisecond {
-		t.Fatalf("calls=%d after %s, want 2 within the limit", calls, time.Since(start))
+	if calls != 2 { // at 0 s and 1 s; the next wait (2 s) would pass the limit
+		t.Fatalf("calls=%d, want 2", calls)
 	}
 }
 
