@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-var errRefused = errors.New("Not enough non-faulty bookies available")
+var errRefused = errors.New("server error: not enough non-faulty bookies available")
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
