@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -187,4 +189,15 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// killMoments draws n moments in [from, until), in order, for the kills
+// of a chaos phase.
+func killMoments(rnd *rand.Rand, n int, from, until time.Duration) []time.Duration {
+	at := make([]time.Duration, n)
+	for i := range at {
+		at[i] = from + time.Duration(rnd.Int64N(int64(until-from)))
+	}
+	slices.Sort(at)
+	return at
 }

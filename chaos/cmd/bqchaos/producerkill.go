@@ -252,13 +252,17 @@ func producerKill(ctx context.Context, broker, dir string, n, kills int, duratio
 		go func() { done <- cmd.Wait(); logf.Close() }()
 		return cmd, done, nil
 	}
+	// The kills fall within the first duration of the publishes, which
+	// span about 1.5 times it, so the producer always has work left.
+	killAt := killMoments(rnd, kills, 0, duration)
 	inc, killed := 1, 0
 	cmd, done, err := start(inc)
 	if err != nil {
 		return 1, err
 	}
+	began := time.Now()
 	for killed < kills {
-		wait := time.Duration(rnd.Int64N(int64(2*duration/time.Duration(kills)) + 1))
+		wait := time.Until(began.Add(killAt[killed]))
 		select {
 		case err := <-done:
 			return 1, fmt.Errorf("the producer ended before kill %d (raise -n): %v", killed+1, err)

@@ -240,11 +240,7 @@ func run(ctx context.Context, c runConfig, log *slog.Logger) (int, error) {
 
 	// The chaos timeline: kills at random moments, one broker restart.
 	chaosStart := time.Now()
-	killAt := make([]time.Duration, c.kills)
-	for i := range killAt {
-		killAt[i] = 3*time.Second + time.Duration(rnd.Int64N(int64(c.duration-3*time.Second)))
-	}
-	sort.Slice(killAt, func(i, j int) bool { return killAt[i] < killAt[j] })
+	killAt := killMoments(rnd, c.kills, 3*time.Second, c.duration)
 	restartAt := c.duration * 45 / 100
 	restarted := !c.brokerRestart
 	var downFor time.Duration
