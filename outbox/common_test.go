@@ -280,6 +280,93 @@ func runRelayTests(t *testing.T, db *sql.DB, d outbox.Dialect, wrap func(*record
 			t.Fatalf("stats %+v (%v), want 2 pending, 1 failing", st, err)
 		}
 	})
+	// keyRows writes rows a0 b0 a1 b1 ... of keys a and b, n of each.
+	keyRows := func(t *testing.T, ob *outbox.Outbox, n int) {
+		var msgs []outbox.Message
+		for i := range n {
+			for _, k := range []string{"a", "b"} {
+				msgs = append(msgs, outbox.Message{Queue: "q", Key: []byte(k), Body: []byte(k + strconv.Itoa(i))})
+			}
+		}
+		write(t, db, ob, true, msgs...)
+	}
+	sentBodies := func(s *recordingSender) []string {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		var got []string
+		for _, g := range s.got {
+			got = append(got, string(g.body))
+		}
+		return got
+	}
+	t.Run("AClaimSendsAKeysRowsInWaves", func(t *testing.T) {
+		ob := newOutbox(t, db, d)
+		keyRows(t, ob, 3)
+		s := &recordingSender{}
+		sender := wrap(s)
+		r := newRelay(t, db, ob, sender, outbox.WithWaves(2))
+		n, err := r.RunOnce(ctx)
+		// PostgreSQL: two rows a key in one claim; SQLite: each key's head.
+		want := 4
+		if d == outbox.SQLite {
+			want = 2
+		}
+		if err != nil || n != want {
+			t.Fatalf("first claim: %d rows (%v), want %d", n, err, want)
+		}
+		drain(t, r)
+		got := sentBodies(s)
+		slices.Sort(got)
+		if fmt.Sprint(got) != "[a0 a1 a2 b0 b1 b2]" {
+			t.Fatalf("sent %v, want every row once", got)
+		}
+		next := map[byte]int{}
+		for _, b := range sentBodies(s) {
+			if i := int(b[1] - '0'); i != next[b[0]] {
+				t.Fatalf("sent %v: %s out of its key's order", sentBodies(s), b)
+			}
+			next[b[0]]++
+		}
+		if bs, ok := sender.(*batchingSender); ok && fmt.Sprint(bs.calls) != "[2 2 2]" {
+			t.Fatalf("SendBatch calls of %v rows, want [2 2 2]: one row a key in each", bs.calls)
+		}
+	})
+	t.Run("AFailedWaveHoldsBackTheLaterOnes", func(t *testing.T) {
+		ob := newOutbox(t, db, d)
+		keyRows(t, ob, 3)
+		s := &recordingSender{fail: func(body []byte) error {
+			if string(body) == "a1" {
+				return errors.New("broker said no")
+			}
+			return nil
+		}}
+		r := newRelay(t, db, ob, wrap(s), outbox.WithWaves(3), outbox.WithBackoff(time.Hour, time.Hour))
+		if _, err := r.RunOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got := sentBodies(s)
+		slices.Sort(got)
+		// PostgreSQL: a1 fails in the second wave, b1 beside it is
+		// acknowledged, and the third wave (a2, b2) is not sent.
+		want := "[a0 b0 b1]"
+		if d == outbox.SQLite {
+			want = "[a0 b0]"
+		}
+		if fmt.Sprint(got) != want {
+			t.Fatalf("first claim sent %v, want %v", got, want)
+		}
+		drain(t, r)
+		got = sentBodies(s)
+		slices.Sort(got)
+		if fmt.Sprint(got) != "[a0 b0 b1 b2]" {
+			t.Fatalf("sent %v, want [a0 b0 b1 b2]: a2 waits behind a1", got)
+		}
+		// The rows held back count no attempt: a1's is the only one.
+		st, err := ob.Stats(ctx, db)
+		if err != nil || st.Pending != 2 || st.Failing != 1 || st.Attempts != 1 {
+			t.Fatalf("stats %+v (%v), want 2 pending, 1 failing, 1 attempt", st, err)
+		}
+	})
 	t.Run("ConcurrentRelaysNoDuplicateAndOrder", func(t *testing.T) {
 		ob := newOutbox(t, db, d)
 		const rows = 600

@@ -14,8 +14,9 @@ import (
 //	WithTable          DefaultTable ("bq_outbox"), a plain identifier
 //	WithClock          time.Now
 //	WithRelayID        a random id (the relay's name in locked_by)
-//	WithBatchSize      DefaultBatchSize (500 rows per claim)
-//	WithInFlight       DefaultInFlight (2 batches sent at once by Run, as many more claimed or settled)
+//	WithBatchSize      DefaultBatchSize (500 rows per send)
+//	WithWaves          DefaultWaves (4 rows of an order key per PostgreSQL claim, sent one after the other)
+//	WithInFlight       DefaultInFlight (2 sends in flight in Run, by 4 workers that claim, send and settle)
 //	WithParallelism    DefaultParallelism (64 sends in flight per batch, when the sender does not batch)
 //	WithLease          DefaultLease (30s; SQLite: how long claimed rows are the relay's)
 //	WithPoll           DefaultPoll (200ms wait after a claim that found nothing)
@@ -28,6 +29,7 @@ import (
 const (
 	DefaultTable       = "bq_outbox"
 	DefaultBatchSize   = 500
+	DefaultWaves       = 4
 	DefaultInFlight    = 2
 	DefaultParallelism = 64
 	DefaultLease       = 30 * time.Second
@@ -62,6 +64,7 @@ func WithClock(clock driver.Clock) Option {
 type relayConfig struct {
 	id                     string
 	batch, parallel        int
+	waves                  int
 	inflight               int
 	lease, poll            time.Duration
 	minBackoff, maxBackoff time.Duration
@@ -87,15 +90,26 @@ func WithRelayID(id string) RelayOption {
 	}
 }
 
-// WithBatchSize sets how many rows one claim takes (at most one per order
-// key), sent in one SendBatch when the sender batches.
+// WithBatchSize sets how many rows one send carries (at most one per
+// order key), in one SendBatch when the sender batches.
 func WithBatchSize(n int) RelayOption {
 	return func(c *relayConfig) { option.Positive(&c.errs, &c.batch, "batch size", n) }
 }
 
-// WithInFlight sets how many batches Run sends at once; as many more are
-// claimed or settled meanwhile, by 2n workers (on PostgreSQL each claim
-// takes up to 1/(2n) of the table's key buckets).
+// WithWaves sets how many rows of one order key a PostgreSQL claim takes:
+// it reads up to n × WithBatchSize rows and sends them in waves, first the
+// oldest pending row of each key, then the next one of each key, each
+// wave once the broker acknowledged the one before, and one commit
+// settles them all. After a wave with a failure the later ones are not
+// sent (their rows stay pending). On SQLite a claim takes one row per key.
+func WithWaves(n int) RelayOption {
+	return func(c *relayConfig) { option.Positive(&c.errs, &c.waves, "waves", n) }
+}
+
+// WithInFlight sets how many sends (waves) Run has in flight at once; 2n
+// workers claim, send and settle batches, so that other batches are
+// claimed or settled meanwhile (on PostgreSQL each claim takes up to
+// 1/(2n) of the table's key buckets).
 func WithInFlight(n int) RelayOption {
 	return func(c *relayConfig) { option.Positive(&c.errs, &c.inflight, "batches in flight", n) }
 }

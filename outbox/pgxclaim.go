@@ -89,7 +89,7 @@ func (r *Relay) claimPgx(ctx context.Context, share int, now int64) (batch, erro
 func (r *Relay) queueClaim(q *pgx.Batch, share int, now int64) {
 	q.Queue("begin")
 	q.Queue(r.lockPgxQ, r.nextFrom(share), r.lockNS, share)
-	q.Queue(r.claimPgxQ, now, now, now, r.cfg.batch)
+	q.Queue(r.claimPgxQ, now, now, now, r.claimLimit())
 }
 
 // readClaim reads the results of queueClaim's statements, the last ones
@@ -105,7 +105,7 @@ func (r *Relay) readClaim(pc *pgx.Conn, br pgx.BatchResults) ([]row, error) {
 	if err != nil {
 		return nil, fmt.Errorf("outbox: claim: %w", err)
 	}
-	rows, err := scanPgxRows(res, r.cfg.batch)
+	rows, err := scanPgxRows(res, r.claimLimit(), r.waves(), r.cfg.batch)
 	if err != nil {
 		return nil, err
 	}
@@ -120,9 +120,9 @@ func (r *Relay) readClaim(pc *pgx.Conn, br pgx.BatchResults) ([]row, error) {
 	return rows, nil
 }
 
-// scanPgxRows reads the claimed rows (with their binary ctid), then keeps
-// the first row of each order key (see scanRows).
-func scanPgxRows(res pgx.Rows, limit int) ([]row, error) {
+// scanPgxRows reads the claimed rows (with their binary ctid), then orders
+// them in waves of up to size rows (inWaves).
+func scanPgxRows(res pgx.Rows, limit, waves, size int) ([]row, error) {
 	defer res.Close()
 	out := make([]row, 0, limit)
 	var rw row
@@ -148,7 +148,7 @@ func scanPgxRows(res pgx.Rows, limit int) ([]row, error) {
 	if err := res.Err(); err != nil {
 		return nil, fmt.Errorf("outbox: claim: %w", err)
 	}
-	return firstOfEachKey(out), nil
+	return inWaves(out, waves, size), nil
 }
 
 // settlePgx is settle on PostgreSQL through pgx, in the claim's

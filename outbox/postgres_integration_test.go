@@ -228,3 +228,63 @@ func TestPostgresClaimPassesOverAHeldBucket(t *testing.T) {
 		}
 	}
 }
+
+// cancellingSender is a batchingSender that ends the relay's context once
+// its first SendBatch was acknowledged.
+type cancellingSender struct {
+	*batchingSender
+	cancel context.CancelFunc
+}
+
+func (c *cancellingSender) SendBatch(ctx context.Context, msgs []outbox.Message) []error {
+	errs := c.batchingSender.SendBatch(ctx, msgs)
+	c.cancel()
+	return errs
+}
+
+// TestPostgresStopBetweenWaves: when the relay's context ends after a
+// claim's first wave was acknowledged, the later waves are not sent, the
+// first wave's rows are deleted and the others stay pending, with no
+// attempt counted. (RunOnce: one claim of every key bucket, so a and b
+// are in it, whatever buckets they hash to.)
+func TestPostgresStopBetweenWaves(t *testing.T) {
+	db, _ := brokertest.Postgres(t)
+	ob := newOutbox(t, db, outbox.Postgres)
+	var msgs []outbox.Message
+	for i := range 3 {
+		for _, k := range []string{"a", "b"} {
+			msgs = append(msgs, outbox.Message{Queue: "q", Key: []byte(k), Body: []byte(fmt.Sprint(k, i))})
+		}
+	}
+	write(t, db, ob, true, msgs...)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := &cancellingSender{batchingSender: &batchingSender{recordingSender: &recordingSender{}}, cancel: cancel}
+	r := newRelay(t, db, ob, s, outbox.WithWaves(3))
+	if n, err := r.RunOnce(ctx); n != 6 || err != nil {
+		t.Fatalf("RunOnce: %d rows (%v), want a claim of 6", n, err)
+	}
+	if fmt.Sprint(s.calls) != "[2]" {
+		t.Fatalf("SendBatch calls of %v rows, want [2]: the first wave alone", s.calls)
+	}
+	st, err := ob.Stats(context.Background(), db)
+	if err != nil || st.Pending != 4 || st.Attempts != 0 {
+		t.Fatalf("stats %+v (%v), want 4 pending (a1 b1 a2 b2), no attempt", st, err)
+	}
+	var left []string
+	rows, err := db.Query("SELECT convert_from(body, 'UTF8') FROM " + ob.Table() + " ORDER BY id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var b string
+		if err := rows.Scan(&b); err != nil {
+			t.Fatal(err)
+		}
+		left = append(left, b)
+	}
+	if fmt.Sprint(left) != "[a1 b1 a2 b2]" {
+		t.Fatalf("rows left %v, want [a1 b1 a2 b2]", left)
+	}
+}

@@ -1,7 +1,6 @@
 package outbox
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -61,7 +60,7 @@ func bucketOf(col string) string {
 // It reports every invalid option at once (errors.Join), each matching
 // babelqueue.ErrInvalidOption.
 func NewRelay(db *sql.DB, ob *Outbox, sender Sender, opts ...RelayOption) (*Relay, error) {
-	c := relayConfig{id: randomID(), batch: DefaultBatchSize, inflight: DefaultInFlight, parallel: DefaultParallelism, lease: DefaultLease, poll: DefaultPoll,
+	c := relayConfig{id: randomID(), batch: DefaultBatchSize, waves: DefaultWaves, inflight: DefaultInFlight, parallel: DefaultParallelism, lease: DefaultLease, poll: DefaultPoll,
 		minBackoff: DefaultMinBackoff, maxBackoff: DefaultMaxBackoff, sendTimeout: DefaultSendTimeout, errs: option.Prefixed("outbox: relay")}
 	if db == nil {
 		c.fail("nil database")
@@ -176,14 +175,15 @@ type row struct {
 	ctid     string     // PostgreSQL through database/sql: where the row is, stable while the claim holds its key
 	tid      pgtype.TID // the same through pgx, binary
 	err      error
+	wave     int // the send it goes in (waves.go)
 }
 
 // Run publishes until ctx ends, then returns ctx's error once the batches
-// in flight are settled. It sends up to WithInFlight batches at once and
-// meanwhile claims and settles as many more: 2×WithInFlight workers each
-// claim, send and settle a batch in turn, and a worker waits for a send
-// slot only to send, so the database round trips of one batch overlap the
-// sending of another. The claims pass each other as the claims of several
+// in flight are settled. It sends up to WithInFlight waves at once and
+// meanwhile claims and settles other batches: 2×WithInFlight workers each
+// claim a batch, send its waves and settle it in turn, and a worker waits
+// for a send slot only to send, so the database round trips of one batch
+// overlap the sending of another. The claims pass each other as the claims of several
 // relays do (a claim never takes a row of a key another unsettled claim
 // holds, so order holds). A database error is logged and retried after
 // the poll interval.
@@ -282,13 +282,13 @@ func (r *Relay) claim(ctx context.Context, share int) (batch, error) {
 			// released), and no other claim changes their rows until this
 			// one ends.
 			lo, hi := bucketRange(buckets)
-			res, err = b.tx.QueryContext(ctx, r.claimQ, now, buckets, lo, hi, now, now, r.cfg.batch)
+			res, err = b.tx.QueryContext(ctx, r.claimQ, now, buckets, lo, hi, now, now, r.claimLimit())
 		}
 	} else {
 		res, err = r.db.QueryContext(ctx, r.claimQ, now, now, r.cfg.batch, r.cfg.id, now+r.cfg.lease.Milliseconds(), now)
 	}
 	if err == nil && res != nil {
-		b.rows, err = scanRows(res, r.ob.dialect == Postgres, r.cfg.batch)
+		b.rows, err = scanRows(res, r.ob.dialect == Postgres, r.claimLimit(), r.waves(), r.cfg.batch)
 	}
 	if err != nil || len(b.rows) == 0 {
 		b.abandon()
@@ -332,10 +332,11 @@ func bucketRange(buckets []int32) (lo, hi int32) {
 	return slices.Min(buckets), slices.Max(buckets)
 }
 
-// scanRows reads the claimed rows (withCTID: and their ctid).
+// scanRows reads the claimed rows (withCTID: and their ctid), then
+// orders them in waves of up to size rows (inWaves).
 // The rows are read into one row variable through one set of pointers
 // (no per-row allocation for them), into a slice of room for limit rows.
-func scanRows(res *sql.Rows, withCTID bool, limit int) ([]row, error) {
+func scanRows(res *sql.Rows, withCTID bool, limit, waves, size int) ([]row, error) {
 	defer res.Close()
 	out := make([]row, 0, limit)
 	var rw row
@@ -360,19 +361,22 @@ func scanRows(res *sql.Rows, withCTID bool, limit int) ([]row, error) {
 	if err := res.Err(); err != nil {
 		return nil, fmt.Errorf("outbox: claim: %w", err)
 	}
-	return firstOfEachKey(out), nil
+	return inWaves(out, waves, size), nil
 }
 
-// firstOfEachKey sorts rows by id and keeps one row per order key: its
-// head, the oldest (a PostgreSQL claim may read several rows of a key).
-func firstOfEachKey(out []row) []row {
-	slices.SortFunc(out, func(a, b row) int { return cmp.Compare(a.id, b.id) })
-	seen := make(map[string]struct{}, len(out))
-	return slices.DeleteFunc(out, func(rw row) bool {
-		_, dup := seen[rw.orderKey]
-		seen[rw.orderKey] = struct{}{}
-		return dup
-	})
+// waves is how many rows of one order key a claim sends: WithWaves on
+// PostgreSQL, one on SQLite (whose claim leases each key's oldest pending
+// row only).
+func (r *Relay) waves() int {
+	if r.ob.dialect == Postgres {
+		return r.cfg.waves
+	}
+	return 1
+}
+
+// claimLimit is how many rows a claim reads.
+func (r *Relay) claimLimit() int {
+	return r.waves() * r.cfg.batch
 }
 
 // abandon ends the claim's transaction, if any, without an outcome: its
@@ -386,33 +390,24 @@ func (b batch) abandon() {
 	}
 }
 
-// sendAndSettle sends the batch's rows (in id order) and records the
-// outcome of each: in one SendBatch call when the sender batches, else
-// the rows of each order key one after another, at most parallel keys at
-// once. A row after a failed row of its order key is not published (nor
-// sent, without SendBatch) even when it was acknowledged: it goes again
-// after the older one, so the last copy a consumer sees keeps the key's
-// order.
+// sendAndSettle sends the batch's rows wave by wave (sendWaves) and
+// records the outcome of each: a wave in one SendBatch call when the
+// sender batches, else one Send per row, at most parallel at once. A row
+// after a failed row of its order key is not published (nor sent, without
+// SendBatch) even when it was acknowledged: it goes again after the older
+// one, so the last copy a consumer sees keeps the key's order.
 //
-// A non-nil sends bounds the batches being sent at once: a slot is taken
-// for the send alone. When ctx ends before a slot is free, the batch is
-// abandoned unsent (its rows stay pending).
+// A non-nil sends bounds the waves being sent at once: a slot is taken
+// for the send alone. When ctx ends before the first wave has a slot, the
+// batch is abandoned unsent (its rows stay pending).
 //
 // A share above zero asks for the next claim (of up to share buckets)
 // with the settlement, which it returns when the PostgreSQL claim goes
 // through pgx and ctx has not ended (else an empty batch).
 func (r *Relay) sendAndSettle(ctx context.Context, b batch, sends chan struct{}, share int) (batch, error) {
-	if sends != nil {
-		select {
-		case sends <- struct{}{}:
-		case <-ctx.Done():
-			b.abandon()
-			return batch{}, nil
-		}
-	}
-	r.send(ctx, b.rows)
-	if sends != nil {
-		<-sends
+	if !r.sendWaves(ctx, b.rows, sends) {
+		b.abandon()
+		return batch{}, nil
 	}
 	if ctx.Err() != nil {
 		share = 0
