@@ -25,7 +25,10 @@ func untilAccepted(ctx context.Context, log *slog.Logger, what string, limit tim
 		if err == nil {
 			return nil
 		}
-		if ctx.Err() != nil || time.Now().Add(wait).After(deadline) {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s (refused %d times, then stopped: %v): %w", what, attempt, ctx.Err(), err)
+		}
+		if time.Now().Add(wait).After(deadline) {
 			return fmt.Errorf("%s (refused %d times in %s): %w", what, attempt, limit, err)
 		}
 		log.Warn("setup step refused; repeating it", "step", what, "attempt", attempt, "err", err)

@@ -53,4 +53,8 @@ func TestUntilAcceptedStopsWithItsContext(t *testing.T) {
 	if !errors.Is(err, errRefused) || calls != 1 {
 		t.Fatalf("err=%v calls=%d, want the step's error after 1 call", err, calls)
 	}
+	// It says that it stopped, not that the limit passed.
+	if !strings.Contains(err.Error(), "then stopped: context canceled") || strings.Contains(err.Error(), " in 1m") {
+		t.Fatalf("err=%v, want it to say the context ended", err)
+	}
 }
