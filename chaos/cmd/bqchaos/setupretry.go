@@ -16,9 +16,13 @@ const setupLimit = 90 * time.Second
 
 // untilAccepted calls step until it succeeds, ctx ends or limit passes,
 // waiting 1 s, then 2 s, up to 5 s between calls. Each refusal is logged;
-// the last one is returned, wrapped with what and the number of attempts.
+// the last one is returned, wrapped with what and the number of attempts
+// (and with ctx's error when ctx ended).
 func untilAccepted(ctx context.Context, log *slog.Logger, what string, limit time.Duration, step func() error) error {
 	deadline := time.Now().Add(limit)
+	stopped := func(attempt int, err error) error {
+		return fmt.Errorf("%s (refused %d times, then stopped: %w): %w", what, attempt, ctx.Err(), err)
+	}
 	wait := time.Second
 	for attempt := 1; ; attempt++ {
 		err := step()
@@ -26,14 +30,14 @@ func untilAccepted(ctx context.Context, log *slog.Logger, what string, limit tim
 			return nil
 		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("%s (refused %d times, then stopped: %v): %w", what, attempt, ctx.Err(), err)
+			return stopped(attempt, err)
 		}
 		if time.Now().Add(wait).After(deadline) {
 			return fmt.Errorf("%s (refused %d times in %s): %w", what, attempt, limit, err)
 		}
 		log.Warn("setup step refused; repeating it", "step", what, "attempt", attempt, "err", err)
 		if !sleepCtx(ctx, wait) {
-			return fmt.Errorf("%s: %w", what, ctx.Err())
+			return stopped(attempt, err)
 		}
 		wait = min(2*wait, 5*time.Second)
 	}
