@@ -26,14 +26,16 @@ func inWaves(rows []row, waves, size int) []row {
 		depth[rw.orderKey] = n + 1
 		return n >= waves
 	})
+	// wave holds each row's depth in its key (0: the key's head) until the
+	// rows are ordered by it, then the send it goes in.
 	clear(depth)
 	for i := range rows {
 		rows[i].wave = depth[rows[i].orderKey]
 		depth[rows[i].orderKey]++
 	}
 	slices.SortStableFunc(rows, func(a, b row) int { return cmp.Compare(a.wave, b.wave) })
-	// A wave of more than size rows (more keys than a send takes) is sent
-	// in several sends, one after the other.
+	// A depth of more than size rows (more keys than a send takes) is
+	// sent in several sends, one after the other.
 	send, fill, depthOfSend := 0, 0, 0
 	for i := range rows {
 		if d := rows[i].wave; d != depthOfSend || fill == size {
@@ -74,13 +76,12 @@ func (r *Relay) sendWaves(ctx context.Context, rows []row, sends chan struct{}) 
 				return true
 			}
 		}
-		n := waveLen(rows)
-		r.send(ctx, rows[:n])
+		wave := rows[:waveLen(rows)]
+		r.send(ctx, wave)
 		if sends != nil {
 			<-sends
 		}
-		wave := rows[:n]
-		rows = rows[n:]
+		rows = rows[len(wave):]
 		if ctx.Err() != nil || slices.ContainsFunc(wave, func(rw row) bool { return rw.err != nil }) {
 			holdBack(rows)
 			return true
