@@ -3,12 +3,14 @@
 package integration_test
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,11 +40,11 @@ func env(t *testing.T, name string) string {
 // 20,000 rows over 2,000 order keys, sends of 500 rows, two in flight,
 // each one SendBatch, the default waves) with publishing the same
 // envelopes in batches of 500 straight through the Kafka transport's
-// SendBatch, two in flight, best of three alternating rounds each, and
-// prints "bench: outbox-relay-throughput ours=<rows/s> raw=<msg/s>
-// ratio=<ours/raw>". The relay is timed as one already running: its
-// connections open and its statements prepared before the window, which
-// runs from its start to its last deletion.
+// SendBatch, two in flight, in five rounds that each run both sides, and
+// prints the median round as "bench: outbox-relay-throughput
+// ours=<rows/s> raw=<msg/s> ratio=<ours/raw>". The relay is timed as one
+// already running: its connections open and its statements prepared
+// before the window, which runs from its start to its last deletion.
 func TestBenchOutboxRelayThroughput(t *testing.T) {
 	if os.Getenv("BQ_BENCH") == "" {
 		t.Skip("benchmark: set BQ_BENCH=1 (make bench)")
@@ -224,21 +226,42 @@ func TestBenchOutboxRelayThroughput(t *testing.T) {
 		}
 		return float64(n) / elapsed.Seconds()
 	}
-	// The machine is shared: the two sides alternate over three rounds and
-	// the best round of each is compared.
-	var raw, ours float64
-	const rounds = 3
-	for round := range rounds {
-		r, o := rawRun(), ourRun(round)
-		fmt.Printf("outbox-relay-throughput round %d: ours=%.0f raw=%.0f\n", round, o, r)
-		raw, ours = max(raw, r), max(ours, o)
+	// Each round runs both sides back to back, raw first in even rounds and
+	// the relay first in odd ones, so that the two meet the same state of
+	// the machine (the broker's heap and compiled code, the page cache,
+	// whatever else runs). The bench reports the round whose ratio is the
+	// median: the best round of each side would pair raw's luckiest window
+	// with the relay's, from different rounds, and raw's rate swings more
+	// than the relay's (DESIGN.md, "Throughput"). That comparison is printed
+	// too, as outbox-relay-throughput-best-of-each.
+	type round struct{ ours, raw float64 }
+	var rounds []round
+	const nRounds = 5
+	for i := range nRounds {
+		var rd round
+		if i%2 == 0 {
+			rd.raw = rawRun()
+			rd.ours = ourRun(i)
+		} else {
+			rd.ours = ourRun(i)
+			rd.raw = rawRun()
+		}
+		fmt.Printf("outbox-relay-throughput round %d: ours=%.0f raw=%.0f ratio=%.2f\n", i, rd.ours, rd.raw, rd.ours/rd.raw)
+		rounds = append(rounds, rd)
 	}
-	fmt.Printf("bench: outbox-relay-throughput ours=%.0f raw=%.0f ratio=%.2f\n", ours, raw, ours/raw)
+	var bestOurs, bestRaw float64
+	for _, rd := range rounds {
+		bestOurs, bestRaw = max(bestOurs, rd.ours), max(bestRaw, rd.raw)
+	}
+	slices.SortFunc(rounds, func(a, b round) int { return cmp.Compare(a.ours/a.raw, b.ours/b.raw) })
+	med := rounds[nRounds/2]
+	fmt.Printf("bench: outbox-relay-throughput ours=%.0f raw=%.0f ratio=%.2f\n", med.ours, med.raw, med.ours/med.raw)
+	fmt.Printf("bench: outbox-relay-throughput-best-of-each value=%.2f (ours=%.0f raw=%.0f)\n", bestOurs/bestRaw, bestOurs, bestRaw)
 	// CPU per row over all rounds, from /proc: the test process (relay or
 	// raw sender, with the Kafka client) and, for the relay, every
 	// PostgreSQL process (the server's own workers too, and whatever else
 	// uses the shared server) and the relay's own backends alone.
-	perRow := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(rounds*n) }
+	perRow := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(nRounds*n) }
 	fmt.Printf("bench: outbox-relay-cpu-us-per-row-client value=%.1f\n", perRow(ourSelf))
 	fmt.Printf("bench: outbox-relay-cpu-us-per-row-postgres value=%.1f\n", perRow(ourPG))
 	fmt.Printf("bench: outbox-relay-cpu-us-per-row-backends value=%.1f\n", perRow(ourBackends))
