@@ -9,3 +9,6 @@ func (r *Relay) ClaimsThroughPgx() bool { return r.ob.dialect == Postgres && !r.
 
 // LockNamespace is the first key of the advisory locks of ob's key buckets.
 func LockNamespace(ob *Outbox) int32 { return lockNamespace(ob.table) }
+
+// Floors returns r's floors by key bucket (PostgreSQL through pgx).
+func (r *Relay) Floors() []int64 { f, _, _ := r.floors.all(); return f }

@@ -40,6 +40,7 @@ type Outbox struct {
 	dialect Dialect
 	table   string
 	now     func() time.Time
+	insertQ string // Write's statement
 }
 
 // New returns the outbox of a database of dialect d. It reports every
@@ -53,7 +54,18 @@ func New(d Dialect, opts ...Option) (*Outbox, error) {
 	if err := option.Apply(&c, &c.errs, opts); err != nil {
 		return nil, err
 	}
-	return &Outbox{dialect: d, table: c.table, now: c.clock.Now}, nil
+	o := &Outbox{dialect: d, table: c.table, now: c.clock.Now}
+	o.insertQ = o.q(`INSERT INTO {t} (queue, msg_key, order_key, body, headers, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id`)
+	if d == Postgres {
+		// The writing transaction takes its id (a materialized CTE, run
+		// before the row's values and so before the id sequence) before the
+		// row takes its id: a relay's floors (floors.go) rely on every id
+		// belonging to a transaction that had an id of its own first.
+		o.insertQ = o.q(`WITH w AS MATERIALIZED (SELECT pg_current_xact_id())
+INSERT INTO {t} (queue, msg_key, order_key, body, headers, created_at)
+SELECT ?::text, ?::bytea, ?::text, ?::bytea, ?::text, ?::int8 FROM w RETURNING id`)
+	}
+	return o, nil
 }
 
 // Table returns the table name.
@@ -166,8 +178,7 @@ func (o *Outbox) Write(ctx context.Context, tx *sql.Tx, m Message) (int64, error
 		orderKey = "u:" + randomID()
 	}
 	var id int64
-	err = tx.QueryRowContext(ctx, o.q(`INSERT INTO {t} (queue, msg_key, order_key, body, headers, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id`),
-		m.Queue, m.Key, orderKey, m.Body, string(h), o.now().UnixMilli()).Scan(&id)
+	err = tx.QueryRowContext(ctx, o.insertQ, m.Queue, m.Key, orderKey, m.Body, string(h), o.now().UnixMilli()).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("outbox: write to %s: %w", o.table, err)
 	}

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -67,13 +69,16 @@ func (r *Relay) claimPgx(ctx context.Context, share int, now int64) (batch, erro
 		// Not ended by ctx: a batch in flight when Run stops is settled.
 		br := pc.SendBatch(context.WithoutCancel(ctx), &q)
 		defer br.Close()
-		b.rows, err = r.readClaim(pc, br)
+		b.rows, b.fl, err = r.readClaim(pc, br)
 		return err
 	})
 	if err != nil || len(b.rows) == 0 {
 		b.abandon()
 		if errors.Is(err, errNotPgx) {
 			return batch{}, errNotPgx
+		}
+		if err != nil {
+			r.floors.drop()
 		}
 		return batch{}, err
 	}
@@ -89,40 +94,71 @@ func (r *Relay) claimPgx(ctx context.Context, share int, now int64) (batch, erro
 func (r *Relay) queueClaim(q *pgx.Batch, share int, now int64) {
 	q.Queue("begin")
 	q.Queue(r.lockPgxQ, r.nextFrom(share), r.lockNS, share)
-	q.Queue(r.claimPgxQ, now, now, now, r.claimLimit())
+	floors, server, highest := r.floors.all()
+	q.Queue(r.claimPgxQ, now, floors, r.claimLimit(), server, highest)
 }
 
 // readClaim reads the results of queueClaim's statements, the last ones
-// of br, and returns the rows claimed.
-func (r *Relay) readClaim(pc *pgx.Conn, br pgx.BatchResults) ([]row, error) {
+// of br, and returns the rows claimed and what they tell the floors.
+func (r *Relay) readClaim(pc *pgx.Conn, br pgx.BatchResults) ([]row, *claimFloors, error) {
 	if _, err := br.Exec(); err != nil {
-		return nil, fmt.Errorf("outbox: claim: begin: %w", err)
+		return nil, nil, fmt.Errorf("outbox: claim: begin: %w", err)
 	}
-	if _, err := br.Exec(); err != nil {
-		return nil, fmt.Errorf("outbox: claim: lock key buckets: %w", err)
+	var taken string
+	fl := &claimFloors{}
+	if err := br.QueryRow().Scan(&taken, &fl.seq, &fl.server); err != nil {
+		return nil, nil, fmt.Errorf("outbox: claim: lock key buckets: %w", err)
 	}
+	buckets, err := parseBuckets(taken)
+	if err != nil {
+		return nil, nil, fmt.Errorf("outbox: claim: lock key buckets: %w", err)
+	}
+	fl.buckets = buckets
 	res, err := br.Query()
 	if err != nil {
-		return nil, fmt.Errorf("outbox: claim: %w", err)
+		return nil, nil, fmt.Errorf("outbox: claim: %w", err)
 	}
-	rows, err := scanPgxRows(res, r.claimLimit(), r.waves(), r.cfg.batch)
+	rows, err := scanPgxRows(res, r.claimLimit(), r.waves(), r.cfg.batch, fl)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := br.Close(); err != nil {
-		return nil, fmt.Errorf("outbox: claim: %w", err)
+		return nil, nil, fmt.Errorf("outbox: claim: %w", err)
 	}
 	// Known once the pipeline's end is read: the rows are held only if
 	// the begin did open the transaction the locks belong to.
 	if st := pc.PgConn().TxStatus(); st != 'T' {
-		return nil, fmt.Errorf("outbox: claim: transaction status %q after begin, want T", st)
+		return nil, nil, fmt.Errorf("outbox: claim: transaction status %q after begin, want T", st)
 	}
-	return rows, nil
+	if len(rows) > 0 {
+		fl.ok = true
+		r.floors.read(fl)
+	}
+	return rows, fl, nil
 }
 
-// scanPgxRows reads the claimed rows (with their binary ctid), then orders
-// them in waves of up to size rows (inWaves).
-func scanPgxRows(res pgx.Rows, limit, waves, size int) ([]row, error) {
+// parseBuckets parses the locked buckets as the lock statement returns
+// them: an int array's text, such as {3,4,5}.
+func parseBuckets(s string) ([]int32, error) {
+	s = strings.TrimSuffix(strings.TrimPrefix(s, "{"), "}")
+	if s == "" {
+		return nil, nil
+	}
+	var out []int32
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 0 || n >= keyBuckets {
+			return nil, fmt.Errorf("bucket %q out of range", f)
+		}
+		out = append(out, int32(n))
+	}
+	return out, nil
+}
+
+// scanPgxRows reads the claimed rows (with their binary ctid and bucket)
+// and, into fl, their statement's snapshot and what the floors need, then
+// orders them in waves of up to size rows (inWaves).
+func scanPgxRows(res pgx.Rows, limit, waves, size int, fl *claimFloors) ([]row, error) {
 	defer res.Close()
 	out := make([]row, 0, limit)
 	var rw row
@@ -130,13 +166,18 @@ func scanPgxRows(res pgx.Rows, limit, waves, size int) ([]row, error) {
 	// "null", the common case, which needs no decode.
 	// The queue is read as the previous row's string when it is the
 	// same (usually: one string per batch, not per row).
+	// The statement's own values are the same in every row: read from the
+	// first one only.
 	queue := &sameString{}
-	dest := []any{&rw.id, queue, &rw.key, &rw.orderKey, (*bodyString)(&rw.body), nil, &rw.attempts, &rw.tid}
+	first := []any{&rw.id, queue, &rw.key, &rw.orderKey, (*bodyString)(&rw.body), nil, &rw.attempts, &rw.tid, &rw.bucket, &fl.xmin, &fl.xmax, &fl.blocked}
+	rest := append(first[:9:9], nil, nil, nil)
+	dest := first
 	for res.Next() {
 		rw = row{}
 		if err := res.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("outbox: claim: %w", err)
 		}
+		dest = rest
 		if h := res.RawValues()[5]; string(h) != "null" {
 			if err := json.Unmarshal(h, &rw.headers); err != nil {
 				return nil, fmt.Errorf("outbox: row %d: headers: %w", rw.id, err)
@@ -148,7 +189,31 @@ func scanPgxRows(res pgx.Rows, limit, waves, size int) ([]row, error) {
 	if err := res.Err(); err != nil {
 		return nil, fmt.Errorf("outbox: claim: %w", err)
 	}
-	return inWaves(out, waves, size), nil
+	fl.full = len(out) >= limit
+	type read struct {
+		id     int64
+		bucket int32
+	}
+	all := make([]read, len(out))
+	for i, rw := range out {
+		all[i] = read{rw.id, rw.bucket}
+		fl.maxID = max(fl.maxID, rw.id)
+	}
+	kept := inWaves(out, waves, size)
+	if len(kept) < len(all) {
+		// Rows beyond the claim's waves stay pending: the floors of their
+		// buckets stay below them.
+		in := make(map[int64]bool, len(kept))
+		for _, rw := range kept {
+			in[rw.id] = true
+		}
+		for _, a := range all {
+			if !in[a.id] {
+				fl.keep(a.bucket, a.id)
+			}
+		}
+	}
+	return kept, nil
 }
 
 // settlePgx is settle on PostgreSQL through pgx, in the claim's
@@ -195,13 +260,18 @@ func (r *Relay) settlePgx(ctx context.Context, b batch, okAt pgtype.FlatArray[pg
 			if err := br.Close(); err != nil {
 				return fmt.Errorf("outbox: commit the outcome: %w", err)
 			}
+			r.floors.raise(b.fl)
 			return nil
 		}
 		// The outcome is committed; a failed claim only ends its own
 		// transaction.
-		next.rows, claimErr = r.readClaim(pc, br)
+		r.floors.raise(b.fl)
+		next.rows, next.fl, claimErr = r.readClaim(pc, br)
 		return nil
 	})
+	if err != nil || claimErr != nil {
+		r.floors.drop()
+	}
 	if claimErr != nil {
 		r.logger().LogAttrs(ctx, slog.LevelError, "outbox: claim failed", slog.String("relay", r.cfg.id), slog.String("error", claimErr.Error()))
 	}

@@ -38,6 +38,8 @@ type Relay struct {
 	// plainSQL: the PostgreSQL claim goes through database/sql (the
 	// driver is not pgx's).
 	plainSQL atomic.Bool
+	// floors: where the claims through pgx start in each key bucket.
+	floors floors
 }
 
 // keyBuckets is how many advisory locks (PostgreSQL) the order keys of a
@@ -97,7 +99,11 @@ func NewRelay(db *sql.DB, ob *Outbox, sender Sender, opts ...RelayOption) (*Rela
 		// Through pgx the buckets taken are also kept in a setting of the
 		// transaction, which the rows' statement reads, so the begin, the
 		// locks and the rows go in one round trip (pgxclaim.go).
-		r.lockPgxQ = ob.q(`SELECT set_config('` + bucketsSetting + `', coalesce(array_agg(b)::text, '{}'), true) FROM (` + lock + `) l`)
+		// It also reads the id sequence's last value, before the rows'
+		// snapshot, and the server's start time, for the floors (floors.go).
+		r.lockPgxQ = ob.q(`SELECT set_config('` + bucketsSetting + `', coalesce(array_agg(b)::text, '{}'), true),
+  coalesce(pg_sequence_last_value(pg_get_serial_sequence('{t}', 'id')::regclass), 0), pg_postmaster_start_time()::text
+  FROM (` + lock + `) l`)
 		// The due rows of those buckets in id order, each passed over when
 		// an older row of its key failed and is not due yet. The range of
 		// the buckets (lowest to highest, exact when they are contiguous)
@@ -121,7 +127,26 @@ func NewRelay(db *sql.DB, ob *Outbox, sender Sender, opts ...RelayOption) (*Rela
 		r.claimQ = rows("o.ctid::text", "?::int[]", "?", "?")
 		// The setting read once per statement (InitPlans), not per row.
 		taken := `unnest(current_setting('` + bucketsSetting + `')::int[])`
-		r.claimPgxQ = rows("o.ctid", "ARRAY(SELECT "+taken+")", "(SELECT min(x) FROM "+taken+" x)", "(SELECT max(x) FROM "+taken+" x)")
+		// Through pgx the rows start past the lowest floor of the buckets
+		// ($2, the relay's floors by bucket; floors.go) while the server is
+		// the one they were raised on ($4, its start time) and its id
+		// sequence has not gone back below them ($5), and come with their
+		// bucket, their snapshot's xmin and xmax and whether a failed row
+		// waits out its backoff (subqueries, evaluated once).
+		b := bucketOf("o.order_key")
+		r.claimPgxQ = ob.q(`SELECT o.id, o.queue, o.msg_key, o.order_key, o.body, o.headers, o.attempts, o.ctid, ` + b + `::int4,
+    (SELECT pg_snapshot_xmin(s)::text::int8 FROM pg_current_snapshot() s), (SELECT pg_snapshot_xmax(s)::text::int8 FROM pg_current_snapshot() s),
+    (SELECT EXISTS (SELECT 1 FROM {t} f WHERE f.attempts > 0 AND f.published_at IS NULL AND f.next_attempt_at > $1))
+  FROM {t} o
+  WHERE o.id > (SELECT CASE WHEN pg_postmaster_start_time()::text = $4
+      AND coalesce(pg_sequence_last_value(pg_get_serial_sequence('{t}', 'id')::regclass), 0) >= $5
+      THEN coalesce(min(($2::int8[])[x + 1]), 0) ELSE 0 END FROM ` + taken + ` x)
+    AND o.published_at IS NULL AND o.next_attempt_at <= $1
+    AND ` + b + ` = ANY(ARRAY(SELECT ` + taken + `)) AND ` + b + ` >= (SELECT min(x) FROM ` + taken + ` x) AND ` + b + ` <= (SELECT max(x) FROM ` + taken + ` x)
+    AND (NOT (SELECT EXISTS (SELECT 1 FROM {t} f WHERE f.attempts > 0 AND f.published_at IS NULL AND f.next_attempt_at > $1))
+         OR NOT EXISTS (SELECT 1 FROM {t} p WHERE p.order_key = o.order_key AND p.id < o.id
+                        AND p.attempts > 0 AND p.published_at IS NULL AND p.next_attempt_at > $1))
+  ORDER BY o.id LIMIT $3`)
 		r.deletePgxQ = ob.q(`DELETE FROM {t} WHERE ctid = ANY(?::tid[])`)
 		r.failPgxQ = ob.q(failStmt + ` id = ANY(?::bigint[])`)
 		r.plainSQL.Store(c.plainSQL)
@@ -160,8 +185,9 @@ func (r *Relay) logger() *slog.Logger {
 // whose key-bucket locks hold them.
 type batch struct {
 	rows []row
-	tx   *sql.Tx  // PostgreSQL through database/sql
-	pg   *pgxConn // PostgreSQL through pgx
+	tx   *sql.Tx      // PostgreSQL through database/sql
+	pg   *pgxConn     // PostgreSQL through pgx
+	fl   *claimFloors // PostgreSQL through pgx: what the claim tells the floors
 }
 
 type row struct {
@@ -175,7 +201,8 @@ type row struct {
 	ctid     string     // PostgreSQL through database/sql: where the row is, stable while the claim holds its key
 	tid      pgtype.TID // the same through pgx, binary
 	err      error
-	wave     int // the send it goes in (waves.go)
+	wave     int   // the send it goes in (waves.go)
+	bucket   int32 // its key bucket (PostgreSQL through pgx)
 }
 
 // Run publishes until ctx ends, then returns ctx's error once the batches
@@ -508,6 +535,9 @@ func (r *Relay) settle(ctx context.Context, b batch, share int) (batch, error) {
 	var okTID pgtype.FlatArray[pgtype.TID] // no reflection to encode it
 	failed := map[failure][]int64{}
 	for _, rw := range b.rows {
+		if rw.err != nil && b.fl != nil {
+			b.fl.keep(rw.bucket, rw.id) // it stays pending
+		}
 		switch {
 		case rw.err == nil:
 			ok = append(ok, rw.id)

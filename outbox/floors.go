@@ -1,0 +1,141 @@
+package outbox
+
+import "sync"
+
+// A PostgreSQL claim reads its buckets' pending rows in id order, and a
+// deleted row's index entry is read again by every claim until a scan
+// finds the row dead to every transaction (DESIGN.md, "Floors"). A floor
+// per key bucket lets a claim start past the rows its relay deleted: the
+// floor of bucket b is an id at or below which b holds no pending row and
+// never will again, because every row of b up to it was deleted by a
+// committed settlement and every id up to it was taken by a transaction
+// that had ended before the claim that read past it.
+//
+// floors is a relay's floors, and what it needs to raise them: probes of
+// the id sequence, each with the transactions it may wait for.
+type floors struct {
+	mu     sync.Mutex
+	floor  [keyBuckets]int64
+	probes [floorProbes]probe // a ring, newest at next-1
+	next   int
+	server string // the server's start time, as the claims read it
+	gen    int    // counts the drops: a claim read before one raises nothing
+}
+
+// floorProbes bounds the probes a relay keeps.
+const floorProbes = 32
+
+// probe is the id sequence's last value, read before a claim's snapshot,
+// and the snapshot's xmax: once a later snapshot's xmin reaches xmax,
+// every transaction that took an id up to seq has ended (Write takes its
+// transaction id before the row's id).
+type probe struct{ seq, xmax int64 }
+
+// claimFloors is what one claim tells about its buckets: what it read, in
+// the snapshot it read them in.
+type claimFloors struct {
+	ok      bool    // the claim read them (through pgx, with no error)
+	buckets []int32 // the buckets it locked
+	seq     int64   // the id sequence's last value before its snapshot
+	xmin    int64   // its snapshot's xmin
+	xmax    int64   // its snapshot's xmax
+	blocked bool    // a failed row waits out its backoff: rows were passed over
+	full    bool    // it returned as many rows as its limit (rows after the last were not read)
+	maxID   int64   // the highest id it returned
+	server  string  // the server's start time
+	gen     int     // the floors' generation when it read
+	horizon int64   // set by read: every id up to it was taken by a transaction that ended before the snapshot
+	// unsent holds, per bucket, the lowest id of a row the claim read and
+	// did not delete (dropped beyond its waves, failed, held back); 0: none.
+	unsent [keyBuckets]int64
+}
+
+// keep records that the claim read row id of bucket b and leaves it pending.
+func (c *claimFloors) keep(b int32, id int64) {
+	if c.unsent[b] == 0 || id < c.unsent[b] {
+		c.unsent[b] = id
+	}
+}
+
+// all returns a copy of the floors (a claim's statement picks those of the
+// buckets it locks), the start time of the server they hold on, and the
+// highest of them: the statement uses none when its server started at
+// another time or the id sequence is below the highest.
+func (f *floors) all() ([]int64, string, int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]int64(nil), f.floor[:]...), f.server, f.highest()
+}
+
+// read records a claim's probe and returns the id horizon of its snapshot:
+// the highest probed value whose transactions had all ended when it was
+// taken. A server that restarted (a lost asynchronous commit may have
+// brought deleted rows back) or a sequence that went back (restarted, or
+// ids written by hand) drops every floor.
+func (f *floors) read(c *claimFloors) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c.server != f.server || c.seq < f.highest() {
+		f.reset()
+		f.server = c.server
+	}
+	c.gen = f.gen
+	for _, p := range f.probes {
+		if p.xmax != 0 && p.xmax <= c.xmin && p.seq > c.horizon {
+			c.horizon = p.seq
+		}
+	}
+	f.probes[f.next] = probe{seq: c.seq, xmax: c.xmax}
+	f.next = (f.next + 1) % floorProbes
+}
+
+// highest returns the highest floor (f.mu held).
+func (f *floors) highest() int64 {
+	var h int64
+	for _, v := range f.floor {
+		h = max(h, v)
+	}
+	return h
+}
+
+// raise raises the floors of a claim's buckets once its settlement
+// committed: up to its horizon, to the last id it read when its limit cut
+// the scan, and below every row of the bucket it read and did not delete.
+// Nothing is raised after a claim that passed rows over (blocked).
+func (f *floors) raise(c *claimFloors) {
+	if !c.ok || c.blocked {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c.gen != f.gen {
+		return // the floors were dropped since the claim read
+	}
+	top := c.horizon
+	if c.full {
+		top = min(top, c.maxID)
+	}
+	for _, b := range c.buckets {
+		v := top
+		if u := c.unsent[b]; u > 0 {
+			v = min(v, u-1)
+		}
+		f.floor[b] = max(f.floor[b], v)
+	}
+}
+
+// reset drops every floor and probe (f.mu held).
+func (f *floors) reset() {
+	f.gen++
+	f.floor = [keyBuckets]int64{}
+	f.probes = [floorProbes]probe{}
+	f.next = 0
+}
+
+// drop drops every floor: after an error, the relay knows nothing of what
+// was committed.
+func (f *floors) drop() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reset()
+}

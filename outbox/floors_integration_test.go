@@ -1,0 +1,140 @@
+//go:build integration
+
+package outbox_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/babelqueue/babelqueue-go/brokertest"
+	"github.com/babelqueue/babelqueue-go/outbox"
+)
+
+// bodiesOf returns the bodies s sent, in order.
+func bodiesOf(s *recordingSender) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, g := range s.got {
+		out = append(out, string(g.body))
+	}
+	return out
+}
+
+// TestPostgresFloorsWaitForALateCommit holds a transaction open after it
+// wrote a row of key k, while the relay publishes later rows of another
+// key: the relay's floors must not rise past the open row, which is
+// published once committed, before the next row of its key.
+func TestPostgresFloorsWaitForALateCommit(t *testing.T) {
+	db, _ := brokertest.Postgres(t)
+	ctx := context.Background()
+	ob := newOutbox(t, db, outbox.Postgres)
+	s := &recordingSender{}
+	r := newRelay(t, db, ob, s)
+	msg := func(key, body string) outbox.Message {
+		return outbox.Message{Queue: "q", Key: []byte(key), Body: []byte(body)}
+	}
+	write(t, db, ob, true, msg("j", "j1"))
+	late, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer late.Rollback()
+	if _, err := ob.Write(ctx, late, msg("k", "k1")); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []string{"j2", "j3", "j4", "j5", "j6"} {
+		write(t, db, ob, true, msg("j", b))
+	}
+	drain(t, r) // one claim a row of j, each settled
+	if got := bodiesOf(s); !slices.Equal(got, []string{"j1", "j2", "j3", "j4", "j5", "j6"}) {
+		t.Fatalf("sent %v, want j1-j6", got)
+	}
+	if err := late.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	write(t, db, ob, true, msg("k", "k2"))
+	drain(t, r)
+	if got := bodiesOf(s)[6:]; !slices.Equal(got, []string{"k1", "k2"}) {
+		t.Fatalf("after the late commit sent %v, want k1 then k2", got)
+	}
+	if st, err := ob.Stats(ctx, db); err != nil || st.Pending != 0 {
+		t.Fatalf("stats %+v (%v), want none pending", st, err)
+	}
+	// Meanwhile the floors did rise, once the late transaction ended.
+	if r.ClaimsThroughPgx() && slices.Max(r.Floors()) == 0 {
+		t.Fatalf("floors %v, want some raised", r.Floors())
+	}
+}
+
+// TestPostgresFloorsFollowASequenceRestart restarts the table's id
+// sequence once the relay's floors rose: rows written after it (ids from
+// 1 again) are published.
+func TestPostgresFloorsFollowASequenceRestart(t *testing.T) {
+	db, _ := brokertest.Postgres(t)
+	ctx := context.Background()
+	ob := newOutbox(t, db, outbox.Postgres)
+	s := &recordingSender{}
+	r := newRelay(t, db, ob, s)
+	for i := range 4 {
+		write(t, db, ob, true, outbox.Message{Queue: "q", Key: []byte{'a' + byte(i)}, Body: []byte{'0' + byte(i)}})
+		drain(t, r)
+	}
+	if !r.ClaimsThroughPgx() || slices.Max(r.Floors()) == 0 {
+		t.Fatalf("floors %v (through pgx: %v), want some raised", r.Floors(), r.ClaimsThroughPgx())
+	}
+	if _, err := db.ExecContext(ctx, `SELECT setval(pg_get_serial_sequence('`+ob.Table()+`', 'id'), 1, false)`); err != nil {
+		t.Fatal(err)
+	}
+	write(t, db, ob, true, outbox.Message{Queue: "q", Key: []byte("x"), Body: []byte("x")}, outbox.Message{Queue: "q", Key: []byte("y"), Body: []byte("y")})
+	drain(t, r)
+	got := bodiesOf(s)[4:]
+	slices.Sort(got) // different keys: sent in any order
+	if !slices.Equal(got, []string{"x", "y"}) {
+		t.Fatalf("after the restart sent %v, want x and y", got)
+	}
+}
+
+// TestPostgresFloorsWaitForAFailedRow fails a row once, then publishes
+// rows of another key while it waits out its backoff (claims that pass
+// its key over): the floors must not rise past it, and it and the next row
+// of its key go once it is due, in order.
+func TestPostgresFloorsWaitForAFailedRow(t *testing.T) {
+	db, _ := brokertest.Postgres(t)
+	ctx := context.Background()
+	ob := newOutbox(t, db, outbox.Postgres)
+	refused := false
+	s := &recordingSender{fail: func(body []byte) error {
+		if string(body) == "k1" && !refused {
+			refused = true
+			return errors.New("refused once")
+		}
+		return nil
+	}}
+	const backoff = time.Second
+	r := newRelay(t, db, ob, s, outbox.WithBackoff(backoff, backoff))
+	write(t, db, ob, true, outbox.Message{Queue: "q", Key: []byte("k"), Body: []byte("k1")}, outbox.Message{Queue: "q", Key: []byte("k"), Body: []byte("k2")})
+	start := time.Now()
+	drain(t, r)
+	for _, b := range []string{"j1", "j2", "j3", "j4", "j5"} {
+		write(t, db, ob, true, outbox.Message{Queue: "q", Key: []byte("j"), Body: []byte(b)})
+		drain(t, r)
+	}
+	if time.Since(start) >= backoff {
+		t.Fatalf("the other key's rows took %v, longer than the backoff", time.Since(start))
+	}
+	if got := bodiesOf(s); !slices.Equal(got, []string{"j1", "j2", "j3", "j4", "j5"}) {
+		t.Fatalf("sent %v while k1 waits, want j1-j5", got)
+	}
+	time.Sleep(backoff - time.Since(start) + 50*time.Millisecond)
+	drain(t, r)
+	if got := bodiesOf(s)[5:]; !slices.Equal(got, []string{"k1", "k2"}) {
+		t.Fatalf("once k1 was due sent %v, want k1 then k2", got)
+	}
+	if st, err := ob.Stats(ctx, db); err != nil || st.Pending != 0 {
+		t.Fatalf("stats %+v (%v), want none pending", st, err)
+	}
+}

@@ -1,0 +1,145 @@
+package outbox
+
+import "testing"
+
+// claimOf is a claim of buckets 0 and 1 on server "s1" that read rows up
+// to id 100 (seq 120) in a snapshot of xmin 50 and xmax 60.
+func claimOf() *claimFloors {
+	return &claimFloors{ok: true, buckets: []int32{0, 1}, seq: 120, xmin: 50, xmax: 60, maxID: 100, server: "s1"}
+}
+
+func TestFloorsWaitForTheTransactionsOfAProbe(t *testing.T) {
+	var f floors
+	// The first claim has no earlier probe: its horizon is 0, so nothing
+	// rises, though it read rows up to 100.
+	c1 := claimOf()
+	f.read(c1)
+	f.raise(c1)
+	if got, _, _ := f.all(); got[0] != 0 || got[1] != 0 {
+		t.Fatalf("floors %v after the first claim, want 0", got[:2])
+	}
+	// A claim whose snapshot still sees a transaction older than the first
+	// probe's xmax (xmin 59 < 60) cannot use it.
+	c2 := claimOf()
+	c2.xmin, c2.xmax, c2.seq = 59, 70, 150
+	f.read(c2)
+	if c2.horizon != 0 {
+		t.Fatalf("horizon %d while a transaction of the probe may run, want 0", c2.horizon)
+	}
+	// Once every transaction of the first probe ended (xmin 60), the ids up
+	// to its sequence value (120) are settled; the second probe (xmax 70)
+	// is not yet.
+	c3 := claimOf()
+	c3.xmin, c3.xmax, c3.seq, c3.maxID = 60, 80, 200, 190
+	f.read(c3)
+	if c3.horizon != 120 {
+		t.Fatalf("horizon %d, want 120", c3.horizon)
+	}
+	f.raise(c3)
+	if got, _, _ := f.all(); got[0] != 120 || got[1] != 120 || got[2] != 0 {
+		t.Fatalf("floors %v, want 120 for the claim's buckets only", got[:3])
+	}
+}
+
+func TestFloorsStayBelowWhatAClaimLeftOrDidNotRead(t *testing.T) {
+	var f floors
+	f.read(claimOf()) // a probe: seq 120, xmax 60
+	c := claimOf()
+	c.xmin, c.xmax = 60, 70
+	f.read(c) // horizon 120
+	c.full = true
+	c.maxID = 90 // its limit cut the scan at 90: rows above were not read
+	c.keep(1, 40)
+	c.keep(1, 55) // bucket 1 keeps rows 40 and 55 pending
+	f.raise(c)
+	got, _, highest := f.all()
+	if got[0] != 90 || got[1] != 39 {
+		t.Fatalf("floors %v, want 90 (the last row read) and 39 (below the row left)", got[:2])
+	}
+	if highest != 90 {
+		t.Fatalf("highest %d, want 90", highest)
+	}
+	// Floors never go down: a later claim with a lower horizon leaves them.
+	low := claimOf()
+	low.gen, low.horizon, low.full, low.maxID = c.gen, 0, false, 10
+	f.raise(low)
+	if got, _, _ := f.all(); got[0] != 90 {
+		t.Fatalf("floor %d after a lower claim, want 90", got[0])
+	}
+}
+
+func TestFloorsDoNotRiseAfterRowsWerePassedOver(t *testing.T) {
+	var f floors
+	f.read(claimOf())
+	c := claimOf()
+	c.xmin, c.xmax = 60, 70
+	f.read(c)
+	c.blocked = true // a failed row waits: rows of its key were not returned
+	f.raise(c)
+	if got, _, _ := f.all(); got[0] != 0 {
+		t.Fatalf("floor %d after a blocked claim, want 0", got[0])
+	}
+	c.blocked, c.ok = false, false // a claim that did not read through pgx
+	f.raise(c)
+	if got, _, _ := f.all(); got[0] != 0 {
+		t.Fatalf("floor %d after a claim that read nothing, want 0", got[0])
+	}
+}
+
+func TestFloorsDropWhenTheServerOrTheSequenceChanges(t *testing.T) {
+	rise := func(f *floors, seq int64, server string) {
+		for _, xmin := range []int64{60, 70} {
+			c := claimOf()
+			c.seq, c.server, c.xmin, c.xmax = seq, server, xmin, xmin+10
+			f.read(c)
+			f.raise(c)
+		}
+	}
+	var f floors
+	rise(&f, 120, "s1")
+	if got, server, _ := f.all(); got[0] != 120 || server != "s1" {
+		t.Fatalf("floors %v on %q, want 120 on s1", got[:2], server)
+	}
+	// Another server (a restart may have lost committed deletions): every
+	// floor and probe goes, and a claim read before the restart raises none.
+	f.read(&claimFloors{server: "s2", seq: 120})
+	if got, server, _ := f.all(); got[0] != 0 || server != "s2" {
+		t.Fatalf("floors %v on %q after a restart, want 0 on s2", got[:2], server)
+	}
+	old := claimOf()
+	old.server = "s2"
+	f.read(old) // read before the restart...
+	f.read(&claimFloors{server: "s3", seq: 120})
+	old.horizon = 120
+	f.raise(old) // ...settled after it
+	if got, _, _ := f.all(); got[0] != 0 {
+		t.Fatalf("floor %d raised by a claim of the old server", got[0])
+	}
+	// A sequence below the highest floor (restarted): every floor goes.
+	rise(&f, 120, "s2")
+	f.read(&claimFloors{server: "s2", seq: 5})
+	if got, _, _ := f.all(); got[0] != 0 {
+		t.Fatalf("floor %d after the sequence went back, want 0", got[0])
+	}
+	// And after an error.
+	rise(&f, 120, "s2")
+	f.drop()
+	if got, _, _ := f.all(); got[0] != 0 {
+		t.Fatalf("floor %d after drop, want 0", got[0])
+	}
+}
+
+func TestParseBuckets(t *testing.T) {
+	got, err := parseBuckets("{3,4,63}")
+	if err != nil || len(got) != 3 || got[0] != 3 || got[2] != 63 {
+		t.Fatalf("parseBuckets: %v, %v", got, err)
+	}
+	if got, err := parseBuckets("{}"); err != nil || len(got) != 0 {
+		t.Fatalf("parseBuckets of none: %v, %v", got, err)
+	}
+	for _, bad := range []string{"{64}", "{-1}", "{a}"} {
+		if _, err := parseBuckets(bad); err == nil {
+			t.Fatalf("parseBuckets(%q) took it", bad)
+		}
+	}
+}
