@@ -12,7 +12,7 @@ import "sync"
 // that had ended before the claim that read past it.
 //
 // floors is a relay's floors, and what it needs to raise them: probes of
-// the id sequence, each with the transactions it may wait for.
+// the id sequence, each with the transactions it must wait for.
 type floors struct {
 	mu     sync.Mutex
 	floor  [keyBuckets]int64
@@ -25,20 +25,23 @@ type floors struct {
 // floorProbes bounds the probes a relay keeps.
 const floorProbes = 32
 
-// probe is the id sequence's last value, read before a claim's snapshot,
-// and the snapshot's xmax: once a later snapshot's xmin reaches xmax,
-// every transaction that took an id up to seq has ended (Write takes its
-// transaction id before the row's id).
-type probe struct{ seq, xmax int64 }
+// probe is the id sequence's last value, read by a claim, and the
+// transaction id the claim took after reading it: every transaction that
+// took an id up to seq had taken its transaction id before (Write takes
+// it first), so below xid, and once a later snapshot's xmin reaches xid
+// all of them have ended. (A snapshot's xmax would not do: it is one past
+// the latest transaction to end, and a transaction that took a newer id
+// and still runs is at or above it, listed nowhere.)
+type probe struct{ seq, xid int64 }
 
 // claimFloors is what one claim tells about its buckets: what it read, in
 // the snapshot it read them in.
 type claimFloors struct {
 	ok      bool    // the claim read them (through pgx, with no error)
 	buckets []int32 // the buckets it locked
-	seq     int64   // the id sequence's last value before its snapshot
-	xmin    int64   // its snapshot's xmin
-	xmax    int64   // its snapshot's xmax
+	seq     int64   // the id sequence's last value, read before xid was taken
+	xmin    int64   // its snapshot's xmin: every transaction below it had ended
+	xid     int64   // its own transaction id, taken after seq was read
 	blocked bool    // a failed row waits out its backoff: rows were passed over
 	full    bool    // it returned as many rows as its limit (rows after the last were not read)
 	maxID   int64   // the highest id it returned
@@ -81,11 +84,11 @@ func (f *floors) read(c *claimFloors) {
 	}
 	c.gen = f.gen
 	for _, p := range f.probes {
-		if p.xmax != 0 && p.xmax <= c.xmin && p.seq > c.horizon {
+		if p.xid != 0 && p.xid <= c.xmin && p.seq > c.horizon {
 			c.horizon = p.seq
 		}
 	}
-	f.probes[f.next] = probe{seq: c.seq, xmax: c.xmax}
+	f.probes[f.next] = probe{seq: c.seq, xid: c.xid}
 	f.next = (f.next + 1) % floorProbes
 }
 

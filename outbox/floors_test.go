@@ -3,9 +3,9 @@ package outbox
 import "testing"
 
 // claimOf is a claim of buckets 0 and 1 on server "s1" that read rows up
-// to id 100 (seq 120) in a snapshot of xmin 50 and xmax 60.
+// to id 100 (seq 120) in a snapshot of xmin 50, taking transaction id 60.
 func claimOf() *claimFloors {
-	return &claimFloors{ok: true, buckets: []int32{0, 1}, seq: 120, xmin: 50, xmax: 60, maxID: 100, server: "s1"}
+	return &claimFloors{ok: true, buckets: []int32{0, 1}, seq: 120, xmin: 50, xid: 60, maxID: 100, server: "s1"}
 }
 
 func TestFloorsWaitForTheTransactionsOfAProbe(t *testing.T) {
@@ -19,18 +19,18 @@ func TestFloorsWaitForTheTransactionsOfAProbe(t *testing.T) {
 		t.Fatalf("floors %v after the first claim, want 0", got[:2])
 	}
 	// A claim whose snapshot still sees a transaction older than the first
-	// probe's xmax (xmin 59 < 60) cannot use it.
+	// probe's xid (xmin 59 < 60) cannot use it.
 	c2 := claimOf()
-	c2.xmin, c2.xmax, c2.seq = 59, 70, 150
+	c2.xmin, c2.xid, c2.seq = 59, 70, 150
 	f.read(c2)
 	if c2.horizon != 0 {
 		t.Fatalf("horizon %d while a transaction of the probe may run, want 0", c2.horizon)
 	}
 	// Once every transaction of the first probe ended (xmin 60), the ids up
-	// to its sequence value (120) are settled; the second probe (xmax 70)
+	// to its sequence value (120) are settled; the second probe (xid 70)
 	// is not yet.
 	c3 := claimOf()
-	c3.xmin, c3.xmax, c3.seq, c3.maxID = 60, 80, 200, 190
+	c3.xmin, c3.xid, c3.seq, c3.maxID = 60, 80, 200, 190
 	f.read(c3)
 	if c3.horizon != 120 {
 		t.Fatalf("horizon %d, want 120", c3.horizon)
@@ -43,9 +43,9 @@ func TestFloorsWaitForTheTransactionsOfAProbe(t *testing.T) {
 
 func TestFloorsStayBelowWhatAClaimLeftOrDidNotRead(t *testing.T) {
 	var f floors
-	f.read(claimOf()) // a probe: seq 120, xmax 60
+	f.read(claimOf()) // a probe: seq 120, xid 60
 	c := claimOf()
-	c.xmin, c.xmax = 60, 70
+	c.xmin, c.xid = 60, 70
 	f.read(c) // horizon 120
 	c.full = true
 	c.maxID = 90 // its limit cut the scan at 90: rows above were not read
@@ -72,7 +72,7 @@ func TestFloorsDoNotRiseAfterRowsWerePassedOver(t *testing.T) {
 	var f floors
 	f.read(claimOf())
 	c := claimOf()
-	c.xmin, c.xmax = 60, 70
+	c.xmin, c.xid = 60, 70
 	f.read(c)
 	c.blocked = true // a failed row waits: rows of its key were not returned
 	f.raise(c)
@@ -90,7 +90,7 @@ func TestFloorsDropWhenTheServerOrTheSequenceChanges(t *testing.T) {
 	rise := func(f *floors, seq int64, server string) {
 		for _, xmin := range []int64{60, 70} {
 			c := claimOf()
-			c.seq, c.server, c.xmin, c.xmax = seq, server, xmin, xmin+10
+			c.seq, c.server, c.xmin, c.xid = seq, server, xmin, xmin+10
 			f.read(c)
 			f.raise(c)
 		}

@@ -156,7 +156,8 @@ func parseBuckets(s string) ([]int32, error) {
 }
 
 // scanPgxRows reads the claimed rows (with their binary ctid and bucket)
-// and, into fl, their statement's snapshot and what the floors need, then
+// and, into fl, their snapshot's xmin, the claim's transaction id and what
+// the floors need, then
 // orders them in waves of up to size rows (inWaves).
 func scanPgxRows(res pgx.Rows, limit, waves, size int, fl *claimFloors) ([]row, error) {
 	defer res.Close()
@@ -169,7 +170,7 @@ func scanPgxRows(res pgx.Rows, limit, waves, size int, fl *claimFloors) ([]row, 
 	// The statement's own values are the same in every row: read from the
 	// first one only.
 	queue := &sameString{}
-	first := []any{&rw.id, queue, &rw.key, &rw.orderKey, (*bodyString)(&rw.body), nil, &rw.attempts, &rw.tid, &rw.bucket, &fl.xmin, &fl.xmax, &fl.blocked}
+	first := []any{&rw.id, queue, &rw.key, &rw.orderKey, (*bodyString)(&rw.body), nil, &rw.attempts, &rw.tid, &rw.bucket, &fl.xmin, &fl.xid, &fl.blocked}
 	rest := append(first[:9:9], nil, nil, nil)
 	dest := first
 	for res.Next() {

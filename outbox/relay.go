@@ -131,11 +131,13 @@ func NewRelay(db *sql.DB, ob *Outbox, sender Sender, opts ...RelayOption) (*Rela
 		// ($2, the relay's floors by bucket; floors.go) while the server is
 		// the one they were raised on ($4, its start time) and its id
 		// sequence has not gone back below them ($5), and come with their
-		// bucket, their snapshot's xmin and xmax and whether a failed row
-		// waits out its backoff (subqueries, evaluated once).
+		// bucket, their snapshot's xmin, the claim's own transaction id
+		// (taken here, after the lock statement read the sequence) and
+		// whether a failed row waits out its backoff (subqueries, evaluated
+		// once).
 		b := bucketOf("o.order_key")
 		r.claimPgxQ = ob.q(`SELECT o.id, o.queue, o.msg_key, o.order_key, o.body, o.headers, o.attempts, o.ctid, ` + b + `::int4,
-    (SELECT pg_snapshot_xmin(s)::text::int8 FROM pg_current_snapshot() s), (SELECT pg_snapshot_xmax(s)::text::int8 FROM pg_current_snapshot() s),
+    (SELECT pg_snapshot_xmin(s)::text::int8 FROM pg_current_snapshot() s), (SELECT pg_current_xact_id()::text::int8),
     (SELECT EXISTS (SELECT 1 FROM {t} f WHERE f.attempts > 0 AND f.published_at IS NULL AND f.next_attempt_at > $1))
   FROM {t} o
   WHERE o.id > (SELECT CASE WHEN pg_postmaster_start_time()::text = $4
