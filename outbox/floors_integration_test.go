@@ -141,3 +141,37 @@ func TestPostgresFloorsWaitForAFailedRow(t *testing.T) {
 		t.Fatalf("stats %+v (%v), want none pending", st, err)
 	}
 }
+
+// TestPostgresFloorsDropWhenARowMoves updates a row (outside the relay)
+// while the relay sends it: the deletion by its old ctid finds nothing,
+// so the row stays pending and the floors, which would pass it, drop; it
+// is sent again.
+func TestPostgresFloorsDropWhenARowMoves(t *testing.T) {
+	db, _ := brokertest.Postgres(t)
+	ctx := context.Background()
+	ob := newOutbox(t, db, outbox.Postgres)
+	moved := false
+	s := &recordingSender{fail: func(body []byte) error {
+		if string(body) == "k2" && !moved {
+			moved = true
+			if _, err := db.ExecContext(ctx, `UPDATE `+ob.Table()+` SET last_error = 'moved' WHERE body = 'k2'::bytea`); err != nil {
+				t.Error(err)
+			}
+		}
+		return nil
+	}}
+	r := newRelay(t, db, ob, s)
+	// k1 goes first (its key's head); the claim that sends k2 reads with
+	// the first claim's probe, which covers k2.
+	write(t, db, ob, true, outbox.Message{Queue: "q", Key: []byte("k"), Body: []byte("k1")}, outbox.Message{Queue: "q", Key: []byte("k"), Body: []byte("k2")})
+	drain(t, r)
+	if !moved {
+		t.Fatal("k2 was not sent")
+	}
+	if got := bodiesOf(s); !slices.Equal(got, []string{"k1", "k2", "k2"}) {
+		t.Fatalf("sent %v, want k1, then k2 twice (once more after it moved)", got)
+	}
+	if st, err := ob.Stats(ctx, db); err != nil || st.Pending != 0 {
+		t.Fatalf("stats %+v (%v), want none pending", st, err)
+	}
+}

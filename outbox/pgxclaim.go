@@ -245,8 +245,14 @@ func (r *Relay) settlePgx(ctx context.Context, b batch, okAt pgtype.FlatArray[pg
 		}
 		br := pc.SendBatch(ctx, &q)
 		defer br.Close()
+		// Every acknowledged row was deleted unless one of them changed
+		// since the claim read it (an UPDATE of the table's rows outside the
+		// relay moves a row, and its ctid then finds nothing): it stays
+		// pending, and the floors, which would pass it, are dropped.
+		deleted := true
 		for i := range settled {
-			if _, err := br.Exec(); err != nil {
+			tag, err := br.Exec()
+			if err != nil {
 				what := "record failure"
 				switch {
 				case i == settled-1:
@@ -256,17 +262,27 @@ func (r *Relay) settlePgx(ctx context.Context, b batch, okAt pgtype.FlatArray[pg
 				}
 				return fmt.Errorf("outbox: %s: %w", what, err)
 			}
+			if i == 0 && len(okAt) > 0 && tag.RowsAffected() != int64(len(okAt)) {
+				deleted = false
+			}
+		}
+		raise := func() {
+			if deleted {
+				r.floors.raise(b.fl)
+			} else {
+				r.floors.drop()
+			}
 		}
 		if share == 0 {
 			if err := br.Close(); err != nil {
 				return fmt.Errorf("outbox: commit the outcome: %w", err)
 			}
-			r.floors.raise(b.fl)
+			raise()
 			return nil
 		}
 		// The outcome is committed; a failed claim only ends its own
 		// transaction.
-		r.floors.raise(b.fl)
+		raise()
 		next.rows, next.fl, claimErr = r.readClaim(pc, br)
 		return nil
 	})
