@@ -45,6 +45,17 @@ func (s *recordingSender) Send(_ context.Context, queue string, key, body []byte
 	return nil
 }
 
+// bodiesOf returns the bodies s sent, in order.
+func bodiesOf(s *recordingSender) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, g := range s.got {
+		out = append(out, string(g.body))
+	}
+	return out
+}
+
 // batchingSender is a recordingSender with a batch path: each SendBatch
 // is recorded as one call and its messages sent in order.
 type batchingSender struct {
@@ -290,15 +301,6 @@ func runRelayTests(t *testing.T, db *sql.DB, d outbox.Dialect, wrap func(*record
 		}
 		write(t, db, ob, true, msgs...)
 	}
-	sentBodies := func(s *recordingSender) []string {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		var got []string
-		for _, g := range s.got {
-			got = append(got, string(g.body))
-		}
-		return got
-	}
 	t.Run("AClaimSendsAKeysRowsInWaves", func(t *testing.T) {
 		ob := newOutbox(t, db, d)
 		keyRows(t, ob, 3)
@@ -315,15 +317,15 @@ func runRelayTests(t *testing.T, db *sql.DB, d outbox.Dialect, wrap func(*record
 			t.Fatalf("first claim: %d rows (%v), want %d", n, err, want)
 		}
 		drain(t, r)
-		got := sentBodies(s)
+		got := bodiesOf(s)
 		slices.Sort(got)
 		if fmt.Sprint(got) != "[a0 a1 a2 b0 b1 b2]" {
 			t.Fatalf("sent %v, want every row once", got)
 		}
 		next := map[byte]int{}
-		for _, b := range sentBodies(s) {
+		for _, b := range bodiesOf(s) {
 			if i := int(b[1] - '0'); i != next[b[0]] {
-				t.Fatalf("sent %v: %s out of its key's order", sentBodies(s), b)
+				t.Fatalf("sent %v: %s out of its key's order", bodiesOf(s), b)
 			}
 			next[b[0]]++
 		}
@@ -344,7 +346,7 @@ func runRelayTests(t *testing.T, db *sql.DB, d outbox.Dialect, wrap func(*record
 		if _, err := r.RunOnce(ctx); err != nil {
 			t.Fatal(err)
 		}
-		got := sentBodies(s)
+		got := bodiesOf(s)
 		slices.Sort(got)
 		// PostgreSQL: a1 fails in the second wave, b1 beside it is
 		// acknowledged, and the third wave (a2, b2) is not sent.
@@ -356,7 +358,7 @@ func runRelayTests(t *testing.T, db *sql.DB, d outbox.Dialect, wrap func(*record
 			t.Fatalf("first claim sent %v, want %v", got, want)
 		}
 		drain(t, r)
-		got = sentBodies(s)
+		got = bodiesOf(s)
 		slices.Sort(got)
 		if fmt.Sprint(got) != "[a0 b0 b1 b2]" {
 			t.Fatalf("sent %v, want [a0 b0 b1 b2]: a2 waits behind a1", got)

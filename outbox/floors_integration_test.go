@@ -13,17 +13,6 @@ import (
 	"github.com/babelqueue/babelqueue-go/outbox"
 )
 
-// bodiesOf returns the bodies s sent, in order.
-func bodiesOf(s *recordingSender) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []string
-	for _, g := range s.got {
-		out = append(out, string(g.body))
-	}
-	return out
-}
-
 // TestPostgresFloorsWaitForALateCommit holds a transaction open after it
 // wrote a row of key k, while the relay publishes later rows of another
 // key: the relay's floors must not rise past the open row, which is
