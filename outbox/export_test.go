@@ -1,5 +1,10 @@
 package outbox
 
+import (
+	"context"
+	"database/sql"
+)
+
 // WithDatabaseSQLClaims makes a PostgreSQL relay claim and settle through
 // database/sql, as it does when the driver is not pgx's.
 func WithDatabaseSQLClaims() RelayOption { return func(c *relayConfig) { c.plainSQL = true } }
@@ -12,3 +17,11 @@ func LockNamespace(ob *Outbox) int32 { return lockNamespace(ob.table) }
 
 // Floors returns r's floors by key bucket (PostgreSQL through pgx).
 func (r *Relay) Floors() []int64 { f, _, _ := r.floors.all(); return f }
+
+// IDDefaultTakesXidFirst reports whether ob's table's id default takes
+// the inserting transaction's id first, as a claim checks it (PostgreSQL).
+func IDDefaultTakesXidFirst(ctx context.Context, db *sql.DB, ob *Outbox) (bool, error) {
+	var ok bool
+	err := db.QueryRowContext(ctx, ob.q(`SELECT `+xidFirstCheck)).Scan(&ok)
+	return ok, err
+}

@@ -2,6 +2,28 @@ package outbox
 
 import "sync"
 
+// The SQL the floors rest on (PostgreSQL): the table's id sequence's last
+// value (0 before its first), the server's start time, the migration that
+// makes the id column's default take the inserting transaction's id
+// before the next id (a CASE evaluates its condition first), and the
+// check that the default does so. A claim uses its floors only while all
+// three hold as they did when the floors rose (a table whose default
+// takes the id alone, migrated by an earlier version or changed by hand,
+// is read from its lowest id, as before floors).
+const (
+	seqLast           = `coalesce(pg_sequence_last_value(pg_get_serial_sequence('{t}', 'id')::regclass), 0)`
+	serverStart       = `pg_postmaster_start_time()::text`
+	xidFirstDefaultIs = `CASEWHEN(pg_current_xact_id()ISNOTNULL)THENnextval(` // white space removed
+	xidFirstCheck     = `EXISTS (SELECT 1 FROM pg_attrdef d JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
+      WHERE d.adrelid = '{t}'::regclass AND a.attname = 'id' AND starts_with(translate(pg_get_expr(d.adbin, d.adrelid), E' \t\r\n', ''), '` + xidFirstDefaultIs + `'))`
+	xidFirstMigration = `DO $$ BEGIN
+  IF NOT ` + xidFirstCheck + ` THEN
+    EXECUTE format('ALTER TABLE %s ALTER COLUMN id SET DEFAULT (CASE WHEN pg_current_xact_id() IS NOT NULL THEN nextval(%L::regclass) END)',
+      '{t}'::regclass, pg_get_serial_sequence('{t}', 'id'));
+  END IF;
+END $$`
+)
+
 // A PostgreSQL claim reads its buckets' pending rows in id order, and a
 // deleted row's index entry is read again by every claim until a scan
 // finds the row dead to every transaction (DESIGN.md, "Floors"). A floor
@@ -27,8 +49,8 @@ const floorProbes = 32
 
 // probe is the id sequence's last value, read by a claim, and the
 // transaction id the claim took after reading it: every transaction that
-// took an id up to seq had taken its transaction id before (Write takes
-// it first), so below xid, and once a later snapshot's xmin reaches xid
+// took an id up to seq had taken its transaction id before (the id
+// column's default takes it first), so below xid, and once a later snapshot's xmin reaches xid
 // all of them have ended. (A snapshot's xmax would not do: it is one past
 // the latest transaction to end, and a transaction that took a newer id
 // and still runs is at or above it, listed nowhere.)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,6 +60,108 @@ func TestPostgresFloorsWaitForALateCommit(t *testing.T) {
 	// Meanwhile the floors did rise, once the late transaction ended.
 	if r.ClaimsThroughPgx() && slices.Max(r.Floors()) == 0 {
 		t.Fatalf("floors %v, want some raised", r.Floors())
+	}
+}
+
+// TestPostgresFloorsWaitForAPlainInsert holds a plain INSERT, not Write,
+// after it took its id from the column's default and before it stored its
+// row (a BEFORE trigger waits for a lock the test holds), while the relay
+// publishes later rows of another key: the row is published once its
+// transaction commits, before the next row of its key. With the default
+// Migrate sets, the transaction took its id first and the floors wait for
+// it; with the default set back to the sequence alone (a table of an
+// earlier version) the claims use no floor.
+func TestPostgresFloorsWaitForAPlainInsert(t *testing.T) {
+	for _, name := range []string{"migrated default", "sequence alone"} {
+		t.Run(name, func(t *testing.T) {
+			db, _ := brokertest.Postgres(t)
+			ctx := context.Background()
+			ob := newOutbox(t, db, outbox.Postgres)
+			exec := func(q string) {
+				t.Helper()
+				if _, err := db.ExecContext(ctx, strings.ReplaceAll(q, "{t}", ob.Table())); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+			if name == "sequence alone" {
+				exec(`ALTER TABLE {t} ALTER COLUMN id SET DEFAULT nextval('{t}_id_seq')`)
+			}
+			if ok, err := outbox.IDDefaultTakesXidFirst(ctx, db, ob); err != nil || ok != (name == "migrated default") {
+				t.Fatalf("id default takes the transaction id first: %v (%v)", ok, err)
+			}
+			exec(`CREATE FUNCTION {t}_wait() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN PERFORM pg_advisory_xact_lock_shared(4242); RETURN NEW; END $$`)
+			exec(`CREATE TRIGGER {t}_wait BEFORE INSERT ON {t} FOR EACH ROW WHEN (NEW.order_key = 'k:k') EXECUTE FUNCTION {t}_wait()`)
+			t.Cleanup(func() { _, _ = db.ExecContext(ctx, "DROP FUNCTION "+ob.Table()+"_wait() CASCADE") })
+			hold, err := db.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer hold.Close()
+			if _, err := hold.ExecContext(ctx, `SELECT pg_advisory_lock(4242)`); err != nil {
+				t.Fatal(err)
+			}
+			s := &recordingSender{}
+			r := newRelay(t, db, ob, s)
+			msg := func(key, body string) outbox.Message {
+				return outbox.Message{Queue: "q", Key: []byte(key), Body: []byte(body)}
+			}
+			write(t, db, ob, true, msg("j", "j1"))
+			late, err := db.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer late.Rollback()
+			inserted := make(chan error, 1)
+			go func() {
+				_, err := late.ExecContext(ctx, strings.ReplaceAll(`INSERT INTO {t} (queue, msg_key, order_key, body, headers, created_at)
+VALUES ('q', 'k', 'k:k', 'k1', '{}', 0)`, "{t}", ob.Table()))
+				inserted <- err
+			}()
+			// The insert took its id and waits in its trigger.
+			for deadline := time.Now().Add(10 * time.Second); ; {
+				var waiting bool
+				if err := db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE wait_event = 'advisory' AND query LIKE 'INSERT INTO %')`).Scan(&waiting); err != nil {
+					t.Fatal(err)
+				}
+				if waiting {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the insert did not reach its trigger in 10 s")
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			drain(t, r)
+			for _, b := range []string{"j2", "j3", "j4", "j5", "j6"} {
+				write(t, db, ob, true, msg("j", b))
+				drain(t, r)
+			}
+			if got := bodiesOf(s); !slices.Equal(got, []string{"j1", "j2", "j3", "j4", "j5", "j6"}) {
+				t.Fatalf("sent %v, want j1-j6", got)
+			}
+			if _, err := hold.ExecContext(ctx, `SELECT pg_advisory_unlock(4242)`); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-inserted; err != nil {
+				t.Fatal(err)
+			}
+			if err := late.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			write(t, db, ob, true, msg("k", "k2"))
+			drain(t, r)
+			if got := bodiesOf(s)[6:]; !slices.Equal(got, []string{"k1", "k2"}) {
+				t.Fatalf("after the insert committed sent %v, want k1 then k2", got)
+			}
+			// Migrate sets the default back.
+			if err := ob.Migrate(ctx, db); err != nil {
+				t.Fatal(err)
+			}
+			if ok, err := outbox.IDDefaultTakesXidFirst(ctx, db, ob); err != nil || !ok {
+				t.Fatalf("after Migrate the id default takes the transaction id first: %v (%v)", ok, err)
+			}
+		})
 	}
 }
 

@@ -55,16 +55,9 @@ func New(d Dialect, opts ...Option) (*Outbox, error) {
 		return nil, err
 	}
 	o := &Outbox{dialect: d, table: c.table, now: c.clock.Now}
+	// On PostgreSQL the id comes from the column's default, which Migrate
+	// makes take the writing transaction's id first (floors.go).
 	o.insertQ = o.q(`INSERT INTO {t} (queue, msg_key, order_key, body, headers, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id`)
-	if d == Postgres {
-		// The writing transaction takes its id (a materialized CTE, run
-		// before the row's values and so before the id sequence) before the
-		// row takes its id: a relay's floors (floors.go) rely on every id
-		// belonging to a transaction that had an id of its own first.
-		o.insertQ = o.q(`WITH w AS MATERIALIZED (SELECT pg_current_xact_id())
-INSERT INTO {t} (queue, msg_key, order_key, body, headers, created_at)
-SELECT ?::text, ?::bytea, ?::text, ?::bytea, ?::text, ?::int8 FROM w RETURNING id`)
-	}
 	return o, nil
 }
 
@@ -102,8 +95,9 @@ func (o *Outbox) Migrate(ctx context.Context, db *sql.DB) error {
 	// (see DESIGN.md, "Claim on PostgreSQL"); tables of earlier versions
 	// had an index of the id alone, which it replaces.
 	byID := `CREATE INDEX IF NOT EXISTS {t}_pending_id ON {t} (id) WHERE published_at IS NULL`
-	dropOld := ``
+	dropOld, xidFirst := ``, ``
 	if o.dialect == Postgres {
+		xidFirst = xidFirstMigration
 		byID = `CREATE INDEX IF NOT EXISTS {t}_pending_bucket ON {t} (id, ` + bucketOf("order_key") + `) WHERE published_at IS NULL`
 		dropOld = `DROP INDEX IF EXISTS {t}_pending_id`
 	}
@@ -130,6 +124,7 @@ func (o *Outbox) Migrate(ctx context.Context, db *sql.DB) error {
 		// against (usually empty).
 		`CREATE INDEX IF NOT EXISTS {t}_retry ON {t} (order_key, id) WHERE attempts > 0 AND published_at IS NULL`,
 		dropOld,
+		xidFirst,
 	} {
 		if s == "" {
 			continue

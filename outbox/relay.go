@@ -51,14 +51,6 @@ const keyBuckets = 64
 // pgx) that holds the key buckets a claim's transaction locked.
 const bucketsSetting = "babelqueue.outbox_buckets"
 
-// seqLast and serverStart are the SQL of the table's id sequence's last
-// value (0 before its first) and of the server's start time, which the
-// floors (floors.go) are checked against.
-const (
-	seqLast     = `coalesce(pg_sequence_last_value(pg_get_serial_sequence('{t}', 'id')::regclass), 0)`
-	serverStart = `pg_postmaster_start_time()::text`
-)
-
 // bucketOf is the SQL of the key bucket of the order key in column col
 // (PostgreSQL), the same in the claim and in the index it scans, which
 // holds it beside the id.
@@ -138,7 +130,8 @@ func NewRelay(db *sql.DB, ob *Outbox, sender Sender, opts ...RelayOption) (*Rela
 		// Through pgx the rows start past the lowest floor of the buckets
 		// ($2, the relay's floors by bucket; floors.go) while the server is
 		// the one they were raised on ($4, its start time) and its id
-		// sequence has not gone back below them ($5), and come with their
+		// sequence has not gone back below them ($5) and the id column's
+		// default takes the writer's transaction id first, and come with their
 		// bucket, their snapshot's xmin, the claim's own transaction id
 		// (taken here, after the lock statement read the sequence) and
 		// whether a failed row waits out its backoff (subqueries, evaluated
@@ -148,7 +141,7 @@ func NewRelay(db *sql.DB, ob *Outbox, sender Sender, opts ...RelayOption) (*Rela
     (SELECT pg_snapshot_xmin(s)::text::int8 FROM pg_current_snapshot() s), (SELECT pg_current_xact_id()::text::int8),
     (SELECT EXISTS (SELECT 1 FROM {t} f WHERE f.attempts > 0 AND f.published_at IS NULL AND f.next_attempt_at > $1))
   FROM {t} o
-  WHERE o.id > (SELECT CASE WHEN ` + serverStart + ` = $4 AND ` + seqLast + ` >= $5
+  WHERE o.id > (SELECT CASE WHEN ` + serverStart + ` = $4 AND ` + seqLast + ` >= $5 AND ` + xidFirstCheck + `
       THEN coalesce(min(($2::int8[])[x + 1]), 0) ELSE 0 END FROM ` + taken + ` x)
     AND o.published_at IS NULL AND o.next_attempt_at <= $1
     AND ` + b + ` = ANY(ARRAY(SELECT ` + taken + `)) AND ` + b + ` >= (SELECT min(x) FROM ` + taken + ` x) AND ` + b + ` <= (SELECT max(x) FROM ` + taken + ` x)
