@@ -123,16 +123,13 @@ func (b *redriveBroker) boundsOnce(ctx context.Context, topic string, parts []in
 // committed reads the cursor of topic's partitions: the offset and
 // metadata the group committed for each (offset -1 when none).
 func (b *redriveBroker) committed(ctx context.Context, group, topic string, parts []int) (map[int]kafkago.OffsetFetchPartition, error) {
-	res, err := b.client.OffsetFetch(ctx, &kafkago.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: parts}})
-	if err != nil {
-		return nil, wrapf(err, "read the offsets of group %q", group)
-	}
+	res, err := FetchOffsets(ctx, b.client, &kafkago.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: parts}})
 	out := make(map[int]kafkago.OffsetFetchPartition, len(parts))
-	if errors.Is(res.Error, kafkago.GroupIdNotFound) {
+	if errors.Is(err, kafkago.GroupIdNotFound) {
 		return out, nil // a group that never committed: no offsets
 	}
-	if res.Error != nil {
-		return nil, wrapf(res.Error, "read the offsets of group %q", group)
+	if err != nil {
+		return nil, wrapf(err, "read the offsets of group %q", group)
 	}
 	for _, p := range res.Topics[topic] {
 		if p.Error != nil {

@@ -115,12 +115,9 @@ func (k *kafkaSide) groupLag(ctx context.Context, group string, topics []string)
 			list.Topics[t] = append(list.Topics[t], kafkago.LastOffsetOf(p))
 		}
 	}
-	committed, err := k.client.OffsetFetch(ctx, req)
+	committed, err := kafka.FetchOffsets(ctx, k.client, req)
 	if err != nil {
 		return 0, fmt.Errorf("offsets of group %s: %w", group, err)
-	}
-	if committed.Error != nil {
-		return 0, fmt.Errorf("offsets of group %s: %w", group, committed.Error)
 	}
 	ends, err := k.client.ListOffsets(ctx, list)
 	if err != nil {

@@ -237,9 +237,9 @@ func (k *kafkaConn) bounds(ctx context.Context, topic string, parts []int) (firs
 // committedOffsets returns the offsets group committed on the partitions
 // of topic; a partition (or a group) without one is left out.
 func (k *kafkaConn) committedOffsets(ctx context.Context, group, topic string, parts []int) (map[int]int64, error) {
-	res, err := k.client.OffsetFetch(ctx, &kafkago.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: parts}})
-	if err == nil && res.Error != nil && !errors.Is(res.Error, kafkago.GroupIdNotFound) {
-		err = res.Error
+	res, err := bqkafka.FetchOffsets(ctx, k.client, &kafkago.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: parts}})
+	if errors.Is(err, kafkago.GroupIdNotFound) {
+		return map[int]int64{}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("offsets of group %q on %q: %w", group, topic, err)

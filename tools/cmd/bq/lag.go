@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 
+	bqkafka "github.com/babelqueue/babelqueue-go/kafka"
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/spf13/cobra"
 )
@@ -112,10 +113,7 @@ func (k *kafkaConn) lag(ctx context.Context, group string, topics []string) ([]l
 			req.Topics[t] = parts
 		}
 	}
-	res, err := k.client.OffsetFetch(ctx, req)
-	if err == nil && res.Error != nil {
-		err = res.Error
-	}
+	res, err := bqkafka.FetchOffsets(ctx, k.client, req)
 	if err != nil {
 		return nil, fmt.Errorf("offsets of group %q: %w", group, err)
 	}
