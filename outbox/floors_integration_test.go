@@ -4,6 +4,7 @@ package outbox_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"slices"
 	"strings"
@@ -24,42 +25,56 @@ func TestPostgresFloorsWaitForALateCommit(t *testing.T) {
 	ob := newOutbox(t, db, outbox.Postgres)
 	s := &recordingSender{}
 	r := newRelay(t, db, ob, s)
-	msg := func(key, body string) outbox.Message {
-		return outbox.Message{Queue: "q", Key: []byte(key), Body: []byte(body)}
-	}
-	write(t, db, ob, true, msg("j", "j1"))
-	late, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer late.Rollback()
-	if _, err := ob.Write(ctx, late, msg("k", "k1")); err != nil {
-		t.Fatal(err)
-	}
-	// The relay's first claim reads j1 while the open transaction holds
-	// the newest transaction id: no snapshot lists it as running yet.
-	drain(t, r)
-	for _, b := range []string{"j2", "j3", "j4", "j5", "j6"} {
-		write(t, db, ob, true, msg("j", b))
-		drain(t, r)
-	}
-	if got := bodiesOf(s); !slices.Equal(got, []string{"j1", "j2", "j3", "j4", "j5", "j6"}) {
-		t.Fatalf("sent %v, want j1-j6", got)
-	}
-	if err := late.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	write(t, db, ob, true, msg("k", "k2"))
-	drain(t, r)
-	if got := bodiesOf(s)[6:]; !slices.Equal(got, []string{"k1", "k2"}) {
-		t.Fatalf("after the late commit sent %v, want k1 then k2", got)
-	}
+	publishAroundALateRow(t, db, ob, r, s, func(late *sql.Tx) (finish func()) {
+		if _, err := ob.Write(ctx, late, floorMsg("k", "k1")); err != nil {
+			t.Fatal(err)
+		}
+		return func() {}
+	})
 	if st, err := ob.Stats(ctx, db); err != nil || st.Pending != 0 {
 		t.Fatalf("stats %+v (%v), want none pending", st, err)
 	}
 	// Meanwhile the floors did rise, once the late transaction ended.
 	if r.ClaimsThroughPgx() && slices.Max(r.Floors()) == 0 {
 		t.Fatalf("floors %v, want some raised", r.Floors())
+	}
+}
+
+func floorMsg(key, body string) outbox.Message {
+	return outbox.Message{Queue: "q", Key: []byte(key), Body: []byte(body)}
+}
+
+// publishAroundALateRow writes j1, opens a transaction in which open puts
+// row k1 (of key k), has the relay publish j1-j6 while it stays open (the
+// relay's first claim reads j1 while the open transaction holds the
+// newest transaction id, or none yet: no snapshot lists it as running),
+// then calls the finish open returned, commits, writes k2 and checks that
+// k1 and then k2 were published.
+func publishAroundALateRow(t *testing.T, db *sql.DB, ob *outbox.Outbox, r *outbox.Relay, s *recordingSender, open func(late *sql.Tx) (finish func())) {
+	t.Helper()
+	write(t, db, ob, true, floorMsg("j", "j1"))
+	late, err := db.BeginTx(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer late.Rollback()
+	finish := open(late)
+	drain(t, r)
+	for _, b := range []string{"j2", "j3", "j4", "j5", "j6"} {
+		write(t, db, ob, true, floorMsg("j", b))
+		drain(t, r)
+	}
+	if got := bodiesOf(s); !slices.Equal(got, []string{"j1", "j2", "j3", "j4", "j5", "j6"}) {
+		t.Fatalf("sent %v, want j1-j6", got)
+	}
+	finish()
+	if err := late.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	write(t, db, ob, true, floorMsg("k", "k2"))
+	drain(t, r)
+	if got := bodiesOf(s)[6:]; !slices.Equal(got, []string{"k1", "k2"}) {
+		t.Fatalf("after the late commit sent %v, want k1 then k2", got)
 	}
 }
 
@@ -103,57 +118,36 @@ BEGIN PERFORM pg_advisory_xact_lock_shared(4242); RETURN NEW; END $$`)
 			}
 			s := &recordingSender{}
 			r := newRelay(t, db, ob, s)
-			msg := func(key, body string) outbox.Message {
-				return outbox.Message{Queue: "q", Key: []byte(key), Body: []byte(body)}
-			}
-			write(t, db, ob, true, msg("j", "j1"))
-			late, err := db.BeginTx(ctx, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer late.Rollback()
-			inserted := make(chan error, 1)
-			go func() {
-				_, err := late.ExecContext(ctx, strings.ReplaceAll(`INSERT INTO {t} (queue, msg_key, order_key, body, headers, created_at)
+			publishAroundALateRow(t, db, ob, r, s, func(late *sql.Tx) (finish func()) {
+				inserted := make(chan error, 1)
+				go func() {
+					_, err := late.ExecContext(ctx, strings.ReplaceAll(`INSERT INTO {t} (queue, msg_key, order_key, body, headers, created_at)
 VALUES ('q', 'k', 'k:k', 'k1', '{}', 0)`, "{t}", ob.Table()))
-				inserted <- err
-			}()
-			// The insert took its id and waits in its trigger.
-			for deadline := time.Now().Add(10 * time.Second); ; {
-				var waiting bool
-				if err := db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE wait_event = 'advisory' AND query LIKE 'INSERT INTO %')`).Scan(&waiting); err != nil {
-					t.Fatal(err)
+					inserted <- err
+				}()
+				// The insert took its id and waits in its trigger.
+				for deadline := time.Now().Add(10 * time.Second); ; {
+					var waiting bool
+					if err := db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE wait_event = 'advisory' AND query LIKE 'INSERT INTO %')`).Scan(&waiting); err != nil {
+						t.Fatal(err)
+					}
+					if waiting {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatal("the insert did not reach its trigger in 10 s")
+					}
+					time.Sleep(5 * time.Millisecond)
 				}
-				if waiting {
-					break
+				return func() {
+					if _, err := hold.ExecContext(ctx, `SELECT pg_advisory_unlock(4242)`); err != nil {
+						t.Fatal(err)
+					}
+					if err := <-inserted; err != nil {
+						t.Fatal(err)
+					}
 				}
-				if time.Now().After(deadline) {
-					t.Fatal("the insert did not reach its trigger in 10 s")
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
-			drain(t, r)
-			for _, b := range []string{"j2", "j3", "j4", "j5", "j6"} {
-				write(t, db, ob, true, msg("j", b))
-				drain(t, r)
-			}
-			if got := bodiesOf(s); !slices.Equal(got, []string{"j1", "j2", "j3", "j4", "j5", "j6"}) {
-				t.Fatalf("sent %v, want j1-j6", got)
-			}
-			if _, err := hold.ExecContext(ctx, `SELECT pg_advisory_unlock(4242)`); err != nil {
-				t.Fatal(err)
-			}
-			if err := <-inserted; err != nil {
-				t.Fatal(err)
-			}
-			if err := late.Commit(); err != nil {
-				t.Fatal(err)
-			}
-			write(t, db, ob, true, msg("k", "k2"))
-			drain(t, r)
-			if got := bodiesOf(s)[6:]; !slices.Equal(got, []string{"k1", "k2"}) {
-				t.Fatalf("after the insert committed sent %v, want k1 then k2", got)
-			}
+			})
 			// Migrate sets the default back.
 			if err := ob.Migrate(ctx, db); err != nil {
 				t.Fatal(err)
