@@ -99,9 +99,9 @@ func newRelay(t *testing.T, db *sql.DB, ob *outbox.Outbox, s outbox.Sender, opts
 	return r
 }
 
-func newOutbox(t *testing.T, db *sql.DB, d outbox.Dialect) *outbox.Outbox {
+func newOutbox(t *testing.T, db *sql.DB, d outbox.Dialect, opts ...outbox.Option) *outbox.Outbox {
 	t.Helper()
-	ob, err := outbox.New(d, outbox.WithTable(fmt.Sprintf("bq_outbox_%d", time.Now().UnixNano())))
+	ob, err := outbox.New(d, append([]outbox.Option{outbox.WithTable(fmt.Sprintf("bq_outbox_%d", time.Now().UnixNano()))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
