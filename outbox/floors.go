@@ -6,10 +6,11 @@ import "sync"
 // value (0 before its first), the server's start time, the migration that
 // makes the id column's default take the inserting transaction's id
 // before the next id (a CASE evaluates its condition first), and the
-// check that the default does so. A claim uses its floors only while all
-// three hold as they did when the floors rose (a table whose default
-// takes the id alone, migrated by an earlier version or changed by hand,
-// is read from its lowest id, as before floors).
+// check that the default does so. A claim uses its floors only while the
+// server and the sequence are those the floors rose on and the default
+// takes the transaction id first (a table whose default takes the id
+// alone, migrated by an earlier version or changed by hand, is read from
+// its lowest pending id, as before floors).
 const (
 	seqLast           = `coalesce(pg_sequence_last_value(pg_get_serial_sequence('{t}', 'id')::regclass), 0)`
 	serverStart       = `pg_postmaster_start_time()::text`
@@ -50,8 +51,8 @@ const floorProbes = 32
 // probe is the id sequence's last value, read by a claim, and the
 // transaction id the claim took after reading it: every transaction that
 // took an id up to seq had taken its transaction id before (the id
-// column's default takes it first), so below xid, and once a later snapshot's xmin reaches xid
-// all of them have ended. (A snapshot's xmax would not do: it is one past
+// column's default takes it first), so below xid, and once a later
+// snapshot's xmin reaches xid all of them have ended. (A snapshot's xmax would not do: it is one past
 // the latest transaction to end, and a transaction that took a newer id
 // and still runs is at or above it, listed nowhere.)
 type probe struct{ seq, xid int64 }
