@@ -104,6 +104,16 @@ func NewRelay(db *sql.DB, ob *Outbox, sender Sender, opts ...RelayOption) (*Rela
 		r.lockPgxQ = ob.q(`SELECT set_config('` + bucketsSetting + `', coalesce(array_agg(b)::text, '{}'), true),
   ` + seqLast + `, ` + serverStart + `
   FROM (` + lock + `) l`)
+		// failedWaits: a failed row waits out its backoff at now (a
+		// placeholder); keyFree: no older row of o's key does.
+		failedWaits := func(now string) string {
+			return `(SELECT EXISTS (SELECT 1 FROM {t} f WHERE f.attempts > 0 AND f.published_at IS NULL AND f.next_attempt_at > ` + now + `))`
+		}
+		keyFree := func(now string) string {
+			return `(NOT ` + failedWaits(now) + `
+         OR NOT EXISTS (SELECT 1 FROM {t} p WHERE p.order_key = o.order_key AND p.id < o.id
+                        AND p.attempts > 0 AND p.published_at IS NULL AND p.next_attempt_at > ` + now + `))`
+		}
 		// The due rows of those buckets in id order, each passed over when
 		// an older row of its key failed and is not due yet. The range of
 		// the buckets (lowest to highest, exact when they are contiguous)
@@ -114,17 +124,12 @@ func NewRelay(db *sql.DB, ob *Outbox, sender Sender, opts ...RelayOption) (*Rela
 		// the retried rows' partial index runs per row only when that
 		// index holds a row not due (an InitPlan, evaluated once, says so):
 		// while the broker accepts everything, not at all.
-		rows := func(ctid, in, lo, hi string) string {
-			b := bucketOf("o.order_key")
-			return ob.q(`SELECT o.id, o.queue, o.msg_key, o.order_key, o.body, o.headers, o.attempts, ` + ctid + ` FROM {t} o
+		b := bucketOf("o.order_key")
+		r.claimQ = ob.q(`SELECT o.id, o.queue, o.msg_key, o.order_key, o.body, o.headers, o.attempts, o.ctid::text FROM {t} o
   WHERE o.published_at IS NULL AND o.next_attempt_at <= ?
-    AND ` + b + ` = ANY(` + in + `) AND ` + b + ` >= ` + lo + ` AND ` + b + ` <= ` + hi + `
-    AND (NOT (SELECT EXISTS (SELECT 1 FROM {t} f WHERE f.attempts > 0 AND f.published_at IS NULL AND f.next_attempt_at > ?))
-         OR NOT EXISTS (SELECT 1 FROM {t} p WHERE p.order_key = o.order_key AND p.id < o.id
-                        AND p.attempts > 0 AND p.published_at IS NULL AND p.next_attempt_at > ?))
+    AND ` + b + ` = ANY(?::int[]) AND ` + b + ` >= ? AND ` + b + ` <= ?
+    AND ` + keyFree("?") + `
   ORDER BY o.id LIMIT ?`)
-		}
-		r.claimQ = rows("o.ctid::text", "?::int[]", "?", "?")
 		// The setting read once per statement (InitPlans), not per row.
 		taken := `unnest(current_setting('` + bucketsSetting + `')::int[])`
 		// Through pgx the rows start past the lowest floor of the buckets
@@ -136,18 +141,15 @@ func NewRelay(db *sql.DB, ob *Outbox, sender Sender, opts ...RelayOption) (*Rela
 		// (taken here, after the lock statement read the sequence) and
 		// whether a failed row waits out its backoff (subqueries, evaluated
 		// once).
-		b := bucketOf("o.order_key")
 		r.claimPgxQ = ob.q(`SELECT o.id, o.queue, o.msg_key, o.order_key, o.body, o.headers, o.attempts, o.ctid, ` + b + `::int4,
     (SELECT pg_snapshot_xmin(s)::text::int8 FROM pg_current_snapshot() s), (SELECT pg_current_xact_id()::text::int8),
-    (SELECT EXISTS (SELECT 1 FROM {t} f WHERE f.attempts > 0 AND f.published_at IS NULL AND f.next_attempt_at > $1))
+    ` + failedWaits("$1") + `
   FROM {t} o
   WHERE o.id > (SELECT CASE WHEN ` + serverStart + ` = $4 AND ` + seqLast + ` >= $5 AND ` + xidFirstCheck + `
       THEN coalesce(min(($2::int8[])[x + 1]), 0) ELSE 0 END FROM ` + taken + ` x)
     AND o.published_at IS NULL AND o.next_attempt_at <= $1
     AND ` + b + ` = ANY(ARRAY(SELECT ` + taken + `)) AND ` + b + ` >= (SELECT min(x) FROM ` + taken + ` x) AND ` + b + ` <= (SELECT max(x) FROM ` + taken + ` x)
-    AND (NOT (SELECT EXISTS (SELECT 1 FROM {t} f WHERE f.attempts > 0 AND f.published_at IS NULL AND f.next_attempt_at > $1))
-         OR NOT EXISTS (SELECT 1 FROM {t} p WHERE p.order_key = o.order_key AND p.id < o.id
-                        AND p.attempts > 0 AND p.published_at IS NULL AND p.next_attempt_at > $1))
+    AND ` + keyFree("$1") + `
   ORDER BY o.id LIMIT $3`)
 		r.deletePgxQ = ob.q(`DELETE FROM {t} WHERE ctid = ANY(?::tid[])`)
 		r.failPgxQ = ob.q(failStmt + ` id = ANY(?::bigint[])`)
