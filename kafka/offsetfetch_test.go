@@ -42,8 +42,8 @@ func TestFetchOffsetsWaitsOutACoordinatorMoving(t *testing.T) {
 	// attempts; an error that is not transient at once.
 	fake = &offsetAnswers{codes: []int16{16, 16, 16, 16, 16, 16, 16, 16}}
 	c.Transport = fake
-	if _, err := FetchOffsets(ctx, c, req); !errors.Is(err, kafkago.NotCoordinatorForGroup) || fake.calls != redriveRetries {
-		t.Fatalf("a lasting coordinator error: %v after %d calls; want it after %d", err, fake.calls, redriveRetries)
+	if _, err := FetchOffsets(ctx, c, req); !errors.Is(err, kafkago.NotCoordinatorForGroup) || fake.calls != brokerCallAttempts {
+		t.Fatalf("a lasting coordinator error: %v after %d calls; want it after %d", err, fake.calls, brokerCallAttempts)
 	}
 	fake = &offsetAnswers{codes: []int16{int16(kafkago.GroupAuthorizationFailed)}}
 	c.Transport = fake

@@ -140,36 +140,6 @@ func (b *redriveBroker) committed(ctx context.Context, group, topic string, part
 	return out, nil
 }
 
-// Retries of the broker calls a redrive may repeat safely.
-const (
-	redriveRetries      = 5
-	redriveRetryBackoff = 200 * time.Millisecond
-)
-
-// retrying calls fn until it succeeds, returns an error retry rejects, or
-// redriveRetries attempts were made, waiting between attempts.
-func retrying(ctx context.Context, retry func(error) bool, fn func() error) error {
-	for attempt := 1; ; attempt++ {
-		err := fn()
-		if err == nil || attempt >= redriveRetries || !retry(err) || ctx.Err() != nil {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(time.Duration(attempt) * redriveRetryBackoff):
-		}
-	}
-}
-
-// transient reports a broker error that a repeated commit may clear
-// (a coordinator moving, a leader election). A commit is idempotent, so
-// any of them is retried.
-func transient(err error) bool {
-	var ke kafkago.Error
-	return errors.As(err, &ke) && ke.Temporary()
-}
-
 // rejectedBeforeAppend reports a produce error by which the broker says it
 // did not append the record (it is not the leader, or knows no leader or
 // no such partition yet): a retry cannot write it twice. An ambiguous

@@ -738,7 +738,7 @@ func TestRedriveRetriesOnlySafeErrors(t *testing.T) {
 	}
 	calls := 0
 	err := retrying(context.Background(), transient, func() error { calls++; return kafkago.LeaderNotAvailable })
-	if !errors.Is(err, kafkago.LeaderNotAvailable) || calls != redriveRetries {
+	if !errors.Is(err, kafkago.LeaderNotAvailable) || calls != brokerCallAttempts {
 		t.Errorf("retrying a transient error: %d calls, %v", calls, err)
 	}
 	calls = 0
