@@ -16,7 +16,12 @@ func (r *Relay) ClaimsThroughPgx() bool { return r.ob.dialect == Postgres && !r.
 func LockNamespace(ob *Outbox) int32 { return lockNamespace(ob.table) }
 
 // Floors returns r's floors by key bucket (PostgreSQL through pgx).
-func (r *Relay) Floors() []int64 { f, _, _ := r.floors.all(); return f }
+// At the outbox's clock's now, so that floors past their lifetime are
+// dropped first, as the next claim would.
+func (r *Relay) Floors() []int64 { f, _, _ := r.floors.all(r.ob.now()); return f }
+
+// FloorLifetime is how long a relay keeps its floors.
+const FloorLifetime = floorLifetime
 
 // IDDefaultTakesXidFirst reports whether ob's table's id default takes
 // the inserting transaction's id first, as a claim checks it (PostgreSQL).

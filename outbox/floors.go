@@ -1,6 +1,9 @@
 package outbox
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // The SQL the floors rest on (PostgreSQL): the table's id sequence's last
 // value (0 before its first), the server's start time, the migration that
@@ -41,9 +44,18 @@ type floors struct {
 	floor  [keyBuckets]int64
 	probes [floorProbes]probe // a ring, newest at next-1
 	next   int
-	server string // the server's start time, as the claims read it
-	gen    int    // counts the drops: a claim read before one raises nothing
+	server string    // the server's start time, as the claims read it
+	gen    int       // counts the drops: a claim read before one raises nothing
+	since  time.Time // when the claims began to use this generation (zero: not yet)
 }
+
+// floorLifetime is how long a relay keeps its floors: the first claim
+// after it drops them all and reads its buckets from their lowest pending
+// id again. A row inserted with an explicit id below a floor (bypassing
+// the id column's default, so no floor waited for it) is passed over for
+// at most this long. One claim per bucket then reads again the deleted
+// rows PostgreSQL still indexes.
+const floorLifetime = 30 * time.Second
 
 // floorProbes bounds the probes a relay keeps.
 const floorProbes = 32
@@ -86,10 +98,17 @@ func (c *claimFloors) keep(b int32, id int64) {
 // all returns a copy of the floors (a claim's statement picks those of the
 // buckets it locks), the start time of the server they hold on, and the
 // highest of them: the statement uses none when its server started at
-// another time or the id sequence is below the highest.
-func (f *floors) all() ([]int64, string, int64) {
+// another time or the id sequence is below the highest. At now, floors
+// used for floorLifetime are dropped first.
+func (f *floors) all(now time.Time) ([]int64, string, int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.since.IsZero() {
+		f.since = now
+	} else if now.Sub(f.since) >= floorLifetime {
+		f.reset()
+		f.since = now
+	}
 	return append([]int64(nil), f.floor[:]...), f.server, f.highest()
 }
 
@@ -150,9 +169,11 @@ func (f *floors) raise(c *claimFloors) {
 	}
 }
 
-// reset drops every floor and probe (f.mu held).
+// reset drops every floor and probe (f.mu held); the next claim starts a
+// new lifetime.
 func (f *floors) reset() {
 	f.gen++
+	f.since = time.Time{}
 	f.floor = [keyBuckets]int64{}
 	f.probes = [floorProbes]probe{}
 	f.next = 0

@@ -260,3 +260,42 @@ func TestPostgresFloorsDropWhenARowMoves(t *testing.T) {
 		t.Fatalf("stats %+v (%v), want none pending", st, err)
 	}
 }
+
+// TestPostgresFloorsEndAfterTheirLifetime inserts a row with an explicit
+// id below the relay's floors (bypassing the id column's default, as a
+// copy by hand would): the claims pass it over while the floors last, and
+// it is published once their lifetime ended. The outbox's clock is a fake
+// one, moved by the test.
+func TestPostgresFloorsEndAfterTheirLifetime(t *testing.T) {
+	db, _ := brokertest.Postgres(t)
+	ctx := context.Background()
+	clock := bqtest.NewFakeClock(time.Now())
+	ob := newOutbox(t, db, outbox.Postgres, outbox.WithClock(clock))
+	s := &recordingSender{}
+	r := newRelay(t, db, ob, s)
+	for _, b := range []string{"a", "b", "c", "d"} {
+		write(t, db, ob, true, floorMsg(b, b))
+		drain(t, r)
+	}
+	if !r.ClaimsThroughPgx() || slices.Min(r.Floors()) < 1 {
+		t.Fatalf("floors %v (through pgx: %v), want every bucket's at 1 or above", r.Floors(), r.ClaimsThroughPgx())
+	}
+	// Id 1 was a's row, deleted; its id comes back, given by hand.
+	if _, err := db.ExecContext(ctx, `INSERT INTO `+ob.Table()+` (id, queue, msg_key, order_key, body, headers, created_at, next_attempt_at)
+VALUES (1, 'q', 'x', 'x', 'x', 'null', 0, 0)`); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(outbox.FloorLifetime - time.Millisecond)
+	drain(t, r)
+	if got := bodiesOf(s); !slices.Equal(got, []string{"a", "b", "c", "d"}) {
+		t.Fatalf("sent %v while the floors last, want a-d alone (the floors pass the row over)", got)
+	}
+	clock.Advance(time.Millisecond)
+	drain(t, r)
+	if got := bodiesOf(s)[4:]; !slices.Equal(got, []string{"x"}) {
+		t.Fatalf("once the floors' lifetime ended sent %v, want x", got)
+	}
+	if st, err := ob.Stats(ctx, db); err != nil || st.Pending != 0 {
+		t.Fatalf("stats %+v (%v), want none pending", st, err)
+	}
+}

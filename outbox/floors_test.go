@@ -1,6 +1,12 @@
 package outbox
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
+
+// t0 is the time of the claims that do not test the floors' lifetime.
+var t0 = time.Unix(1_000_000_000, 0)
 
 // claimOf is a claim of buckets 0 and 1 on server "s1" that read rows up
 // to id 100 (seq 120) in a snapshot of xmin 50, taking transaction id 60.
@@ -15,7 +21,7 @@ func TestFloorsWaitForTheTransactionsOfAProbe(t *testing.T) {
 	c1 := claimOf()
 	f.read(c1)
 	f.raise(c1)
-	if got, _, _ := f.all(); got[0] != 0 || got[1] != 0 {
+	if got, _, _ := f.all(t0); got[0] != 0 || got[1] != 0 {
 		t.Fatalf("floors %v after the first claim, want 0", got[:2])
 	}
 	// A claim whose snapshot still sees a transaction older than the first
@@ -36,7 +42,7 @@ func TestFloorsWaitForTheTransactionsOfAProbe(t *testing.T) {
 		t.Fatalf("horizon %d, want 120", c3.horizon)
 	}
 	f.raise(c3)
-	if got, _, _ := f.all(); got[0] != 120 || got[1] != 120 || got[2] != 0 {
+	if got, _, _ := f.all(t0); got[0] != 120 || got[1] != 120 || got[2] != 0 {
 		t.Fatalf("floors %v, want 120 for the claim's buckets only", got[:3])
 	}
 }
@@ -52,7 +58,7 @@ func TestFloorsStayBelowWhatAClaimLeftOrDidNotRead(t *testing.T) {
 	c.keep(1, 40)
 	c.keep(1, 55) // bucket 1 keeps rows 40 and 55 pending
 	f.raise(c)
-	got, _, highest := f.all()
+	got, _, highest := f.all(t0)
 	if got[0] != 90 || got[1] != 39 {
 		t.Fatalf("floors %v, want 90 (the last row read) and 39 (below the row left)", got[:2])
 	}
@@ -63,7 +69,7 @@ func TestFloorsStayBelowWhatAClaimLeftOrDidNotRead(t *testing.T) {
 	low := claimOf()
 	low.gen, low.horizon, low.full, low.maxID = c.gen, 0, false, 10
 	f.raise(low)
-	if got, _, _ := f.all(); got[0] != 90 {
+	if got, _, _ := f.all(t0); got[0] != 90 {
 		t.Fatalf("floor %d after a lower claim, want 90", got[0])
 	}
 }
@@ -76,12 +82,12 @@ func TestFloorsDoNotRiseAfterRowsWerePassedOver(t *testing.T) {
 	f.read(c)
 	c.blocked = true // a failed row waits: rows of its key were not returned
 	f.raise(c)
-	if got, _, _ := f.all(); got[0] != 0 {
+	if got, _, _ := f.all(t0); got[0] != 0 {
 		t.Fatalf("floor %d after a blocked claim, want 0", got[0])
 	}
 	c.blocked, c.ok = false, false // a claim that did not read through pgx
 	f.raise(c)
-	if got, _, _ := f.all(); got[0] != 0 {
+	if got, _, _ := f.all(t0); got[0] != 0 {
 		t.Fatalf("floor %d after a claim that read nothing, want 0", got[0])
 	}
 }
@@ -97,13 +103,13 @@ func TestFloorsDropWhenTheServerOrTheSequenceChanges(t *testing.T) {
 	}
 	var f floors
 	rise(&f, 120, "s1")
-	if got, server, _ := f.all(); got[0] != 120 || server != "s1" {
+	if got, server, _ := f.all(t0); got[0] != 120 || server != "s1" {
 		t.Fatalf("floors %v on %q, want 120 on s1", got[:2], server)
 	}
 	// Another server (a restart may have lost committed deletions): every
 	// floor and probe goes, and a claim read before the restart raises none.
 	f.read(&claimFloors{server: "s2", seq: 120})
-	if got, server, _ := f.all(); got[0] != 0 || server != "s2" {
+	if got, server, _ := f.all(t0); got[0] != 0 || server != "s2" {
 		t.Fatalf("floors %v on %q after a restart, want 0 on s2", got[:2], server)
 	}
 	old := claimOf()
@@ -112,19 +118,19 @@ func TestFloorsDropWhenTheServerOrTheSequenceChanges(t *testing.T) {
 	f.read(&claimFloors{server: "s3", seq: 120})
 	old.horizon = 120
 	f.raise(old) // ...settled after it
-	if got, _, _ := f.all(); got[0] != 0 {
+	if got, _, _ := f.all(t0); got[0] != 0 {
 		t.Fatalf("floor %d raised by a claim of the old server", got[0])
 	}
 	// A sequence below the highest floor (restarted): every floor goes.
 	rise(&f, 120, "s2")
 	f.read(&claimFloors{server: "s2", seq: 5})
-	if got, _, _ := f.all(); got[0] != 0 {
+	if got, _, _ := f.all(t0); got[0] != 0 {
 		t.Fatalf("floor %d after the sequence went back, want 0", got[0])
 	}
 	// And after an error.
 	rise(&f, 120, "s2")
 	f.drop()
-	if got, _, _ := f.all(); got[0] != 0 {
+	if got, _, _ := f.all(t0); got[0] != 0 {
 		t.Fatalf("floor %d after drop, want 0", got[0])
 	}
 }
@@ -141,5 +147,39 @@ func TestParseBuckets(t *testing.T) {
 		if _, err := parseBuckets(bad); err == nil {
 			t.Fatalf("parseBuckets(%q) took it", bad)
 		}
+	}
+}
+
+func TestFloorsLastTheirLifetime(t *testing.T) {
+	var f floors
+	f.read(claimOf())
+	c := claimOf()
+	c.xmin, c.xid = 60, 70
+	f.read(c)
+	f.raise(c) // floors 120 (the first probe) for buckets 0 and 1
+	if got, _, _ := f.all(t0); got[0] != 120 {
+		t.Fatalf("floors %v, want 120", got[:2])
+	}
+	// The first use started the lifetime; just before its end they hold.
+	if got, _, _ := f.all(t0.Add(floorLifetime - time.Nanosecond)); got[0] != 120 || got[1] != 120 {
+		t.Fatalf("floors %v before their lifetime ended, want 120", got[:2])
+	}
+	got, _, highest := f.all(t0.Add(floorLifetime))
+	if got[0] != 0 || got[1] != 0 || highest != 0 {
+		t.Fatalf("floors %v (highest %d) once their lifetime ended, want 0", got[:2], highest)
+	}
+	// A claim read before the drop raises nothing; a new claim raises them
+	// again, for a new lifetime from the drop on.
+	f.raise(c)
+	if got, _, _ := f.all(t0.Add(floorLifetime)); got[0] != 0 {
+		t.Fatalf("floors %v after a claim read before the drop, want 0", got[:2])
+	}
+	f.read(claimOf())
+	c = claimOf()
+	c.xmin, c.xid = 60, 70
+	f.read(c)
+	f.raise(c)
+	if got, _, _ := f.all(t0.Add(2*floorLifetime - time.Nanosecond)); got[0] != 120 {
+		t.Fatalf("floors %v raised in their second lifetime, want 120", got[:2])
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -94,7 +95,7 @@ func (r *Relay) claimPgx(ctx context.Context, share int, now int64) (batch, erro
 func (r *Relay) queueClaim(q *pgx.Batch, share int, now int64) {
 	q.Queue("begin")
 	q.Queue(r.lockPgxQ, r.nextFrom(share), r.lockNS, share)
-	floors, server, highest := r.floors.all()
+	floors, server, highest := r.floors.all(time.UnixMilli(now))
 	q.Queue(r.claimPgxQ, now, floors, r.claimLimit(), server, highest)
 }
 
