@@ -99,13 +99,15 @@ func (c *claimFloors) keep(b int32, id int64) {
 // buckets it locks), the start time of the server they hold on, and the
 // highest of them: the statement uses none when its server started at
 // another time or the id sequence is below the highest. At now, floors
-// used for floorLifetime are dropped first.
+// used for floorLifetime (or since a time after now) are dropped first.
 func (f *floors) all(now time.Time) ([]int64, string, int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.since.IsZero() {
 		f.since = now
-	} else if now.Sub(f.since) >= floorLifetime {
+	} else if d := now.Sub(f.since); d >= floorLifetime || d < 0 {
+		// A clock set back ends the lifetime too: it could otherwise last
+		// as long as the step back.
 		f.reset()
 		f.since = now
 	}

@@ -183,3 +183,18 @@ func TestFloorsLastTheirLifetime(t *testing.T) {
 		t.Fatalf("floors %v raised in their second lifetime, want 120", got[:2])
 	}
 }
+
+func TestFloorsEndWhenTheClockGoesBack(t *testing.T) {
+	var f floors
+	f.read(claimOf())
+	c := claimOf()
+	c.xmin, c.xid = 60, 70
+	f.read(c)
+	f.raise(c)
+	if got, _, _ := f.all(t0); got[0] != 120 {
+		t.Fatalf("floors %v, want 120", got[:2])
+	}
+	if got, _, _ := f.all(t0.Add(-time.Hour)); got[0] != 0 {
+		t.Fatalf("floors %v once the clock went an hour back, want 0", got[:2])
+	}
+}
