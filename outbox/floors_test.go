@@ -14,6 +14,18 @@ func claimOf() *claimFloors {
 	return &claimFloors{ok: true, buckets: []int32{0, 1}, seq: 120, xmin: 50, xid: 60, maxID: 100, server: "s1"}
 }
 
+// claimAfterAProbe records, in f, a first claim's probe (seq 120, xid 60),
+// then reads a claim of buckets 0 and 1 whose snapshot saw every
+// transaction of that probe end (xmin 60, its own xid 70): its horizon
+// is 120.
+func claimAfterAProbe(f *floors) *claimFloors {
+	f.read(claimOf())
+	c := claimOf()
+	c.xmin, c.xid = 60, 70
+	f.read(c)
+	return c
+}
+
 func TestFloorsWaitForTheTransactionsOfAProbe(t *testing.T) {
 	var f floors
 	// The first claim has no earlier probe: its horizon is 0, so nothing
@@ -49,10 +61,7 @@ func TestFloorsWaitForTheTransactionsOfAProbe(t *testing.T) {
 
 func TestFloorsStayBelowWhatAClaimLeftOrDidNotRead(t *testing.T) {
 	var f floors
-	f.read(claimOf()) // a probe: seq 120, xid 60
-	c := claimOf()
-	c.xmin, c.xid = 60, 70
-	f.read(c) // horizon 120
+	c := claimAfterAProbe(&f) // horizon 120
 	c.full = true
 	c.maxID = 90 // its limit cut the scan at 90: rows above were not read
 	c.keep(1, 40)
@@ -76,10 +85,7 @@ func TestFloorsStayBelowWhatAClaimLeftOrDidNotRead(t *testing.T) {
 
 func TestFloorsDoNotRiseAfterRowsWerePassedOver(t *testing.T) {
 	var f floors
-	f.read(claimOf())
-	c := claimOf()
-	c.xmin, c.xid = 60, 70
-	f.read(c)
+	c := claimAfterAProbe(&f)
 	c.blocked = true // a failed row waits: rows of its key were not returned
 	f.raise(c)
 	if got, _, _ := f.all(t0); got[0] != 0 {
@@ -152,10 +158,7 @@ func TestParseBuckets(t *testing.T) {
 
 func TestFloorsLastTheirLifetime(t *testing.T) {
 	var f floors
-	f.read(claimOf())
-	c := claimOf()
-	c.xmin, c.xid = 60, 70
-	f.read(c)
+	c := claimAfterAProbe(&f)
 	f.raise(c) // floors 120 (the first probe) for buckets 0 and 1
 	if got, _, _ := f.all(t0); got[0] != 120 {
 		t.Fatalf("floors %v, want 120", got[:2])
@@ -174,10 +177,7 @@ func TestFloorsLastTheirLifetime(t *testing.T) {
 	if got, _, _ := f.all(t0.Add(floorLifetime)); got[0] != 0 {
 		t.Fatalf("floors %v after a claim read before the drop, want 0", got[:2])
 	}
-	f.read(claimOf())
-	c = claimOf()
-	c.xmin, c.xid = 60, 70
-	f.read(c)
+	c = claimAfterAProbe(&f)
 	f.raise(c)
 	if got, _, _ := f.all(t0.Add(2*floorLifetime - time.Nanosecond)); got[0] != 120 {
 		t.Fatalf("floors %v raised in their second lifetime, want 120", got[:2])
@@ -186,10 +186,7 @@ func TestFloorsLastTheirLifetime(t *testing.T) {
 
 func TestFloorsEndWhenTheClockGoesBack(t *testing.T) {
 	var f floors
-	f.read(claimOf())
-	c := claimOf()
-	c.xmin, c.xid = 60, 70
-	f.read(c)
+	c := claimAfterAProbe(&f)
 	f.raise(c)
 	if got, _, _ := f.all(t0); got[0] != 120 {
 		t.Fatalf("floors %v, want 120", got[:2])
