@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"testing"
 
 	kafkago "github.com/segmentio/kafka-go"
@@ -40,7 +41,8 @@ func TestFetchOffsetsWaitsOutACoordinatorMoving(t *testing.T) {
 
 	// A lasting coordinator error is returned after a bounded number of
 	// attempts; an error that is not transient at once.
-	fake = &offsetAnswers{codes: []int16{16, 16, 16, 16, 16, 16, 16, 16}}
+	lasting := int16(kafkago.NotCoordinatorForGroup)
+	fake = &offsetAnswers{codes: slices.Repeat([]int16{lasting}, brokerCallAttempts+3)}
 	c.Transport = fake
 	if _, err := FetchOffsets(ctx, c, req); !errors.Is(err, kafkago.NotCoordinatorForGroup) || fake.calls != brokerCallAttempts {
 		t.Fatalf("a lasting coordinator error: %v after %d calls; want it after %d", err, fake.calls, brokerCallAttempts)

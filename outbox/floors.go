@@ -64,9 +64,10 @@ const floorProbes = 32
 // transaction id the claim took after reading it: every transaction that
 // took an id up to seq had taken its transaction id before (the id
 // column's default takes it first), so below xid, and once a later
-// snapshot's xmin reaches xid all of them have ended. (A snapshot's xmax would not do: it is one past
-// the latest transaction to end, and a transaction that took a newer id
-// and still runs is at or above it, listed nowhere.)
+// snapshot's xmin reaches xid all of them have ended. (A snapshot's xmax
+// would not do: it is one past the latest transaction to end, and a
+// transaction that took a newer id and still runs is at or above it,
+// listed nowhere.)
 type probe struct{ seq, xid int64 }
 
 // claimFloors is what one claim tells about its buckets: what it read, in
@@ -103,12 +104,12 @@ func (c *claimFloors) keep(b int32, id int64) {
 func (f *floors) all(now time.Time) ([]int64, string, int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.since.IsZero() {
-		f.since = now
-	} else if d := now.Sub(f.since); d >= floorLifetime || d < 0 {
-		// A clock set back ends the lifetime too: it could otherwise last
-		// as long as the step back.
+	// A clock set back ends the lifetime too: it could otherwise last as
+	// long as the step back.
+	if d := now.Sub(f.since); !f.since.IsZero() && (d >= floorLifetime || d < 0) {
 		f.reset()
+	}
+	if f.since.IsZero() {
 		f.since = now
 	}
 	return append([]int64(nil), f.floor[:]...), f.server, f.highest()

@@ -136,9 +136,9 @@ func NewRelay(db *sql.DB, ob *Outbox, sender Sender, opts ...RelayOption) (*Rela
 		// ($2, the relay's floors by bucket; floors.go) while the server is
 		// the one they were raised on ($4, its start time) and its id
 		// sequence has not gone back below them ($5) and the id column's
-		// default takes the writer's transaction id first, and come with their
-		// bucket, their snapshot's xmin, the claim's own transaction id
-		// (taken here, after the lock statement read the sequence) and
+		// default takes the writer's transaction id first, and come with
+		// their bucket, their snapshot's xmin, the claim's own transaction
+		// id (taken here, after the lock statement read the sequence) and
 		// whether a failed row waits out its backoff (subqueries, evaluated
 		// once).
 		r.claimPgxQ = ob.q(`SELECT o.id, o.queue, o.msg_key, o.order_key, o.body, o.headers, o.attempts, o.ctid, ` + b + `::int4,
