@@ -30,3 +30,10 @@ func IDDefaultTakesXidFirst(ctx context.Context, db *sql.DB, ob *Outbox) (bool, 
 	err := db.QueryRowContext(ctx, ob.q(`SELECT `+xidFirstCheck)).Scan(&ok)
 	return ok, err
 }
+
+// RunOneWorker runs a single worker of Run until ctx ends: each of its
+// claims takes every free key bucket, and each claim after the first rides
+// with the settlement before it.
+func (r *Relay) RunOneWorker(ctx context.Context) {
+	r.work(ctx, keyBuckets, make(chan struct{}, 1))
+}

@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
@@ -102,6 +103,16 @@ func (c *claimFloors) keep(b int32, id int64) {
 // another time or the id sequence is below the highest. At now, floors
 // used for floorLifetime (or since a time after now) are dropped first.
 func (f *floors) all(now time.Time) ([]int64, string, int64) {
+	return f.after(now, nil)
+}
+
+// after is all with the floors as settled's settlement raises them, for
+// the claim that follows that settlement on its connection, in its
+// pipeline: the claim runs only once the settlement committed, and its
+// rows are used only when the deletion found every row it was given
+// (settlePgx), which is when raise raises the floors themselves. A nil
+// settled is all.
+func (f *floors) after(now time.Time, settled *claimFloors) ([]int64, string, int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	// A clock set back ends the lifetime too: it could otherwise last as
@@ -112,7 +123,11 @@ func (f *floors) all(now time.Time) ([]int64, string, int64) {
 	if f.since.IsZero() {
 		f.since = now
 	}
-	return append([]int64(nil), f.floor[:]...), f.server, f.highest()
+	floor := f.floor
+	if settled != nil && settled.gen == f.gen {
+		settled.raises(func(b int32, v int64) { floor[b] = max(floor[b], v) })
+	}
+	return floor[:], f.server, slices.Max(floor[:])
 }
 
 // read records a claim's probe and returns the id horizon of its snapshot:
@@ -151,13 +166,21 @@ func (f *floors) highest() int64 {
 // the scan, and below every row of the bucket it read and did not delete.
 // Nothing is raised after a claim that passed rows over (blocked).
 func (f *floors) raise(c *claimFloors) {
-	if !c.ok || c.blocked {
-		return
-	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if c.gen != f.gen {
 		return // the floors were dropped since the claim read
+	}
+	c.raises(func(b int32, v int64) { f.floor[b] = max(f.floor[b], v) })
+}
+
+// raises calls set with each of c's buckets and the floor its committed
+// settlement allows for it: its horizon, the last id it read when its limit
+// cut the scan, one below the lowest row of the bucket it left pending.
+// A claim that passed rows over (blocked) allows nothing.
+func (c *claimFloors) raises(set func(b int32, v int64)) {
+	if !c.ok || c.blocked {
+		return
 	}
 	top := c.horizon
 	if c.full {
@@ -168,7 +191,7 @@ func (f *floors) raise(c *claimFloors) {
 		if u := c.unsent[b]; u > 0 {
 			v = min(v, u-1)
 		}
-		f.floor[b] = max(f.floor[b], v)
+		set(b, v)
 	}
 }
 

@@ -261,6 +261,65 @@ func TestPostgresFloorsDropWhenARowMoves(t *testing.T) {
 	}
 }
 
+// TestPostgresFloorsBehindAMovedRow has one worker claim k1 and read k2
+// (of one key), with a horizon past both, and the test update k1 while it
+// is sent: the deletion finds nothing, so k1 stays pending, below the
+// floor the settlement would raise. The claim that rode with that
+// settlement started past the raised floor and found k2; it must be
+// rolled back unsent, so that k1 goes again before k2.
+func TestPostgresFloorsBehindAMovedRow(t *testing.T) {
+	db, _ := brokertest.Postgres(t)
+	ctx := context.Background()
+	ob := newOutbox(t, db, outbox.Postgres)
+	moved := false
+	s := &recordingSender{fail: func(body []byte) error {
+		if string(body) == "k1" && !moved {
+			moved = true
+			if _, err := db.ExecContext(ctx, `UPDATE `+ob.Table()+` SET last_error = 'moved' WHERE body = 'k1'::bytea`); err != nil {
+				t.Error(err)
+			}
+		}
+		return nil
+	}}
+	r := newRelay(t, db, ob, s, outbox.WithPoll(5*time.Millisecond))
+	// k1 and k2 take their ids in a transaction still open while a claim
+	// publishes a (and reads the id sequence past them); once it commits,
+	// the next claim's horizon covers them.
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	for _, b := range []string{"k1", "k2"} {
+		if _, err := ob.Write(ctx, tx, floorMsg("k", b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(t, db, ob, true, floorMsg("a", "a"))
+	drain(t, r)
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	done := make(chan struct{})
+	go func() { defer close(done); r.RunOneWorker(rctx) }()
+	for len(bodiesOf(s)) < 4 && rctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if !moved {
+		t.Fatal("k1 was not sent")
+	}
+	if got := bodiesOf(s); !slices.Equal(got, []string{"a", "k1", "k1", "k2"}) {
+		t.Fatalf("sent %v, want a, then k1 twice (once more after it moved), then k2", got)
+	}
+	if st, err := ob.Stats(ctx, db); err != nil || st.Pending != 0 {
+		t.Fatalf("stats %+v (%v), want none pending", st, err)
+	}
+}
+
 // TestPostgresFloorsEndAfterTheirLifetime inserts a row with an explicit
 // id below the relay's floors (bypassing the id column's default, as a
 // copy by hand would): the claims pass it over while the floors last, and

@@ -195,3 +195,33 @@ func TestFloorsEndWhenTheClockGoesBack(t *testing.T) {
 		t.Fatalf("floors %v once the clock went an hour back, want 0", got[:2])
 	}
 }
+
+func TestFloorsAfterASettlementLeaveTheFloorsAlone(t *testing.T) {
+	var f floors
+	c := claimAfterAProbe(&f) // horizon 120
+	c.keep(1, 40)             // bucket 1 keeps row 40 pending
+	got, _, highest := f.after(t0, c)
+	if got[0] != 120 || got[1] != 39 || got[2] != 0 || highest != 120 {
+		t.Fatalf("floors after the settlement %v (highest %d), want 120, 39 and 0 (highest 120)", got[:3], highest)
+	}
+	// Only raise, once the settlement is known to have deleted its rows,
+	// raises the floors themselves.
+	if now, _, highest := f.all(t0); now[0] != 0 || now[1] != 0 || highest != 0 {
+		t.Fatalf("floors %v (highest %d) before raise, want 0", now[:2], highest)
+	}
+	// A claim read before the floors were dropped raises nothing, after
+	// them either.
+	f.drop()
+	if got, _, _ := f.after(t0, c); got[0] != 0 || got[1] != 0 {
+		t.Fatalf("floors after a settlement read before a drop %v, want 0", got[:2])
+	}
+	// A claim that passed rows over raises nothing.
+	b := claimAfterAProbe(&f)
+	b.blocked = true
+	if got, _, _ := f.after(t0, b); got[0] != 0 {
+		t.Fatalf("floors after a blocked claim's settlement %v, want 0", got[:1])
+	}
+	if got, _, _ := f.after(t0, nil); got[0] != 0 {
+		t.Fatalf("floors after no settlement %v, want 0", got[:1])
+	}
+}

@@ -66,7 +66,7 @@ func (r *Relay) claimPgx(ctx context.Context, share int, now int64) (batch, erro
 	b := batch{pg: &pgxConn{conn: conn}}
 	err = b.pg.do(func(pc *pgx.Conn) error {
 		var q pgx.Batch
-		r.queueClaim(&q, share, now)
+		r.queueClaim(&q, share, now, nil)
 		// Not ended by ctx: a batch in flight when Run stops is settled.
 		br := pc.SendBatch(context.WithoutCancel(ctx), &q)
 		defer br.Close()
@@ -91,11 +91,13 @@ func (r *Relay) claimPgx(ctx context.Context, share int, now int64) (batch, erro
 // transaction, which the other statements join). The rows' statement is a
 // new statement, so a new snapshot, taken once every lock is held (see
 // claim); it reads the buckets locked from the transaction's setting that
-// the locks' statement wrote.
-func (r *Relay) queueClaim(q *pgx.Batch, share int, now int64) {
+// the locks' statement wrote. A claim queued behind a settlement starts
+// past the floors as that settlement raises them (floors.after; nil
+// settled: the floors as they are).
+func (r *Relay) queueClaim(q *pgx.Batch, share int, now int64, settled *claimFloors) {
 	q.Queue("begin")
 	q.Queue(r.lockPgxQ, r.nextFrom(share), r.lockNS, share)
-	floors, server, highest := r.floors.all(time.UnixMilli(now))
+	floors, server, highest := r.floors.after(time.UnixMilli(now), settled)
 	q.Queue(r.claimPgxQ, now, floors, r.claimLimit(), server, highest)
 }
 
@@ -242,7 +244,11 @@ func (r *Relay) settlePgx(ctx context.Context, b batch, okAt pgtype.FlatArray[pg
 		q.Queue("commit")
 		settled := q.Len()
 		if share > 0 {
-			r.queueClaim(&q, share, r.ob.now().UnixMilli())
+			// The next claim starts past the floors this settlement raises,
+			// so that it does not read again the rows it deletes. Should the
+			// deletion find fewer rows (below), a row it left pending may lie
+			// below those floors, and that claim is rolled back unsent.
+			r.queueClaim(&q, share, r.ob.now().UnixMilli(), b.fl)
 		}
 		br := pc.SendBatch(ctx, &q)
 		defer br.Close()
@@ -285,6 +291,9 @@ func (r *Relay) settlePgx(ctx context.Context, b batch, okAt pgtype.FlatArray[pg
 		// transaction.
 		raise()
 		next.rows, next.fl, claimErr = r.readClaim(pc, br)
+		if claimErr == nil && !deleted {
+			next.rows = nil // read past floors that a row left pending may be below
+		}
 		return nil
 	})
 	if err != nil || claimErr != nil {
