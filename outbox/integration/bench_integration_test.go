@@ -43,8 +43,9 @@ func env(t *testing.T, name string) string {
 // SendBatch, two in flight, in five rounds that each run both sides, and
 // prints the median round as "bench: outbox-relay-throughput
 // ours=<rows/s> raw=<msg/s> ratio=<ours/raw>". The relay is timed as one
-// already running: its connections open and its statements prepared
-// before the window, which runs from its start to its last deletion.
+// already running: its connections open (the same ones in every round)
+// and its statements prepared before the window, which runs from its
+// start to its last deletion.
 func TestBenchOutboxRelayThroughput(t *testing.T) {
 	if os.Getenv("BQ_BENCH") == "" {
 		t.Skip("benchmark: set BQ_BENCH=1 (make bench)")
@@ -85,6 +86,24 @@ func TestBenchOutboxRelayThroughput(t *testing.T) {
 	// broker acknowledged, so the end of its run is seen at once.
 	acks := &ackCounter{Transport: tr}
 	relaySender := outbox.TransportSender{Transport: acks}
+	// The relays of all rounds share one pool, named, so that its backends
+	// can be found and their CPU in the timed windows measured. Its
+	// backends live from round to round, as a running relay's do: a new
+	// backend pays a page fault for each page of PostgreSQL's shared
+	// buffers it first touches (with a pool per round, PostgreSQL spent
+	// about a quarter of a microsecond more per row in the windows:
+	// perf, three alternations).
+	const app = "bqoutboxbench"
+	sep := "?"
+	if strings.Contains(pg, "?") {
+		sep = "&"
+	}
+	rdb, err := sql.Open("pgx", pg+sep+"application_name="+app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	rdb.SetMaxIdleConns(2 * inflight)
 	var rawSelf, ourSelf, ourPG, ourBackends, rawKafka, ourKafka time.Duration
 	// The Kafka broker's process, when it runs here under this user.
 	kafkaPID := 0
@@ -141,18 +160,6 @@ func TestBenchOutboxRelayThroughput(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer db.ExecContext(ctx, "DROP TABLE "+ob.Table())
-		// The relay has its own pool, named, so that its backends can be
-		// found and their CPU in the timed window measured.
-		app := fmt.Sprintf("bqoutboxbench%d", round)
-		sep := "?"
-		if strings.Contains(pg, "?") {
-			sep = "&"
-		}
-		rdb, err := sql.Open("pgx", pg+sep+"application_name="+app)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rdb.Close()
 		r, err := outbox.NewRelay(rdb, ob, relaySender, outbox.WithBatchSize(batch), outbox.WithInFlight(inflight), outbox.WithPoll(10*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
@@ -161,7 +168,6 @@ func TestBenchOutboxRelayThroughput(t *testing.T) {
 		// statements prepared. It runs over the empty table for 50 ms (its
 		// workers claim, find nothing and poll every 10 ms), then stops;
 		// the rows are written after.
-		rdb.SetMaxIdleConns(2 * inflight)
 		warm, stop := context.WithCancel(ctx)
 		warmed := make(chan error, 1)
 		go func() { warmed <- r.Run(warm) }()
