@@ -176,7 +176,22 @@ func scanPgxRows(res pgx.Rows, limit, waves, size int, fl *claimFloors) ([]row, 
 	first := []any{&rw.id, queue, &rw.key, &rw.orderKey, (*bodyString)(&rw.body), nil, &rw.attempts, &rw.tid, &rw.bucket, &fl.xmin, &fl.xid, &fl.blocked}
 	rest := append(first[:9:9], nil, nil, nil)
 	dest := first
+	raw := rawClaimColumns(res.FieldDescriptions())
+	var arena rowArena
 	for res.Next() {
+		if raw {
+			vals := res.RawValues()
+			if err := decodeClaimRow(vals, &rw, &arena, queue); err != nil {
+				return nil, fmt.Errorf("outbox: claim: %w", err)
+			}
+			if len(out) == 0 {
+				if err := decodeClaimValues(vals, fl); err != nil {
+					return nil, fmt.Errorf("outbox: claim: %w", err)
+				}
+			}
+			out = append(out, rw)
+			continue
+		}
 		rw = row{}
 		if err := res.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("outbox: claim: %w", err)
