@@ -8,6 +8,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -227,6 +228,22 @@ func TestPostgresFloorsWaitForAFailedRow(t *testing.T) {
 	}
 }
 
+// movingSender is a recordingSender that, the first time it is to send
+// body, updates that row of ob's table (outside the relay), which moves it
+// to a new ctid; moved reports whether it did.
+func movingSender(t *testing.T, db *sql.DB, ob *outbox.Outbox, body string) (s *recordingSender, moved func() bool) {
+	var done atomic.Bool
+	s = &recordingSender{fail: func(b []byte) error {
+		if string(b) == body && done.CompareAndSwap(false, true) {
+			if _, err := db.Exec(`UPDATE `+ob.Table()+` SET last_error = 'moved' WHERE body = $1::bytea`, b); err != nil {
+				t.Error(err)
+			}
+		}
+		return nil
+	}}
+	return s, done.Load
+}
+
 // TestPostgresFloorsDropWhenARowMoves updates a row (outside the relay)
 // while the relay sends it: the deletion by its old ctid finds nothing,
 // so the row stays pending and the floors, which would pass it, drop; it
@@ -235,22 +252,13 @@ func TestPostgresFloorsDropWhenARowMoves(t *testing.T) {
 	db, _ := brokertest.Postgres(t)
 	ctx := context.Background()
 	ob := newOutbox(t, db, outbox.Postgres)
-	moved := false
-	s := &recordingSender{fail: func(body []byte) error {
-		if string(body) == "k2" && !moved {
-			moved = true
-			if _, err := db.ExecContext(ctx, `UPDATE `+ob.Table()+` SET last_error = 'moved' WHERE body = 'k2'::bytea`); err != nil {
-				t.Error(err)
-			}
-		}
-		return nil
-	}}
+	s, moved := movingSender(t, db, ob, "k2")
 	r := newRelay(t, db, ob, s)
 	// k1 goes first (its key's head); the claim that sends k2 reads with
 	// the first claim's probe, which covers k2.
 	write(t, db, ob, true, outbox.Message{Queue: "q", Key: []byte("k"), Body: []byte("k1")}, outbox.Message{Queue: "q", Key: []byte("k"), Body: []byte("k2")})
 	drain(t, r)
-	if !moved {
+	if !moved() {
 		t.Fatal("k2 was not sent")
 	}
 	if got := bodiesOf(s); !slices.Equal(got, []string{"k1", "k2", "k2"}) {
@@ -271,16 +279,7 @@ func TestPostgresFloorsBehindAMovedRow(t *testing.T) {
 	db, _ := brokertest.Postgres(t)
 	ctx := context.Background()
 	ob := newOutbox(t, db, outbox.Postgres)
-	moved := false
-	s := &recordingSender{fail: func(body []byte) error {
-		if string(body) == "k1" && !moved {
-			moved = true
-			if _, err := db.ExecContext(ctx, `UPDATE `+ob.Table()+` SET last_error = 'moved' WHERE body = 'k1'::bytea`); err != nil {
-				t.Error(err)
-			}
-		}
-		return nil
-	}}
+	s, moved := movingSender(t, db, ob, "k1")
 	r := newRelay(t, db, ob, s, outbox.WithPoll(5*time.Millisecond))
 	// k1 and k2 take their ids in a transaction still open while a claim
 	// publishes a (and reads the id sequence past them); once it commits,
@@ -309,7 +308,7 @@ func TestPostgresFloorsBehindAMovedRow(t *testing.T) {
 	}
 	cancel()
 	<-done
-	if !moved {
+	if !moved() {
 		t.Fatal("k1 was not sent")
 	}
 	if got := bodiesOf(s); !slices.Equal(got, []string{"a", "k1", "k1", "k2"}) {
