@@ -160,12 +160,14 @@ func parseBuckets(s string) ([]int32, error) {
 
 // scanPgxRows reads the claimed rows (with their binary ctid and bucket)
 // and, into fl, their snapshot's xmin, the claim's transaction id and what
-// the floors need, then
-// orders them in waves of up to size rows (inWaves).
+// the floors need, then orders them in waves of up to size rows
+// (inWaves). The rows are decoded from their raw values when their columns
+// come in the binary format (pgxrows.go), else through pgx's Scan.
 func scanPgxRows(res pgx.Rows, limit, waves, size int, fl *claimFloors) ([]row, error) {
 	defer res.Close()
 	out := make([]row, 0, limit)
 	var rw row
+	// Through Scan:
 	// The headers column is not scanned (nil): Write stores nil headers as
 	// "null", the common case, which needs no decode.
 	// The queue is read as the previous row's string when it is the
