@@ -297,10 +297,22 @@ func TestKafkaGoReaderIgnoresLogAppendTime(t *testing.T) {
 	})
 	producerTime := time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
 	before := time.Now().Add(-time.Second)
-	resp, err := kafkaClient(brokers).Produce(ctx, &kafka.ProduceRequest{
-		Topic: topic, Partition: 0, RequiredAcks: kafka.RequireAll,
-		Records: kafka.NewRecordReader(kafka.Record{Time: producerTime, Value: kafka.NewBytes([]byte("x"))}),
-	})
+	// A partition of a topic just created may refuse a write until its
+	// leader is in place (NOT_LEADER_OR_FOLLOWER): such a refusal wrote
+	// nothing, so the write is tried again until ctx ends.
+	var resp *kafka.ProduceResponse
+	var err error
+	for {
+		resp, err = kafkaClient(brokers).Produce(ctx, &kafka.ProduceRequest{
+			Topic: topic, Partition: 0, RequiredAcks: kafka.RequireAll,
+			Records: kafka.NewRecordReader(kafka.Record{Time: producerTime, Value: kafka.NewBytes([]byte("x"))}),
+		})
+		var ke kafka.Error
+		if err != nil || !errors.As(resp.Error, &ke) || !ke.Temporary() || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	if err != nil || resp.Error != nil {
 		t.Fatalf("Produce: %v %v", err, resp.Error)
 	}
