@@ -153,13 +153,7 @@ func (f *floors) read(c *claimFloors) {
 }
 
 // highest returns the highest floor (f.mu held).
-func (f *floors) highest() int64 {
-	var h int64
-	for _, v := range f.floor {
-		h = max(h, v)
-	}
-	return h
-}
+func (f *floors) highest() int64 { return slices.Max(f.floor[:]) }
 
 // raise raises the floors of a claim's buckets once its settlement
 // committed: up to its horizon, to the last id it read when its limit cut

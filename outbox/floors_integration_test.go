@@ -33,9 +33,7 @@ func TestPostgresFloorsWaitForALateCommit(t *testing.T) {
 		}
 		return func() {}
 	})
-	if st, err := ob.Stats(ctx, db); err != nil || st.Pending != 0 {
-		t.Fatalf("stats %+v (%v), want none pending", st, err)
-	}
+	nonePending(t, db, ob)
 	// Meanwhile the floors did rise, once the late transaction ended.
 	if r.ClaimsThroughPgx() && slices.Max(r.Floors()) == 0 {
 		t.Fatalf("floors %v, want some raised", r.Floors())
@@ -196,7 +194,6 @@ func TestPostgresFloorsFollowASequenceRestart(t *testing.T) {
 // one, moved past the backoff by the test.
 func TestPostgresFloorsWaitForAFailedRow(t *testing.T) {
 	db, _ := brokertest.Postgres(t)
-	ctx := context.Background()
 	clock := bqtest.NewFakeClock(time.Now())
 	ob := newOutbox(t, db, outbox.Postgres, outbox.WithClock(clock))
 	refused := false
@@ -223,7 +220,13 @@ func TestPostgresFloorsWaitForAFailedRow(t *testing.T) {
 	if got := bodiesOf(s)[5:]; !slices.Equal(got, []string{"k1", "k2"}) {
 		t.Fatalf("once k1 was due sent %v, want k1 then k2", got)
 	}
-	if st, err := ob.Stats(ctx, db); err != nil || st.Pending != 0 {
+	nonePending(t, db, ob)
+}
+
+// nonePending fails t unless ob's table holds no pending row.
+func nonePending(t *testing.T, db *sql.DB, ob *outbox.Outbox) {
+	t.Helper()
+	if st, err := ob.Stats(context.Background(), db); err != nil || st.Pending != 0 {
 		t.Fatalf("stats %+v (%v), want none pending", st, err)
 	}
 }
@@ -250,7 +253,6 @@ func movingSender(t *testing.T, db *sql.DB, ob *outbox.Outbox, body string) (s *
 // is sent again.
 func TestPostgresFloorsDropWhenARowMoves(t *testing.T) {
 	db, _ := brokertest.Postgres(t)
-	ctx := context.Background()
 	ob := newOutbox(t, db, outbox.Postgres)
 	s, moved := movingSender(t, db, ob, "k2")
 	r := newRelay(t, db, ob, s)
@@ -264,9 +266,7 @@ func TestPostgresFloorsDropWhenARowMoves(t *testing.T) {
 	if got := bodiesOf(s); !slices.Equal(got, []string{"k1", "k2", "k2"}) {
 		t.Fatalf("sent %v, want k1, then k2 twice (once more after it moved)", got)
 	}
-	if st, err := ob.Stats(ctx, db); err != nil || st.Pending != 0 {
-		t.Fatalf("stats %+v (%v), want none pending", st, err)
-	}
+	nonePending(t, db, ob)
 }
 
 // TestPostgresFloorsBehindAMovedRow has one worker claim k1 and read k2
@@ -314,9 +314,7 @@ func TestPostgresFloorsBehindAMovedRow(t *testing.T) {
 	if got := bodiesOf(s); !slices.Equal(got, []string{"a", "k1", "k1", "k2"}) {
 		t.Fatalf("sent %v, want a, then k1 twice (once more after it moved), then k2", got)
 	}
-	if st, err := ob.Stats(ctx, db); err != nil || st.Pending != 0 {
-		t.Fatalf("stats %+v (%v), want none pending", st, err)
-	}
+	nonePending(t, db, ob)
 }
 
 // TestPostgresFloorsEndAfterTheirLifetime inserts a row with an explicit
@@ -353,7 +351,5 @@ VALUES (1, 'q', 'x', 'x', 'x', 'null', 0, 0)`); err != nil {
 	if got := bodiesOf(s)[4:]; !slices.Equal(got, []string{"x"}) {
 		t.Fatalf("once the floors' lifetime ended sent %v, want x", got)
 	}
-	if st, err := ob.Stats(ctx, db); err != nil || st.Pending != 0 {
-		t.Fatalf("stats %+v (%v), want none pending", st, err)
-	}
+	nonePending(t, db, ob)
 }
