@@ -398,21 +398,28 @@ func runRelayTests(t *testing.T, db *sql.DB, d outbox.Dialect, wrap func(*record
 		}
 		cancel()
 		wg.Wait()
-		seen := map[string]bool{}
-		last := map[string]int{}
-		for _, g := range s.got {
-			if seen[string(g.body)] {
-				t.Fatalf("row %s published twice", g.body)
-			}
-			seen[string(g.body)] = true
-			i, _ := strconv.Atoi(string(g.body))
-			if p, ok := last[string(g.key)]; ok && i < p {
-				t.Fatalf("key %s: %d sent after %d", g.key, i, p)
-			}
-			last[string(g.key)] = i
-		}
-		if len(seen) != rows {
-			t.Fatalf("%d rows published, want %d", len(seen), rows)
-		}
+		onceInKeyOrder(t, s, rows)
 	})
+}
+
+// onceInKeyOrder checks that s published rows 0..n-1 (each with body
+// "<i>", of any key) once each, every key's rows in the order of i.
+func onceInKeyOrder(t *testing.T, s *recordingSender, n int) {
+	t.Helper()
+	seen := map[string]bool{}
+	last := map[string]int{}
+	for _, g := range s.got {
+		if seen[string(g.body)] {
+			t.Fatalf("row %s published twice", g.body)
+		}
+		seen[string(g.body)] = true
+		i, _ := strconv.Atoi(string(g.body))
+		if p, ok := last[string(g.key)]; ok && i < p {
+			t.Fatalf("key %s: row %d published after row %d", g.key, i, p)
+		}
+		last[string(g.key)] = i
+	}
+	if len(seen) != n {
+		t.Fatalf("%d rows published, want %d", len(seen), n)
+	}
 }

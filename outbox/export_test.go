@@ -37,3 +37,6 @@ func IDDefaultTakesXidFirst(ctx context.Context, db *sql.DB, ob *Outbox) (bool, 
 func (r *Relay) RunOneWorker(ctx context.Context) {
 	r.work(ctx, keyBuckets, make(chan struct{}, 1))
 }
+
+// ClaimsAhead returns how many claims r made ahead (WithClaimAhead).
+func (r *Relay) ClaimsAhead() int64 { return r.claimedAhead.Load() }

@@ -97,6 +97,16 @@ func (c *claimFloors) keep(b int32, id int64) {
 	}
 }
 
+// keepAll records that the claim leaves pending what o (a claim before
+// it in its transaction) does: it read past those rows.
+func (c *claimFloors) keepAll(o *claimFloors) {
+	for b, id := range o.unsent {
+		if id != 0 {
+			c.keep(int32(b), id)
+		}
+	}
+}
+
 // all returns a copy of the floors (a claim's statement picks those of the
 // buckets it locks), the start time of the server they hold on, and the
 // highest of them: the statement uses none when its server started at
@@ -150,6 +160,20 @@ func (f *floors) read(c *claimFloors) {
 	}
 	f.probes[f.next] = probe{seq: c.seq, xid: c.xid}
 	f.next = (f.next + 1) % floorProbes
+}
+
+// readAhead is read for a claim ahead (chain.go), in the transaction of
+// the claim whose probe it shares: its horizon, from the probes it
+// finds, and no probe of its own.
+func (f *floors) readAhead(c *claimFloors) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c.gen = f.gen
+	for _, p := range f.probes {
+		if p.xid != 0 && p.xid <= c.xmin && p.seq > c.horizon {
+			c.horizon = p.seq
+		}
+	}
 }
 
 // highest returns the highest floor (f.mu held).

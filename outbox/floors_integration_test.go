@@ -281,24 +281,7 @@ func TestPostgresFloorsBehindAMovedRow(t *testing.T) {
 	ob := newOutbox(t, db, outbox.Postgres)
 	s, moved := movingSender(t, db, ob, "k1")
 	r := newRelay(t, db, ob, s, outbox.WithPoll(5*time.Millisecond))
-	// k1 and k2 take their ids in a transaction still open while a claim
-	// publishes a (and reads the id sequence past them); once it commits,
-	// the next claim's horizon covers them.
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
-	for _, b := range []string{"k1", "k2"} {
-		if _, err := ob.Write(ctx, tx, floorMsg("k", b)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(t, db, ob, true, floorMsg("a", "a"))
-	drain(t, r)
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	k1AndK2BelowAHorizon(t, db, ob, r)
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	done := make(chan struct{})
@@ -315,6 +298,30 @@ func TestPostgresFloorsBehindAMovedRow(t *testing.T) {
 		t.Fatalf("sent %v, want a, then k1 twice (once more after it moved), then k2", got)
 	}
 	nonePending(t, db, ob)
+}
+
+// k1AndK2BelowAHorizon writes k1 and k2 (key k) in a transaction that
+// takes their ids and stays open while r publishes a (its claim reads the
+// id sequence past them), then commits it: r's next claim has a horizon
+// past both.
+func k1AndK2BelowAHorizon(t *testing.T, db *sql.DB, ob *outbox.Outbox, r *outbox.Relay) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	for _, b := range []string{"k1", "k2"} {
+		if _, err := ob.Write(ctx, tx, floorMsg("k", b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(t, db, ob, true, floorMsg("a", "a"))
+	drain(t, r)
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestPostgresFloorsEndAfterTheirLifetime inserts a row with an explicit

@@ -225,3 +225,53 @@ func TestFloorsAfterASettlementLeaveTheFloorsAlone(t *testing.T) {
 		t.Fatalf("floors after no settlement %v, want 0", got[:1])
 	}
 }
+
+// TestClaimAheadOnlyPastASettledRead checks when a claim may be followed
+// by one past its last row (claims ahead): only when its horizon covers
+// every id it read, no failed row waited, and it left no row it read
+// pending.
+func TestClaimAheadOnlyPastASettledRead(t *testing.T) {
+	var f floors
+	c := claimAfterAProbe(&f) // horizon 120, read up to 100
+	if !c.ahead() {
+		t.Fatal("a claim read below its horizon may be followed ahead")
+	}
+	first := claimOf()
+	f.read(first) // no probe before it: horizon 0
+	if first.ahead() {
+		t.Fatal("a claim whose horizon is below the ids it read was followed ahead")
+	}
+	blocked := claimAfterAProbe(&floors{})
+	blocked.blocked = true
+	if blocked.ahead() {
+		t.Fatal("a claim that passed rows over was followed ahead")
+	}
+	left := claimAfterAProbe(&floors{})
+	left.keep(1, 90)
+	if left.ahead() {
+		t.Fatal("a claim that leaves a row it read pending was followed ahead")
+	}
+	if (&claimFloors{}).ahead() {
+		t.Fatal("a claim not read was followed ahead")
+	}
+}
+
+// TestClaimAheadKeepsWhatTheClaimBeforeLeft checks that a claim ahead
+// takes on the rows the claim before it left pending: its settlement
+// raises no floor past them.
+func TestClaimAheadKeepsWhatTheClaimBeforeLeft(t *testing.T) {
+	var f floors
+	before := claimAfterAProbe(&f)
+	before.keep(0, 95)
+	ahead := claimOf()
+	ahead.xmin, ahead.xid, ahead.maxID = 60, 70, 110
+	f.readAhead(ahead)
+	if ahead.horizon != 120 {
+		t.Fatalf("horizon %d of the claim ahead, want 120 (the probe of its transaction)", ahead.horizon)
+	}
+	ahead.keepAll(before)
+	f.raise(ahead)
+	if got, _, _ := f.all(t0); got[0] != 94 || got[1] != 120 {
+		t.Fatalf("floors %v, want 94 (below the row left pending) and 120", got[:2])
+	}
+}

@@ -17,6 +17,7 @@ import (
 //	WithBatchSize      DefaultBatchSize (500 rows per send)
 //	WithWaves          DefaultWaves (1 row of an order key per PostgreSQL claim)
 //	WithInFlight       DefaultInFlight (2 sends in flight in Run, by 4 workers that claim, send and settle)
+//	WithClaimAhead     off (PostgreSQL: a worker claims its next batch while one is sent, up to n per transaction)
 //	WithParallelism    DefaultParallelism (64 sends in flight per batch, when the sender does not batch)
 //	WithLease          DefaultLease (30s; SQLite: how long claimed rows are the relay's)
 //	WithPoll           DefaultPoll (200ms wait after a claim that found nothing)
@@ -66,6 +67,7 @@ type relayConfig struct {
 	batch, parallel        int
 	waves                  int
 	inflight               int
+	ahead                  int
 	lease, poll            time.Duration
 	minBackoff, maxBackoff time.Duration
 	sendTimeout            time.Duration
@@ -111,7 +113,8 @@ func WithWaves(n int) RelayOption {
 // WithInFlight sets how many sends (waves) Run has in flight at once; 2n
 // workers claim, send and settle batches, so that other batches are
 // claimed or settled meanwhile (on PostgreSQL each claim takes up to
-// 1/(2n) of the table's key buckets).
+// 1/(2n) of the table's key buckets). With WithClaimAhead, n workers,
+// each claiming its next batch while it sends one.
 func WithInFlight(n int) RelayOption {
 	return func(c *relayConfig) { option.Positive(&c.errs, &c.inflight, "batches in flight", n) }
 }
@@ -161,4 +164,21 @@ func WithSendTimeout(d time.Duration) RelayOption {
 // WithLogger sets the logger.
 func WithLogger(l *slog.Logger) RelayOption {
 	return func(c *relayConfig) { option.NonNil(&c.errs, &c.logger, "logger", l) }
+}
+
+// WithClaimAhead makes each PostgreSQL worker claim its next batch while
+// the one before is being sent, in the same transaction (so under the
+// same key bucket locks, past the last row the batch before read), up to
+// n claims per transaction; Run then starts WithInFlight workers, each
+// with one send in flight, instead of twice as many. A batch claimed
+// ahead is sent once the one before was acknowledged; its rows of keys
+// the batch before sent wait until that batch's deletion found every row,
+// and its rows of keys that failed there stay pending. A claim is
+// followed ahead only while its buckets hold one row per key within its
+// limit, no failed row waits out its backoff and every id up to its last
+// row was taken by a transaction that had ended (otherwise the worker
+// settles and commits as without the option). Through pgx's driver only;
+// DESIGN.md ("Claims ahead") has the rules and the measurements.
+func WithClaimAhead(n int) RelayOption {
+	return func(c *relayConfig) { option.Positive(&c.errs, &c.ahead, "claims ahead", n) }
 }

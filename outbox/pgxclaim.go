@@ -251,13 +251,7 @@ func (r *Relay) settlePgx(ctx context.Context, b batch, okAt pgtype.FlatArray[pg
 		// pipeline): after an error the server skips the rest, the commit
 		// too, and close rolls the transaction back.
 		var q pgx.Batch
-		if len(okAt) > 0 {
-			q.Queue(r.deletePgxQ, okAt)
-		}
-		for f, ids := range failed {
-			delay := r.logFailure(ctx, f, ids)
-			q.Queue(r.failPgxQ, f.msg, now+delay.Milliseconds(), ids)
-		}
+		r.queueSettlement(ctx, &q, okAt, failed, now)
 		q.Queue("commit")
 		settled := q.Len()
 		if share > 0 {
@@ -325,6 +319,18 @@ func (r *Relay) settlePgx(ctx context.Context, b batch, okAt pgtype.FlatArray[pg
 	}
 	next.pg = b.pg
 	return next, nil
+}
+
+// queueSettlement queues, in a claim's transaction, the deletion of the
+// rows at okAt (first, when there are any) and the failures' records.
+func (r *Relay) queueSettlement(ctx context.Context, q *pgx.Batch, okAt pgtype.FlatArray[pgtype.TID], failed map[failure][]int64, now int64) {
+	if len(okAt) > 0 {
+		q.Queue(r.deletePgxQ, okAt)
+	}
+	for f, ids := range failed {
+		delay := r.logFailure(ctx, f, ids)
+		q.Queue(r.failPgxQ, f.msg, now+delay.Milliseconds(), ids)
+	}
 }
 
 // bodyString scans a BYTEA column into a string with one copy

@@ -34,12 +34,14 @@ type Relay struct {
 	next   atomic.Uint32
 	// PostgreSQL through pgx (pgxclaim.go): the claim reading binary
 	// ctids, the deletion by them, the failures' update.
-	lockPgxQ, claimPgxQ, deletePgxQ, failPgxQ string
+	lockPgxQ, claimPgxQ, claimAheadPgxQ, deletePgxQ, failPgxQ string
 	// plainSQL: the PostgreSQL claim goes through database/sql (the
 	// driver is not pgx's).
 	plainSQL atomic.Bool
 	// floors: where the claims through pgx start in each key bucket.
 	floors floors
+	// claimedAhead counts the claims made ahead (chain.go).
+	claimedAhead atomic.Int64
 }
 
 // keyBuckets is how many advisory locks (PostgreSQL) the order keys of a
@@ -141,16 +143,22 @@ func NewRelay(db *sql.DB, ob *Outbox, sender Sender, opts ...RelayOption) (*Rela
 		// id (taken here, after the lock statement read the sequence) and
 		// whether a failed row waits out its backoff (subqueries, evaluated
 		// once).
-		r.claimPgxQ = ob.q(`SELECT o.id, o.queue, o.msg_key, o.order_key, o.body, o.headers, o.attempts, o.ctid, ` + b + `::int4,
+		claimPast := func(floor string) string {
+			return ob.q(`SELECT o.id, o.queue, o.msg_key, o.order_key, o.body, o.headers, o.attempts, o.ctid, ` + b + `::int4,
     (SELECT pg_snapshot_xmin(s)::text::int8 FROM pg_current_snapshot() s), (SELECT pg_current_xact_id()::text::int8),
     ` + failedWaits("$1") + `
   FROM {t} o
-  WHERE o.id > (SELECT CASE WHEN ` + serverStart + ` = $4 AND ` + seqLast + ` >= $5 AND ` + xidFirstCheck + `
-      THEN coalesce(min(($2::int8[])[x + 1]), 0) ELSE 0 END FROM ` + taken + ` x)
+  WHERE o.id > ` + floor + `
     AND o.published_at IS NULL AND o.next_attempt_at <= $1
     AND ` + b + ` = ANY(ARRAY(SELECT ` + taken + `)) AND ` + b + ` >= (SELECT min(x) FROM ` + taken + ` x) AND ` + b + ` <= (SELECT max(x) FROM ` + taken + ` x)
     AND ` + keyFree("$1") + `
   ORDER BY o.id LIMIT $3`)
+		}
+		r.claimPgxQ = claimPast(`(SELECT CASE WHEN ` + serverStart + ` = $4 AND ` + seqLast + ` >= $5 AND ` + xidFirstCheck + `
+      THEN coalesce(min(($2::int8[])[x + 1]), 0) ELSE 0 END FROM ` + taken + ` x)`)
+		// A claim ahead, in the transaction of the claim before it (chain.go):
+		// past the last row that claim read, $2.
+		r.claimAheadPgxQ = claimPast(`$2::int8`)
 		r.deletePgxQ = ob.q(`DELETE FROM {t} WHERE ctid = ANY(?::tid[])`)
 		r.failPgxQ = ob.q(failStmt + ` id = ANY(?::bigint[])`)
 		r.plainSQL.Store(c.plainSQL)
@@ -216,10 +224,15 @@ type row struct {
 // for a send slot only to send, so the database round trips of one batch
 // overlap the sending of another. The claims pass each other as the claims of several
 // relays do (a claim never takes a row of a key another unsettled claim
-// holds, so order holds). A database error is logged and retried after
-// the poll interval.
+// holds, so order holds). With WithClaimAhead (PostgreSQL through pgx)
+// WithInFlight workers each claim their next batch while they send one
+// (chain.go). A database error is logged and retried after the poll
+// interval.
 func (r *Relay) Run(ctx context.Context) error {
 	workers := 2 * r.cfg.inflight
+	if r.chains() {
+		workers = r.cfg.inflight
+	}
 	sends := make(chan struct{}, r.cfg.inflight)
 	var wg sync.WaitGroup
 	for range workers {
@@ -237,7 +250,8 @@ func (r *Relay) Run(ctx context.Context) error {
 // and settles batches until ctx ends.
 //
 // Through pgx a settlement also claims the worker's next batch, in the
-// same round trip and on the same connection (settlePgx).
+// same round trip and on the same connection (settlePgx), and with
+// WithClaimAhead the worker claims ahead while it sends (sendAhead).
 func (r *Relay) work(ctx context.Context, share int, sends chan struct{}) {
 	var next batch // claimed with the last settlement
 	defer func() { next.abandon() }()
@@ -251,7 +265,12 @@ func (r *Relay) work(ctx context.Context, share int, sends chan struct{}) {
 			return
 		}
 		if err == nil && len(b.rows) > 0 {
-			if next, err = r.sendAndSettle(ctx, b, sends, share); err != nil {
+			if r.chains() && b.pg != nil {
+				next, err = r.sendAhead(ctx, b, sends, share)
+			} else {
+				next, err = r.sendAndSettle(ctx, b, sends, share)
+			}
+			if err != nil {
 				r.logger().LogAttrs(ctx, slog.LevelError, "outbox: settling a batch failed; its rows stay pending and are sent again",
 					slog.String("relay", r.cfg.id), slog.String("error", err.Error()))
 			}
