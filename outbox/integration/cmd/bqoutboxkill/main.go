@@ -5,7 +5,10 @@
 // least -kills times (restarting it each time), waits until no row is
 // pending, reads the topic back and prints one line:
 //
-//	outbox-kill: rows=... kills=... published=... distinct=... lost=0 duplicates=... order_violations=0 took=...
+//	outbox-kill: rows=... kills=... relays=... claiming_ahead=... published=... distinct=... lost=0 duplicates=... order_violations=0 took=...
+//
+// -ahead-relays of the relays (one by default) claim ahead
+// (outbox.WithClaimAhead), the others do not.
 //
 // It exits 1 when a row is lost or a key's order is violated, and when
 // -timeout passes first.
@@ -41,6 +44,8 @@ func main() {
 	keys := flag.Int("keys", 50, "order keys")
 	timeout := flag.Duration("timeout", 5*time.Minute, "bound of the whole run")
 	table := flag.String("table", "", "outbox table (relay role)")
+	ahead := flag.Bool("ahead", false, "claim ahead (relay role): outbox.WithClaimAhead, one send in flight, claims of 25 rows")
+	aheadRelays := flag.Int("ahead-relays", 1, "how many of the relay processes claim ahead")
 	flag.Parse()
 	pg, brokers := os.Getenv("BQ_POSTGRES_URL"), os.Getenv("BQ_KAFKA_BROKERS")
 	if pg == "" || brokers == "" {
@@ -52,11 +57,11 @@ func main() {
 	defer stop()
 	var err error
 	if *role == "relay" {
-		err = relay(ctx, pg, broker, *table)
+		err = relay(ctx, pg, broker, *table, *ahead)
 	} else {
 		ctx, cancel := context.WithTimeout(ctx, *timeout)
 		defer cancel()
-		err = drive(ctx, pg, broker, *rows, *kills, *relays, *keys)
+		err = drive(ctx, pg, broker, *rows, *kills, *relays, *keys, *aheadRelays)
 	}
 	if err != nil && (*role == "driver" || ctx.Err() == nil) {
 		fmt.Fprintln(os.Stderr, "bqoutboxkill:", err)
@@ -64,7 +69,7 @@ func main() {
 	}
 }
 
-func relay(ctx context.Context, pg, broker, table string) error {
+func relay(ctx context.Context, pg, broker, table string, ahead bool) error {
 	db, err := sql.Open("pgx", pg)
 	if err != nil {
 		return err
@@ -79,9 +84,15 @@ func relay(ctx context.Context, pg, broker, table string) error {
 		return err
 	}
 	defer tr.Close()
-	r, err := outbox.NewRelay(db, ob, outbox.TransportSender{Transport: tr}, outbox.WithLease(2*time.Second), outbox.WithBatchSize(200),
-		outbox.WithPoll(50*time.Millisecond), outbox.WithBackoff(100*time.Millisecond, time.Second),
-		outbox.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))))
+	opts := []outbox.RelayOption{outbox.WithLease(2 * time.Second), outbox.WithBatchSize(200),
+		outbox.WithPoll(50 * time.Millisecond), outbox.WithBackoff(100*time.Millisecond, time.Second),
+		outbox.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))}
+	if ahead {
+		// Claims of 25 rows of the test's 50 keys hold one row per key, so
+		// that a claim can be followed ahead.
+		opts = append(opts, outbox.WithBatchSize(25), outbox.WithInFlight(1), outbox.WithClaimAhead(8))
+	}
+	r, err := outbox.NewRelay(db, ob, outbox.TransportSender{Transport: tr}, opts...)
 	if err != nil {
 		return err
 	}
@@ -93,7 +104,7 @@ type payload struct {
 	Seq int    `json:"seq"`
 }
 
-func drive(ctx context.Context, pg, broker string, rows, minKills, nRelays, nKeys int) error {
+func drive(ctx context.Context, pg, broker string, rows, minKills, nRelays, nKeys, nAhead int) error {
 	start := time.Now()
 	db, err := sql.Open("pgx", pg)
 	if err != nil {
@@ -121,7 +132,7 @@ func drive(ctx context.Context, pg, broker string, rows, minKills, nRelays, nKey
 	}
 	procs := make([]*exec.Cmd, nRelays)
 	startRelay := func(i int) error {
-		c := exec.Command(self, "-role", "relay", "-table", table)
+		c := exec.Command(self, "-role", "relay", "-table", table, fmt.Sprintf("-ahead=%v", i < nAhead))
 		c.Stdout, c.Stderr = os.Stderr, os.Stderr
 		if err := c.Start(); err != nil {
 			return err
@@ -233,8 +244,8 @@ func drive(ctx context.Context, pg, broker string, rows, minKills, nRelays, nKey
 		last[p.Key] = p.Seq
 	}
 	lost := rows - len(seen)
-	fmt.Printf("outbox-kill: rows=%d kills=%d published=%d distinct=%d lost=%d duplicates=%d order_violations=%d took=%s\n",
-		rows, kills, len(values), len(seen), lost, dups, violations, time.Since(start).Round(time.Millisecond))
+	fmt.Printf("outbox-kill: rows=%d kills=%d relays=%d claiming_ahead=%d published=%d distinct=%d lost=%d duplicates=%d order_violations=%d took=%s\n",
+		rows, kills, nRelays, min(nAhead, nRelays), len(values), len(seen), lost, dups, violations, time.Since(start).Round(time.Millisecond))
 	if lost != 0 || violations != 0 {
 		return fmt.Errorf("%d rows lost, %d order violations", lost, violations)
 	}
