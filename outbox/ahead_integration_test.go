@@ -137,3 +137,70 @@ func TestPostgresClaimAheadBehindAMovedRow(t *testing.T) {
 		t.Fatal("k2 was not claimed ahead")
 	}
 }
+
+// stoppingSender is a batchingSender that ends the relay's context once
+// it has sent at least after messages.
+type stoppingSender struct {
+	*batchingSender
+	after int
+	sent  atomic.Int64
+	stop  context.CancelFunc
+}
+
+func (s *stoppingSender) SendBatch(ctx context.Context, msgs []outbox.Message) []error {
+	errs := s.batchingSender.SendBatch(ctx, msgs)
+	if s.sent.Add(int64(len(msgs))) >= int64(s.after) {
+		s.stop()
+	}
+	return errs
+}
+
+// TestPostgresClaimAheadStopsClean ends Run in the middle of a run of
+// claims made ahead: what was sent is deleted and what was not stays
+// pending (claims ahead not yet sent included), with no row both; a
+// second run publishes the rest, each row once overall, keys in order.
+func TestPostgresClaimAheadStopsClean(t *testing.T) {
+	db, _ := brokertest.Postgres(t)
+	const rows, keys = 2000, 70
+	ob := newOutbox(t, db, outbox.Postgres)
+	keyedRows(t, db, ob, rows, keys)
+	rec := &recordingSender{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := &stoppingSender{batchingSender: &batchingSender{recordingSender: rec}, after: 600, stop: cancel}
+	opts := []outbox.RelayOption{outbox.WithBatchSize(50), outbox.WithInFlight(1), outbox.WithClaimAhead(16), outbox.WithPoll(5 * time.Millisecond)}
+	r := newRelay(t, db, ob, s, opts...)
+	if err := r.Run(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v, want context.Canceled", err)
+	}
+	if r.ClaimsAhead() == 0 {
+		t.Fatal("no claim was made ahead before the stop")
+	}
+	published := map[string]bool{}
+	for _, b := range bodiesOf(rec) {
+		published[b] = true
+	}
+	res, err := db.Query("SELECT convert_from(body, 'UTF8') FROM " + ob.Table())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := 0
+	for res.Next() {
+		var b string
+		if err := res.Scan(&b); err != nil {
+			t.Fatal(err)
+		}
+		if published[b] {
+			t.Fatalf("row %s was published and is still pending after a clean stop", b)
+		}
+		pending++
+	}
+	if err := res.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(published) < 600 || len(published)+pending != rows {
+		t.Fatalf("%d published and %d pending after the stop, want at least 600 and %d in all", len(published), pending, rows)
+	}
+	runUntilDrained(t, db, ob, time.Minute, newRelay(t, db, ob, &batchingSender{recordingSender: rec}, opts...))
+	onceInKeyOrder(t, rec, rows)
+}
