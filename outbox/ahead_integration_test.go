@@ -204,3 +204,27 @@ func TestPostgresClaimAheadStopsClean(t *testing.T) {
 	runUntilDrained(t, db, ob, time.Minute, newRelay(t, db, ob, &batchingSender{recordingSender: rec}, opts...))
 	onceInKeyOrder(t, rec, rows)
 }
+
+// TestPostgresClaimAheadNeedsTheXidFirstDefault drains a table whose id
+// default takes the id alone (as before Migrate set it, or changed by
+// hand): the horizons that allow a claim ahead rest on the default taking
+// the transaction id first, so no claim ahead finds a row, and the rows
+// are published as without the option.
+func TestPostgresClaimAheadNeedsTheXidFirstDefault(t *testing.T) {
+	db, _ := brokertest.Postgres(t)
+	ctx := context.Background()
+	const rows, keys = 1000, 70
+	ob := newOutbox(t, db, outbox.Postgres)
+	if _, err := db.ExecContext(ctx, `ALTER TABLE `+ob.Table()+` ALTER COLUMN id SET DEFAULT nextval('`+ob.Table()+`_id_seq')`); err != nil {
+		t.Fatal(err)
+	}
+	keyedRows(t, db, ob, rows, keys)
+	s := &recordingSender{}
+	r := newRelay(t, db, ob, &batchingSender{recordingSender: s}, outbox.WithBatchSize(50), outbox.WithInFlight(1), outbox.WithClaimAhead(8),
+		outbox.WithPoll(5*time.Millisecond))
+	runUntilDrained(t, db, ob, time.Minute, r)
+	onceInKeyOrder(t, s, rows)
+	if n := r.ClaimsAhead(); n != 0 {
+		t.Fatalf("%d claims ahead found rows on a table whose id default takes the id alone, want none", n)
+	}
+}

@@ -235,7 +235,9 @@ func (r *Relay) settleAndClaimAhead(ctx context.Context, b batch, rows []row, pa
 		}
 		fl.ok = true
 		r.floors.readAhead(fl)
-		r.claimedAhead.Add(1)
+		if len(claimed) > 0 {
+			r.claimedAhead.Add(1)
+		}
 		return nil
 	})
 	if err != nil {

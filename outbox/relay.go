@@ -40,7 +40,7 @@ type Relay struct {
 	plainSQL atomic.Bool
 	// floors: where the claims through pgx start in each key bucket.
 	floors floors
-	// claimedAhead counts the claims made ahead (chain.go).
+	// claimedAhead counts the claims made ahead that found rows (chain.go).
 	claimedAhead atomic.Int64
 }
 
@@ -143,7 +143,7 @@ func NewRelay(db *sql.DB, ob *Outbox, sender Sender, opts ...RelayOption) (*Rela
 		// id (taken here, after the lock statement read the sequence) and
 		// whether a failed row waits out its backoff (subqueries, evaluated
 		// once).
-		claimPast := func(floor string) string {
+		claimPast := func(floor, also string) string {
 			return ob.q(`SELECT o.id, o.queue, o.msg_key, o.order_key, o.body, o.headers, o.attempts, o.ctid, ` + b + `::int4,
     (SELECT pg_snapshot_xmin(s)::text::int8 FROM pg_current_snapshot() s), (SELECT pg_current_xact_id()::text::int8),
     ` + failedWaits("$1") + `
@@ -151,14 +151,17 @@ func NewRelay(db *sql.DB, ob *Outbox, sender Sender, opts ...RelayOption) (*Rela
   WHERE o.id > ` + floor + `
     AND o.published_at IS NULL AND o.next_attempt_at <= $1
     AND ` + b + ` = ANY(ARRAY(SELECT ` + taken + `)) AND ` + b + ` >= (SELECT min(x) FROM ` + taken + ` x) AND ` + b + ` <= (SELECT max(x) FROM ` + taken + ` x)
-    AND ` + keyFree("$1") + `
+    AND ` + keyFree("$1") + also + `
   ORDER BY o.id LIMIT $3`)
 		}
-		r.claimPgxQ = claimPast(`(SELECT CASE WHEN ` + serverStart + ` = $4 AND ` + seqLast + ` >= $5 AND ` + xidFirstCheck + `
-      THEN coalesce(min(($2::int8[])[x + 1]), 0) ELSE 0 END FROM ` + taken + ` x)`)
+		r.claimPgxQ = claimPast(`(SELECT CASE WHEN `+serverStart+` = $4 AND `+seqLast+` >= $5 AND `+xidFirstCheck+`
+      THEN coalesce(min(($2::int8[])[x + 1]), 0) ELSE 0 END FROM `+taken+` x)`, "")
 		// A claim ahead, in the transaction of the claim before it (chain.go):
-		// past the last row that claim read, $2.
-		r.claimAheadPgxQ = claimPast(`$2::int8`)
+		// past the last row that claim read, $2, and none at all unless the
+		// id column's default takes the transaction id first (the horizon
+		// that allowed it rests on that).
+		r.claimAheadPgxQ = claimPast(`$2::int8`, `
+    AND `+xidFirstCheck)
 		r.deletePgxQ = ob.q(`DELETE FROM {t} WHERE ctid = ANY(?::tid[])`)
 		r.failPgxQ = ob.q(failStmt + ` id = ANY(?::bigint[])`)
 		r.plainSQL.Store(c.plainSQL)
