@@ -21,3 +21,14 @@ func TestPostgresFailsWithoutItsDriver(t *testing.T) {
 		t.Fatalf("want a failure naming the unregistered driver, got fatal=%q skip=%q", f.fatal, f.skip)
 	}
 }
+
+func TestWithParamAddsToTheQuery(t *testing.T) {
+	for u, want := range map[string]string{
+		"postgres://bq@127.0.0.1:25432/postgres":                 "postgres://bq@127.0.0.1:25432/postgres?application_name=a+b",
+		"postgres://bq@127.0.0.1:25432/postgres?sslmode=disable": "postgres://bq@127.0.0.1:25432/postgres?sslmode=disable&application_name=a+b",
+	} {
+		if got := withParam(u, "application_name", "a b"); got != want {
+			t.Errorf("withParam(%q) = %q, want %q", u, got, want)
+		}
+	}
+}

@@ -3,12 +3,10 @@ package outbox
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // Claims ahead (WithClaimAhead, PostgreSQL through pgx): a worker claims
@@ -175,18 +173,8 @@ func (r *Relay) sendAhead(ctx context.Context, b batch, sends chan struct{}, sha
 // found every row it was given, before the claim's rows are read.
 func (r *Relay) settleAndClaimAhead(ctx context.Context, b batch, rows []row, past *claimFloors, sent func()) ([]row, *claimFloors, bool, error) {
 	now := r.ob.now().UnixMilli()
-	var okAt pgtype.FlatArray[pgtype.TID]
-	failed := map[failure][]int64{}
-	for _, rw := range rows {
-		switch {
-		case rw.err == nil:
-			okAt = append(okAt, rw.tid)
-		case errors.Is(rw.err, ErrEarlierFailed):
-		default:
-			f := failure{rw.attempts + 1, truncate(rw.err.Error(), 1000)}
-			failed[f] = append(failed[f], rw.id)
-		}
-	}
+	o := outcomesOf(rows)
+	okAt, failed := o.okTID, o.failed
 	var claimed []row
 	var fl *claimFloors
 	deleted := true

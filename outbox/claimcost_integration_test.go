@@ -9,7 +9,6 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -46,7 +45,7 @@ func TestBenchRelayOwnCPU(t *testing.T) {
 		t.Skip("benchmark: set BQ_BENCH=1")
 	}
 	const n, keys, rounds = 20000, 2000, 3
-	db, url := brokertest.Postgres(t)
+	db, _ := brokertest.Postgres(t)
 	ctx := context.Background()
 	body := []byte(`{"meta":{"id":"00000000-0000-0000-0000-000000000000","urn":"urn:babel:bench","queue":"bq-outbox-bench","created_at":"2026-12-04T00:00:00.000Z","attempts":0},"data":{"i":12345}}` + fmt.Sprintf("%090d", 0))
 	var cpu, wall time.Duration
@@ -66,7 +65,7 @@ func TestBenchRelayOwnCPU(t *testing.T) {
 		}
 		// The relay has a pool of its own, closed after the run, so that its
 		// backends report their index scans when they exit.
-		rdb := relayPool(t, url)
+		rdb := relayPool(t)
 		r := newRelay(t, rdb, ob, outbox.TransportSender{Transport: ackingTransport{}}, outbox.WithBatchSize(500), outbox.WithInFlight(2), outbox.WithPoll(10*time.Millisecond))
 		rctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
@@ -104,18 +103,11 @@ func TestBenchRelayOwnCPU(t *testing.T) {
 // relayAppName names the backends of relayPool's connections.
 const relayAppName = "bqrelayown"
 
-// relayPool opens a pool of its own on the server at url for a relay.
-func relayPool(t *testing.T, url string) *sql.DB {
+// relayPool opens a pool of its own on the test's server for a relay, its
+// backends named relayAppName.
+func relayPool(t *testing.T) *sql.DB {
 	t.Helper()
-	sep := "?"
-	if strings.Contains(url, "?") {
-		sep = "&"
-	}
-	rdb, err := sql.Open("pgx", url+sep+"application_name="+relayAppName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb := brokertest.PostgresWith(t, "application_name", relayAppName)
 	rdb.SetMaxIdleConns(8)
 	return rdb
 }

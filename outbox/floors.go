@@ -152,12 +152,7 @@ func (f *floors) read(c *claimFloors) {
 		f.reset()
 		f.server = c.server
 	}
-	c.gen = f.gen
-	for _, p := range f.probes {
-		if p.xid != 0 && p.xid <= c.xmin && p.seq > c.horizon {
-			c.horizon = p.seq
-		}
-	}
+	f.horizonOf(c)
 	f.probes[f.next] = probe{seq: c.seq, xid: c.xid}
 	f.next = (f.next + 1) % floorProbes
 }
@@ -168,6 +163,12 @@ func (f *floors) read(c *claimFloors) {
 func (f *floors) readAhead(c *claimFloors) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.horizonOf(c)
+}
+
+// horizonOf sets c's generation and its horizon: the highest probed value
+// whose transactions had all ended before c's snapshot (f.mu held).
+func (f *floors) horizonOf(c *claimFloors) {
 	c.gen = f.gen
 	for _, p := range f.probes {
 		if p.xid != 0 && p.xid <= c.xmin && p.seq > c.horizon {

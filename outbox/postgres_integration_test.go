@@ -4,7 +4,6 @@ package outbox_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strings"
 	"testing"
@@ -32,17 +31,7 @@ func TestPostgresDatabaseSQL(t *testing.T) {
 // TestPostgresSimpleProtocol is TestPostgres with pgx in its simple
 // protocol: every column and parameter in text format.
 func TestPostgresSimpleProtocol(t *testing.T) {
-	_, url := brokertest.Postgres(t)
-	sep := "?"
-	if strings.Contains(url, "?") {
-		sep = "&"
-	}
-	db, err := sql.Open("pgx", url+sep+"default_query_exec_mode=simple_protocol")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	runOutboxTests(t, db, outbox.Postgres)
+	runOutboxTests(t, brokertest.PostgresWith(t, "default_query_exec_mode", "simple_protocol"), outbox.Postgres)
 }
 
 // TestPostgresClaimsThroughPgx checks that a relay on pgx's driver

@@ -556,29 +556,16 @@ func (r *Relay) sendByKey(ctx context.Context, rows []row) {
 // released without counting an attempt.
 func (r *Relay) settle(ctx context.Context, b batch, share int) (batch, error) {
 	now := r.ob.now().UnixMilli()
-	var ok, held []int64
-	var okAt []string
-	var okTID pgtype.FlatArray[pgtype.TID] // no reflection to encode it
-	failed := map[failure][]int64{}
 	for _, rw := range b.rows {
 		if rw.err != nil && b.fl != nil {
 			b.fl.keep(rw.bucket, rw.id) // it stays pending
 		}
-		switch {
-		case rw.err == nil:
-			ok = append(ok, rw.id)
-			okAt = append(okAt, rw.ctid)
-			okTID = append(okTID, rw.tid)
-		case errors.Is(rw.err, ErrEarlierFailed):
-			held = append(held, rw.id)
-		default:
-			f := failure{rw.attempts + 1, truncate(rw.err.Error(), 1000)}
-			failed[f] = append(failed[f], rw.id)
-		}
 	}
+	o := outcomesOf(b.rows)
 	if b.pg != nil {
-		return r.settlePgx(ctx, b, okTID, failed, now, share)
+		return r.settlePgx(ctx, b, o.okTID, o.failed, now, share)
 	}
+	ok, okAt, held, failed := o.ok, o.okAt, o.held, o.failed
 	var errs []error
 	// exec runs stmt (ending in WHERE) on ids.
 	exec := func(what, stmt string, ids []int64, args ...any) {
@@ -631,6 +618,34 @@ func (r *Relay) settle(ctx context.Context, b batch, share int) (batch, error) {
 		}
 	}
 	return batch{}, errors.Join(errs...)
+}
+
+// outcomes are a batch's rows by their send's outcome.
+type outcomes struct {
+	ok     []int64                      // acknowledged
+	okAt   []string                     // their ctids as text (database/sql)
+	okTID  pgtype.FlatArray[pgtype.TID] // their ctids, binary (pgx; no reflection to encode them)
+	held   []int64                      // held back after an earlier failure of their key
+	failed map[failure][]int64          // failed, by attempt and error
+}
+
+// outcomesOf sorts rows by their send's outcome.
+func outcomesOf(rows []row) outcomes {
+	o := outcomes{failed: map[failure][]int64{}}
+	for _, rw := range rows {
+		switch {
+		case rw.err == nil:
+			o.ok = append(o.ok, rw.id)
+			o.okAt = append(o.okAt, rw.ctid)
+			o.okTID = append(o.okTID, rw.tid)
+		case errors.Is(rw.err, ErrEarlierFailed):
+			o.held = append(o.held, rw.id)
+		default:
+			f := failure{rw.attempts + 1, truncate(rw.err.Error(), 1000)}
+			o.failed[f] = append(o.failed[f], rw.id)
+		}
+	}
+	return o
 }
 
 // failure is the outcome of a failed send: the row's attempts, with this

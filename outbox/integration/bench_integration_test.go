@@ -19,6 +19,7 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/babelqueue/babelqueue-go/brokertest"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/babelqueue/babelqueue-go/core/bqtest"
 	"github.com/babelqueue/babelqueue-go/core/driver"
@@ -53,14 +54,9 @@ func TestBenchOutboxRelayThroughput(t *testing.T) {
 		t.Skip("benchmark: set BQ_BENCH=1 (make bench)")
 	}
 	const n, keys, batch, inflight = 20000, 2000, 500, 2
-	pg := env(t, "BQ_POSTGRES_URL")
+	db, _ := brokertest.Postgres(t)
 	broker := strings.Split(env(t, "BQ_KAFKA_BROKERS"), ",")[0]
 	ctx := context.Background()
-	db, err := sql.Open("pgx", pg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	suffix := time.Now().UnixNano()
 	rawTopic, ourTopic := fmt.Sprintf("bq-outbox-bench-raw-%d", suffix), fmt.Sprintf("bq-outbox-bench-%d", suffix)
 	for _, topic := range []string{rawTopic, ourTopic} {
@@ -96,15 +92,7 @@ func TestBenchOutboxRelayThroughput(t *testing.T) {
 	// about a quarter of a microsecond more per row in the windows:
 	// perf, three alternations).
 	const app = "bqoutboxbench"
-	sep := "?"
-	if strings.Contains(pg, "?") {
-		sep = "&"
-	}
-	rdb, err := sql.Open("pgx", pg+sep+"application_name="+app)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdb.Close()
+	rdb := brokertest.PostgresWith(t, "application_name", app)
 	rdb.SetMaxIdleConns(2 * inflight)
 	var rawSelf, ourSelf, ourPG, ourBackends, rawKafka, ourKafka time.Duration
 	// The Kafka broker's process, when it runs here under this user.

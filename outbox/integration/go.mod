@@ -3,6 +3,7 @@ module github.com/babelqueue/babelqueue-go/outbox/integration
 go 1.26.0
 
 require (
+	github.com/babelqueue/babelqueue-go/brokertest v0.1.0
 	github.com/babelqueue/babelqueue-go/core v0.1.0
 	github.com/babelqueue/babelqueue-go/kafka v0.1.0
 	github.com/babelqueue/babelqueue-go/outbox v0.1.0
