@@ -301,15 +301,15 @@ func runRelayTests(t *testing.T, db *sql.DB, d outbox.Dialect, wrap func(*record
 		}
 		write(t, db, ob, true, msgs...)
 	}
-	t.Run("AClaimSendsAKeysRowsInWaves", func(t *testing.T) {
+	t.Run("AClaimSendsAKeysRowsInRounds", func(t *testing.T) {
 		ob := newOutbox(t, db, d)
 		keyRows(t, ob, 3)
 		s := &recordingSender{}
 		sender := wrap(s)
-		r := newRelay(t, db, ob, sender, outbox.WithWaves(2))
+		r := newRelay(t, db, ob, sender)
 		n, err := r.RunOnce(ctx)
-		// PostgreSQL: two rows a key in one claim; SQLite: each key's head.
-		want := 4
+		// PostgreSQL: every row in one claim; SQLite: each key's head.
+		want := 6
 		if d == outbox.SQLite {
 			want = 2
 		}
@@ -333,7 +333,7 @@ func runRelayTests(t *testing.T, db *sql.DB, d outbox.Dialect, wrap func(*record
 			t.Fatalf("SendBatch calls of %v rows, want [2 2 2]: one row a key in each", bs.calls)
 		}
 	})
-	t.Run("AFailedWaveHoldsBackTheLaterOnes", func(t *testing.T) {
+	t.Run("AFailedRoundHoldsBackTheLaterOnes", func(t *testing.T) {
 		ob := newOutbox(t, db, d)
 		keyRows(t, ob, 3)
 		s := &recordingSender{fail: func(body []byte) error {
@@ -342,14 +342,14 @@ func runRelayTests(t *testing.T, db *sql.DB, d outbox.Dialect, wrap func(*record
 			}
 			return nil
 		}}
-		r := newRelay(t, db, ob, wrap(s), outbox.WithWaves(3), outbox.WithBackoff(time.Hour, time.Hour))
+		r := newRelay(t, db, ob, wrap(s), outbox.WithBackoff(time.Hour, time.Hour))
 		if _, err := r.RunOnce(ctx); err != nil {
 			t.Fatal(err)
 		}
 		got := bodiesOf(s)
 		slices.Sort(got)
-		// PostgreSQL: a1 fails in the second wave, b1 beside it is
-		// acknowledged, and the third wave (a2, b2) is not sent.
+		// PostgreSQL: a1 fails in the second round, b1 beside it is
+		// acknowledged, and the third round (a2, b2) is not sent.
 		want := "[a0 b0 b1]"
 		if d == outbox.SQLite {
 			want = "[a0 b0]"
@@ -386,8 +386,7 @@ func runRelayTests(t *testing.T, db *sql.DB, d outbox.Dialect, wrap func(*record
 			go func() { defer wg.Done(); _ = r.Run(rctx) }()
 		}
 		// The bound is generous: with the race detector on a busy host
-		// (three spinning processes on two cores) one run took 22-32 s,
-		// before and after this round's relay changes, against 4-7 s idle.
+		// (three spinning processes on two cores) one run took 22-32 s.
 		deadline := time.Now().Add(2 * time.Minute)
 		for time.Now().Before(deadline) {
 			st, err := ob.Stats(ctx, db)

@@ -5,10 +5,7 @@
 // least -kills times (restarting it each time), waits until no row is
 // pending, reads the topic back and prints one line:
 //
-//	outbox-kill: rows=... kills=... relays=... claiming_ahead=... published=... distinct=... lost=0 duplicates=... order_violations=0 took=...
-//
-// -ahead-relays of the relays (one by default) claim ahead
-// (outbox.WithClaimAhead), the others do not.
+//	outbox-kill: rows=... kills=... relays=... published=... distinct=... lost=0 duplicates=... order_violations=0 took=...
 //
 // It exits 1 when a row is lost or a key's order is violated, and when
 // -timeout passes first.
@@ -44,8 +41,6 @@ func main() {
 	keys := flag.Int("keys", 50, "order keys")
 	timeout := flag.Duration("timeout", 5*time.Minute, "bound of the whole run")
 	table := flag.String("table", "", "outbox table (relay role)")
-	ahead := flag.Bool("ahead", false, "claim ahead (relay role): outbox.WithClaimAhead, one send in flight, claims of 25 rows")
-	aheadRelays := flag.Int("ahead-relays", 1, "how many of the relay processes claim ahead")
 	flag.Parse()
 	pg, brokers := os.Getenv("BQ_POSTGRES_URL"), os.Getenv("BQ_KAFKA_BROKERS")
 	if pg == "" || brokers == "" {
@@ -57,11 +52,11 @@ func main() {
 	defer stop()
 	var err error
 	if *role == "relay" {
-		err = relay(ctx, pg, broker, *table, *ahead)
+		err = relay(ctx, pg, broker, *table)
 	} else {
 		ctx, cancel := context.WithTimeout(ctx, *timeout)
 		defer cancel()
-		err = drive(ctx, pg, broker, *rows, *kills, *relays, *keys, *aheadRelays)
+		err = drive(ctx, pg, broker, *rows, *kills, *relays, *keys)
 	}
 	if err != nil && (*role == "driver" || ctx.Err() == nil) {
 		fmt.Fprintln(os.Stderr, "bqoutboxkill:", err)
@@ -69,7 +64,7 @@ func main() {
 	}
 }
 
-func relay(ctx context.Context, pg, broker, table string, ahead bool) error {
+func relay(ctx context.Context, pg, broker, table string) error {
 	db, err := sql.Open("pgx", pg)
 	if err != nil {
 		return err
@@ -87,11 +82,6 @@ func relay(ctx context.Context, pg, broker, table string, ahead bool) error {
 	opts := []outbox.RelayOption{outbox.WithLease(2 * time.Second), outbox.WithBatchSize(200),
 		outbox.WithPoll(50 * time.Millisecond), outbox.WithBackoff(100*time.Millisecond, time.Second),
 		outbox.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))}
-	if ahead {
-		// Claims of 25 rows of the test's 50 keys hold one row per key, so
-		// that a claim can be followed ahead.
-		opts = append(opts, outbox.WithBatchSize(25), outbox.WithInFlight(1), outbox.WithClaimAhead(8))
-	}
 	r, err := outbox.NewRelay(db, ob, outbox.TransportSender{Transport: tr}, opts...)
 	if err != nil {
 		return err
@@ -104,7 +94,7 @@ type payload struct {
 	Seq int    `json:"seq"`
 }
 
-func drive(ctx context.Context, pg, broker string, rows, minKills, nRelays, nKeys, nAhead int) error {
+func drive(ctx context.Context, pg, broker string, rows, minKills, nRelays, nKeys int) error {
 	start := time.Now()
 	db, err := sql.Open("pgx", pg)
 	if err != nil {
@@ -132,7 +122,7 @@ func drive(ctx context.Context, pg, broker string, rows, minKills, nRelays, nKey
 	}
 	procs := make([]*exec.Cmd, nRelays)
 	startRelay := func(i int) error {
-		c := exec.Command(self, "-role", "relay", "-table", table, fmt.Sprintf("-ahead=%v", i < nAhead))
+		c := exec.Command(self, "-role", "relay", "-table", table)
 		c.Stdout, c.Stderr = os.Stderr, os.Stderr
 		if err := c.Start(); err != nil {
 			return err
@@ -244,8 +234,8 @@ func drive(ctx context.Context, pg, broker string, rows, minKills, nRelays, nKey
 		last[p.Key] = p.Seq
 	}
 	lost := rows - len(seen)
-	fmt.Printf("outbox-kill: rows=%d kills=%d relays=%d claiming_ahead=%d published=%d distinct=%d lost=%d duplicates=%d order_violations=%d took=%s\n",
-		rows, kills, nRelays, min(nAhead, nRelays), len(values), len(seen), lost, dups, violations, time.Since(start).Round(time.Millisecond))
+	fmt.Printf("outbox-kill: rows=%d kills=%d relays=%d published=%d distinct=%d lost=%d duplicates=%d order_violations=%d took=%s\n",
+		rows, kills, nRelays, len(values), len(seen), lost, dups, violations, time.Since(start).Round(time.Millisecond))
 	if lost != 0 || violations != 0 {
 		return fmt.Errorf("%d rows lost, %d order violations", lost, violations)
 	}
