@@ -25,6 +25,7 @@ type row struct {
 	body     string // a string: the driver.Outgoing a transport sends holds one
 	headers  map[string]string
 	attempts int
+	ctid     string // PostgreSQL: where the row is, kept while the claim holds its key
 	round    int   // its send: its rank among the claim's rows of its key
 	err      error // the send's outcome
 }
@@ -55,7 +56,9 @@ func (r *Relay) claim(ctx context.Context, share int) (batch, error) {
 // share free key buckets, then reads the due rows of those buckets in a
 // second statement, whose snapshot is taken once every lock is held: it
 // sees the outcome of every earlier claim of these buckets, and no other
-// claim reads or changes their rows until this transaction ends.
+// claim reads or changes their rows until this transaction ends. A
+// relay's workers start from successive multiples of share, so while the
+// buckets are free each claim's are contiguous.
 func (r *Relay) claimPostgres(ctx context.Context, share int, now int64) (batch, error) {
 	// Not ended by ctx: a batch in flight when Run stops is still settled.
 	tx, err := r.db.BeginTx(context.WithoutCancel(ctx), nil)
@@ -63,12 +66,14 @@ func (r *Relay) claimPostgres(ctx context.Context, share int, now int64) (batch,
 		return batch{}, fmt.Errorf("outbox: claim: begin: %w", err)
 	}
 	b := batch{tx: tx}
-	buckets, err := r.lockBuckets(ctx, tx, share)
-	if err == nil && len(buckets) > 0 {
+	var mask, lo, hi int64
+	from := int64(r.next.Add(1) * uint32(share) % keyBuckets)
+	err = tx.QueryRowContext(ctx, r.ob.st.lock, from, r.lockNS, share).Scan(&mask, &lo, &hi)
+	if err != nil {
+		err = fmt.Errorf("outbox: claim: lock key buckets: %w", err)
+	} else if mask != 0 {
 		var res *sql.Rows
-		lo, hi := slices.Min(buckets), slices.Max(buckets)
-		res, err = tx.QueryContext(ctx, r.ob.st.claim, now, idList(Postgres, buckets), lo, hi, r.cfg.batch)
-		if err == nil {
+		if res, err = tx.QueryContext(ctx, r.ob.st.claim, now, mask, lo, hi, r.cfg.batch); err == nil {
 			b.rows, err = scanRows(res, r.cfg.batch)
 		} else {
 			err = fmt.Errorf("outbox: claim: %w", err)
@@ -81,31 +86,6 @@ func (r *Relay) claimPostgres(ctx context.Context, share int, now int64) (batch,
 	return b, nil
 }
 
-// lockBuckets takes, in tx, the advisory locks of the key buckets that no
-// other claim holds, up to share of them, and returns them. A relay's
-// workers start from successive multiples of share, so while the buckets
-// are free each claim's are contiguous.
-func (r *Relay) lockBuckets(ctx context.Context, tx *sql.Tx, share int) ([]int64, error) {
-	from := int64(r.next.Add(1) * uint32(share) % keyBuckets)
-	res, err := tx.QueryContext(ctx, r.ob.st.lock, from, r.lockNS, share)
-	if err != nil {
-		return nil, fmt.Errorf("outbox: claim: lock key buckets: %w", err)
-	}
-	defer res.Close()
-	var buckets []int64
-	for res.Next() {
-		var b int64
-		if err := res.Scan(&b); err != nil {
-			return nil, fmt.Errorf("outbox: claim: lock key buckets: %w", err)
-		}
-		buckets = append(buckets, b)
-	}
-	if err := res.Err(); err != nil {
-		return nil, fmt.Errorf("outbox: claim: lock key buckets: %w", err)
-	}
-	return buckets, nil
-}
-
 // scanRows reads the claimed rows, in id order, into a slice with room
 // for limit rows.
 func scanRows(res *sql.Rows, limit int) ([]row, error) {
@@ -113,7 +93,7 @@ func scanRows(res *sql.Rows, limit int) ([]row, error) {
 	out := make([]row, 0, limit)
 	var rw row
 	var body, headers sql.RawBytes
-	dest := []any{&rw.id, &rw.queue, &rw.key, &rw.orderKey, &body, &headers, &rw.attempts}
+	dest := []any{&rw.id, &rw.queue, &rw.key, &rw.orderKey, &body, &headers, &rw.attempts, &rw.ctid}
 	for res.Next() {
 		rw = row{}
 		if err := res.Scan(dest...); err != nil {

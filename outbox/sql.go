@@ -43,8 +43,8 @@ const (
 )
 
 // PostgreSQL. The key bucket of a row is (hashtext(order_key) & 63), in the
-// claim and in the index of pending rows by id that the claim scans. Id
-// lists and bucket lists are passed as array text ("{1,2}") so that any
+// claim and in the index of pending rows by id that the claim scans. Lists
+// of ids or ctids are passed as array text ("{1,2}") so that any
 // database/sql driver can bind them.
 const (
 	pgTable = `CREATE TABLE IF NOT EXISTS {t} (
@@ -68,26 +68,29 @@ const (
 	pgInsert       = `INSERT INTO {t} (queue, msg_key, order_key, body, headers, created_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`
 	pgPurge        = `DELETE FROM {t} WHERE published_at IS NOT NULL AND published_at < $1`
 	// pgLock try-locks the buckets from $1 on (a try-lock never waits), up
-	// to $3 of them, in namespace $2. The same statement turns the
-	// transaction's synchronous commit off: a settlement lost in a crash
-	// of the server only sends its rows again.
-	pgLock = `SELECT b FROM (SELECT set_config('synchronous_commit', 'off', true)) s,
-  (SELECT (g + $1) % 64 AS b FROM generate_series(0, 63) g) c
-  WHERE pg_try_advisory_xact_lock($2, b) LIMIT $3`
-	// pgClaim reads the due rows of the buckets in $2 (within $3..$4, a
-	// condition on the index's second column, so other buckets' rows are
-	// passed over in the index) in id order, each passed over when an
-	// older row of its key failed and is not due yet; the probe of the
-	// retried rows runs per row only when one waits at all.
-	pgClaim = `SELECT o.id, o.queue, o.msg_key, o.order_key, o.body, o.headers, o.attempts FROM {t} o
+	// to $3 of them, in namespace $2, and returns them as a bit mask with
+	// the lowest and the highest. The same statement turns the
+	// transaction's synchronous commit off: a settlement lost in a crash of
+	// the server only sends its rows again.
+	pgLock = `SELECT coalesce(bit_or(1::bigint << b), 0), coalesce(min(b), 0), coalesce(max(b), -1)
+  FROM (SELECT b FROM (SELECT set_config('synchronous_commit', 'off', true)) s,
+    (SELECT (g + $1) % 64 AS b FROM generate_series(0, 63) g) c
+    WHERE pg_try_advisory_xact_lock($2, b) LIMIT $3) l`
+	// pgClaim reads the due rows of the buckets in the mask $2 (within
+	// $3..$4, a condition on the index's second column, so other buckets'
+	// rows are passed over in the index) in id order, each passed over when
+	// an older row of its key failed and is not due yet; the probe of the
+	// retried rows runs per row only when one waits at all. It returns
+	// each row's ctid, which the deletion finds it by.
+	pgClaim = `SELECT o.id, o.queue, o.msg_key, o.order_key, o.body, o.headers, o.attempts, o.ctid::text FROM {t} o
   WHERE o.published_at IS NULL AND o.next_attempt_at <= $1
-    AND (hashtext(o.order_key) & 63) = ANY($2::text::int[])
+    AND ($2::bigint >> (hashtext(o.order_key) & 63)) & 1 = 1
     AND (hashtext(o.order_key) & 63) BETWEEN $3 AND $4
     AND (NOT EXISTS (SELECT 1 FROM {t} f WHERE f.attempts > 0 AND f.published_at IS NULL AND f.next_attempt_at > $1)
       OR NOT EXISTS (SELECT 1 FROM {t} p WHERE p.order_key = o.order_key AND p.id < o.id
                      AND p.attempts > 0 AND p.published_at IS NULL AND p.next_attempt_at > $1))
   ORDER BY o.id LIMIT $5`
-	pgDelete = `DELETE FROM {t} WHERE id = ANY($1::text::bigint[])`
+	pgDelete = `DELETE FROM {t} WHERE ctid = ANY($1::text::tid[])`
 	pgFail   = `UPDATE {t} SET attempts = attempts + 1, last_error = $1, next_attempt_at = $2 WHERE id = ANY($3::text::bigint[])`
 )
 
@@ -120,7 +123,7 @@ const (
   ORDER BY o.id LIMIT ?3)
 UPDATE {t} SET locked_by = ?4, locked_until = ?5 FROM c WHERE {t}.id = c.id
   AND {t}.published_at IS NULL AND {t}.locked_until <= ?2
-RETURNING {t}.id, queue, msg_key, order_key, body, headers, attempts`
+RETURNING {t}.id, queue, msg_key, order_key, body, headers, attempts, ''`
 	liteDelete  = `DELETE FROM {t} WHERE locked_by = ?1 AND id IN (SELECT value FROM json_each(?2))`
 	liteFail    = `UPDATE {t} SET attempts = attempts + 1, last_error = ?1, next_attempt_at = ?2, locked_until = 0, locked_by = '' WHERE locked_by = ?3 AND id IN (SELECT value FROM json_each(?4))`
 	liteRelease = `UPDATE {t} SET locked_until = 0, locked_by = '' WHERE locked_by = ?1 AND id IN (SELECT value FROM json_each(?2))`

@@ -51,7 +51,7 @@ func TestBenchOutboxRelayThroughput(t *testing.T) {
 	if os.Getenv("BQ_BENCH") == "" {
 		t.Skip("benchmark: set BQ_BENCH=1 (make bench)")
 	}
-	const n, keys, batch, inflight, relayInFlight = 20000, 2000, 500, 2, 2
+	const n, keys, batch, inflight, relayInFlight = 20000, 2000, 500, 2, 4
 	db, _ := brokertest.Postgres(t)
 	broker := strings.Split(env(t, "BQ_KAFKA_BROKERS"), ",")[0]
 	ctx := context.Background()
