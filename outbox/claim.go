@@ -26,8 +26,8 @@ type row struct {
 	headers  map[string]string
 	attempts int
 	ctid     string // PostgreSQL: where the row is, kept while the claim holds its key
-	round    int   // its send: its rank among the claim's rows of its key
-	err      error // the send's outcome
+	round    int    // its send: its rank among the claim's rows of its key
+	err      error  // the send's outcome
 }
 
 // abandon ends the claim's transaction, if any, without an outcome: its

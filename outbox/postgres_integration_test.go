@@ -246,3 +246,34 @@ func TestPostgresStopBetweenRounds(t *testing.T) {
 		t.Fatalf("rows left %v, want [a1 b1 a2 b2]", left)
 	}
 }
+
+// TestPostgresMovedRowRollsBack updates a claimed row while it is being
+// sent (its ctid changes): the deletion does not find it, the whole
+// outcome is rolled back, and the claim's rows are all sent again, in
+// order, by the next claim.
+func TestPostgresMovedRowRollsBack(t *testing.T) {
+	db, _ := brokertest.Postgres(t)
+	ctx := context.Background()
+	ob := newOutbox(t, db, outbox.Postgres)
+	write(t, db, ob, true, outbox.Message{Queue: "q", Key: []byte("a"), Body: []byte("a0")}, outbox.Message{Queue: "q", Key: []byte("a"), Body: []byte("a1")})
+	moved := false
+	s := &recordingSender{fail: func(body []byte) error {
+		if moved {
+			return nil
+		}
+		moved = true
+		_, err := db.ExecContext(ctx, `UPDATE `+ob.Table()+` SET last_error = 'moved' WHERE convert_from(body, 'UTF8') = 'a0'`)
+		return err
+	}}
+	r := newRelay(t, db, ob, s)
+	if _, err := r.RunOnce(ctx); err == nil || !strings.Contains(err.Error(), "rows found") {
+		t.Fatalf("RunOnce with a row moved: %v, want the deletion's error", err)
+	}
+	if st, err := ob.Stats(ctx, db); err != nil || st.Pending != 2 || st.Failing != 0 {
+		t.Fatalf("stats %+v (%v), want both rows pending, none failing", st, err)
+	}
+	drain(t, r)
+	if got := fmt.Sprint(bodiesOf(s)); got != "[a0 a1 a0 a1]" {
+		t.Fatalf("sent %v, want [a0 a1 a0 a1]: the rolled-back claim again, in order", got)
+	}
+}
