@@ -114,99 +114,129 @@ func drive(ctx context.Context, pg, broker string, rows, minKills, nRelays, nKey
 	if err := integration.CreateTopic(broker, topic); err != nil {
 		return err
 	}
-
-	// Relay processes, killed and restarted by the loop below.
-	self, err := os.Executable()
+	rs, err := startRelays(table, nRelays)
 	if err != nil {
 		return err
 	}
-	procs := make([]*exec.Cmd, nRelays)
-	startRelay := func(i int) error {
-		c := exec.Command(self, "-role", "relay", "-table", table)
-		c.Stdout, c.Stderr = os.Stderr, os.Stderr
-		if err := c.Start(); err != nil {
-			return err
-		}
-		procs[i] = c
-		return nil
-	}
-	for i := range procs {
-		if err := startRelay(i); err != nil {
-			return err
-		}
-	}
-	defer func() {
-		for _, c := range procs {
-			if c != nil && c.Process != nil {
-				_ = c.Process.Signal(syscall.SIGTERM)
-				_ = c.Wait()
-			}
-		}
-	}()
-
-	// The writer: rows in transactions of 50, spread over the run.
+	defer rs.stop()
 	written := make(chan error, 1)
-	go func() {
-		seq := map[string]int{}
-		for i := 0; i < rows; i += 50 {
-			tx, err := db.BeginTx(ctx, nil)
-			if err != nil {
-				written <- err
-				return
-			}
-			for j := i; j < min(i+50, rows); j++ {
-				k := fmt.Sprintf("k%d", j%nKeys)
-				seq[k]++
-				env, err := babelqueue.Make("urn:babel:outbox:kill", payload{Key: k, Seq: seq[k]}, babelqueue.WithQueue(topic))
-				if err == nil {
-					_, err = ob.WriteEnvelope(ctx, tx, env, []byte(k), nil)
-				}
-				if err != nil {
-					_ = tx.Rollback()
-					written <- err
-					return
-				}
-			}
-			if err := tx.Commit(); err != nil {
-				written <- err
-				return
-			}
-			time.Sleep(40 * time.Millisecond)
-		}
-		written <- nil
-	}()
+	go func() { written <- writeRows(ctx, db, ob, topic, rows, nKeys) }()
+	kills, err := rs.killUntilDrained(ctx, db, ob, minKills, written)
+	if err != nil {
+		return err
+	}
+	return check(ctx, broker, topic, rows, kills, nRelays, start)
+}
 
+// relays are the relay processes, killed and restarted by killUntilDrained.
+type relays struct {
+	self, table string
+	procs       []*exec.Cmd
+}
+
+func startRelays(table string, n int) (*relays, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	rs := &relays{self: self, table: table, procs: make([]*exec.Cmd, n)}
+	for i := range rs.procs {
+		if err := rs.start(i); err != nil {
+			rs.stop()
+			return nil, err
+		}
+	}
+	return rs, nil
+}
+
+func (rs *relays) start(i int) error {
+	c := exec.Command(rs.self, "-role", "relay", "-table", rs.table)
+	c.Stdout, c.Stderr = os.Stderr, os.Stderr
+	if err := c.Start(); err != nil {
+		return err
+	}
+	rs.procs[i] = c
+	return nil
+}
+
+func (rs *relays) stop() {
+	for _, c := range rs.procs {
+		if c != nil && c.Process != nil {
+			_ = c.Process.Signal(syscall.SIGTERM)
+			_ = c.Wait()
+		}
+	}
+}
+
+// killUntilDrained SIGKILLs a random relay at random moments (restarting
+// it) until it did so minKills times and the writer is done, then waits
+// until no row is pending. It returns the number of kills.
+func (rs *relays) killUntilDrained(ctx context.Context, db *sql.DB, ob *outbox.Outbox, minKills int, written <-chan error) (int, error) {
 	kills, writerDone := 0, false
 	for {
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("timed out after %d kills: %w", kills, ctx.Err())
+			return kills, fmt.Errorf("timed out after %d kills: %w", kills, ctx.Err())
 		case err := <-written:
 			if err != nil {
-				return fmt.Errorf("writer: %w", err)
+				return kills, fmt.Errorf("writer: %w", err)
 			}
 			writerDone = true
 		case <-time.After(time.Duration(150+rand.IntN(700)) * time.Millisecond):
 		}
 		if kills < minKills || !writerDone {
-			i := rand.IntN(nRelays)
-			_ = procs[i].Process.Signal(syscall.SIGKILL)
-			_ = procs[i].Wait()
+			i := rand.IntN(len(rs.procs))
+			_ = rs.procs[i].Process.Signal(syscall.SIGKILL)
+			_ = rs.procs[i].Wait()
 			kills++
-			if err := startRelay(i); err != nil {
-				return err
+			if err := rs.start(i); err != nil {
+				return kills, err
 			}
 			continue
 		}
 		st, err := ob.Stats(ctx, db)
 		if err != nil {
-			return err
+			return kills, err
 		}
 		if st.Pending == 0 {
-			break
+			return kills, nil
 		}
 	}
+}
 
+// writeRows writes rows rows over nKeys keys, in transactions of 50
+// spread over the run, each key's payloads numbered from 1.
+func writeRows(ctx context.Context, db *sql.DB, ob *outbox.Outbox, topic string, rows, nKeys int) error {
+	seq := map[string]int{}
+	for i := 0; i < rows; i += 50 {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		for j := i; j < min(i+50, rows); j++ {
+			k := fmt.Sprintf("k%d", j%nKeys)
+			seq[k]++
+			env, err := babelqueue.Make("urn:babel:outbox:kill", payload{Key: k, Seq: seq[k]}, babelqueue.WithQueue(topic))
+			if err == nil {
+				_, err = ob.WriteEnvelope(ctx, tx, env, []byte(k), nil)
+			}
+			if err != nil {
+				_ = tx.Rollback()
+				return err
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+		time.Sleep(40 * time.Millisecond)
+	}
+	return nil
+}
+
+// check reads the topic back, prints the outbox-kill line and fails when
+// a row is lost or a key's payloads come out of order (duplicates of an
+// earlier message are counted, not checked).
+func check(ctx context.Context, broker, topic string, rows, kills, nRelays int, start time.Time) error {
 	values, err := integration.ReadAll(ctx, broker, topic, rows*3, 5*time.Second)
 	if err != nil {
 		return fmt.Errorf("read back: %w", err)
