@@ -21,7 +21,7 @@ func TestPoisonBody(t *testing.T) {
 		{"text wrapped", "not json <&> \"q\"\n", `{"raw":"not json <&> \"q\"\n","dead_letter":` + block + `}`},
 		{"empty wrapped", ``, `{"raw":"","dead_letter":` + block + `}`},
 		{"truncated object wrapped", `{"a":1`, `{"raw":"{\"a\":1","dead_letter":` + block + `}`},
-		{"unicode text wrapped", "héllo\u2028", `{"raw":"héllo\u2028","dead_letter":` + block + `}`},
+		{"unicode text wrapped", "héllo\u2028\u2029", "{\"raw\":\"héllo\u2028\u2029\",\"dead_letter\":" + block + `}`},
 		{"invalid utf8 base64", "ab\xff\xfe", `{"raw":"` + base64.StdEncoding.EncodeToString([]byte("ab\xff\xfe")) + `","raw_encoding":"base64","dead_letter":` + block + `}`},
 		{"object with invalid utf8 base64", "{\"a\":\"\xc3\"}", `{"raw":"` + base64.StdEncoding.EncodeToString([]byte("{\"a\":\"\xc3\"}")) + `","raw_encoding":"base64","dead_letter":` + block + `}`},
 	}
