@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"strings"
 	"testing"
 )
 
@@ -14,9 +13,10 @@ func TestPoisonBody(t *testing.T) {
 	tests := []struct {
 		name, body, want string
 	}{
-		{"object missing fields keeps bytes", ` {"job": "", "attempts":"x"} `, ` {"job": "", "attempts":"x","dead_letter":` + block + `} `},
+		{"object missing fields keeps bytes", ` {"job": "", "attempts":"x" } `, `{"job": "", "attempts":"x" ,"dead_letter":` + block + `}`},
 		{"empty object", `{}`, `{"dead_letter":` + block + `}`},
-		{"object with a dead_letter", `{"dead_letter":{"k":1},"a":1}`, `{"dead_letter":` + strings.TrimSuffix(block, "}") + `,"k":1},"a":1}`},
+		{"object with a dead_letter wrapped", `{"dead_letter":{"k":1},"a":1}`, `{"raw":"{\"dead_letter\":{\"k\":1},\"a\":1}","dead_letter":` + block + `}`},
+		{"unpaired surrogate escape wrapped", `{"a":"\ud800"}`, `{"raw":"{\"a\":\"\\ud800\"}","dead_letter":` + block + `}`},
 		{"array wrapped", `[1,2]`, `{"raw":"[1,2]","dead_letter":` + block + `}`},
 		{"text wrapped", "not json <&> \"q\"\n", `{"raw":"not json <&> \"q\"\n","dead_letter":` + block + `}`},
 		{"empty wrapped", ``, `{"raw":"","dead_letter":` + block + `}`},
