@@ -7,8 +7,8 @@ import (
 )
 
 // PoisonBody returns the dead-letter body of a poison message (SPEC 4.2),
-// byte for byte what the Python SDK's poison record holds for the same body
-// and block. dl.Reason is forced to ReasonPoison.
+// byte for byte as the Python SDK builds it for the same body and block.
+// dl.Reason is forced to ReasonPoison.
 //
 //   - A body that is one strict JSON object (valid UTF-8) with no top-level
 //     dead_letter member and no unpaired surrogate escape (\ud800 not
