@@ -1,0 +1,114 @@
+package kafka
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+)
+
+// batchLog keeps, for one partition, the headers of the record batches its
+// reader's fetches carried and its records have not passed yet, so that a
+// fetched record can be given its batch's timestamp type and maxTimestamp.
+// It holds at most maxBatchLog headers.
+type batchLog struct {
+	topic     string
+	partition int32
+
+	mu      sync.Mutex
+	batches []batchHeader // ascending offsets
+}
+
+// maxBatchLog bounds a batchLog. A reader is ahead of its records by its
+// queue and at most one fetch (MaxBytes 1 MiB, batches of 61 bytes or more).
+const maxBatchLog = 1 << 15
+
+func newBatchLog(topic string, partition int) *batchLog {
+	return &batchLog{topic: topic, partition: int32(partition)}
+}
+
+// add records h when it is of the log's partition. A batch fetched again (a
+// reader that reconnected or fetched from an earlier offset) replaces what
+// the log held from its base offset on.
+func (l *batchLog) add(h batchHeader) {
+	if h.Topic != l.topic || h.Partition != l.partition {
+		return
+	}
+	h.Topic = "" // the log's own; not kept per batch
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	i := len(l.batches)
+	for i > 0 && l.batches[i-1].LastOffset >= h.BaseOffset {
+		i--
+	}
+	l.batches = append(l.batches[:i], h)
+	if len(l.batches) > maxBatchLog {
+		// Out of step with its reader: forget the oldest quarter.
+		n := copy(l.batches, l.batches[maxBatchLog/4:])
+		l.batches = l.batches[:n]
+	}
+}
+
+// lookup returns the header of the batch holding offset and forgets the
+// batches before it: records are looked up in offset order.
+func (l *batchLog) lookup(offset int64) (batchHeader, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	i := 0
+	for i < len(l.batches) && l.batches[i].LastOffset < offset {
+		i++
+	}
+	if i > 0 {
+		n := copy(l.batches, l.batches[i:])
+		l.batches = l.batches[:n]
+	}
+	if len(l.batches) == 0 || l.batches[0].BaseOffset > offset {
+		return batchHeader{}, false
+	}
+	return l.batches[0], true
+}
+
+// appendTimeReader is a partition reader whose records carry their batch's
+// LogAppendTime as their Time. kafka-go gives every record baseTimestamp +
+// its delta, the producer's clock, whatever the batch's timestamp type; on
+// a LogAppendTime batch the broker's append time is its maxTimestamp, and
+// this reader puts it back. A CreateTime record keeps kafka-go's Time.
+type appendTimeReader struct {
+	partitionReader
+	batches *batchLog
+	log     *slog.Logger
+	unread  bool // a record's batch header was missing; logged once
+}
+
+// FetchMessage returns the next record, stamped with its batch's append
+// time when the batch is a LogAppendTime one.
+func (r *appendTimeReader) FetchMessage(ctx context.Context) (kafkago.Message, error) {
+	m, err := r.partitionReader.FetchMessage(ctx)
+	if err != nil {
+		return m, err
+	}
+	h, ok := r.batches.lookup(m.Offset)
+	switch {
+	case !ok:
+		if !r.unread {
+			r.unread = true
+			r.log.Warn("kafka: re-injector did not see the record's batch header; its wait starts at the record's own timestamp",
+				"topic", m.Topic, "partition", m.Partition, "offset", m.Offset)
+		}
+	case h.LogAppendTime:
+		m.Time = time.UnixMilli(h.MaxTimestamp)
+	}
+	return m, nil
+}
+
+// openReinjectPartition opens a reader of one retry partition whose
+// fetches wait for minBytes or maxWait, and whose records carry the
+// broker's append time on a LogAppendTime topic: its connections are
+// fetchTaps that read the batch headers of the reader's own fetches.
+func (g *kafkaGeneration) openReinjectPartition(topic string, partition int, offset int64, buffer, minBytes int, maxWait time.Duration) partitionReader {
+	batches := newBatchLog(topic, partition)
+	r := g.openPartitionWith(tappedDialer(g.t.dialer, batches.add), topic, partition, offset, buffer, minBytes, maxWait)
+	return &appendTimeReader{partitionReader: r, batches: batches, log: g.t.cfg.log()}
+}

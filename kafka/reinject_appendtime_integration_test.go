@@ -1,0 +1,115 @@
+//go:build integration
+
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/babelqueue/babelqueue-go/core/wire"
+)
+
+// tierRecords are n records for the tier topic of topic stamped ts (the
+// producer's clock), each naming topic as its original topic.
+func tierRecords(topic string, tier time.Duration, ts time.Time, n int) []kafkago.Message {
+	out := make([]kafkago.Message, n)
+	for i := range out {
+		out[i] = kafkago.Message{Topic: RetryTopic(topic, 1), Key: []byte{'k'}, Value: []byte(fmt.Sprintf(`{"n":%d}`, i)), Time: ts,
+			Headers: []kafkago.Header{h(wire.HeaderOriginalTopic, topic), h(wire.HeaderDelay, fmt.Sprint(tier.Milliseconds()))}}
+	}
+	return out
+}
+
+// createTopic creates a one-partition topic with the given
+// message.timestamp.type.
+func createTopic(t *testing.T, name, timestampType string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := adminClient(t).CreateTopics(ctx, &kafkago.CreateTopicsRequest{Topics: []kafkago.TopicConfig{{
+		Topic: name, NumPartitions: 1, ReplicationFactor: 1,
+		ConfigEntries: []kafkago.ConfigEntry{{ConfigName: "message.timestamp.type", ConfigValue: timestampType}},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.Errors[name]; err != nil && !errors.Is(err, kafkago.TopicAlreadyExists) {
+		t.Fatal(err)
+	}
+}
+
+// TestIntegrationReinjectLogAppendTimeWaitsFromTheAppendTime writes records
+// stamped an hour ago by their producer to a LogAppendTime tier (as
+// EnsureTopics creates it): the re-injector must hold them for the whole
+// tier from the broker's append time, not carry them back at once as their
+// producer timestamp would have it.
+func TestIntegrationReinjectLogAppendTimeWaitsFromTheAppendTime(t *testing.T) {
+	const tier = 4 * time.Second
+	topic := uniq("it-lat")
+	ensure(t, itTransport(t, WithRetryTiers(tier)), topic, 1)
+	runReinjector(t, topic, WithRetryTiers(tier))
+
+	old := time.Now().Add(-time.Hour)
+	before := time.Now()
+	produceRaw(t, tierRecords(topic, tier, old, 3)...)
+	after := time.Now()
+
+	got := readTopic(t, topic, 3, 30*time.Second, 0)
+	if len(got) != 3 {
+		t.Fatalf("re-injected %d records within 30s, want 3", len(got))
+	}
+	for _, m := range got {
+		// The re-injector stamps its copy with the time it wrote it; the
+		// broker appended the tier record between before and after.
+		if wrote := m.Time; wrote.Before(before.Add(tier)) || wrote.After(after.Add(tier+5*time.Second)) {
+			t.Errorf("record %s re-injected at %s, %v after its append (between %s and %s); want the tier %v after it",
+				m.Value, wrote.Format(time.StampMilli), wrote.Sub(after).Round(time.Millisecond),
+				before.Format(time.StampMilli), after.Format(time.StampMilli), tier)
+		}
+	}
+}
+
+// TestIntegrationReinjectCreateTimeTrustsTheProducerClock keeps the
+// CreateTime rule: on a tier topic with message.timestamp.type=CreateTime
+// the wait is anchored on the producer's timestamp, clamped to
+// [now, now+tier]: an old record is carried at once, a future-dated one
+// waits one tier.
+func TestIntegrationReinjectCreateTimeTrustsTheProducerClock(t *testing.T) {
+	const tier = 8 * time.Second
+	for _, c := range []struct {
+		name   string
+		offset time.Duration // producer timestamp minus now
+		held   bool          // whether the record waits a whole tier
+	}{
+		{"old", -time.Hour, false},
+		{"future", 10 * time.Minute, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			topic := uniq("it-ct-" + c.name)
+			createTopic(t, topic, "CreateTime")
+			createTopic(t, RetryTopic(topic, 1), "CreateTime")
+			runReinjector(t, topic, WithRetryTiers(tier))
+
+			before := time.Now()
+			produceRaw(t, tierRecords(topic, tier, before.Add(c.offset), 1)...)
+			after := time.Now()
+
+			got := readTopic(t, topic, 1, 30*time.Second, 0)
+			if len(got) != 1 {
+				t.Fatalf("re-injected %d records within 30s, want 1", len(got))
+			}
+			wrote := got[0].Time
+			if c.held && wrote.Before(before.Add(tier)) {
+				t.Fatalf("future-dated record re-injected %v after it was written, want at least the tier %v", wrote.Sub(before), tier)
+			}
+			if !c.held && wrote.After(after.Add(tier/2)) {
+				t.Fatalf("old record re-injected %v after it was written, want at once (well within the tier %v)", wrote.Sub(after), tier)
+			}
+		})
+	}
+}
