@@ -11,6 +11,7 @@ import (
 
 	kafkago "github.com/segmentio/kafka-go"
 
+	"github.com/babelqueue/babelqueue-go/brokertest"
 	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
@@ -47,30 +48,50 @@ func createTopic(t *testing.T, name, timestampType string) {
 // stamped an hour ago by their producer to a LogAppendTime tier (as
 // EnsureTopics creates it): the re-injector must hold them for the whole
 // tier from the broker's append time, not carry them back at once as their
-// producer timestamp would have it.
+// producer timestamp would have it. It runs on the plain, TLS and SASL over
+// TLS listeners: the re-injector's connections read the batch headers
+// below kafka-go, under TLS set up by the tap's own dial.
 func TestIntegrationReinjectLogAppendTimeWaitsFromTheAppendTime(t *testing.T) {
 	const tier = 4 * time.Second
-	topic := uniq("it-lat")
-	ensure(t, itTransport(t, WithRetryTiers(tier)), topic, 1)
-	runReinjector(t, topic, WithRetryTiers(tier))
-
-	old := time.Now().Add(-time.Hour)
-	before := time.Now()
-	produceRaw(t, tierRecords(topic, tier, old, 3)...)
-	after := time.Now()
-
-	got := readTopic(t, topic, 3, 30*time.Second, 0)
-	if len(got) != 3 {
-		t.Fatalf("re-injected %d records within 30s, want 3", len(got))
+	listeners := []struct {
+		name string
+		opts func(t *testing.T) []Option
+	}{
+		{"plaintext", func(t *testing.T) []Option { return nil }},
+		{"tls", func(t *testing.T) []Option {
+			brokers, ca := brokertest.KafkaTLS(t)
+			return []Option{WithBrokers(brokers...), WithTLS(brokertest.TLSConfig(t, ca))}
+		}},
+		{"sasl-tls", func(t *testing.T) []Option {
+			brokers, user, pass, ca := brokertest.KafkaSASLTLS(t)
+			return []Option{WithBrokers(brokers...), WithTLS(brokertest.TLSConfig(t, ca)), WithSASLSCRAM(SCRAMSHA512, user, pass)}
+		}},
 	}
-	for _, m := range got {
-		// The re-injector stamps its copy with the time it wrote it; the
-		// broker appended the tier record between before and after.
-		if wrote := m.Time; wrote.Before(before.Add(tier)) || wrote.After(after.Add(tier+5*time.Second)) {
-			t.Errorf("record %s re-injected at %s, %v after its append (between %s and %s); want the tier %v after it",
-				m.Value, wrote.Format(time.StampMilli), wrote.Sub(after).Round(time.Millisecond),
-				before.Format(time.StampMilli), after.Format(time.StampMilli), tier)
-		}
+	for _, l := range listeners {
+		t.Run(l.name, func(t *testing.T) {
+			topic := uniq("it-lat-" + l.name)
+			ensure(t, itTransport(t, WithRetryTiers(tier)), topic, 1)
+			runReinjector(t, topic, append([]Option{WithRetryTiers(tier)}, l.opts(t)...)...)
+
+			old := time.Now().Add(-time.Hour)
+			before := time.Now()
+			produceRaw(t, tierRecords(topic, tier, old, 3)...)
+			after := time.Now()
+
+			got := readTopic(t, topic, 3, 30*time.Second, 0)
+			if len(got) != 3 {
+				t.Fatalf("re-injected %d records within 30s, want 3", len(got))
+			}
+			for _, m := range got {
+				// The re-injector stamps its copy with the time it wrote it;
+				// the broker appended the tier record between before and after.
+				if wrote := m.Time; wrote.Before(before.Add(tier)) || wrote.After(after.Add(tier+5*time.Second)) {
+					t.Errorf("record %s re-injected at %s, %v after its append (between %s and %s); want the tier %v after it",
+						m.Value, wrote.Format(time.StampMilli), wrote.Sub(after).Round(time.Millisecond),
+						before.Format(time.StampMilli), after.Format(time.StampMilli), tier)
+				}
+			}
+		})
 	}
 }
 
