@@ -112,3 +112,50 @@ func (g *kafkaGeneration) openReinjectPartition(topic string, partition int, off
 	r := g.openPartitionWith(tappedDialer(g.t.dialer, batches.add), topic, partition, offset, buffer, minBytes, maxWait)
 	return &appendTimeReader{partitionReader: r, batches: batches, log: g.t.cfg.log()}
 }
+
+// batchLogs are the batch logs of the partitions of some topics, made as
+// their headers arrive: the backlog sampler's fetches, over connections
+// shared by every partition, report to it.
+type batchLogs struct {
+	topics map[string]bool
+	mu     sync.Mutex
+	logs   map[topicPartition]*batchLog
+}
+
+func newBatchLogs(topics []string) *batchLogs {
+	l := &batchLogs{topics: make(map[string]bool, len(topics)), logs: make(map[topicPartition]*batchLog)}
+	for _, t := range topics {
+		l.topics[t] = true
+	}
+	return l
+}
+
+// add records h in its partition's log when its topic is one of l's.
+func (l *batchLogs) add(h batchHeader) {
+	if l.topics[h.Topic] {
+		l.of(h.Topic, int(h.Partition)).add(h)
+	}
+}
+
+// of returns the log of topic/partition.
+func (l *batchLogs) of(topic string, partition int) *batchLog {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := topicPartition{topic: topic, partition: partition}
+	log := l.logs[k]
+	if log == nil {
+		log = newBatchLog(topic, partition)
+		l.logs[k] = log
+	}
+	return log
+}
+
+// recordTime is the timestamp of the record at offset of topic/partition
+// whose own timestamp is own: its batch's append time when the batch is a
+// LogAppendTime one l has seen the header of, else own.
+func (l *batchLogs) recordTime(topic string, partition int, offset int64, own time.Time) time.Time {
+	if h, ok := l.of(topic, partition).lookup(offset); ok && h.LogAppendTime {
+		return time.UnixMilli(h.MaxTimestamp)
+	}
+	return own
+}

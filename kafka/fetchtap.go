@@ -150,26 +150,41 @@ func (f *frameReader) feed(p []byte) {
 // above it, in kafka-go, as before.
 func tappedDialer(d *kafkago.Dialer, onBatch func(batchHeader)) *kafkago.Dialer {
 	td := *d
-	cfg := td.TLS
-	td.TLS = nil
 	dial := td.DialFunc
 	if dial == nil {
 		nd := &net.Dialer{LocalAddr: td.LocalAddr, FallbackDelay: td.FallbackDelay, KeepAlive: td.KeepAlive}
 		dial = nd.DialContext
 	}
-	td.DialFunc = func(ctx context.Context, network, address string) (net.Conn, error) {
+	td.DialFunc = tapDial(dial, td.TLS, onBatch)
+	td.TLS = nil
+	return &td
+}
+
+// tappedNetTransport is netTransport(cfg) whose connections are fetchTaps
+// reporting to onBatch, TLS set up below the tap as in tappedDialer.
+func tappedNetTransport(cfg *config, onBatch func(batchHeader)) *kafkago.Transport {
+	tr := netTransport(cfg)
+	tr.Dial = tapDial((&net.Dialer{}).DialContext, tr.TLS, onBatch)
+	tr.TLS = nil
+	return tr
+}
+
+// tapDial returns a dial function that dials with dial, completes a TLS
+// handshake when tlsCfg is set, and wraps the connection in a fetchTap.
+func tapDial(dial func(ctx context.Context, network, address string) (net.Conn, error), tlsCfg *tls.Config,
+	onBatch func(batchHeader)) func(ctx context.Context, network, address string) (net.Conn, error) {
+	return func(ctx context.Context, network, address string) (net.Conn, error) {
 		c, err := dial(ctx, network, address)
 		if err != nil {
 			return nil, err
 		}
-		if cfg != nil {
-			if c, err = clientTLS(ctx, c, cfg, address); err != nil {
+		if tlsCfg != nil {
+			if c, err = clientTLS(ctx, c, tlsCfg, address); err != nil {
 				return nil, err
 			}
 		}
 		return newFetchTap(c, onBatch), nil
 	}
-	return &td
 }
 
 // clientTLS completes a TLS handshake on c as kafka-go's Dialer does: the

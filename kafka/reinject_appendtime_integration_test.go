@@ -12,6 +12,7 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/babelqueue/babelqueue-go/brokertest"
+	"github.com/babelqueue/babelqueue-go/core/driver"
 	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
@@ -132,5 +133,28 @@ func TestIntegrationReinjectCreateTimeTrustsTheProducerClock(t *testing.T) {
 				t.Fatalf("old record re-injected %v after it was written, want at once (well within the tier %v)", wrote.Sub(after), tier)
 			}
 		})
+	}
+}
+
+// TestIntegrationReinjectBacklogAgeFromTheAppendTime: the backlog sampler
+// counts the age of a LogAppendTime tier's oldest record from its append
+// time, as the worker counts its wait, so a record stamped an hour ago by
+// its producer, still waiting out a one-minute tier, shows a young age and
+// no lag.
+func TestIntegrationReinjectBacklogAgeFromTheAppendTime(t *testing.T) {
+	const tier = time.Minute
+	topic := uniq("it-lat-backlog")
+	ensure(t, itTransport(t, WithRetryTiers(tier)), topic, 1)
+	written := time.Now()
+	produceRaw(t, tierRecords(topic, tier, written.Add(-time.Hour), 2)...)
+
+	rec := &backlogRecorder{}
+	runReinjector(t, topic, WithRetryTiers(tier), WithReinjectHooks(rec), WithReinjectBacklogInterval(200*time.Millisecond))
+	s := rec.waitFor(t, 30*time.Second, func(s []driver.ReinjectBacklog) bool {
+		return len(s) == 1 && s[0].Err == nil && s[0].Backlog == 2
+	})
+	if age := s[0].OldestAge; age <= 0 || age > time.Since(written)+time.Second || s[0].OldestLag != 0 {
+		t.Fatalf("oldest age %v lag %v, want at most the %v since the records were appended and no lag",
+			age, s[0].OldestLag, time.Since(written).Round(time.Millisecond))
 	}
 }
