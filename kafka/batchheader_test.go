@@ -458,3 +458,56 @@ func FuzzFetchTap(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkFetchTap reads a 1 MiB Fetch response (kafka-go batches of 10
+// records of 1 KiB) in 4 KiB reads, as kafka-go's bufio reader does,
+// through a fetchTap and straight from the connection.
+func BenchmarkFetchTap(b *testing.B) {
+	t0 := time.UnixMilli(1_700_000_000_000)
+	var records []byte
+	for base := int64(0); len(records) < 1<<20; base += 10 {
+		recs := make([]protocol.Record, 10)
+		for i := range recs {
+			recs[i] = protocol.Record{Offset: base + int64(i), Time: t0, Value: protocol.NewBytes(make([]byte, 1024))}
+		}
+		var buf bytes.Buffer
+		if _, err := (&protocol.RecordSet{Version: 2, Records: protocol.NewRecordReader(recs...)}).WriteTo(&buf); err != nil {
+			b.Fatal(err)
+		}
+		batch := buf.Bytes()[4:]
+		binary.BigEndian.PutUint64(batch, uint64(base))
+		records = append(records, batch...)
+	}
+	resp := fetchResponse(10, 7, []string{"t"}, [][]fetchPart{{{id: 0, records: records}}})
+	req := requestFrame(fetchAPIKey, 10, 7, 0)
+	buf := make([]byte, 4096)
+	read := func(b *testing.B, c net.Conn) {
+		for {
+			if _, err := c.Read(buf); errors.Is(err, io.EOF) {
+				return
+			} else if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("raw", func(b *testing.B) {
+		b.SetBytes(int64(len(resp)))
+		for b.Loop() {
+			read(b, &scriptConn{r: bytes.NewReader(resp), chunk: 1 << 20})
+		}
+	})
+	b.Run("tapped", func(b *testing.B) {
+		b.SetBytes(int64(len(resp)))
+		headers := 0
+		for b.Loop() {
+			tap := newFetchTap(&scriptConn{r: bytes.NewReader(resp), chunk: 1 << 20}, func(batchHeader) { headers++ })
+			if _, err := tap.Write(req); err != nil {
+				b.Fatal(err)
+			}
+			read(b, tap)
+		}
+		if headers == 0 {
+			b.Fatal("no batch header read")
+		}
+	})
+}
