@@ -9,10 +9,9 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 )
 
-// batchLog keeps, for one partition, the headers of the record batches its
-// reader's fetches carried and its records have not passed yet, so that a
-// fetched record can be given its batch's timestamp type and maxTimestamp.
-// It holds at most maxBatchLog headers.
+// batchLog holds the batch headers of one partition whose records were not
+// looked up yet, at most maxBatchLog of them. A fetched record finds its
+// batch's timestamp type and maxTimestamp there.
 type batchLog struct {
 	topic     string
 	partition int32
@@ -103,19 +102,19 @@ func (r *appendTimeReader) FetchMessage(ctx context.Context) (kafkago.Message, e
 	return m, nil
 }
 
-// openReinjectPartition opens a reader of one retry partition whose
-// fetches wait for minBytes or maxWait, and whose records carry the
-// broker's append time on a LogAppendTime topic: its connections are
-// fetchTaps that read the batch headers of the reader's own fetches.
+// openReinjectPartition opens a reader of one retry partition whose records
+// carry the broker's append time on a LogAppendTime topic. Its fetches wait
+// for minBytes or maxWait; its connections are fetchTaps that read the
+// batch headers of the reader's own fetches.
 func (g *kafkaGeneration) openReinjectPartition(topic string, partition int, offset int64, buffer, minBytes int, maxWait time.Duration) partitionReader {
 	batches := newBatchLog(topic, partition)
 	r := g.openPartitionWith(tappedDialer(g.t.dialer, batches.add), topic, partition, offset, buffer, minBytes, maxWait)
 	return &appendTimeReader{partitionReader: r, batches: batches, log: g.t.cfg.log()}
 }
 
-// batchLogs are the batch logs of the partitions of some topics, made as
-// their headers arrive: the backlog sampler's fetches, over connections
-// shared by every partition, report to it.
+// batchLogs holds a batchLog per partition of some topics, made as their
+// headers arrive. The backlog sampler's fetches, over connections shared by
+// every partition, report to it.
 type batchLogs struct {
 	topics map[string]bool
 	mu     sync.Mutex

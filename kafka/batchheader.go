@@ -74,11 +74,12 @@ const maxScannedFetchVersion = 11
 // 249 characters); a longer one is skipped and its batches are not reported.
 const maxTopicNameLen = 255
 
-// fetchScanner reads a Fetch response body (after the response header)
-// that arrives in pieces, and reports the header of every magic v2 record
-// batch in it as soon as its batchHeaderLen bytes have passed. It keeps no
-// more than one batch header of the bytes, never allocates per record and
-// never panics: on bytes it cannot read it stops reporting (done).
+// fetchScanner reports the header of every magic v2 record batch of a
+// Fetch response body fed to it in pieces. The body starts after the
+// response header; a batch is reported as soon as its batchHeaderLen bytes
+// have passed. It keeps no more than one batch header of the bytes, never
+// allocates per record and never panics: on bytes it cannot read it stops
+// reporting (done).
 type fetchScanner struct {
 	version int16
 	onBatch func(batchHeader)

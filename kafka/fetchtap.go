@@ -10,13 +10,13 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 )
 
-// fetchTap is a broker connection that reads, on their way to kafka-go, the
-// record batch headers of the Fetch responses it carries. It parses the
-// request frames written (to learn which correlation ids are Fetch requests
-// and their versions) and the response frames read, in whatever pieces they
-// pass, and hands each batch header to onBatch before kafka-go has decoded
-// the batch's records. The bytes themselves are passed on untouched; a
-// stream it cannot follow is passed on without being read further.
+// fetchTap is a broker connection that reads the record batch headers of
+// the Fetch responses it carries, passing every byte on untouched. It
+// parses the request frames written (to learn which correlation ids are
+// Fetch requests and their versions) and the response frames read, in
+// whatever pieces they pass, and hands each batch header to onBatch before
+// kafka-go has decoded the batch's records. A stream it cannot follow is
+// passed on without being read further.
 type fetchTap struct {
 	net.Conn
 	onBatch func(batchHeader)
@@ -94,10 +94,10 @@ func (t *fetchTap) body(p []byte) {
 	}
 }
 
-// frameReader follows a stream of size-prefixed Kafka frames: it gathers
-// each frame's size and first headerLen bytes for onHeader, and hands the
-// rest of the frame to onBody. A frame too short for its header leaves the
-// stream unreadable (broken): everything after it is passed over.
+// frameReader follows a stream of size-prefixed Kafka frames in pieces. It
+// gathers each frame's size and first headerLen bytes for onHeader, and
+// hands the rest of the frame to onBody. A frame too short for its header
+// leaves the stream unreadable (broken): everything after it is passed over.
 type frameReader struct {
 	headerLen int
 	onHeader  func(h []byte)
