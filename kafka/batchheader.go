@@ -127,10 +127,7 @@ func (s *fetchScanner) stop() { s.done, s.step, s.need, s.skip = true, nil, 0, 0
 func (s *fetchScanner) feed(p []byte) {
 	for len(p) > 0 && !s.done {
 		if s.skip > 0 {
-			n := int64(len(p))
-			if n > s.skip {
-				n = s.skip
-			}
+			n := min(int64(len(p)), s.skip)
 			s.skip -= n
 			p = p[n:]
 			if s.skip > 0 {

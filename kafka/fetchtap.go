@@ -112,10 +112,7 @@ type frameReader struct {
 func (f *frameReader) feed(p []byte) {
 	for len(p) > 0 && !f.broken {
 		if f.left > 0 {
-			n := int64(len(p))
-			if n > f.left {
-				n = f.left
-			}
+			n := min(int64(len(p)), f.left)
 			if f.onBody != nil {
 				f.onBody(p[:n])
 			}
