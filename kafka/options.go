@@ -16,7 +16,7 @@ import (
 // Defaults of the transport options. Every option and its default:
 //
 //	option                         default
-//	WithBrokers                    none (required unless WithWriter and WithReaderFactory are both given)
+//	WithBrokers                    none (host:port, lists and kafka:// accepted; required unless WithWriter and WithReaderFactory are both given)
 //	WithGroupID                    none (required to consume and to run a Reinjector)
 //	WithMaxWaitTime                DefaultMaxWaitTime (1s): the longest a single Pop blocks
 //	WithOnSchemaVersionRejected    none
@@ -84,25 +84,28 @@ type Option func(*config)
 type OnSchemaVersionRejected func(version, queue string)
 
 type config struct {
-	brokers        []string
-	groupID        string
-	maxWait        time.Duration
-	onVersion      OnSchemaVersionRejected
-	readerFactory  func(queue string) Reader
-	writer         Writer
-	tiers          []time.Duration
-	linger         time.Duration
-	batchSize      int
-	batchBytes     int64
-	requiredAcks   kafkago.RequiredAcks
-	commitInterval time.Duration
-	tls            *tls.Config
-	sasl           sasl.Mechanism
-	saslBy         string // the option that set sasl, to report a second one
-	logger         *slog.Logger
-	clock          driver.Clock
-	reinjectBuffer int
-	autoCreate     bool
+	brokers []string
+	// brokersRejected: WithBrokers reported its entries, so New does not
+	// report ErrNoBrokers as well.
+	brokersRejected bool
+	groupID         string
+	maxWait         time.Duration
+	onVersion       OnSchemaVersionRejected
+	readerFactory   func(queue string) Reader
+	writer          Writer
+	tiers           []time.Duration
+	linger          time.Duration
+	batchSize       int
+	batchBytes      int64
+	requiredAcks    kafkago.RequiredAcks
+	commitInterval  time.Duration
+	tls             *tls.Config
+	sasl            sasl.Mechanism
+	saslBy          string // the option that set sasl, to report a second one
+	logger          *slog.Logger
+	clock           driver.Clock
+	reinjectBuffer  int
+	autoCreate      bool
 
 	sessionTimeout     time.Duration
 	heartbeatInterval  time.Duration
@@ -176,17 +179,22 @@ func (c *config) log() *slog.Logger {
 	return slog.Default()
 }
 
-// WithBrokers sets the bootstrap brokers (host:port). Blank entries are
-// rejected.
+// WithBrokers sets the bootstrap brokers, each host:port, a comma-separated
+// list of them, or either behind kafka://.
+//
+// "127.0.0.1:9092,127.0.0.1:9093" (the form of BQ_KAFKA_BROKERS) and
+// "kafka://127.0.0.1:9092" name the same brokers as separate host:port
+// arguments. New reports every entry that is blank, has another scheme
+// (TLS is set with WithTLS, not kafka+ssl://), or is not host:port with a
+// port from 1 to 65535; an IPv6 host is bracketed ("[::1]:9092"). A later
+// WithBrokers replaces an earlier one.
 func WithBrokers(brokers ...string) Option {
 	return func(c *config) {
-		for _, b := range brokers {
-			if wire.IsBlank(b) {
-				c.fail("blank broker address")
-				return
-			}
+		addrs, problems := parseBrokers(brokers)
+		for _, p := range problems {
+			c.fail("%s", p)
 		}
-		c.brokers = append([]string(nil), brokers...)
+		c.brokers, c.brokersRejected = addrs, len(problems) > 0
 	}
 }
 

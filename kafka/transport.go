@@ -79,7 +79,7 @@ func New(opts ...Option) (*Transport, error) {
 			o(&cfg)
 		}
 	}
-	if len(cfg.brokers) == 0 && (cfg.writer == nil || (cfg.readerFactory == nil && cfg.memberFactory == nil)) {
+	if len(cfg.brokers) == 0 && !cfg.brokersRejected && (cfg.writer == nil || (cfg.readerFactory == nil && cfg.memberFactory == nil)) {
 		cfg.errs.Add(ErrNoBrokers)
 	}
 	if err := cfg.errs.Err(); err != nil {
