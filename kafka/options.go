@@ -17,7 +17,9 @@ import (
 //
 //	option                         default
 //	WithBrokers                    none (host:port, lists and kafka:// accepted; required unless WithWriter and WithReaderFactory are both given)
-//	WithGroupID                    none (required to consume and to run a Reinjector)
+//	WithGroupID                    none (required to consume; also names the Reinjector's group)
+//	WithReinjectGroupID            WithGroupID + ReinjectGroupSuffix: the consumer group of a Reinjector
+//	WithStaleTierWarning           DefaultStaleTierAfter (1m): warn when a retry tier record waits this long past its tier
 //	WithMaxWaitTime                DefaultMaxWaitTime (1s): the longest a single Pop blocks
 //	WithOnSchemaVersionRejected    none
 //	WithReaderFactory              none: a consumer-group member per queue, built from the brokers and group id
@@ -89,6 +91,8 @@ type config struct {
 	// report ErrNoBrokers as well.
 	brokersRejected bool
 	groupID         string
+	reinjectGroup   string // WithReinjectGroupID; empty: groupID + ReinjectGroupSuffix
+	staleAfter      time.Duration
 	maxWait         time.Duration
 	onVersion       OnSchemaVersionRejected
 	readerFactory   func(queue string) Reader
@@ -127,6 +131,7 @@ type config struct {
 
 	// reinjectbacklog.go: the backlog hooks and their sampling interval.
 	reinjectBacklogHooks []driver.ReinjectBacklogHook
+	staleTierHooks       []driver.StaleTierHook // tierwatch.go
 	reinjectBacklogEvery time.Duration
 
 	// groupFactory builds the consumer-group member of a Reinjector; tests
@@ -157,6 +162,7 @@ func defaultConfig() config {
 		maxBufferedBytes:   DefaultMaxBufferedBytes,
 
 		reinjectBacklogEvery: DefaultReinjectBacklogInterval,
+		staleAfter:           DefaultStaleTierAfter,
 
 		errs: option.Prefixed("kafka"),
 	}
@@ -199,7 +205,8 @@ func WithBrokers(brokers ...string) Option {
 }
 
 // WithGroupID sets the consumer group whose offsets Ack commits. It is
-// required to consume; a blank id is rejected.
+// required to consume; a blank id is rejected. A Reinjector joins a group
+// of its own named after it (see WithReinjectGroupID).
 func WithGroupID(groupID string) Option {
 	return func(c *config) {
 		if wire.IsBlank(groupID) {
@@ -208,6 +215,42 @@ func WithGroupID(groupID string) Option {
 		}
 		c.groupID = groupID
 	}
+}
+
+// ReinjectGroupSuffix is appended to the WithGroupID group to name the
+// consumer group of a Reinjector when WithReinjectGroupID is not given.
+const ReinjectGroupSuffix = ".reinject"
+
+// WithReinjectGroupID names the consumer group a Reinjector of this
+// transport joins, and whose offsets the stale tier check reads.
+//
+// Without it the group is the WithGroupID group followed by
+// ReinjectGroupSuffix. Give the group of the re-injector that carries the
+// tiers (bq reinject --group, say) when it runs elsewhere, so that the
+// check of WithStaleTierWarning reads its offsets. A blank id is rejected.
+func WithReinjectGroupID(groupID string) Option {
+	return func(c *config) {
+		if wire.IsBlank(groupID) {
+			c.fail("blank re-inject group id")
+			return
+		}
+		c.reinjectGroup = groupID
+	}
+}
+
+// ReinjectGroupID returns the consumer group of this transport's
+// Reinjectors: WithReinjectGroupID, else WithGroupID + ReinjectGroupSuffix;
+// empty when neither was given.
+func (t *Transport) ReinjectGroupID() string { return t.cfg.reinjectGroupID() }
+
+func (c *config) reinjectGroupID() string {
+	switch {
+	case c.reinjectGroup != "":
+		return c.reinjectGroup
+	case c.groupID != "":
+		return c.groupID + ReinjectGroupSuffix
+	}
+	return ""
 }
 
 // WithMaxWaitTime caps how long a single Pop blocks waiting for a record,
