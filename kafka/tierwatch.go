@@ -111,21 +111,47 @@ func (w *tierWatch) stop() {
 }
 
 func (w *tierWatch) run(ctx context.Context) {
-	b := newRedriveBroker(&w.t.cfg)
-	defer b.close()
+	var b *backlogBroker
+	watched := 0 // queues b reads the batch headers of
+	defer func() {
+		if b != nil {
+			b.close()
+		}
+	}()
 	for sleep(ctx, w.t.cfg.clock, w.every) {
-		w.check(ctx, b)
+		queues := w.watched()
+		if b == nil || len(queues) != watched {
+			if b != nil {
+				b.close()
+			}
+			b, watched = newBacklogBroker(&w.t.cfg, w.tierTopics(queues)), len(queues)
+		}
+		w.check(ctx, b, queues)
 	}
 }
 
-// check samples every tier of the watched queues once and reports the
-// stale ones.
-func (w *tierWatch) check(ctx context.Context, b *redriveBroker) {
+// watched returns the queues watched so far, in the order they came.
+func (w *tierWatch) watched() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.queues...)
+}
+
+// tierTopics returns the tier topics of queues.
+func (w *tierWatch) tierTopics(queues []string) []string {
+	var out []string
+	for _, q := range queues {
+		for i := range w.t.cfg.tiers {
+			out = append(out, RetryTopic(q, i+1))
+		}
+	}
+	return out
+}
+
+// check samples every tier of queues once and reports the stale ones.
+func (w *tierWatch) check(ctx context.Context, b *backlogBroker, queues []string) {
 	ctx, cancel := context.WithTimeout(ctx, backlogTimeout(w.every))
 	defer cancel()
-	w.mu.Lock()
-	queues := append([]string(nil), w.queues...)
-	w.mu.Unlock()
 	cfg := &w.t.cfg
 	log := cfg.log()
 	for _, q := range queues {
