@@ -14,10 +14,14 @@ import (
 	bqkafka "github.com/babelqueue/babelqueue-go/kafka"
 )
 
-// dlqName resolves --dlq / --queue to the dead-letter topic.
+// dlqName resolves --dlq / --topic to the dead-letter topic: --dlq, else
+// a --topic that already ends in ".dlq", else <topic>.dlq.
 func dlqName(dlq, queue string) string {
 	if dlq != "" {
 		return dlq
+	}
+	if strings.HasSuffix(queue, bqkafka.DeadLetterSuffix) {
+		return queue // the DLQ named with -t
 	}
 	if queue == "" {
 		return ""
@@ -169,8 +173,8 @@ func newDLQStatsCmd() *cobra.Command {
 	fs := cmd.Flags()
 	var cf connFlags
 	cf.register(fs)
-	queue := fs.StringP("queue", "q", "", "work queue; its DLQ is <queue>.dlq")
-	dlq := fs.String("dlq", "", "dead-letter topic (overrides --queue)")
+	queue := topicFlag(fs, dlqTopicUsage)
+	dlq := fs.String("dlq", "", "dead-letter topic (overrides --topic)")
 	var region dlqRegion
 	region.register(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -178,7 +182,7 @@ func newDLQStatsCmd() *cobra.Command {
 		ctx, out, errOut := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 		topic := dlqName(*dlq, *queue)
 		if topic == "" {
-			return usagef("--queue or --dlq is required")
+			return usagef("--topic (-t) or --dlq is required")
 		}
 		u, err := cf.resolve(errOut)
 		if err != nil {
@@ -219,8 +223,8 @@ func newDLQPeekCmd() *cobra.Command {
 	fs := cmd.Flags()
 	var cf connFlags
 	cf.register(fs)
-	queue := fs.StringP("queue", "q", "", "work queue; its DLQ is <queue>.dlq")
-	dlq := fs.String("dlq", "", "dead-letter topic (overrides --queue)")
+	queue := topicFlag(fs, dlqTopicUsage)
+	dlq := fs.String("dlq", "", "dead-letter topic (overrides --topic)")
 	limit := fs.IntP("limit", "n", 20, "show at most this many dead letters (0: all)")
 	var region dlqRegion
 	region.register(fs)
@@ -231,7 +235,7 @@ func newDLQPeekCmd() *cobra.Command {
 		ctx, out, errOut := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 		topic := dlqName(*dlq, *queue)
 		if topic == "" {
-			return usagef("--queue or --dlq is required")
+			return usagef("--topic (-t) or --dlq is required")
 		}
 		if *limit < 0 {
 			return usagef("--limit %d: must be >= 0", *limit)

@@ -58,7 +58,7 @@ func newPublishCmd() *cobra.Command {
 	fs := cmd.Flags()
 	var cf connFlags
 	cf.register(fs)
-	queue := fs.StringP("queue", "q", "", "queue (topic) to publish to")
+	queue := topicFlag(fs, "work topic (queue) to publish to")
 	urn := fs.StringP("urn", "u", "", "message URN (the envelope's job)")
 	data := fs.StringP("data", "d", "{}", "JSON object of data, or - to read it from stdin")
 	fromStdin := fs.Bool("stdin", false, "publish one envelope or data object per stdin line")
@@ -70,7 +70,7 @@ func newPublishCmd() *cobra.Command {
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx, out, errOut := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 		if strings.TrimSpace(*queue) == "" {
-			return usagef("--queue is required")
+			return usagef("--topic (-t) is required")
 		}
 		for k := range *headers {
 			if strings.HasPrefix(strings.ToLower(k), "bq-") {

@@ -330,8 +330,8 @@ func newRedriveCmd() *cobra.Command {
 	fs := cmd.Flags()
 	var cf connFlags
 	cf.register(fs)
-	queue := fs.StringP("queue", "q", "", "work queue; its DLQ is <queue>.dlq")
-	dlq := fs.String("dlq", "", "dead-letter topic (overrides --queue)")
+	queue := topicFlag(fs, dlqTopicUsage)
+	dlq := fs.String("dlq", "", "dead-letter topic (overrides --topic)")
 	var sel selectorFlags
 	sel.register(fs)
 	target := fs.String("target", "", "queue to move dead letters to (default: each one's original queue)")
@@ -347,7 +347,7 @@ func newRedriveCmd() *cobra.Command {
 		ctx, out, errOut := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 		topic := dlqName(*dlq, *queue)
 		if topic == "" {
-			return usagef("--queue or --dlq is required")
+			return usagef("--topic (-t) or --dlq is required")
 		}
 		if *maxN < 0 || *maxRedrives < 0 {
 			return usagef("--max and --max-redrives must be >= 0")

@@ -319,7 +319,7 @@ func newReinjectCmd() *cobra.Command {
 	fs := cmd.Flags()
 	var cf connFlags
 	cf.register(fs)
-	topics := fs.StringSliceP("topic", "t", nil, "work topic whose retry tiers are re-injected (repeatable, or comma-separated)")
+	topics := topicsFlag(fs, "work topic whose retry tiers are re-injected (repeatable, or comma-separated)")
 	tiersFlag := fs.String("tiers", "", "retry tier durations, ascending, as the producers declare them (default: from the tier topics' records)")
 	group := fs.StringP("group", "g", "bq-reinject", "consumer group of the re-injector")
 	httpAddr := fs.String("http", "127.0.0.1:9464", `listen address of /healthz and /metrics ("" disables)`)

@@ -51,7 +51,7 @@ func newTailCmd() *cobra.Command {
 	fs := cmd.Flags()
 	var cf connFlags
 	cf.register(fs)
-	queue := fs.StringP("queue", "q", "", "queue (topic) to print")
+	queue := topicFlag(fs, "topic to print: a work topic, a retry tier or a DLQ")
 	fromStart := fs.Bool("from-start", false, "start at the oldest message instead of the end")
 	since := fs.String("since", "", "start at the first message at or after this time (RFC 3339, or a duration ago such as 15m)")
 	offset := fs.Int64("offset", -1, "Kafka: start at this offset")
@@ -64,7 +64,7 @@ func newTailCmd() *cobra.Command {
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx, out, errOut := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 		if *queue == "" {
-			return usagef("--queue is required")
+			return usagef("--topic (-t) is required")
 		}
 		if *limit < 0 {
 			return usagef("--limit must be >= 0")

@@ -47,7 +47,7 @@ func newTopicsEnsureCmd() *cobra.Command {
 	fs := cmd.Flags()
 	var cf connFlags
 	cf.register(fs)
-	topics := fs.StringSliceP("topic", "t", nil, "work topic (repeatable, or comma-separated)")
+	topics := topicsFlag(fs, "work topic (repeatable, or comma-separated)")
 	partitions := fs.IntP("partitions", "p", 1, "partitions of a work topic that does not exist yet")
 	replication := fs.Int("replication", 1, "replication factor")
 	tiersFlag := fs.String("tiers", "none", `retry tiers to create, ascending durations, "recommended" or "none"`)
@@ -271,7 +271,7 @@ func newTopicsDescribeCmd() *cobra.Command {
 	fs := cmd.Flags()
 	var cf connFlags
 	cf.register(fs)
-	topic := fs.StringP("topic", "t", "", "topic to describe")
+	topic := topicFlag(fs, "topic to describe")
 	allConfigs := fs.Bool("all-configs", false, "Kafka: show every config, defaults included")
 	adminURL := fs.String("admin-url", "", "Pulsar admin REST URL (env BQ_PULSAR_ADMIN_URL)")
 	asJSON := fs.Bool("json", false, "print JSON")

@@ -275,7 +275,7 @@ func TestCommandErrorsAndExitCodes(t *testing.T) {
 		{[]string{"publish", "--broker", k, "--queue", "q", "--urn", "urn:a:b", "--dial-timeout", "300ms"}, exitError, "broker unreachable"},
 		{[]string{"publish", "--broker", "pulsar://127.0.0.1:1", "--queue", "q", "--urn", "urn:a:b", "--dial-timeout", "300ms"}, exitError, "broker unreachable"},
 		{[]string{"publish", "--broker", k, "--queue", "q", "--stdin", "--id", "x"}, exitUsage, "--id applies to one message"},
-		{[]string{"dlq", "stats", "--broker", k}, exitUsage, "--queue or --dlq"},
+		{[]string{"dlq", "stats", "--broker", k}, exitUsage, "--topic (-t) or --dlq"},
 		{[]string{"dlq", "peek", "--broker", k, "--queue", "q", "--reason", "x"}, exitUsage, "--reason"},
 		{[]string{"dlq", "discard", "--broker", k, "--queue", "q"}, exitUsage, "or --all"},
 		{[]string{"redrive", "--broker", k, "--queue", "q", "--since", "soon"}, exitUsage, "--since"},
