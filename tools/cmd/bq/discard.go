@@ -124,6 +124,9 @@ func newDLQDiscardCmd() *cobra.Command {
 		if runErr != nil && ctx.Err() != nil {
 			report.Interrupted, report.Failed = true, ""
 		}
+		if runErr != nil && !report.Interrupted && report.Examined == 0 && !*asJSON {
+			return runErr // nothing examined: the error alone, no table of zeros
+		}
 		if *asJSON {
 			if err := writeJSON(out, report); err != nil {
 				return err

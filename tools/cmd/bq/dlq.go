@@ -134,7 +134,7 @@ func (s *dlqStats) add(r *record, now time.Time) {
 
 // write prints the stats as tables.
 func (s *dlqStats) write(w io.Writer) error {
-	fmt.Fprintf(w, "%s: %d dead letters (%d undecodable)\n", s.Topic, s.Total, s.Undecodable)
+	fmt.Fprintf(w, "%s: %s (%d undecodable)\n", s.Topic, nOf(s.Total, "dead letter", ""), s.Undecodable)
 	for _, sec := range []struct {
 		title string
 		m     map[string]int
@@ -211,6 +211,12 @@ const dlqPeekHelp = `Shows dead letters: where each record sits, its headers, it
 block and its envelope. Nothing is consumed (see "bq dlq stats -h").
 Filters select what is shown; --limit bounds the output.
 
+deliveries is how many times the message was delivered before it was
+dead-lettered, the first delivery included: the dead_letter block's
+"attempts" field, which --json prints under that wire name. A handler saw
+the envelope's attempts go 0, 1, ... deliveries-1 (the retries before
+each delivery); the envelope printed below carries the final count.
+
 ` + dlqRegionHelp + `
 ` + connEnvHelp
 
@@ -277,7 +283,7 @@ func newDLQPeekCmd() *cobra.Command {
 			return err
 		}
 		if !*asJSON {
-			fmt.Fprintf(errOut, "%d dead letters shown\n", shown)
+			fmt.Fprintf(errOut, "%s shown\n", nOf(shown, "dead letter", ""))
 		}
 		return nil
 	}
@@ -307,7 +313,7 @@ func writeRecordText(w io.Writer, v recordView) {
 		if dl.Error != nil {
 			errText = strconv.Quote(*dl.Error)
 		}
-		fmt.Fprintf(w, "dead_letter: reason=%s original_queue=%s attempts=%d failed_at=%s lang=%s error=%s\n",
+		fmt.Fprintf(w, "dead_letter: reason=%s original_queue=%s deliveries=%d failed_at=%s lang=%s error=%s\n",
 			dl.Reason, dl.OriginalQueue, dl.Attempts, time.UnixMilli(dl.FailedAt).UTC().Format(time.RFC3339), dl.Lang, errText)
 	}
 	if len(v.Headers) > 0 {

@@ -249,16 +249,17 @@ func (r *redriveReport) write(w io.Writer) error {
 		}
 	}
 	if r.ItemsLeftOut > 0 || r.GuardedLeftOut > 0 {
-		fmt.Fprintf(w, "\nnote: %d examined records and %d guarded ones are counted above but not listed (the lists keep %d rows)\n", r.ItemsLeftOut, r.GuardedLeftOut, maxReportedItems)
+		fmt.Fprintf(w, "\nnote: %s and %s are counted above but not listed (the lists keep %d rows)\n", nOf(r.ItemsLeftOut, "examined record", ""), nOf(r.GuardedLeftOut, "guarded one", ""), maxReportedItems)
 	}
 	if r.Truncated {
-		fmt.Fprintf(w, "\nnote: the dry run stopped after %d records (babelqueue.MaxRedriveHeld); the rest of the DLQ was not examined\n", r.Examined)
+		fmt.Fprintf(w, "\nnote: the dry run stopped after %s (babelqueue.MaxRedriveHeld); the rest of the DLQ was not examined\n", nOf(r.Examined, "record", ""))
 	}
 	switch {
 	case r.Interrupted:
 		fmt.Fprintf(w, "\ninterrupted: everything counted above is settled; run the same command again to resume from the cursor\n")
 	case r.Failed != "":
-		fmt.Fprintf(w, "\nstopped by an error: %s\n", r.Failed)
+		// The command reports the error itself, once, on stderr.
+		fmt.Fprintf(w, "\nstopped by an error (see below)\n")
 	}
 	return nil
 }
@@ -391,6 +392,9 @@ func newRedriveCmd() *cobra.Command {
 		if bar != nil {
 			_ = bar.Finish()
 		}
+		if runErr != nil && !report.Interrupted && report.Examined == 0 && !*asJSON {
+			return runErr // nothing examined: the error alone, no table of zeros
+		}
 		if *asJSON {
 			if err := writeJSON(out, report); err != nil {
 				return err
@@ -482,7 +486,14 @@ func openRedrive(ctx context.Context, cf *connFlags, u brokerURL, dlq, group, su
 		if err != nil {
 			return nil, "", nil, err
 		}
+		_, err = k.partitions(ctx, dlq)
 		k.close()
+		if errors.As(err, new(noTopicError)) {
+			return nil, "", nil, fmt.Errorf("%w: no dead letter was ever written there, or the name is wrong (bq topics list --prefix ...)", err)
+		}
+		if err != nil {
+			return nil, "", nil, err
+		}
 		kt, err := bqkafka.New(k.transportOptions()...)
 		if err != nil {
 			return nil, "", nil, err

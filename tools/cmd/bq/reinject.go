@@ -398,7 +398,7 @@ func newReinjectCmd() *cobra.Command {
 			}
 			runners = append(runners, r)
 			ntiers += len(p.tiers) * len(p.topics)
-			fmt.Fprintf(errOut, "bq reinject: %v: %d tier(s) found: %s\n", p.topics, len(p.tiers), tiersString(p.tiers))
+			fmt.Fprintf(errOut, "bq reinject: %v: %s found: %s\n", p.topics, nOf(len(p.tiers), "tier", ""), tiersString(p.tiers))
 		}
 		srv := &reinjectServer{writer: cw, topics: *topics, tiers: ntiers, started: time.Now(), unhealthyAfter: *unhealthyAfter, now: time.Now, mismatch: mismatch, backlog: backlog}
 		srv.running.Store(true)
@@ -422,7 +422,7 @@ func newReinjectCmd() *cobra.Command {
 			go func() { serveDone <- hs.Serve(ln) }()
 			fmt.Fprintf(out, "BQ_REINJECT_HTTP=%s\n", ln.Addr())
 		}
-		fmt.Fprintf(errOut, "bq reinject: re-injecting %d tier topic(s) in group %q (Ctrl-C or SIGTERM stops)\n", ntiers, *group)
+		fmt.Fprintf(errOut, "bq reinject: re-injecting %s in group %q (Ctrl-C or SIGTERM stops)\n", nOf(ntiers, "tier topic", ""), *group)
 		rctx, cancelRun := context.WithCancel(ctx)
 		errs := make(chan error, len(runners))
 		for _, r := range runners {

@@ -288,7 +288,7 @@ func TestCommandErrorsAndExitCodes(t *testing.T) {
 		{[]string{"lag", "--broker", "pulsar://127.0.0.1:1"}, exitUsage, "--topic is required"},
 		{[]string{"reinject", "--broker", k}, exitUsage, "--topic is required"},
 		{[]string{"reinject", "--broker", k, "--topic", "t", "--tiers", "none"}, exitUsage, "at least one tier"},
-		{[]string{"tail", "--broker", k, "--queue", "q", "--follow=false"}, exitUsage, "needs a start"},
+		{[]string{"tail", "--broker", k, "--queue", "q", "--follow=false"}, exitUsage, "--follow=false needs a start"},
 		{[]string{"tail", "--broker", k, "--queue", "q", "--follow", "false"}, exitUsage, "after '='"},
 		{[]string{"tail", "--broker", k, "--queue", "q", "--format", "{nope}"}, exitUsage, "unknown placeholder"},
 		{[]string{"tail", "--broker", k, "--queue", "q", "--from-start", "--offset", "3"}, exitUsage, "exclusive"},
