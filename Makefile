@@ -211,5 +211,9 @@ chaos-run: # CHAOS_RUNS: ';'-separated bqchaos command lines, run on each broker
 	    $(CHAOS_BIN)/bqchaos $$b $(CHAOS_BIN)/bq '$(CHAOS_RUNS)' || exit 1; \
 	done
 
+.PHONY: setup
+setup: ## Install what the tests need besides Go when missing (Debian/Ubuntu: Java 17, Maven, PostgreSQL, Redis); the first step of ci.
+	@.ci/setup.sh
+
 .PHONY: ci
-ci: lint test conformance proxytest integration outbox-kill chaos-short ## Everything CI runs: lint, unit tests, conformance, the release proxy test, real-broker integration tests, the outbox SIGKILL test (20-45 s), the short chaos run.
+ci: setup lint test conformance proxytest integration outbox-kill chaos-short ## Everything CI runs, from a fresh Debian machine: setup, lint, unit tests, conformance, the release proxy test, real-broker integration tests, the outbox SIGKILL test (20-45 s), the short chaos run.
