@@ -145,7 +145,7 @@ modgraph: ## Fail on a module cycle, a replace directive in a go.mod, a sibling 
 	$(GO) run ./tools/cmd/modcheck graph -leaf core,brokertest
 
 .PHONY: readmecheck
-readmecheck: ## Fail when README.md's module table misses a go.mod of the tree (or lists a directory without one), or its Quick start differs from examples/quickstart/main.go.
+readmecheck: ## Fail when README.md's module table misses a go.mod of the tree (or lists one without), its Quick start differs from examples/quickstart/main.go, or a file cites a rule CONTRACT.md lacks.
 	$(GO) run ./tools/cmd/modcheck readme
 
 .PHONY: tidy-check

@@ -5,7 +5,7 @@ import (
 	"unicode/utf8"
 )
 
-// PoisonBody returns the dead-letter body of a poison message (SPEC 4.2).
+// PoisonBody returns the dead-letter body of a poison message (CONTRACT.md 4.2).
 // dl.Reason is forced to ReasonPoison.
 //
 //   - A strict JSON object (valid UTF-8 that parses as one object) keeps

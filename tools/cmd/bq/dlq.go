@@ -98,7 +98,7 @@ func newDLQStats(topic string) *dlqStats {
 }
 
 // add counts one record. A record without a dead_letter block (a
-// version-gated message, SPEC 4.3) counts under reason "(none)"; its age
+// version-gated message, CONTRACT.md 4.3) counts under reason "(none)"; its age
 // is taken from the record time. Undecodable bodies count under URN
 // "(undecodable)".
 func (s *dlqStats) add(r *record, now time.Time) {

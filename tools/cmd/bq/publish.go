@@ -17,7 +17,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-const publishHelp = `Builds a BabelQueue envelope (SPEC 2) from a URN and JSON data and
+const publishHelp = `Builds a BabelQueue envelope (job, trace_id, data, meta, attempts) from a URN and JSON data and
 publishes it with the contract headers/properties, plus any --header.
 Prints the message id (meta.id).
 

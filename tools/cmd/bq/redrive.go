@@ -264,7 +264,7 @@ func (r *redriveReport) write(w io.Writer) error {
 	return nil
 }
 
-const redriveHelp = `Moves dead letters back to work (SPEC 8): each selected dead letter is
+const redriveHelp = `Moves dead letters back to work: each selected dead letter is
 republished to --target, else its dead_letter.original_queue, else its
 meta.queue, with the dead_letter block removed and attempts reset to 0
 (every other byte unchanged), the key kept byte for byte, its out-of-band

@@ -199,7 +199,7 @@ func (m *tierMismatch) count(tier string) int64 {
 	return m.counts[tier]
 }
 
-const reinjectHelp = `Runs the Kafka re-injector (SPEC 6) for the given work topics: it consumes
+const reinjectHelp = `Runs the Kafka re-injector for the given work topics: it consumes
 their retry tier topics in a consumer group, waits out each record's tier
 and writes it back to its work topic, committing only after the broker
 acknowledged the write. SIGINT or SIGTERM stops it gracefully: waiting

@@ -24,7 +24,9 @@
 // tag in -root) nor named too. readme fails when the README's module table
 // misses a go.mod of the tree or lists a directory without one, or when a
 // code block marked "<!-- copy of FILE, region NAME -->" differs from the
-// lines of FILE between "// NAME:begin" and "// NAME:end".
+// lines of FILE between "// NAME:begin" and "// NAME:end", or when a .go,
+// .md or .json file cites a rule CONTRACT.md does not define, or a section
+// sign, SPEC number or ADR the repository does not hold.
 package main
 
 import (
@@ -129,10 +131,11 @@ func checkReadme(root string, stdout io.Writer) error {
 		return err
 	}
 	copies, cerr := readme.CheckCopies(root, text)
-	if err := errors.Join(readme.CheckTable(dirs, rows), cerr); err != nil {
+	cited, rerr := readme.CheckCitations(root)
+	if err := errors.Join(readme.CheckTable(dirs, rows), cerr, rerr); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "modcheck: README.md lists the %d modules of the tree; %d copied code block(s) match their source\n", len(dirs), copies)
+	fmt.Fprintf(stdout, "modcheck: README.md lists the %d modules of the tree; %d copied code block(s) match their source; %d CONTRACT.md citations name a rule, no reference cites a document the repository lacks\n", len(dirs), copies, cited)
 	return nil
 }
 
