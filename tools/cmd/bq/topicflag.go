@@ -44,7 +44,7 @@ same flag).
 func unknownCommand(c *cobra.Command, word string) error {
 	msg := fmt.Sprintf("unknown command %q for %q", word, c.CommandPath())
 	if s := c.SuggestionsFor(word); len(s) > 0 {
-		msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
+		msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t") + "\n"
 	}
 	return usagef("%s", msg)
 }
