@@ -63,7 +63,7 @@ type Decoded struct {
 // Class is the verdict of a body classification.
 type Class string
 
-// The classes of a received body (SPEC 2.6–2.8).
+// The classes of a received body (CONTRACT.md 2.6–2.8).
 const (
 	ClassAccepted           Class = "accepted"
 	ClassPoison             Class = "poison"
@@ -80,6 +80,21 @@ type EnvelopeDecoder interface {
 // envelope for urn on queue with the given data and returns its bytes.
 type EnvelopeProducer interface {
 	ProduceEnvelope(urn, queue string, data json.RawMessage) ([]byte, error)
+}
+
+// EnvelopeWriter runs "babelqueue_go.envelope_bytes": the exact bytes a
+// producer writes for a new envelope with the fields of in.
+type EnvelopeWriter interface {
+	WriteEnvelope(ctx context.Context, in NewEnvelope) ([]byte, error)
+}
+
+// NewEnvelope holds the fields of a new envelope (attempts 0, meta.lang
+// go, meta.schema_version 1).
+type NewEnvelope struct {
+	URN, Queue, TraceID, ID string
+	CreatedAt               int64 // Unix milliseconds
+	// Data is a JSON object; the producer writes its keys sorted.
+	Data json.RawMessage
 }
 
 // RoundTripper runs the "roundtrip" block: decode body (it must be

@@ -19,7 +19,7 @@ import (
 	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
-// conformanceBinding runs the §6 blocks of the conformance suite through
+// conformanceBinding runs the CONTRACT.md 6 blocks of the conformance suite through
 // the transport's real code paths (Publish, Pop, PublishRetryForAttempt,
 // PublishDelayed, PublishFrom, the Reinjector's rewrite) over an in-memory
 // writer and reader.
@@ -223,6 +223,7 @@ func TestConformanceKafkaBlocks(t *testing.T) {
 		"babelqueue_go.kafka_retry_tier": true, "babelqueue_go.kafka_delayed_publish": true,
 		"babelqueue_go.kafka_reinject_headers": true, "babelqueue_go.kafka_reinject_wait": true,
 		"babelqueue_go.kafka_publish_from": true, "babelqueue_go.version_gate_settlement": true,
+		"babelqueue_go.poison_shape": true, "babelqueue_go.envelope_bytes": true,
 	}
 	for _, res := range rep.Results {
 		if want[res.Block] && res.Status() != conformance.StatusPassed {

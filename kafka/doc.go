@@ -1,5 +1,5 @@
-// Package kafka is the Apache Kafka binding of BabelQueue (broker-bindings
-// §6), a babelqueue.Transport on the pure-Go github.com/segmentio/kafka-go.
+// Package kafka is the Apache Kafka binding of BabelQueue (CONTRACT.md
+// 6), a babelqueue.Transport on the pure-Go github.com/segmentio/kafka-go.
 //
 // # Records
 //
@@ -58,15 +58,16 @@
 //   - kafka-go delivers an empty record key as nil, so a record produced
 //     with an empty key is republished with a null key.
 //   - A republished record (dead letters, releases, redrives, retries
-//     without tiers, PublishFrom's republish mode) is stamped with meta.created_at, as §6 says. Time-based
+//     without tiers, PublishFrom's republish mode) is stamped with meta.created_at, as CONTRACT.md 6 says. Time-based
 //     retention counts from that timestamp, so a message older than a
 //     topic's retention.ms (a weeks-old dead letter redriven to a work topic
 //     with a shorter retention) can be deleted by the broker soon after it
 //     is written. Keep the retention of work and dead-letter topics longer
 //     than the age of the messages redriven into them. Retry-tier records,
 //     restored and forwarded records are stamped with the write time.
-//   - kafka-go reads a record's own timestamp and ignores the
-//     LogAppendTime flag of its batch, so the Reinjector anchors its wait
-//     on the producer's timestamp even on a LogAppendTime topic. This
-//     binding stamps retry-tier records with the publish time.
+//   - On a LogAppendTime tier the Reinjector anchors a record's wait on the
+//     broker's append time, which it reads from the record batch headers of
+//     its own fetches (kafka-go itself reports the producer's timestamp);
+//     on a CreateTime tier, on the producer's timestamp. This binding
+//     stamps retry-tier records with the publish time.
 package kafka

@@ -4,11 +4,14 @@
 package corebinding
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/babelqueue/babelqueue-go/conformance"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
@@ -91,6 +94,23 @@ func (Binding) ProduceEnvelope(urn, queue string, data json.RawMessage) ([]byte,
 	return env.Encode()
 }
 
+var _ conformance.EnvelopeWriter = Binding{}
+
+// WriteEnvelope builds the envelope with babelqueue.Make (data as a map)
+// and encodes it.
+func (Binding) WriteEnvelope(_ context.Context, in conformance.NewEnvelope) ([]byte, error) {
+	data, err := in.DataMap()
+	if err != nil {
+		return nil, err
+	}
+	env, err := babelqueue.Make(in.URN, data, babelqueue.WithQueue(in.Queue), babelqueue.WithTraceID(in.TraceID),
+		babelqueue.WithID(in.ID), babelqueue.WithCreatedAt(time.UnixMilli(in.CreatedAt)))
+	if err != nil {
+		return nil, err
+	}
+	return env.Encode()
+}
+
 // IncrementAttempts decodes body, adds one to Attempts and encodes it.
 func (Binding) IncrementAttempts(body []byte) ([]byte, error) {
 	env, err := babelqueue.Decode(body)
@@ -101,12 +121,12 @@ func (Binding) IncrementAttempts(body []byte) ([]byte, error) {
 	return env.Encode()
 }
 
-// KafkaHeaders returns the §6 header projection of body.
+// KafkaHeaders returns the CONTRACT.md 6 header projection of body.
 func (Binding) KafkaHeaders(body []byte) ([]conformance.Header, error) {
 	return toHeaders(wire.ProjectBody(body).Headers()), nil
 }
 
-// PulsarProperties returns the §5 property projection of body.
+// PulsarProperties returns the CONTRACT.md 5 property projection of body.
 func (Binding) PulsarProperties(body []byte) (map[string]string, error) {
 	props := map[string]string{}
 	for _, h := range wire.ProjectBody(body).Headers() {
@@ -234,4 +254,32 @@ func coreDeadLetter(dl conformance.DeadLetter) wire.DeadLetter {
 		Attempts:      dl.Attempts,
 		Lang:          dl.Lang,
 	}
+}
+
+// SwapPoisonBlock returns the poison record rec with its dead_letter block
+// replaced by dl's, once that block is checked to be the App's.
+//
+// It lets a transport binding run "babelqueue_go.poison_shape" through its
+// App: rec is the dead letter the App wrote for a poison body consumed from
+// queue at the clock time dl.FailedAt, on its first delivery. The App
+// writes its own error and exception, so its block (the record's last
+// member) must say poison, queue, dl.FailedAt, one attempt and lang go; it
+// is replaced by dl's block as core writes it, and every other byte of rec
+// is returned as it is.
+func SwapPoisonBlock(rec []byte, queue string, dl conformance.DeadLetter) ([]byte, error) {
+	got, ok := wire.DeadLetterOf(rec)
+	if !ok || got.Reason != wire.ReasonPoison || got.OriginalQueue != queue || got.FailedAt != dl.FailedAt || got.Attempts != 1 || got.Lang != wire.Lang {
+		return nil, fmt.Errorf("the App's poison block is %+v (found %v) in %s", got, ok, rec)
+	}
+	// A quote inside a JSON string is escaped, so this key text cannot
+	// occur inside one: its last occurrence starts the last member.
+	key := []byte(`"dead_letter":`)
+	at := bytes.LastIndex(rec, key)
+	if at < 0 || rec[len(rec)-1] != '}' {
+		return nil, fmt.Errorf("no dead_letter member at the end of %s", rec)
+	}
+	block := wire.PoisonBody([]byte("{}"), coreDeadLetter(dl)) // {"dead_letter":<block>}
+	out := append([]byte(nil), rec[:at+len(key)]...)
+	out = append(out, block[len(`{"dead_letter":`):len(block)-1]...)
+	return append(out, '}'), nil
 }
