@@ -31,6 +31,10 @@ var (
 	ErrSettle = driver.ErrSettle
 	// ErrClosed is returned by calls on a closed App or transport.
 	ErrClosed = driver.ErrClosed
+	// ErrTooLarge marks a write the broker can never accept because of its
+	// size; nothing was written. A settle write refused this way is
+	// replaced by a bounded dead letter (Settlement.Reason "oversize").
+	ErrTooLarge = driver.ErrTooLarge
 	// ErrInvalidOption marks a rejected configuration value.
 	ErrInvalidOption = driver.ErrInvalidOption
 	// ErrRedriveBusy is returned by a redrive that found another run

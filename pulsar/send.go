@@ -268,6 +268,9 @@ func (t *Transport) sendOut(ctx context.Context, out *driver.Outgoing) (pulsar.M
 		if t.isClosed() {
 			return nil, errClosed(op + " to " + topic)
 		}
+		if tooBig(err) {
+			return nil, fmt.Errorf("pulsar: %s to %s: %w: %w", op, topic, driver.ErrTooLarge, err)
+		}
 		return nil, fmt.Errorf("pulsar: %s to %s: %w", op, topic, err)
 	}
 	return id, nil

@@ -385,7 +385,7 @@ func newReinjectCmd() *cobra.Command {
 		var runners []*bqkafka.Reinjector
 		ntiers := 0
 		for _, p := range plans {
-			opts := append(k.transportOptions(), bqkafka.WithRetryTiers(p.tiers...), bqkafka.WithGroupID(*group), bqkafka.WithWriter(cw),
+			opts := append(k.transportOptions(), bqkafka.WithRetryTiers(p.tiers...), bqkafka.WithReinjectGroupID(*group), bqkafka.WithWriter(cw),
 				bqkafka.WithLogger(logger), bqkafka.WithReinjectHooks(mismatch, backlog), bqkafka.WithReinjectBacklogInterval(*backlogEvery))
 			t, err := bqkafka.New(opts...)
 			if err != nil {
