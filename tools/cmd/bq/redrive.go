@@ -318,13 +318,13 @@ table (or --json, with each examined record's position) ends every run.
 ` + connEnvHelp
 
 const redriveExamples = `  # what would move, without writing anything
-  bq redrive --broker kafka://127.0.0.1:9092 --queue orders --dry-run
+  bq redrive --broker kafka://127.0.0.1:9092 --topic orders --dry-run
   # move failed orders of the last day back, handlers skip side effects
-  bq redrive --broker kafka://127.0.0.1:9092 --queue orders --reason failed \
+  bq redrive --broker kafka://127.0.0.1:9092 --topic orders --reason failed \
       --since 24h --replay-bypass
   # at most 100 to a quarantine queue, JSON summary
   bq redrive --broker kafka://127.0.0.1:9092 --dlq orders.dlq --target orders.slow --max 100 --json
-  bq redrive --broker pulsar://127.0.0.1:6650 --queue orders --urn urn:bq:orders:created`
+  bq redrive --broker pulsar://127.0.0.1:6650 --topic orders --urn urn:bq:orders:created`
 
 func newRedriveCmd() *cobra.Command {
 	cmd := leaf("redrive", "move dead letters back to their queue (resumable)", redriveHelp, redriveExamples)
