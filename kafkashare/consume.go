@@ -1,0 +1,438 @@
+package kafkashare
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/wire"
+)
+
+// queue is the share consumer of one topic: one franz-go client, one
+// member of the share group.
+//
+// franz-go accepts every record of a poll that was not acknowledged by
+// the next poll, so a queue polls again only once every record of the
+// previous poll is settled (held is empty): the poll barrier. A record is
+// therefore never accepted unhandled, and a redelivery of a record cannot
+// reach this consumer while it still holds that record.
+type queue struct {
+	t    *Transport
+	name string
+	cl   *kgo.Client
+	// recv serialises Receive calls (one poller, one pop at a time).
+	recv sync.Mutex
+
+	mu     sync.Mutex
+	buf    []*held            // acquired, not yet handed out
+	held   map[*held]struct{} // acquired and not settled (buf included)
+	idle   chan struct{}      // closed when held becomes empty
+	okAt   map[int32]time.Time
+	closed bool
+}
+
+// held is one acquired record.
+type held struct {
+	q         *queue
+	rec       *kgo.Record
+	rm        driver.ReceivedMessage
+	since     time.Time // acquired
+	lockEnd   time.Time // the lock's end as last confirmed
+	renewAt   time.Time // when the last renewal was sent; zero when none
+	releaseAt time.Time // a delayed retry's release; zero when none
+	lost      bool      // LockLost reported
+	settled   bool
+}
+
+// queueFor returns the share consumer of topic, creating it (and setting
+// the group's configs) on first use.
+func (t *Transport) queueFor(ctx context.Context, topic string) (*queue, error) {
+	if t.closed.Load() {
+		return nil, driver.ErrClosed
+	}
+	if t.cfg.group == "" {
+		return nil, fmt.Errorf("kafkashare: receive from %q: no share group (WithShareGroup)", topic)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if q := t.queues[topic]; q != nil {
+		return q, nil
+	}
+	if err := t.configureGroup(ctx); err != nil {
+		return nil, err
+	}
+	q := &queue{t: t, name: topic, held: map[*held]struct{}{}, idle: make(chan struct{}), okAt: map[int32]time.Time{}}
+	close(q.idle)
+	opts := append([]kgo.Opt{
+		kgo.SeedBrokers(t.cfg.brokers...),
+		kgo.ShareGroup(t.cfg.group),
+		kgo.ConsumeTopics(topic),
+		kgo.ShareMaxRecords(t.cfg.maxRecords),
+		// Acquire only when polled: prefetched records would wait,
+		// their locks running, behind the poll barrier.
+		kgo.ShareMaxRecordsStrict(),
+		kgo.ShareAckCallback(q.acked),
+	}, t.cfg.kgoOpts...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("kafkashare: share consumer of %q: %w", topic, err)
+	}
+	q.cl = cl
+	t.queues[topic] = q
+	t.wg.Add(1)
+	go q.keep()
+	return q, nil
+}
+
+// configureGroup sets the share group's configs: the lock, the delivery
+// count limit and (unless WithLatestOnly) share.auto.offset.reset=earliest.
+func (t *Transport) configureGroup(ctx context.Context) error {
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType = kmsg.ConfigResourceTypeGroupConfig
+	res.ResourceName = t.cfg.group
+	set := func(k, v string) {
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Value = k, &v
+		res.Configs = append(res.Configs, c)
+	}
+	set("share.record.lock.duration.ms", strconv.FormatInt(t.cfg.lock.Milliseconds(), 10))
+	set("share.delivery.count.limit", strconv.Itoa(t.cfg.deliveryCap))
+	if t.cfg.fromEarliest {
+		set("share.auto.offset.reset", "earliest")
+	}
+	req.Resources = append(req.Resources, res)
+	resp, err := req.RequestWith(ctx, t.prod)
+	if err != nil {
+		return fmt.Errorf("kafkashare: configure share group %q: %w", t.cfg.group, err)
+	}
+	for _, r := range resp.Resources {
+		if r.ErrorCode != 0 {
+			msg := ""
+			if r.ErrorMessage != nil {
+				msg = *r.ErrorMessage
+			}
+			return fmt.Errorf("kafkashare: configure share group %q: error code %d %s", t.cfg.group, r.ErrorCode, msg)
+		}
+	}
+	return nil
+}
+
+// Receive hands out the next acquired record of queue, polling the share
+// group when the previous poll is fully settled; it returns (nil, nil)
+// when nothing came within timeout.
+func (t *Transport) Receive(ctx context.Context, queue string, timeout time.Duration) (*driver.ReceivedMessage, error) {
+	q, err := t.queueFor(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	q.recv.Lock()
+	defer q.recv.Unlock()
+	deadline := time.Now().Add(timeout)
+	for {
+		q.mu.Lock()
+		if q.closed {
+			q.mu.Unlock()
+			return nil, driver.ErrClosed
+		}
+		if len(q.buf) > 0 {
+			h := q.buf[0]
+			q.buf[0] = nil
+			q.buf = q.buf[1:]
+			q.mu.Unlock()
+			return &h.rm, nil
+		}
+		if len(q.held) > 0 {
+			idle := q.idle
+			q.mu.Unlock()
+			wait := time.Until(deadline)
+			if wait <= 0 {
+				return nil, nil
+			}
+			tm := time.NewTimer(wait)
+			select {
+			case <-idle:
+				tm.Stop()
+				continue
+			case <-tm.C:
+				return nil, nil
+			case <-ctx.Done():
+				tm.Stop()
+				return nil, ctx.Err()
+			}
+		}
+		q.mu.Unlock()
+		if time.Until(deadline) <= 0 {
+			return nil, nil
+		}
+		if err := q.poll(ctx, deadline); err != nil {
+			return nil, err
+		}
+		q.mu.Lock()
+		empty := len(q.buf) == 0
+		q.mu.Unlock()
+		if empty && time.Until(deadline) <= 0 {
+			return nil, nil
+		}
+	}
+}
+
+// poll acquires the next records of the share group into buf.
+func (q *queue) poll(ctx context.Context, deadline time.Time) error {
+	pctx, cancel := context.WithDeadline(ctx, deadline)
+	fs := q.cl.PollRecords(pctx, int(q.t.cfg.maxRecords))
+	cancel()
+	for _, fe := range fs.Errors() {
+		switch {
+		case errors.Is(fe.Err, context.DeadlineExceeded):
+		case errors.Is(fe.Err, context.Canceled) && ctx.Err() != nil:
+			return ctx.Err()
+		case errors.Is(fe.Err, kgo.ErrClientClosed):
+			return driver.ErrClosed
+		default:
+			q.t.cfg.log().Warn("kafkashare: share fetch error; polling again", "queue", q.name, "err", fe.Err)
+		}
+	}
+	now := q.t.cfg.clock.Now()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	fs.EachRecord(func(r *kgo.Record) {
+		h := &held{q: q, rec: r, since: now, lockEnd: r.AcquisitionDeadline()}
+		h.rm = delivery(q.t, h)
+		q.buf = append(q.buf, h)
+		if len(q.held) == 0 {
+			q.idle = make(chan struct{})
+		}
+		q.held[h] = struct{}{}
+	})
+	return nil
+}
+
+// delivery builds the ReceivedMessage of a record, its attempts reconciled
+// (reconcile).
+func delivery(t *Transport, h *held) driver.ReceivedMessage {
+	r := h.rec
+	rm := driver.ReceivedMessage{
+		Body: string(r.Value), Queue: r.Topic, Handle: h,
+		Key: r.Key, Partition: r.Partition, Offset: r.Offset, Group: t.cfg.group,
+	}
+	if len(r.Headers) > 0 {
+		rm.Headers = make(map[string]string, len(r.Headers))
+		for _, hd := range r.Headers {
+			rm.Headers[hd.Key] = string(hd.Value)
+		}
+	}
+	v, present := rm.Headers[wire.HeaderSchemaVersion]
+	if wire.CheckSchemaVersionHeader(v, present) != nil {
+		return rm // the App dead-letters it as received (CONTRACT.md 4.3)
+	}
+	reconcile(&rm, int(r.DeliveryCount()))
+	return rm
+}
+
+// reconcile applies the share-group attempts rule: the attempts of the
+// Kafka binding (a valid bq-attempts header, else the body's), then at
+// least deliveryCount-1, the deliveries before this one the broker counted
+// (the Pulsar rule with the delivery count as redelivery count). When the
+// count moves, the body's attempts and the bq-attempts header carry it.
+func reconcile(rm *driver.ReceivedMessage, deliveryCount int) {
+	body, bodyOK := wire.BodyAttempts(rm.Body)
+	hdr, present := rm.Headers[wire.HeaderAttempts]
+	n := wire.ReconcilePulsar(body, hdr, present, max(deliveryCount-1, 0))
+	if bodyOK && n != body {
+		if out, err := wire.SetAttempts([]byte(rm.Body), n); err == nil {
+			rm.Body = string(out)
+		}
+	}
+	if cur, ok := wire.ParseAttemptsHeader(hdr); (present && (!ok || cur != n)) || (!present && n > 0) {
+		if rm.Headers == nil {
+			rm.Headers = map[string]string{}
+		}
+		rm.Headers[wire.HeaderAttempts] = strconv.Itoa(n)
+	}
+}
+
+func heldOf(msg *driver.ReceivedMessage) (*held, error) {
+	h, ok := msg.Handle.(*held)
+	if !ok || h == nil {
+		return nil, errors.New("kafkashare: a message this transport did not deliver")
+	}
+	return h, nil
+}
+
+// Ack accepts the record: the broker will not deliver it again. It
+// returns at once; franz-go sends the acknowledgement.
+func (t *Transport) Ack(_ context.Context, msg *driver.ReceivedMessage) error {
+	h, err := heldOf(msg)
+	if err != nil {
+		return err
+	}
+	h.q.settle(h, kgo.AckAccept)
+	return nil
+}
+
+// HandBack releases the record: the broker delivers it again, to this
+// or another member, its delivery count increased.
+func (t *Transport) HandBack(_ context.Context, msg *driver.ReceivedMessage) error {
+	h, err := heldOf(msg)
+	if err != nil {
+		return err
+	}
+	h.q.settle(h, kgo.AckRelease)
+	return nil
+}
+
+// settle gives h its terminal acknowledgement, once.
+func (q *queue) settle(h *held, status kgo.AckStatus) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.settleLocked(h, status)
+}
+
+func (q *queue) settleLocked(h *held, status kgo.AckStatus) {
+	if h.settled {
+		return
+	}
+	h.settled = true
+	h.rec.Ack(status)
+	delete(q.held, h)
+	if len(q.held) == 0 {
+		close(q.idle)
+	}
+}
+
+// retry releases h at once, or marks it for release after the retry
+// delay (kept by keep); it returns the delay.
+func (q *queue) retry(h *held) time.Duration {
+	d := q.t.cfg.retryDelay
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if d <= 0 {
+		q.settleLocked(h, kgo.AckRelease)
+		defer q.flush()
+		return 0
+	}
+	if !h.settled {
+		h.releaseAt = q.t.cfg.clock.Now().Add(d)
+	}
+	return d
+}
+
+// acked records, per partition, when the broker last confirmed an
+// acknowledgement (ShareAckCallback): renewals sent before it hold.
+func (q *queue) acked(_ *kgo.Client, rs kgo.ShareAckResults) {
+	now := q.t.cfg.clock.Now()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, r := range rs {
+		if r.Topic != q.name {
+			continue
+		}
+		if r.Err != nil {
+			q.t.cfg.log().Warn("kafkashare: share acknowledgement failed", "queue", q.name, "partition", r.Partition, "err", r.Err)
+			for h := range q.held {
+				if h.rec.Partition == r.Partition {
+					h.renewAt = time.Time{} // renew again at the next sweep
+				}
+			}
+			continue
+		}
+		q.okAt[r.Partition] = now
+	}
+	for h := range q.held {
+		if !h.renewAt.IsZero() && !now.Before(h.renewAt) && !q.okAt[h.rec.Partition].Before(h.renewAt) {
+			h.lockEnd = h.renewAt.Add(q.t.cfg.lock)
+			h.renewAt = time.Time{}
+		}
+	}
+}
+
+// tick is how often keep looks at the held records.
+const tick = 20 * time.Millisecond
+
+// keep renews the locks of held records (at a third of the lock), releases
+// delayed retries when due and reports locks that passed unrenewed. It
+// stops with the transport.
+func (q *queue) keep() {
+	defer q.t.wg.Done()
+	for {
+		tm := q.t.cfg.clock.NewTimer(tick)
+		select {
+		case <-q.t.stop:
+			tm.Stop()
+			return
+		case <-tm.C():
+		}
+		q.sweep(q.t.cfg.clock.Now())
+	}
+}
+
+func (q *queue) sweep(now time.Time) {
+	var lost []LockLost
+	sent := false
+	q.mu.Lock()
+	renewBefore := q.t.cfg.lock * 2 / 3
+	for h := range q.held {
+		if !h.releaseAt.IsZero() && !now.Before(h.releaseAt) {
+			q.settleLocked(h, kgo.AckRelease)
+			sent = true
+			continue
+		}
+		if !h.lost && now.After(h.lockEnd) {
+			h.lost = true
+			lost = append(lost, LockLost{Topic: h.rec.Topic, Partition: h.rec.Partition, Offset: h.rec.Offset, Held: now.Sub(h.since)})
+			continue
+		}
+		if h.renewAt.IsZero() && h.lockEnd.Sub(now) < renewBefore {
+			h.renewAt = now
+			h.rec.Ack(kgo.AckRenew)
+			sent = true
+		}
+	}
+	q.mu.Unlock()
+	if sent {
+		q.flush()
+	}
+	for _, l := range lost {
+		q.t.cfg.log().Warn("kafkashare: acquisition lock expired while the record was held; the broker may deliver it again",
+			"topic", l.Topic, "partition", l.Partition, "offset", l.Offset, "held", l.Held)
+		if fn := q.t.cfg.onLockLost; fn != nil {
+			fn(l)
+		}
+	}
+}
+
+// close releases what is still held and closes the client (leaving the
+// share group).
+func (q *queue) close() {
+	q.mu.Lock()
+	q.closed = true
+	for h := range q.held {
+		q.settleLocked(h, kgo.AckRelease)
+	}
+	q.buf = nil
+	q.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = q.cl.FlushAcks(ctx)
+	q.cl.Close()
+}
+
+// done is an ended context: FlushAcks with it asks franz-go to send the
+// pending acknowledgements now without waiting for them.
+var done = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
+// flush sends pending acknowledgements (renewals, releases) now rather
+// than after franz-go's one-second ack linger.
+func (q *queue) flush() { _ = q.cl.FlushAcks(done) }

@@ -1,0 +1,163 @@
+package kafkashare
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/option"
+	"github.com/babelqueue/babelqueue-go/core/wire"
+)
+
+// Transport is a driver.Transport on a Kafka share group (KIP-932): it
+// receives from the group, accepts on Ack, releases on HandBack and on a
+// retry, and publishes through franz-go's idempotent producer.
+type Transport struct {
+	cfg    config
+	prod   *kgo.Client
+	mu     sync.Mutex
+	queues map[string]*queue
+	closed atomic.Bool
+	stop   chan struct{}
+	wg     sync.WaitGroup
+}
+
+var _ driver.Transport = (*Transport)(nil)
+
+// New returns a Transport; it reports every rejected option at once and
+// connects lazily (the producer on the first Send, a queue's share
+// consumer on its first Receive).
+func New(opts ...Option) (*Transport, error) {
+	c := defaults()
+	if err := option.Apply(&c, &c.errs, opts); err != nil {
+		return nil, err
+	}
+	if len(c.brokers) == 0 {
+		c.errs.Fail("no broker address (WithBrokers)")
+		return nil, c.errs.Err()
+	}
+	popts := append([]kgo.Opt{
+		kgo.SeedBrokers(c.brokers...),
+		// Idempotent (franz-go's default, acks=all required): a produce
+		// retried after a lost response is stored once.
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerLinger(0),
+		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
+	}, c.kgoOpts...)
+	prod, err := kgo.NewClient(popts...)
+	if err != nil {
+		return nil, fmt.Errorf("kafkashare: producer: %w", err)
+	}
+	return &Transport{cfg: c, prod: prod, queues: map[string]*queue{}, stop: make(chan struct{})}, nil
+}
+
+// Features reports keys and headers kept, no publish delay, retries
+// settled by a release (the broker's delivery count counts them) and
+// HandBack as a release (HandBackNack); Ack never blocks.
+func (t *Transport) Features() driver.Features {
+	return driver.Features{
+		Keys:           true,
+		Headers:        true,
+		SettlesRetry:   true,
+		HandBack:       driver.HandBackNack,
+		AckNonBlocking: true,
+	}
+}
+
+// Close releases every held record, leaves the share groups and closes the
+// clients. Records released are delivered again, with their delivery
+// count increased.
+func (t *Transport) Close() error {
+	if t.closed.Swap(true) {
+		return nil
+	}
+	close(t.stop)
+	t.wg.Wait()
+	t.mu.Lock()
+	qs := make([]*queue, 0, len(t.queues))
+	for _, q := range t.queues {
+		qs = append(qs, q)
+	}
+	t.mu.Unlock()
+	for _, q := range qs {
+		q.close()
+	}
+	t.prod.Close()
+	return nil
+}
+
+// Send writes out (Features: no delay) and returns once the broker
+// acknowledged it. IntentRetry writes nothing: it releases out.From (at
+// once, or after WithRetryDelay with its lock renewed), so the broker's
+// delivery count carries the attempt.
+func (t *Transport) Send(ctx context.Context, out *driver.Outgoing) (driver.Receipt, error) {
+	if t.closed.Load() {
+		return driver.Receipt{}, driver.ErrClosed
+	}
+	if out.Intent == driver.IntentRetry && out.From != nil {
+		h, ok := out.From.Handle.(*held)
+		if !ok {
+			return driver.Receipt{}, fmt.Errorf("kafkashare: retry of a message this transport did not deliver")
+		}
+		d := h.q.retry(h)
+		return driver.Receipt{Partition: -1, Delay: d}, nil
+	}
+	if out.Delay > 0 && out.Intent == driver.IntentPublish {
+		return driver.Receipt{}, fmt.Errorf("kafkashare: publish to %q with delay %v: %w", out.Queue, out.Delay, driver.ErrDelayUnsupported)
+	}
+	rec := record(out)
+	res := t.prod.ProduceSync(ctx, rec)
+	r, err := res.First()
+	if err != nil {
+		return driver.Receipt{}, produceErr(out.Queue, err)
+	}
+	return driver.Receipt{Partition: r.Partition}, nil
+}
+
+// record builds the Kafka record of out: value, key (out.Key, else the key
+// of From), headers (driver.OutgoingHeaders) and timestamp meta.created_at.
+func record(out *driver.Outgoing) *kgo.Record {
+	rec := &kgo.Record{Topic: out.Queue, Value: []byte(out.Body)}
+	switch {
+	case out.Key != nil:
+		rec.Key = out.Key
+	case out.From != nil:
+		if h, ok := out.From.Handle.(*held); ok {
+			rec.Key = h.rec.Key
+		} else {
+			rec.Key = out.From.Key
+		}
+	}
+	hs := driver.OutgoingHeaders(out)
+	if len(hs) > 0 {
+		rec.Headers = make([]kgo.RecordHeader, len(hs))
+		for i, h := range hs {
+			rec.Headers[i] = kgo.RecordHeader{Key: h.Key, Value: []byte(h.Value)}
+		}
+	}
+	if p := wire.ProjectBody([]byte(out.Body)); p.HasCreatedAt {
+		rec.Timestamp = time.UnixMilli(p.CreatedAt)
+	}
+	return rec
+}
+
+// produceErr wraps a produce error: one the broker answered with (other
+// than a timeout) means nothing was written; any other one may have been
+// stored and matches driver.ErrPublishUnknown.
+func produceErr(topic string, err error) error {
+	if errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge) {
+		return fmt.Errorf("kafkashare: write to %q: %w: %w", topic, driver.ErrTooLarge, err)
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) && !ke.Retriable && !errors.Is(err, kerr.RequestTimedOut) {
+		return fmt.Errorf("kafkashare: write to %q refused: %w", topic, err)
+	}
+	return fmt.Errorf("kafkashare: write to %q: %w: %w", topic, driver.ErrPublishUnknown, err)
+}

@@ -1,0 +1,114 @@
+package kafkashare
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/wire"
+)
+
+func TestNewReportsEveryBadOption(t *testing.T) {
+	_, err := New(WithBrokers("nohost"), WithLockDuration(time.Millisecond), WithMaxRecords(0), WithRetryDelay(-1), WithDeliveryCountLimit(1))
+	if !errors.Is(err, driver.ErrInvalidOption) {
+		t.Fatalf("err = %v, want ErrInvalidOption", err)
+	}
+	for _, want := range []string{"nohost", "lock duration", "max records", "retry delay", "delivery count limit"} {
+		if !contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+	if _, err := New(); !errors.Is(err, driver.ErrInvalidOption) {
+		t.Errorf("New() without brokers: err = %v", err)
+	}
+}
+
+func contains(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}
+
+// The attempts rule: the Kafka rule (valid header over body), then at
+// least deliveryCount-1; the body and the header carry the result.
+func TestReconcile(t *testing.T) {
+	body := `{"job":"u","trace_id":"t","data":{},"meta":{"id":"1","queue":"q","lang":"go","schema_version":1,"created_at":1},"attempts":0}`
+	cases := []struct {
+		name     string
+		header   string
+		present  bool
+		dc       int
+		want     int
+		wantHdr  string
+		hdrWrote bool
+	}{
+		{"first delivery", "", false, 1, 0, "", false},
+		{"redelivered twice", "", false, 3, 2, "2", true},
+		{"header above count", "4", true, 2, 4, "4", true},
+		{"count above header", "1", true, 3, 2, "2", true},
+		{"invalid header", "x", true, 2, 1, "1", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rm := driver.ReceivedMessage{Body: body}
+			if c.present {
+				rm.Headers = map[string]string{wire.HeaderAttempts: c.header}
+			}
+			reconcile(&rm, c.dc)
+			if n, _ := wire.BodyAttempts(rm.Body); n != c.want {
+				t.Errorf("body attempts = %d, want %d", n, c.want)
+			}
+			h, ok := rm.Headers[wire.HeaderAttempts]
+			if ok != c.hdrWrote || h != c.wantHdr {
+				t.Errorf("header = %q, %v; want %q, %v", h, ok, c.wantHdr, c.hdrWrote)
+			}
+		})
+	}
+	// A poison body keeps its bytes; the header carries the count.
+	rm := driver.ReceivedMessage{Body: "not json"}
+	reconcile(&rm, 3)
+	if rm.Body != "not json" || rm.Headers[wire.HeaderAttempts] != "2" {
+		t.Errorf("poison: body %q, header %q", rm.Body, rm.Headers[wire.HeaderAttempts])
+	}
+}
+
+// A held record whose lock passed unrenewed is reported once; one within
+// its lock gets a renewal instead; a due delayed retry is released.
+func TestSweepReportsLostLockOnce(t *testing.T) {
+	var got []LockLost
+	tr := &Transport{cfg: defaults(), stop: make(chan struct{})}
+	tr.cfg.lock = 3 * time.Second
+	tr.cfg.onLockLost = func(l LockLost) { got = append(got, l) }
+	now := time.Unix(1000, 0)
+	q := &queue{t: tr, name: "q", held: map[*held]struct{}{}, idle: make(chan struct{}), okAt: map[int32]time.Time{}}
+	expired := &held{q: q, rec: &kgo.Record{Topic: "q", Partition: 2, Offset: 7}, since: now.Add(-5 * time.Second), lockEnd: now.Add(-time.Second)}
+	renew := &held{q: q, rec: &kgo.Record{Topic: "q", Offset: 8}, since: now.Add(-2 * time.Second), lockEnd: now.Add(time.Second)}
+	due := &held{q: q, rec: &kgo.Record{Topic: "q", Offset: 9}, since: now, lockEnd: now.Add(3 * time.Second), releaseAt: now}
+	for _, h := range []*held{expired, renew, due} {
+		q.held[h] = struct{}{}
+	}
+	q.cl, _ = kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1"))
+	defer q.cl.Close()
+	q.sweep(now)
+	q.sweep(now.Add(tick))
+	if len(got) != 1 || got[0].Partition != 2 || got[0].Offset != 7 || got[0].Held != 5*time.Second {
+		t.Errorf("lock losses = %+v, want one for partition 2 offset 7 held 5s", got)
+	}
+	if renew.renewAt.IsZero() {
+		t.Error("the record within its lock was not renewed")
+	}
+	if !due.settled || len(q.held) != 2 {
+		t.Errorf("due retry settled=%v, held=%d", due.settled, len(q.held))
+	}
+	// The renewal confirmed: its lock end moves.
+	q.acked(nil, kgo.ShareAckResults{{Topic: "q", Partition: 0}})
+	if !renew.renewAt.IsZero() || !renew.lockEnd.After(now.Add(2*time.Second)) {
+		t.Errorf("after the confirmation: renewAt %v lockEnd %v", renew.renewAt, renew.lockEnd)
+	}
+}
