@@ -31,6 +31,11 @@ Kafka: for --group, per partition, the committed offset, the end offset
 the group committed on. A partition the group never committed on counts
 from its first offset.
 
+Kafka, --share: for the share group --group, its state and members and,
+per partition, the share-partition start offset (everything before it is
+settled; the broker persists it lazily, so it may trail) and the lag the broker reports (records not yet accepted or
+archived: available, acquired or released).
+
 Pulsar: the backlog of each subscription of --topic (the admin REST API,
 BQ_PULSAR_ADMIN_URL); --group picks one subscription.
 
@@ -38,6 +43,7 @@ BQ_PULSAR_ADMIN_URL); --group picks one subscription.
 
 const lagExamples = `  bq lag -b 127.0.0.1:9092 --group orders-workers
   bq lag -b 127.0.0.1:9092 --group orders-workers --topic orders --json
+  bq lag -b 127.0.0.1:9092 --share --group orders-share --topic orders
   bq lag -b pulsar://127.0.0.1:6650 --topic orders`
 
 func newLagCmd() *cobra.Command {
@@ -49,6 +55,7 @@ func newLagCmd() *cobra.Command {
 	topics := topicsFlag(fs, "work topic (repeatable; Pulsar: required)")
 	adminURL := fs.String("admin-url", "", "Pulsar admin REST URL (env BQ_PULSAR_ADMIN_URL)")
 	asJSON := fs.Bool("json", false, "print JSON")
+	share := fs.Bool("share", false, "--group is a share group (KIP-932, Kafka): its state, members and, per partition, start offset and unsettled records")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx, out, errOut := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 		u, err := cf.resolve(errOut)
@@ -56,6 +63,9 @@ func newLagCmd() *cobra.Command {
 			return err
 		}
 		var rows []lagRow
+		if *share && u.Kind != kindKafka {
+			return usagef("--share is for Kafka share groups")
+		}
 		if u.Kind == kindKafka {
 			if *group == "" {
 				return usagef("--group is required on Kafka")
@@ -65,6 +75,21 @@ func newLagCmd() *cobra.Command {
 				return err
 			}
 			defer k.close()
+			if *share {
+				cl, err := cf.shareClient(k)
+				if err != nil {
+					return err
+				}
+				defer cl.Close()
+				st, err := shareLag(ctx, cl, *group, *topics)
+				if err != nil {
+					return err
+				}
+				if *asJSON {
+					return writeJSON(out, st)
+				}
+				return writeShare(out, st)
+			}
 			if rows, err = k.lag(ctx, *group, *topics); err != nil {
 				return err
 			}
