@@ -100,9 +100,10 @@ bench-brokers: ## Broker benchmarks against brokers already described by BQ_* va
 LATENCY_BENCH := TestBenchKafkaReinjectLateness
 
 # The idempotency stores' overhead (memory, sqlite, postgres, redis) and the
-# outbox relay's throughput (PostgreSQL to Kafka); the servers come from
+# outbox relay's throughput (PostgreSQL to Kafka), the share-group binding's
+# benches (kafkashare); the servers come from
 # with-brokers.sh (postgres.sh, redis.sh).
-HELPER_BENCH_MODULES := idempotency idempotency/sqlstore idempotency/redisstore outbox/integration
+HELPER_BENCH_MODULES := idempotency idempotency/sqlstore idempotency/redisstore outbox/integration kafkashare
 
 .PHONY: outbox-kill
 outbox-kill: ## Outbox SIGKILL test: 10,000 rows relayed from PostgreSQL to Kafka by two relay processes SIGKILLed at random (at least 12 times); none lost, order kept (20-45 s with the servers started; part of ci).

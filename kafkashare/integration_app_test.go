@@ -18,7 +18,7 @@ import (
 
 const urn = "urn:babel:share:test"
 
-func newApp(t testing.TB, tr *Transport, queue string, opts ...babelqueue.Option) *babelqueue.App {
+func newApp(t testing.TB, tr babelqueue.Transport, queue string, opts ...babelqueue.Option) *babelqueue.App {
 	t.Helper()
 	app, err := babelqueue.NewApp(tr, append([]babelqueue.Option{
 		babelqueue.WithDefaultQueue(queue),

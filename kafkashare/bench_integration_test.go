@@ -1,0 +1,235 @@
+//go:build integration
+
+package kafkashare
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/babelqueue/babelqueue-go/brokertest"
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/wire"
+	bqkafka "github.com/babelqueue/babelqueue-go/kafka"
+)
+
+func benchOnly(t *testing.T) {
+	t.Helper()
+	if os.Getenv("BQ_BENCH") != "1" {
+		t.Skip("benchmark: run with BQ_BENCH=1 (make bench)")
+	}
+}
+
+// envelopeBody returns a conformant envelope for the benches.
+func envelopeBody(t testing.TB) string {
+	t.Helper()
+	env, err := wire.Make(urn, map[string]any{"n": 1}, wire.WithQueue("bench"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := env.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// fill writes total copies of body to topic with a raw franz-go producer,
+// keyed round robin over keys keys.
+func fill(t testing.TB, topic, body string, total, keys int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokertest.KafkaBrokers(t)...), kgo.ProducerLinger(5*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	for i := 0; i < total; i++ {
+		wg.Add(1)
+		cl.Produce(ctx, &kgo.Record{Topic: topic, Key: []byte(fmt.Sprintf("key-%d", i%keys)), Value: []byte(body)}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				failed.Store(err)
+			}
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// appRate runs app on topic until total messages were handled and returns
+// the messages per second from the first handled message on (the group
+// join, about one share heartbeat interval, is left out for both groups),
+// and the time to that first message.
+func appRate(t testing.TB, app *babelqueue.App, topic string, total int64, handled *atomic.Int64) (rate float64, join time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	errc := make(chan error, 1)
+	begin := time.Now()
+	go func() { errc <- app.Consume(ctx, topic) }()
+	for handled.Load() == 0 && ctx.Err() == nil {
+		time.Sleep(100 * time.Microsecond)
+	}
+	start, first := time.Now(), handled.Load()
+	join = start.Sub(begin)
+	for handled.Load() < total && ctx.Err() == nil {
+		time.Sleep(time.Millisecond)
+	}
+	el := time.Since(start)
+	cancel()
+	<-errc
+	if handled.Load() < total {
+		t.Fatalf("handled %d of %d in %v", handled.Load(), total, el)
+	}
+	return float64(total-first) / el.Seconds(), join
+}
+
+// TestBenchShareAppIOBound: a 5 ms handler, 64 in flight (OrderNone), on a
+// share group vs the classic-group App (the kafka module) at the same
+// concurrency, vs the ceiling 64 / 5 ms. Prints
+// "bench: kafkashare-app-io-bound ours=<msg/s> classic=<msg/s> ceiling=<msg/s> ratio=<ours/ceiling>".
+func TestBenchShareAppIOBound(t *testing.T) {
+	benchOnly(t)
+	const inFlight, total, parts, keys = 64, 8000, 6, 200
+	// Each poll acquires 3 × the handlers, so that the poll barrier
+	// (DESIGN.md) idles the handlers for one poll per 3 handler rounds.
+	const acquire = 3 * inFlight
+	const latency = 5 * time.Millisecond
+	body := envelopeBody(t)
+	handler := func(handled *atomic.Int64) babelqueue.Handler {
+		return func(context.Context, *babelqueue.Envelope) error {
+			time.Sleep(latency)
+			handled.Add(1)
+			return nil
+		}
+	}
+	// Share group.
+	q := newTopic(t, parts)
+	fill(t, q, body, total, keys)
+	tr := newTransport(t, WithMaxRecords(acquire))
+	app := newApp(t, tr, q, babelqueue.WithConcurrency(inFlight, babelqueue.OrderNone))
+	var n atomic.Int64
+	app.Handle(urn, handler(&n))
+	ours, joinShare := appRate(t, app, q, total, &n)
+	// Classic group, same concurrency.
+	q2 := newTopic(t, parts)
+	fill(t, q2, body, total, keys)
+	ktr, err := bqkafka.New(bqkafka.WithBrokers(brokertest.KafkaBrokers(t)...), bqkafka.WithGroupID("classic-"+q2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ktr.Close()
+	capp := newApp(t, ktr, q2, babelqueue.WithConcurrency(inFlight, babelqueue.OrderNone))
+	var m atomic.Int64
+	capp.Handle(urn, handler(&m))
+	classic, joinClassic := appRate(t, capp, q2, total, &m)
+	ceiling := float64(inFlight) / latency.Seconds()
+	fmt.Printf("bench: kafkashare-app-io-bound ours=%.0f classic=%.0f ceiling=%.0f ratio=%.2f\n", ours, classic, ceiling, ours/ceiling)
+	fmt.Printf("bench: kafkashare-first-message share=%v classic=%v\n", joinShare.Round(time.Millisecond), joinClassic.Round(time.Millisecond))
+}
+
+// TestBenchShareNoopConsume: the App with a no-op handler on a share group
+// vs raw franz-go (poll, accept each record) in the same fetch mode (500
+// records acquired per poll, none ahead), both timed from the first record. Prints
+// "bench: kafkashare-noop-consume ours=<msg/s> raw=<msg/s> ratio=<ours/raw>".
+func TestBenchShareNoopConsume(t *testing.T) {
+	benchOnly(t)
+	const total, parts = 30000, 6
+	body := envelopeBody(t)
+	// Raw franz-go.
+	q := newTopic(t, parts)
+	fill(t, q, body, total, 100)
+	tr := newTransport(t) // sets the group configs, as ours does
+	if err := tr.configureGroup(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokertest.KafkaBrokers(t)...), kgo.ShareGroup(tr.cfg.group), kgo.ConsumeTopics(q),
+		kgo.ShareMaxRecords(500), kgo.ShareMaxRecordsStrict()) // the fetch mode of ours: acquire when polled
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var start time.Time
+	got, first := 0, 0
+	for got < total && ctx.Err() == nil {
+		cl.PollRecords(ctx, 500).EachRecord(func(r *kgo.Record) { got++; r.Ack(kgo.AckAccept) })
+		if start.IsZero() && got > 0 {
+			start, first = time.Now(), got // timed from the first poll with records, as ours
+		}
+	}
+	raw := float64(got-first) / time.Since(start).Seconds()
+	cl.Close()
+	// Ours.
+	q2 := newTopic(t, parts)
+	fill(t, q2, body, total, 100)
+	tr2 := newTransport(t, WithMaxRecords(500))
+	app := newApp(t, tr2, q2)
+	var n atomic.Int64
+	app.Handle(urn, func(context.Context, *babelqueue.Envelope) error { n.Add(1); return nil })
+	ours, _ := appRate(t, app, q2, total, &n)
+	fmt.Printf("bench: kafkashare-noop-consume ours=%.0f raw=%.0f ratio=%.2f\n", ours, raw, ours/raw)
+}
+
+// TestBenchSharePublish: App.Publish through the idempotent producer vs raw
+// franz-go ProduceSync of the same record, 16 goroutines each. Prints
+// "bench: kafkashare-publish ours=<msg/s> raw=<msg/s> ratio=<ours/raw>".
+func TestBenchSharePublish(t *testing.T) {
+	benchOnly(t)
+	const workers, per = 16, 1000
+	q := newTopic(t, 6)
+	tr := newTransport(t)
+	app := newApp(t, tr, q)
+	run := func(publish func(ctx context.Context, i int) error) float64 {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		var wg sync.WaitGroup
+		var failed atomic.Value
+		start := time.Now()
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < per; i++ {
+					if err := publish(ctx, w*per+i); err != nil {
+						failed.Store(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if err, _ := failed.Load().(error); err != nil {
+			t.Fatal(err)
+		}
+		return float64(workers*per) / time.Since(start).Seconds()
+	}
+	body := envelopeBody(t)
+	raw := func() float64 {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(brokertest.KafkaBrokers(t)...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		return run(func(ctx context.Context, i int) error {
+			return cl.ProduceSync(ctx, &kgo.Record{Topic: q, Key: []byte(fmt.Sprint(i % 100)), Value: []byte(body)}).FirstErr()
+		})
+	}()
+	ours := run(func(ctx context.Context, i int) error {
+		_, err := app.Publish(ctx, urn, map[string]any{"n": 1}, babelqueue.WithKey([]byte(fmt.Sprint(i%100))))
+		return err
+	})
+	fmt.Printf("bench: kafkashare-publish ours=%.0f raw=%.0f ratio=%.2f\n", ours, raw, ours/raw)
+}

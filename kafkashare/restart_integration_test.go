@@ -1,0 +1,121 @@
+//go:build integration && restart
+
+package kafkashare
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/babelqueue/babelqueue-go/brokertest"
+	babelqueue "github.com/babelqueue/babelqueue-go/core"
+)
+
+// TestRestartIdempotentPublish publishes from four goroutines through the
+// idempotent producer while the broker is killed with -9 and started
+// again. Each publish may wait 60 s, so franz-go retries it across the
+// restart under the same producer id and sequence; an unknown outcome is
+// republished under the same meta.id until acknowledged. The topic read
+// back holds every acknowledged id exactly once (duplicates=0). Run by
+// `make restart-tests` on a broker of its own.
+func TestRestartIdempotentPublish(t *testing.T) {
+	topic := newTopic(t, 3)
+	tr := newTransport(t)
+	app, err := babelqueue.NewApp(tr, babelqueue.WithDefaultQueue(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu      sync.Mutex
+		acked   = map[string]bool{}
+		unknown []error
+		refused int
+		seq     atomic.Int64
+		stop    = make(chan struct{})
+		wg      sync.WaitGroup
+	)
+	publish := func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			n := seq.Add(1)
+			id := fmt.Sprintf("%s-%06d", topic, n)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			_, err := app.Publish(ctx, urn, map[string]int64{"n": n}, babelqueue.WithEnvelopeOptions(babelqueue.WithID(id)))
+			cancel()
+			mu.Lock()
+			switch {
+			case err == nil:
+				acked[id] = true
+			case errors.Is(err, babelqueue.ErrPublishUnknown):
+				unknown = append(unknown, err)
+			default:
+				refused++
+			}
+			mu.Unlock()
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	for range 4 {
+		wg.Add(1)
+		go publish()
+	}
+	time.Sleep(3 * time.Second)
+	killed := time.Now()
+	brokertest.BrokerScript(t, "kafka", "kill", time.Minute)
+	time.Sleep(3 * time.Second)
+	brokertest.BrokerScript(t, "kafka", "start", 5*time.Minute)
+	back := time.Since(killed)
+	time.Sleep(3 * time.Second)
+	close(stop)
+	wg.Wait()
+
+	republished := 0
+	for _, err := range unknown {
+		var u *babelqueue.UnknownPublishError
+		if !errors.As(err, &u) {
+			t.Fatalf("unknown outcome without *UnknownPublishError: %v", err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		_, rerr := app.Republish(ctx, err)
+		cancel()
+		if rerr != nil {
+			t.Fatalf("republish %s: %v", u.ID, rerr)
+		}
+		acked[u.ID] = true
+		republished++
+	}
+	recs := readAll(t, topic, len(acked), 60*time.Second)
+	count := map[string]int{}
+	for _, r := range recs {
+		env, err := babelqueue.Decode(r.Value)
+		if err != nil {
+			t.Fatalf("undecodable record: %v", err)
+		}
+		count[env.Meta.ID]++
+	}
+	lost, dups := 0, 0
+	for id := range acked {
+		if count[id] == 0 {
+			lost++
+		}
+	}
+	for _, c := range count {
+		dups += c - 1
+	}
+	line := fmt.Sprintf("restart: broker=kafkashare published=%d acked=%d unknown=%d republished=%d refused=%d lost=%d duplicates=%d down=%s",
+		seq.Load(), len(acked)-republished, len(unknown), republished, refused, lost, dups, back.Round(100*time.Millisecond))
+	fmt.Println(line)
+	t.Log(line)
+	if lost != 0 || dups != 0 {
+		t.Fatalf("lost=%d duplicates=%d, want 0 and 0", lost, dups)
+	}
+}
