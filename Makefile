@@ -180,12 +180,15 @@ CHAOS_BIN = $(CHAOS_STATE)/bin
 CHAOS_BROKER_LIST ?= kafka pulsar
 
 .PHONY: restart-tests
-restart-tests: ## Publish outcomes across a broker kill -9 and restart (Kafka: acked/unknown/refused; Pulsar: deduplication), on brokers of their own (the chaos state and ports).
+restart-tests: ## Publish outcomes across a broker kill -9 and restart (Kafka: acked/unknown/refused; Pulsar: deduplication; kafkashare: the idempotent producer, duplicates=0), on brokers of their own (the chaos state and ports).
 	@for b in $(CHAOS_BROKER_LIST); do \
 	  echo "== restart tests $$b"; \
 	  env $(CHAOS_ENV) BQ_BROKERS=$$b BQ_RESTART_SCRIPTS=$(CURDIR)/tools/brokers $(BROKERS) \
 	    bash -c 'cd "$$0" && $(GO) test -tags "integration restart" -run "^TestRestart" -count=1 -p 1 -timeout 20m -v . | grep -E "^(restart:|--- |PASS|FAIL|ok)|_test.go:"; exit $${PIPESTATUS[0]}' $$b || exit 1; \
 	done
+	@echo "== restart tests kafkashare (idempotent producer)"; \
+	env $(CHAOS_ENV) BQ_BROKERS=kafka BQ_RESTART_SCRIPTS=$(CURDIR)/tools/brokers $(BROKERS) \
+	  bash -c 'cd kafkashare && $(GO) test -tags "integration restart" -run "^TestRestart" -count=1 -p 1 -timeout 20m -v . | grep -E "^(restart:|--- |PASS|FAIL|ok)|_test.go:"; exit $${PIPESTATUS[0]}'
 
 .PHONY: chaos
 chaos: ## Chaos suite, full: per broker 10,000 envelopes, 22 SIGKILLs, a broker kill -9 and restart; 5,000 with 16 handlers per consumer and 12 SIGKILLs; the SIGTERM variant, producer-kill, redrive-kill, redrive-restart and the leak check; Pulsar restart-shared and restart-exclusive; then the three-node Kafka cluster scenarios.

@@ -264,3 +264,84 @@ func TestShareRetryDelayLateness(t *testing.T) {
 	}
 	t.Logf("retry delay %v: worst lateness %v over %d retries", delay, worst, len(at)-1)
 }
+
+// HandBack releases the record: it is delivered again with the broker's
+// delivery count, so its attempts reads 1; Ack then accepts it for good.
+func TestShareHandBackReleases(t *testing.T) {
+	q := newTopic(t, 1)
+	tr := newTransport(t)
+	ctx := context.Background()
+	app := newApp(t, tr, q)
+	id, err := app.Publish(ctx, urn, map[string]any{"x": 1}, babelqueue.WithKey([]byte("k1")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	receive := func() *driver.ReceivedMessage {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) {
+			m, err := tr.Receive(ctx, q, time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m != nil {
+				return m
+			}
+		}
+		t.Fatal("nothing received")
+		return nil
+	}
+	m := receive()
+	if n, _ := wire.BodyAttempts(m.Body); n != 0 || string(m.Key) != "k1" || m.Headers[wire.HeaderMessageID] != id {
+		t.Fatalf("first delivery: attempts %d key %q headers %v", n, m.Key, m.Headers)
+	}
+	if err := tr.HandBack(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	m2 := receive()
+	if m2.Offset != m.Offset {
+		t.Fatalf("after HandBack got offset %d, want %d", m2.Offset, m.Offset)
+	}
+	if n, _ := wire.BodyAttempts(m2.Body); n != 1 || m2.Headers[wire.HeaderAttempts] != "1" {
+		t.Errorf("second delivery: body attempts %d, header %q; want 1", n, m2.Headers[wire.HeaderAttempts])
+	}
+	if err := tr.Ack(ctx, m2); err != nil {
+		t.Fatal(err)
+	}
+	if m3, err := tr.Receive(ctx, q, 3*time.Second); err != nil || m3 != nil {
+		t.Errorf("after Ack: %v, %v; want nothing", m3, err)
+	}
+}
+
+// Close releases what is held: another member receives it at once.
+func TestShareCloseReleasesHeld(t *testing.T) {
+	q := newTopic(t, 1)
+	group := fmt.Sprintf("sg-close-%d", time.Now().UnixNano())
+	tr := newTransport(t, WithShareGroup(group))
+	ctx := context.Background()
+	if _, err := tr.Send(ctx, &driver.Outgoing{Intent: driver.IntentPublish, Queue: q, Body: envelopeBody(t)}); err != nil {
+		t.Fatal(err)
+	}
+	var m *driver.ReceivedMessage
+	for deadline := time.Now().Add(30 * time.Second); m == nil && time.Now().Before(deadline); {
+		var err error
+		if m, err = tr.Receive(ctx, q, time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m == nil {
+		t.Fatal("nothing received")
+	}
+	tr.Close()
+	tr2 := newTransport(t, WithShareGroup(group))
+	var m2 *driver.ReceivedMessage
+	for deadline := time.Now().Add(30 * time.Second); m2 == nil && time.Now().Before(deadline); {
+		var err error
+		if m2, err = tr2.Receive(ctx, q, time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m2 == nil || m2.Offset != m.Offset {
+		t.Fatalf("after Close: %v, want offset %d again", m2, m.Offset)
+	}
+}
