@@ -10,7 +10,7 @@ SHELL := /bin/bash
 
 # Modules in dependency order. examples/* modules are added here as they land
 # (and in versions.txt and go.work; `make modgraph` checks the last two agree).
-MODULES := core brokertest idempotency idempotency/sqlstore idempotency/redisstore schema outbox conformance kafka pulsar tools otel otel/integration outbox/integration chaos examples/orderstatus examples/appdemo
+MODULES := core brokertest idempotency idempotency/sqlstore idempotency/redisstore schema outbox conformance kafka pulsar tools otel otel/integration outbox/integration chaos interop examples/orderstatus examples/appdemo
 
 GO ?= go
 GOTEST_FLAGS ?= -count=1 -p 2
