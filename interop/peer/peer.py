@@ -301,6 +301,29 @@ def cmd_pulsar_send_raw(spec: Dict[str, Any]) -> None:
     emit({"written": len(spec["messages"])})
 
 
+def cmd_pulsar_read(spec: Dict[str, Any]) -> None:
+    """Read ``count`` messages of ``topic`` from the earliest with the plain client (its own subscription)."""
+    import pulsar
+
+    client = pulsar.Client(spec["url"], operation_timeout_seconds=10, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    consumer = client.subscribe(spec["topic"], "peer-read", consumer_type=pulsar.ConsumerType.Exclusive,
+                                initial_position=pulsar.InitialPosition.Earliest)
+    until = deadline(spec)
+    got = 0
+    while got < int(spec["count"]) and running(until):
+        try:
+            message = consumer.receive(timeout_millis=200)
+        except Exception as exc:  # noqa: BLE001 - pulsar.Timeout when nothing arrived
+            if type(exc).__name__ == "Timeout":
+                continue
+            raise
+        consumer.acknowledge(message)
+        emit(pulsar_record(message))
+        got += 1
+    consumer.close()
+    client.close()
+
+
 def cmd_pulsar_consume(spec: Dict[str, Any]) -> None:
     """Consume ``topic`` with a BabelQueue app on the subscription ``subscription`` (Shared)."""
     from babelqueue import BabelQueue
@@ -350,6 +373,7 @@ COMMANDS = {
     "reencode": cmd_reencode,
     "pulsar-publish": cmd_pulsar_publish,
     "pulsar-send-raw": cmd_pulsar_send_raw,
+    "pulsar-read": cmd_pulsar_read,
     "pulsar-consume": cmd_pulsar_consume,
 }
 
