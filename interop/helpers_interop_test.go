@@ -143,7 +143,16 @@ func startPeer(t testing.TB, command string, spec any) *peer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(pythonBin(t), filepath.Join("peer", "peer.py"), command, string(arg))
+	specArg := string(arg)
+	if len(arg) > 32<<10 {
+		// Linux bounds one argument to 128 KiB: a big spec goes in a file.
+		f := filepath.Join(t.TempDir(), "spec.json")
+		if err := os.WriteFile(f, arg, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		specArg = "@" + f
+	}
+	cmd := exec.Command(pythonBin(t), filepath.Join("peer", "peer.py"), command, specArg)
 	p := &peer{name: command, cmd: cmd, lines: make(chan []byte, 4096), stderr: &lockedBuffer{}, done: make(chan error, 1)}
 	cmd.Stderr = p.stderr
 	if p.stdin, err = cmd.StdinPipe(); err != nil {

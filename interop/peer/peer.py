@@ -1,6 +1,6 @@
 """The Python peer of the interop tests: the pinned BabelQueue Python SDK driven by the Go tests.
 
-Usage: peer.py COMMAND SPEC_JSON
+Usage: peer.py COMMAND SPEC_JSON (or @FILE holding it)
 
 Every command reads its parameters from SPEC_JSON and writes JSON objects, one per line, to
 stdout (bytes as standard base64, a null stays null). Long-running commands (the consumers and
@@ -382,7 +382,11 @@ def main() -> None:
     if len(sys.argv) != 3 or sys.argv[1] not in COMMANDS:
         sys.exit("usage: peer.py {%s} SPEC_JSON" % ",".join(sorted(COMMANDS)))
     threading.Thread(target=_watch_stdin, daemon=True).start()
-    COMMANDS[sys.argv[1]](json.loads(sys.argv[2]))
+    spec = sys.argv[2]
+    if spec.startswith("@"):
+        with open(spec[1:], encoding="utf-8") as f:
+            spec = f.read()
+    COMMANDS[sys.argv[1]](json.loads(spec))
 
 
 if __name__ == "__main__":
