@@ -335,7 +335,8 @@ func (r pyKafkaRecord) headerList(t testing.TB) []string {
 type pyDelivery struct {
 	Record   json.RawMessage `json:"record"`
 	Envelope map[string]any  `json:"envelope"`
-	At       int64           `json:"at"`
+	At       int64           `json:"at"`         // when the handler ran (ms)
+	Settled  int64           `json:"settled_at"` // when the delivery was settled (ms)
 }
 
 // --- Kafka -------------------------------------------------------------------

@@ -229,7 +229,7 @@ func TestKafkaPythonRetryGoReinjectorLogAppendTime(t *testing.T) {
 		"messages": []any{map[string]any{"urn": urnCreated, "data": map[string]any{"n": 1}, "created_at": old}}}, 60*time.Second)
 	lines := runPeer[pyDelivery](t, "kafka-consume", map[string]any{"brokers": kafkaBrokers(t)[0], "topic": topic, "group": topic + "-py",
 		"urns": []string{urnCreated}, "tiers_ms": []int{int(tier / time.Millisecond)}, "fail": true, "count": 1, "timeout": 60}, 90*time.Second)
-	parkedAt := time.UnixMilli(lines[0].At)
+	parkedAt := time.UnixMilli(lines[0].Settled)
 
 	tierRecs := runPeer[pyKafkaRecord](t, "kafka-read", map[string]any{"brokers": kafkaBrokers(t)[0], "topic": kafka.RetryTopic(topic, 1), "count": 1, "timeout": 20}, 40*time.Second)
 	if len(tierRecs) != 1 || tierRecs[0].TimestampType != 2 || tierRecs[0].Timestamp < parkedAt.Add(-10*time.Second).UnixMilli() {

@@ -165,6 +165,7 @@ def cmd_kafka_consume(spec: Dict[str, Any]) -> None:
 
     def handler(data: Any, meta: Any, envelope: Any) -> None:
         seen["envelope"] = envelope
+        seen["at"] = now_ms()
         if spec.get("fail"):
             raise RuntimeError("python handler failed")
 
@@ -180,7 +181,7 @@ def cmd_kafka_consume(spec: Dict[str, Any]) -> None:
         seen.clear()
         record = kafka_record(received.handle)
         app.dispatch(received)
-        emit({"record": record, "envelope": seen.get("envelope"), "at": now_ms()})
+        emit({"record": record, "envelope": seen.get("envelope"), "at": seen.get("at", now_ms()), "settled_at": now_ms()})
         done += 1
     transport.close()
 
@@ -339,6 +340,7 @@ def cmd_pulsar_consume(spec: Dict[str, Any]) -> None:
 
     def handler(data: Any, meta: Any, envelope: Any) -> None:
         seen["envelope"] = envelope
+        seen["at"] = now_ms()
         if spec.get("fail"):
             raise RuntimeError("python handler failed")
 
@@ -357,7 +359,7 @@ def cmd_pulsar_consume(spec: Dict[str, Any]) -> None:
         seen.clear()
         record = pulsar_record(received.handle)
         app.dispatch(received)
-        emit({"record": record, "envelope": seen.get("envelope"), "at": now_ms()})
+        emit({"record": record, "envelope": seen.get("envelope"), "at": seen.get("at", now_ms()), "settled_at": now_ms()})
         done += 1
     transport.close()
 
