@@ -82,6 +82,21 @@ type EnvelopeProducer interface {
 	ProduceEnvelope(urn, queue string, data json.RawMessage) ([]byte, error)
 }
 
+// EnvelopeWriter runs "babelqueue_go.envelope_bytes": the exact bytes a
+// producer writes for a new envelope with the fields of in.
+type EnvelopeWriter interface {
+	WriteEnvelope(ctx context.Context, in NewEnvelope) ([]byte, error)
+}
+
+// NewEnvelope holds the fields of a new envelope (attempts 0, meta.lang
+// go, meta.schema_version 1).
+type NewEnvelope struct {
+	URN, Queue, TraceID, ID string
+	CreatedAt               int64 // Unix milliseconds
+	// Data is a JSON object; the producer writes its keys sorted.
+	Data json.RawMessage
+}
+
 // RoundTripper runs the "roundtrip" block: decode body (it must be
 // accepted), add one to attempts and encode it again.
 type RoundTripper interface {

@@ -65,8 +65,9 @@
 //     is written. Keep the retention of work and dead-letter topics longer
 //     than the age of the messages redriven into them. Retry-tier records,
 //     restored and forwarded records are stamped with the write time.
-//   - kafka-go reads a record's own timestamp and ignores the
-//     LogAppendTime flag of its batch, so the Reinjector anchors its wait
-//     on the producer's timestamp even on a LogAppendTime topic. This
-//     binding stamps retry-tier records with the publish time.
+//   - On a LogAppendTime tier the Reinjector anchors a record's wait on the
+//     broker's append time, which it reads from the record batch headers of
+//     its own fetches (kafka-go itself reports the producer's timestamp);
+//     on a CreateTime tier, on the producer's timestamp. This binding
+//     stamps retry-tier records with the publish time.
 package kafka

@@ -97,17 +97,22 @@ func (g *kafkaGeneration) CommitOffsets(offsets map[string]map[int]int64) error 
 }
 
 func (g *kafkaGeneration) OpenPartition(topic string, partition int, offset int64, buffer int) partitionReader {
-	return g.openPartition(topic, partition, offset, buffer, 1, 250*time.Millisecond)
+	return g.openPartitionWith(g.t.dialer, topic, partition, offset, buffer, 1, defaultFetchMaxWait)
 }
 
-// openPartition is OpenPartition with the fetch's minimum size and wait:
-// the broker answers a fetch once minBytes are ready or maxWait elapsed.
-func (g *kafkaGeneration) openPartition(topic string, partition int, offset int64, buffer, minBytes int, maxWait time.Duration) partitionReader {
+// defaultFetchMaxWait is how long a partition fetch that gathers nothing
+// waits for a record before the broker answers it empty.
+const defaultFetchMaxWait = 250 * time.Millisecond
+
+// openPartitionWith opens a reader of one partition on the connections of
+// dialer, whose fetches wait for minBytes or maxWait: the broker answers a
+// fetch once minBytes are ready or maxWait elapsed.
+func (g *kafkaGeneration) openPartitionWith(dialer *kafkago.Dialer, topic string, partition int, offset int64, buffer, minBytes int, maxWait time.Duration) *kafkago.Reader {
 	logger, _ := kafkaLoggers(g.t.cfg.log())
 	errorLogger := partitionErrorLogger{g.t.cfg.log()}
 	r := kafkago.NewReader(kafkago.ReaderConfig{
 		Brokers:         g.t.cfg.brokers,
-		Dialer:          g.t.dialer,
+		Dialer:          dialer,
 		Topic:           topic,
 		Partition:       partition,
 		QueueCapacity:   buffer,

@@ -51,8 +51,10 @@ type redriveBroker struct {
 	client *kafkago.Client
 }
 
-func newRedriveBroker(cfg *config) *redriveBroker {
-	net := netTransport(cfg)
+func newRedriveBroker(cfg *config) *redriveBroker { return newRedriveBrokerOn(cfg, netTransport(cfg)) }
+
+// newRedriveBrokerOn is newRedriveBroker on the connections of net.
+func newRedriveBrokerOn(cfg *config, net *kafkago.Transport) *redriveBroker {
 	return &redriveBroker{net: net, client: &kafkago.Client{Addr: kafkago.TCP(cfg.brokers...), Transport: net, Timeout: 30 * time.Second}}
 }
 

@@ -50,7 +50,7 @@ func (r *Reinjector) startBacklog(ctx context.Context) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		b := newRedriveBroker(cfg)
+		b := newBacklogBroker(cfg, r.topics)
 		defer b.close()
 		for {
 			r.reportBacklog(ctx, r.sampleBacklog(ctx, b, backlogTimeout(every)))
@@ -67,7 +67,7 @@ func (r *Reinjector) startBacklog(ctx context.Context) (stop func()) {
 
 // sampleBacklog reads the backlog of every tier topic, in tier order,
 // within timeout.
-func (r *Reinjector) sampleBacklog(ctx context.Context, b *redriveBroker, timeout time.Duration) []driver.ReinjectBacklog {
+func (r *Reinjector) sampleBacklog(ctx context.Context, b *backlogBroker, timeout time.Duration) []driver.ReinjectBacklog {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	out := make([]driver.ReinjectBacklog, 0, len(r.topics))
@@ -87,7 +87,7 @@ func (r *Reinjector) sampleBacklog(ctx context.Context, b *redriveBroker, timeou
 // records from the group's committed offset (the first offset when it
 // committed none, as the group starts there) to the end offset, and the
 // timestamp of the first of them.
-func (r *Reinjector) tierBacklog(ctx context.Context, b *redriveBroker, topic string, tb *driver.ReinjectBacklog) error {
+func (r *Reinjector) tierBacklog(ctx context.Context, b *backlogBroker, topic string, tb *driver.ReinjectBacklog) error {
 	parts, err := b.partitions(ctx, topic)
 	if err != nil {
 		return err
@@ -110,7 +110,7 @@ func (r *Reinjector) tierBacklog(ctx context.Context, b *redriveBroker, topic st
 			continue
 		}
 		tb.Backlog += next[p] - start
-		ts, err := firstRecordTime(ctx, b.client, topic, p, start)
+		ts, err := b.firstRecordTime(ctx, topic, p, start)
 		if err != nil {
 			return err
 		}
@@ -126,10 +126,25 @@ func (r *Reinjector) tierBacklog(ctx context.Context, b *redriveBroker, topic st
 	return nil
 }
 
+// backlogBroker is the broker client of the backlog sampler: a
+// redriveBroker whose connections read the record batch headers of its
+// fetches (fetchTap), so that the oldest record's timestamp is its append
+// time on a LogAppendTime tier, as the workers count it.
+type backlogBroker struct {
+	*redriveBroker
+	batches *batchLogs
+}
+
+func newBacklogBroker(cfg *config, tiers []string) *backlogBroker {
+	logs := newBatchLogs(tiers)
+	return &backlogBroker{redriveBroker: newRedriveBrokerOn(cfg, tappedNetTransport(cfg, logs.add)), batches: logs}
+}
+
 // firstRecordTime returns the timestamp of the first record of
-// topic/partition at or after offset; zero when there is none.
-func firstRecordTime(ctx context.Context, client *kafkago.Client, topic string, partition int, offset int64) (time.Time, error) {
-	res, err := client.Fetch(ctx, &kafkago.FetchRequest{
+// topic/partition at or after offset (its batch's append time on a
+// LogAppendTime batch); zero when there is none.
+func (b *backlogBroker) firstRecordTime(ctx context.Context, topic string, partition int, offset int64) (time.Time, error) {
+	res, err := b.client.Fetch(ctx, &kafkago.FetchRequest{
 		Topic: topic, Partition: partition, Offset: offset,
 		MinBytes: 1, MaxBytes: 64 << 10, MaxWait: 100 * time.Millisecond,
 	})
@@ -148,7 +163,9 @@ func firstRecordTime(ctx context.Context, client *kafkago.Client, topic string, 
 			return time.Time{}, wrapf(err, "read %s/%d at %d", topic, partition, offset)
 		}
 		if rec.Offset >= offset {
-			return rec.Time, nil
+			// Fetch returns once the whole response was read: the tap has
+			// seen the header of the record's batch.
+			return b.batches.recordTime(topic, partition, rec.Offset, rec.Time), nil
 		}
 	}
 }

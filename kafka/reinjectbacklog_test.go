@@ -63,7 +63,7 @@ func TestBacklogSampleOfAnUnansweringBrokerReportsErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := newRedriveBroker(&tr.cfg)
+	b := newBacklogBroker(&tr.cfg, r.topics)
 	defer b.close()
 	start := time.Now()
 	r.reportBacklog(context.Background(), r.sampleBacklog(context.Background(), b, 300*time.Millisecond))

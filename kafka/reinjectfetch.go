@@ -32,18 +32,23 @@ func reinjectFetchWait(tier time.Duration) time.Duration {
 	return wait
 }
 
-// gatheringOpener is a generation that opens a partition whose fetches
-// wait for minBytes or maxWait (kafkaGeneration); fakes open plain ones.
-type gatheringOpener interface {
-	openPartition(topic string, partition int, offset int64, buffer, minBytes int, maxWait time.Duration) partitionReader
+// reinjectOpener is a generation that opens a retry partition whose
+// fetches wait for minBytes or maxWait and whose records carry the broker's
+// append time on a LogAppendTime topic (kafkaGeneration, appendtime.go);
+// fakes open plain ones, whose records carry their own Time.
+type reinjectOpener interface {
+	openReinjectPartition(topic string, partition int, offset int64, buffer, minBytes int, maxWait time.Duration) partitionReader
 }
 
 // open returns the reader of the worker's partition from its offset.
 func (w *partitionWorker) open(buffer int) partitionReader {
-	if g, ok := w.gen.(gatheringOpener); ok {
-		if wait := reinjectFetchWait(w.tier); wait > 0 {
-			return g.openPartition(w.topic, w.partition, w.offset, buffer, reinjectFetchMinBytes, wait)
-		}
+	g, ok := w.gen.(reinjectOpener)
+	if !ok {
+		return w.gen.OpenPartition(w.topic, w.partition, w.offset, buffer)
 	}
-	return w.gen.OpenPartition(w.topic, w.partition, w.offset, buffer)
+	minBytes, wait := 1, defaultFetchMaxWait
+	if gather := reinjectFetchWait(w.tier); gather > 0 {
+		minBytes, wait = reinjectFetchMinBytes, gather
+	}
+	return g.openReinjectPartition(w.topic, w.partition, w.offset, buffer, minBytes, wait)
 }

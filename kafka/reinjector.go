@@ -23,7 +23,9 @@ import (
 // bq-original-topic names; and commits the retry offset only after the
 // broker acknowledged that write (at-least-once). Partitions wait
 // independently and each is carried in offset order. Retry topics should be
-// created with message.timestamp.type=LogAppendTime (EnsureTopics does).
+// created with message.timestamp.type=LogAppendTime (EnsureTopics does):
+// the record timestamp is then the broker's append time, read from the
+// batch headers of the Reinjector's own fetches.
 // The per-partition workers, commits and hooks are described in DESIGN.md,
 // section 5.
 type Reinjector struct {

@@ -4,11 +4,14 @@
 package corebinding
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/babelqueue/babelqueue-go/conformance"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
@@ -85,6 +88,23 @@ func (Binding) DecodeEnvelope(body []byte) (*conformance.Decoded, error) {
 // ProduceEnvelope builds an envelope with babelqueue.Make and encodes it.
 func (Binding) ProduceEnvelope(urn, queue string, data json.RawMessage) ([]byte, error) {
 	env, err := babelqueue.Make(urn, data, babelqueue.WithQueue(queue))
+	if err != nil {
+		return nil, err
+	}
+	return env.Encode()
+}
+
+var _ conformance.EnvelopeWriter = Binding{}
+
+// WriteEnvelope builds the envelope with babelqueue.Make (data as a map)
+// and encodes it.
+func (Binding) WriteEnvelope(_ context.Context, in conformance.NewEnvelope) ([]byte, error) {
+	data, err := in.DataMap()
+	if err != nil {
+		return nil, err
+	}
+	env, err := babelqueue.Make(in.URN, data, babelqueue.WithQueue(in.Queue), babelqueue.WithTraceID(in.TraceID),
+		babelqueue.WithID(in.ID), babelqueue.WithCreatedAt(time.UnixMilli(in.CreatedAt)))
 	if err != nil {
 		return nil, err
 	}
@@ -234,4 +254,29 @@ func coreDeadLetter(dl conformance.DeadLetter) wire.DeadLetter {
 		Attempts:      dl.Attempts,
 		Lang:          dl.Lang,
 	}
+}
+
+// SwapPoisonBlock lets a transport binding run "babelqueue_go.poison_shape"
+// through its App: rec is the dead letter the App wrote for a poison body
+// consumed from queue at the clock time dl.FailedAt, on its first delivery.
+// The App writes its own error and exception, so its dead_letter block
+// (the record's last member) must say poison, queue, dl.FailedAt, one
+// attempt and lang go, and is then replaced by dl's block as core writes
+// it; every other byte of rec is returned as it is.
+func SwapPoisonBlock(rec []byte, queue string, dl conformance.DeadLetter) ([]byte, error) {
+	got, ok := wire.DeadLetterOf(rec)
+	if !ok || got.Reason != wire.ReasonPoison || got.OriginalQueue != queue || got.FailedAt != dl.FailedAt || got.Attempts != 1 || got.Lang != wire.Lang {
+		return nil, fmt.Errorf("the App's poison block is %+v (found %v) in %s", got, ok, rec)
+	}
+	// A quote inside a JSON string is escaped, so this key text cannot
+	// occur inside one: its last occurrence starts the last member.
+	key := []byte(`"dead_letter":`)
+	at := bytes.LastIndex(rec, key)
+	if at < 0 || rec[len(rec)-1] != '}' {
+		return nil, fmt.Errorf("no dead_letter member at the end of %s", rec)
+	}
+	block := wire.PoisonBody([]byte("{}"), coreDeadLetter(dl)) // {"dead_letter":<block>}
+	out := append([]byte(nil), rec[:at+len(key)]...)
+	out = append(out, block[len(`{"dead_letter":`):len(block)-1]...)
+	return append(out, '}'), nil
 }

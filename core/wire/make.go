@@ -185,7 +185,7 @@ func appendData(dst []byte, data any) ([]byte, error) {
 }
 
 // appendDataJSON appends data encoded by encoding/json (HTML escaping
-// off, no trailing newline) to dst; it fails with ErrInvalidData when the
+// off, U+2028 and U+2029 raw, no trailing newline) to dst; it fails with ErrInvalidData when the
 // result is not a JSON object.
 func appendDataJSON(dst []byte, data any) ([]byte, error) {
 	d := dataEncoders.Get().(*dataEncoder)
@@ -202,7 +202,31 @@ func appendDataJSON(dst []byte, data any) ([]byte, error) {
 	if len(out) == 0 || out[0] != '{' {
 		return dst, fmt.Errorf("%w: %T encodes to %.40s", ErrInvalidData, data, out)
 	}
-	return append(dst, out...), nil
+	return appendUnescapedSeparators(dst, out), nil
+}
+
+// appendUnescapedSeparators appends the JSON text src (output of
+// encoding/json) to dst with every \u2028 and \u2029 escape written as the
+// raw character, as appendJSONString and the other SDKs write them;
+// encoding/json always escapes the two. Every other byte is copied as is.
+func appendUnescapedSeparators(dst, src []byte) []byte {
+	for {
+		i := bytes.IndexByte(src, '\\')
+		if i < 0 {
+			return append(dst, src...)
+		}
+		// Outside strings encoding/json writes no backslash, so each one
+		// starts an escape; \\ is skipped whole.
+		if i+6 <= len(src) && src[i+1] == 'u' && string(src[i+2:i+5]) == "202" && (src[i+5] == '8' || src[i+5] == '9') {
+			dst = append(dst, src[:i]...)
+			dst = append(dst, 0xe2, 0x80, 0xa8+src[i+5]-'8') // UTF-8 of U+2028 / U+2029
+			src = src[i+6:]
+			continue
+		}
+		end := min(i+2, len(src))
+		dst = append(dst, src[:end]...)
+		src = src[end:]
+	}
 }
 
 // rawObject validates raw as one JSON object and returns it compacted.

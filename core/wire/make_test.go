@@ -191,7 +191,8 @@ func TestFormatUUIDv4(t *testing.T) {
 	}
 }
 
-// encodingJSON encodes v with encoding/json, HTML escaping off.
+// encodingJSON encodes v with encoding/json, HTML escaping off, and then
+// writes its \u2028 and \u2029 escapes raw, as the SDKs do.
 func encodingJSON(v any) (string, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -199,7 +200,7 @@ func encodingJSON(v any) (string, error) {
 	if err := enc.Encode(v); err != nil {
 		return "", err
 	}
-	return strings.TrimSuffix(buf.String(), "\n"), nil
+	return string(appendUnescapedSeparators(nil, bytes.TrimSuffix(buf.Bytes(), []byte("\n")))), nil
 }
 
 func TestFastDataEncoderMatchesEncodingJSON(t *testing.T) {

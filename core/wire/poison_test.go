@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"strings"
 	"testing"
 )
 
@@ -14,14 +13,15 @@ func TestPoisonBody(t *testing.T) {
 	tests := []struct {
 		name, body, want string
 	}{
-		{"object missing fields keeps bytes", ` {"job": "", "attempts":"x"} `, ` {"job": "", "attempts":"x","dead_letter":` + block + `} `},
+		{"object missing fields keeps bytes", ` {"job": "", "attempts":"x" } `, `{"job": "", "attempts":"x" ,"dead_letter":` + block + `}`},
 		{"empty object", `{}`, `{"dead_letter":` + block + `}`},
-		{"object with a dead_letter", `{"dead_letter":{"k":1},"a":1}`, `{"dead_letter":` + strings.TrimSuffix(block, "}") + `,"k":1},"a":1}`},
+		{"object with a dead_letter wrapped", `{"dead_letter":{"k":1},"a":1}`, `{"raw":"{\"dead_letter\":{\"k\":1},\"a\":1}","dead_letter":` + block + `}`},
+		{"unpaired surrogate escape wrapped", `{"a":"\ud800"}`, `{"raw":"{\"a\":\"\\ud800\"}","dead_letter":` + block + `}`},
 		{"array wrapped", `[1,2]`, `{"raw":"[1,2]","dead_letter":` + block + `}`},
 		{"text wrapped", "not json <&> \"q\"\n", `{"raw":"not json <&> \"q\"\n","dead_letter":` + block + `}`},
 		{"empty wrapped", ``, `{"raw":"","dead_letter":` + block + `}`},
 		{"truncated object wrapped", `{"a":1`, `{"raw":"{\"a\":1","dead_letter":` + block + `}`},
-		{"unicode text wrapped", "héllo\u2028", `{"raw":"héllo\u2028","dead_letter":` + block + `}`},
+		{"unicode text wrapped", "héllo\u2028\u2029", "{\"raw\":\"héllo\u2028\u2029\",\"dead_letter\":" + block + `}`},
 		{"invalid utf8 base64", "ab\xff\xfe", `{"raw":"` + base64.StdEncoding.EncodeToString([]byte("ab\xff\xfe")) + `","raw_encoding":"base64","dead_letter":` + block + `}`},
 		{"object with invalid utf8 base64", "{\"a\":\"\xc3\"}", `{"raw":"` + base64.StdEncoding.EncodeToString([]byte("{\"a\":\"\xc3\"}")) + `","raw_encoding":"base64","dead_letter":` + block + `}`},
 	}

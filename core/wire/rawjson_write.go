@@ -7,10 +7,11 @@ import (
 
 const hexDigits = "0123456789abcdef"
 
-// appendJSONString appends s as a JSON string the way encoding/json does
-// with HTML escaping turned off: '"', '\\' and control characters are
-// escaped, U+2028 and U+2029 are escaped, invalid UTF-8 becomes U+FFFD, and
-// every other character, '<', '>' and '&' included, is written as is.
+// appendJSONString appends s as a JSON string the way the other SDKs write
+// one (Python's json.dumps with ensure_ascii=False, Node's JSON.stringify):
+// '"', '\\' and control characters are escaped, invalid UTF-8 becomes
+// U+FFFD, and every other character is written as is, '<', '>', '&',
+// U+2028 and U+2029 included (encoding/json escapes the last two).
 func appendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
@@ -56,13 +57,6 @@ func appendJSONString(dst []byte, s string) []byte {
 		if r == utf8.RuneError && size == 1 {
 			dst = append(dst, s[start:i]...)
 			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
 			i += size
 			start = i
 			continue

@@ -282,10 +282,11 @@ func saslTransport(t *testing.T, algo scram.Algorithm, user, password string) *k
 }
 
 // TestKafkaGoReaderIgnoresLogAppendTime pins down how kafka-go v0.4.51 sees
-// a LogAppendTime topic, which the kafka binding relies on: its reader
-// returns the record's own (producer) timestamp and ignores the batch's
-// LogAppendTime flag, while the produce response carries the broker's
-// append time. If a kafka-go upgrade changes this, this test says so.
+// a LogAppendTime topic, which the kafka binding's re-injector works
+// around (it reads the batch headers itself, kafka/appendtime.go): its
+// reader returns the record's own (producer) timestamp and ignores the
+// batch's LogAppendTime flag, while the produce response carries the
+// broker's append time. If a kafka-go upgrade changes this, this test says so.
 func TestKafkaGoReaderIgnoresLogAppendTime(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
