@@ -496,7 +496,7 @@ func headerValue(hs []kafkago.Header, name string) (string, bool) {
 	return "", false
 }
 
-// contractHeaders is the §6 projection of body, name=value in the order
+// contractHeaders is the Kafka header projection of body (CONTRACT.md 6), name=value in the order
 // the Python SDK writes it.
 func contractHeaders(t testing.TB, body []byte) []string {
 	t.Helper()

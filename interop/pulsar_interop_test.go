@@ -79,7 +79,7 @@ func newPulsar(t testing.TB, opts ...bqpulsar.Option) *bqpulsar.Transport {
 	return tr
 }
 
-// contractProperties is the §5 projection of body.
+// contractProperties is the Pulsar property projection of body (CONTRACT.md 5).
 func contractProperties(t testing.TB, body []byte) map[string]string {
 	t.Helper()
 	out := map[string]string{}

@@ -6,8 +6,8 @@
 #   ${XDG_CACHE_HOME:-$HOME/.cache}/babelqueue/interop-venv-<sha256 prefix>
 # so a second run reuses it and a changed pin builds a new one. When
 # `python3 -m venv` is unavailable (Debian and Ubuntu ship it apart), the
-# python3-venv package is installed with apt-get (the CI machine runs as
-# root). A venv is used only once its marker file exists, written after a
+# python3-venv package is installed with apt-get (as root, or through
+# sudo). A venv is used only once its marker file exists, written after a
 # complete install, so an interrupted install is redone.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -26,11 +26,13 @@ probe="$(mktemp -d)"
 trap 'rm -rf "$probe"' EXIT
 if ! python3 -m venv "$probe/v" >/dev/null 2>&1 || [ ! -x "$probe/v/bin/pip" ]; then
   command -v apt-get >/dev/null || { log "python3 -m venv does not work and apt-get is unavailable: install python3-venv"; exit 1; }
+  sudo=()
+  [ "$(id -u)" = 0 ] || sudo=(sudo)
   ver="$(python3 -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')"
   log "python3 -m venv does not work; installing python3-venv with apt-get"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null ||
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "python$ver-venv" >/dev/null
+  "${sudo[@]}" apt-get update -qq
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null ||
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "python$ver-venv" >/dev/null
 fi
 
 rm -rf "$dir"
