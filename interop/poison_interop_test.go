@@ -194,12 +194,25 @@ func TestKafkaPoisonOversizeBounded(t *testing.T) {
 	if len(dl.Value) >= 1_000_000 {
 		t.Errorf("dead letter of %d bytes", len(dl.Value))
 	}
-	var v map[string]json.RawMessage
-	if err := json.Unmarshal(dl.Value, &v); err != nil || v["dead_letter"] == nil {
-		t.Errorf("dead letter %.300s is not an object with a dead_letter block (%v)", dl.Value, err)
+	var v struct {
+		Oversize struct {
+			Reason    string `json:"reason"`
+			Size      int    `json:"size"`
+			Topic     string `json:"topic"`
+			Partition *int   `json:"partition"`
+			Offset    *int64 `json:"offset"`
+		} `json:"oversize"`
+		DeadLetter struct {
+			Reason string `json:"reason"`
+		} `json:"dead_letter"`
 	}
-	if !bytes.Equal(dl.Key, []byte("big")) || !strings.Contains(string(dl.Value), "900000") {
-		t.Errorf("dead letter (key %q) does not keep the original's size: %.500s", dl.Key, dl.Value)
+	if err := json.Unmarshal(dl.Value, &v); err != nil || v.DeadLetter.Reason != "oversize" || v.Oversize.Reason != "poison" ||
+		v.Oversize.Size != len(big) || v.Oversize.Topic != topic || v.Oversize.Partition == nil || *v.Oversize.Partition != 0 ||
+		v.Oversize.Offset == nil || *v.Oversize.Offset != 0 {
+		t.Errorf("bounded dead letter %.800s (%v): want reason oversize naming the poison original's size, topic, partition 0 and offset 0", dl.Value, err)
+	}
+	if !bytes.Equal(dl.Key, []byte("big")) {
+		t.Errorf("bounded dead letter key %q", dl.Key)
 	}
 	// The group has committed past both records.
 	client := &kafkago.Client{Addr: kafkago.TCP(kafkaBrokers(t)...), Transport: &kafkago.Transport{}}
