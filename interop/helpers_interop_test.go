@@ -487,15 +487,6 @@ func kafkaHeaderList(hs []kafkago.Header) []string {
 	return out
 }
 
-func headerValue(hs []kafkago.Header, name string) (string, bool) {
-	for _, h := range hs {
-		if h.Key == name {
-			return string(h.Value), true
-		}
-	}
-	return "", false
-}
-
 // contractHeaders is the Kafka header projection of body (CONTRACT.md 6), name=value in the order
 // the Python SDK writes it.
 func contractHeaders(t testing.TB, body []byte) []string {
@@ -512,14 +503,6 @@ func contractHeaders(t testing.TB, body []byte) []string {
 		"bq-source-lang=" + env.Meta.Lang,
 		fmt.Sprintf("bq-attempts=%d", env.Attempts),
 	}
-}
-
-// sameSet reports whether a and b hold the same strings, ignoring order.
-func sameSet(a, b []string) bool {
-	x, y := append([]string(nil), a...), append([]string(nil), b...)
-	sort.Strings(x)
-	sort.Strings(y)
-	return strings.Join(x, "\n") == strings.Join(y, "\n")
 }
 
 // recorder collects what a Go handler saw.
@@ -572,15 +555,6 @@ func (r *recorder) all() []goDelivery {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]goDelivery(nil), r.seen...)
-}
-
-func mustJSON(t testing.TB, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 var bqBuild struct {
