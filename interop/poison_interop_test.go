@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -230,4 +231,78 @@ func TestKafkaPoisonOversizeBounded(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Errorf("%s", fmt.Sprintf("committed offset %d, want 2", committed))
+}
+
+// An empty record key stays empty and a null one null through every hop:
+// our retry tier, our re-injector, our dead letter and the Python SDK's
+// redrive back to the work topic.
+func TestKafkaKeysKeptThroughEveryHop(t *testing.T) {
+	scenario(t, "kafka-null-and-empty-keys-every-hop", "fix 2: empty keys kept")
+	topic := brokertest.Topic(t, "keyhops")
+	const tier = time.Second
+	tr := newKafka(t, kafka.WithGroupID(topic+"-g"), kafka.WithRetryTiers(tier))
+	ensureTopics(t, tr, topic, 1)
+	runReinjector(t, newKafka(t, kafka.WithGroupID(topic+"-reinject"), kafka.WithRetryTiers(tier)), topic)
+	var recs []rawRecord
+	ids := map[string][]byte{}
+	for _, key := range [][]byte{{}, nil} {
+		env, err := babelqueue.Make(urnCreated, map[string]any{"null_key": key == nil}, babelqueue.WithQueue(topic))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := env.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, rawRecord{Key: key, Value: body})
+		ids[env.Meta.ID] = key
+	}
+	runPeer[map[string]any](t, "kafka-produce-raw", map[string]any{"brokers": kafkaBrokers(t)[0], "topic": topic, "records": recs}, 60*time.Second)
+
+	var mu sync.Mutex
+	redriven := map[string]bool{}
+	rec := newRecorder()
+	app := newApp(t, tr, babelqueue.WithDefaultQueue(topic), babelqueue.WithMaxAttempts(2))
+	app.Handle(urnCreated, rec.handler(func(env *babelqueue.Envelope) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return !redriven[env.Meta.ID]
+	}))
+	runApp(t, app, topic)
+	dls := readKafka(t, topic+".dlq", 2, 40*time.Second, 0)
+	if len(dls) != 2 {
+		t.Fatalf("%d dead letters", len(dls))
+	}
+	mu.Lock()
+	for id := range ids {
+		redriven[id] = true
+	}
+	mu.Unlock()
+	res := runPeer[struct {
+		Redriven int `json:"redriven"`
+	}](t, "kafka-redrive", map[string]any{"brokers": kafkaBrokers(t)[0], "dlq": topic + ".dlq", "group": topic + "-redrive", "timeout": 40}, 60*time.Second)
+	if len(res) == 0 || res[len(res)-1].Redriven != 2 {
+		t.Fatalf("python redrive: %+v", res)
+	}
+	// Per topic, what each hop wrote, read by the Python client (which
+	// tells a null key from an empty one).
+	for _, hop := range []struct {
+		topic string
+		n     int
+	}{{topic, 6}, {kafka.RetryTopic(topic, 1), 2}, {topic + ".dlq", 2}} {
+		got := runPeer[pyKafkaRecord](t, "kafka-read", map[string]any{"brokers": kafkaBrokers(t)[0], "topic": hop.topic, "count": hop.n, "timeout": 30}, 60*time.Second)
+		if len(got) != hop.n {
+			t.Errorf("%s: %d records, want %d", hop.topic, len(got), hop.n)
+		}
+		for _, r := range got {
+			env, err := babelqueue.Decode(r.Value)
+			if err != nil {
+				t.Fatalf("%s: %s: %v", hop.topic, r.Value, err)
+			}
+			want := ids[env.Meta.ID]
+			if (r.Key == nil) != (want == nil) || !bytes.Equal(r.Key, want) {
+				t.Errorf("%s offset %d (attempts %d): key %q (null %v), want %q (null %v)", hop.topic, r.Offset, env.Attempts, r.Key, r.Key == nil, want, want == nil)
+			}
+		}
+	}
 }
