@@ -93,7 +93,9 @@ interop-tests: ## The interop scenarios against brokers already described by BQ_
 	(cd interop && $(GO) test -tags interop -count=1 -v -parallel 4 -timeout 8m .) > "$$log" 2>&1 & pid=$$!; \
 	tail -n +1 -f --pid=$$pid "$$log" | grep --line-buffered -E '^(interop: |[0-9]+ passed, [0-9]+ failed$$)' || true; \
 	if wait $$pid; then exit 0; fi; \
-	echo "== interop failures:"; grep -E '^(\s+\S+_test\.go:[0-9]+: |\s{8}|--- FAIL|panic|FAIL)' "$$log" | cut -c1-2000; exit 1
+	echo "== interop failures:"; \
+	awk '/^=== (RUN|CONT|NAME) /{cur=$$3; next} /^--- FAIL: /{failed[$$3]=1; next} /^panic|^FAIL\t|^\[build failed\]/{print; next} \
+	  /^    /{out[cur]=out[cur] substr($$0, 1, 2000) "\n"} END{for (t in failed) {print "--- FAIL: " t; printf "%s", out[t]}}' "$$log"; exit 1
 
 .PHONY: cluster-tests
 cluster-tests: ## Start a three-node Kafka KRaft cluster, run the leader- and controller-kill tests on it, stop it.

@@ -49,8 +49,9 @@ func TestMain(m *testing.M) {
 
 // scenario marks t as the interop scenario name: when the test and all its
 // cleanups are done, one line "interop: <name> ok|FAIL ..." is printed.
-// needs names the fix a failure most likely waits for ("" when none).
-func scenario(t *testing.T, name, needs string) {
+// covers names the fault of issue 35 the scenario was written for ("" when
+// none); a failure line repeats it.
+func scenario(t *testing.T, name, covers string) {
 	t.Helper()
 	start := time.Now()
 	t.Cleanup(func() {
@@ -60,8 +61,8 @@ func scenario(t *testing.T, name, needs string) {
 		if t.Failed() {
 			summary.failed++
 			hint := ""
-			if needs != "" {
-				hint = " (needs " + needs + ")"
+			if covers != "" {
+				hint = " (" + covers + ")"
 			}
 			fmt.Printf("interop: %s FAIL in %v%s\n", name, took, hint)
 			return

@@ -213,7 +213,7 @@ func TestKafkaGoRetryPythonReinjector(t *testing.T) {
 // message's created_at (an hour old here); the broker replaces it with the
 // append time, and our re-injector must wait the whole tier from there.
 func TestKafkaPythonRetryGoReinjectorLogAppendTime(t *testing.T) {
-	scenario(t, "kafka-python-retry-go-reinjector-logappendtime", "fix 1: LogAppendTime in the re-injector")
+	scenario(t, "kafka-python-retry-go-reinjector-logappendtime", "issue 35 item 1: LogAppendTime in the re-injector")
 	topic := brokertest.Topic(t, "pyretry")
 	const tier = 3 * time.Second
 	tr := newKafka(t, kafka.WithGroupID(topic+"-go"), kafka.WithRetryTiers(tier))
@@ -347,7 +347,7 @@ func TestKafkaPythonDeadLetterBq(t *testing.T) {
 // Our producer writes U+2028 and U+2029 raw, as the Python SDK (and
 // JSON.stringify) does, so both encode the same envelope to the same bytes.
 func TestKafkaLineSeparatorsRaw(t *testing.T) {
-	scenario(t, "kafka-u2028-u2029-raw", "fix 5: U+2028/U+2029 written raw")
+	scenario(t, "kafka-u2028-u2029-raw", "issue 35 item 5: U+2028/U+2029 written raw")
 	topic := brokertest.Topic(t, "u2028")
 	tr := newKafka(t)
 	ensureTopics(t, tr, topic, 1)

@@ -143,7 +143,7 @@ func TestKafkaPoisonPaddedObject(t *testing.T) {
 // A poison object that already holds a dead_letter member is wrapped as
 // raw, as the Python SDK does, so its old block is not lost.
 func TestKafkaPoisonWithDeadLetterMember(t *testing.T) {
-	scenario(t, "kafka-poison-dead-letter-member", "fix 3: a dead_letter member wrapped like Python")
+	scenario(t, "kafka-poison-dead-letter-member", "issue 35 item 3: a dead_letter member wrapped like Python")
 	cases := []poisonCase{
 		{"dead-letter-member", []byte("k1"), []byte(`{"x":1,"dead_letter":{"reason":"failed","custom":"k"}}`)},
 		{"job-and-dead-letter", []byte("k2"), []byte(`{"job":"urn:babel:x:y","dead_letter":{"reason":"failed"}}`)},
@@ -159,7 +159,7 @@ func TestKafkaPoisonWithDeadLetterMember(t *testing.T) {
 
 // Null and empty record keys stay null and empty on the dead letter.
 func TestKafkaPoisonKeysKept(t *testing.T) {
-	scenario(t, "kafka-poison-null-and-empty-keys", "fix 2: empty keys kept")
+	scenario(t, "kafka-poison-null-and-empty-keys", "issue 35 item 2: empty keys kept")
 	cases := []poisonCase{
 		{"null-key", nil, []byte(`{not json`)},
 		{"empty-key", []byte{}, []byte(`{not json`)},
@@ -182,7 +182,7 @@ func TestKafkaPoisonKeysKept(t *testing.T) {
 // writes a bounded dead letter instead, and the record behind it is handled
 // and committed.
 func TestKafkaPoisonOversizeBounded(t *testing.T) {
-	scenario(t, "kafka-poison-oversize-bounded", "fix 4: oversize dead letters bounded")
+	scenario(t, "kafka-poison-oversize-bounded", "issue 35 item 4: oversize dead letters bounded")
 	big := bytes.Repeat([]byte{0xff}, 900_000)
 	cases := []poisonCase{{"oversize", []byte("big"), big}}
 	py := runPeer[struct {
@@ -237,7 +237,7 @@ func TestKafkaPoisonOversizeBounded(t *testing.T) {
 // our retry tier, our re-injector, our dead letter and the Python SDK's
 // redrive back to the work topic.
 func TestKafkaKeysKeptThroughEveryHop(t *testing.T) {
-	scenario(t, "kafka-null-and-empty-keys-every-hop", "fix 2: empty keys kept")
+	scenario(t, "kafka-null-and-empty-keys-every-hop", "issue 35 item 2: empty keys kept")
 	topic := brokertest.Topic(t, "keyhops")
 	const tier = time.Second
 	tr := newKafka(t, kafka.WithGroupID(topic+"-g"), kafka.WithRetryTiers(tier))
