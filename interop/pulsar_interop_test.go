@@ -361,3 +361,50 @@ func TestPulsarEmptyPayloadUpstreamLimit(t *testing.T) {
 		t.Errorf("unexpected first message %q %v", m.Payload(), m.Properties())
 	}
 }
+
+// Poison payloads written by the C++ client are dead-lettered by our App on
+// Pulsar in the shape the Python SDK builds for the same input.
+func TestPulsarPoisonShapesMatchPython(t *testing.T) {
+	scenario(t, "pulsar-poison-shapes-match-python", "")
+	topic := brokertest.Topic(t, "poison")
+	c := pulsarClient(t)
+	dlqReader := pulsarReader(t, c, bqpulsar.DeadLetterQueue(topic), "raw")
+	cases := []poisonCase{
+		{"empty-value", nil, []byte{}},
+		{"invalid-utf8", nil, []byte{'{', 0xff, 0xfe, '}', 0x80}},
+		{"json-array", nil, []byte(`[1,{"job":"urn:x"}]`)},
+		{"not-json", nil, []byte(`{not json`)},
+		{"dead-letter-member", nil, []byte(`{"x":1,"dead_letter":{"reason":"failed","custom":"k"}}`)},
+	}
+	var msgs []any
+	for _, pc := range cases {
+		msgs = append(msgs, map[string]any{"payload": b64(pc.value), "properties": map[string]string{"x-case": pc.name}})
+	}
+	runPeer[map[string]any](t, "pulsar-send-raw", map[string]any{"url": pulsarURL(t), "topic": topic, "messages": msgs}, 60*time.Second)
+	app := newApp(t, newPulsar(t, bqpulsar.WithSubscriptionType(pulsar.Shared)), babelqueue.WithDefaultQueue(topic))
+	app.Handle(urnCreated, func(context.Context, *babelqueue.Envelope) error { return nil })
+	runApp(t, app, topic)
+
+	got := map[string][]byte{}
+	for range cases {
+		m := mustReceive(t, dlqReader, 30*time.Second)
+		got[m.Properties()["x-case"]] = m.Payload()
+	}
+	var in []map[string]any
+	for _, pc := range cases {
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(got[pc.name], &fields); err != nil || fields["dead_letter"] == nil {
+			t.Fatalf("%s: dead letter %q is not an object with a dead_letter block (%v)", pc.name, got[pc.name], err)
+		}
+		in = append(in, map[string]any{"input": b64(pc.value), "block": string(fields["dead_letter"])})
+	}
+	py := runPeer[struct {
+		Records []b64 `json:"records"`
+	}](t, "poison-record", map[string]any{"cases": in}, 30*time.Second)
+	for i, pc := range cases {
+		if !bytes.Equal(got[pc.name], py[0].Records[i]) {
+			t.Errorf("%s: our dead letter\n%q\nthe Python SDK's for the same input and block\n%q", pc.name, got[pc.name], py[0].Records[i])
+		}
+	}
+	t.Logf("%d dead letters equal the Python SDK's; the first: %s", len(cases), got[cases[0].name])
+}
