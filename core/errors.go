@@ -11,7 +11,7 @@ import (
 // them with context; match them with errors.Is. Most are defined by the
 // package that returns them (wire, driver) and are the same values here.
 var (
-	// ErrPoison marks a body that is not a conformant envelope (SPEC 2.7).
+	// ErrPoison marks a body that is not a conformant envelope (CONTRACT.md 2.7).
 	ErrPoison = wire.ErrPoison
 	// ErrUnsupportedSchemaVersion marks a message whose bq-schema-version
 	// header, or whose meta.schema_version, is not 1.

@@ -15,7 +15,7 @@ import (
 // This file holds every way the App settles a delivery. Every path but the
 // plain acknowledgement of a handled message starts by filling the
 // message's deferred headers, so that what it writes or hands on sees them
-// all. The rule of them all (SPEC 4.4): the original is acknowledged only
+// all. The rule of them all (CONTRACT.md 4.4): the original is acknowledged only
 // after the write that replaces it (a retry copy, a dead letter) was
 // acknowledged by the broker. A failed write leaves the original
 // unsettled (handed back through Transport.HandBack), is reported with an
@@ -322,7 +322,7 @@ func (a *App) retry(ctx context.Context, msg *ReceivedMessage, env *Envelope, ro
 	body := msg.Body
 	if env != nil {
 		// A poison body is republished byte for byte: only bq-attempts
-		// moves (SPEC 7).
+		// moves (CONTRACT.md 5).
 		if b, err := wire.SetAttempts([]byte(msg.Body), counted); err == nil {
 			body = string(b)
 		}

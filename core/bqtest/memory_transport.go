@@ -37,7 +37,11 @@ import (
 //     a keyless one round robin; a partition keeps its order, a handed-back
 //     message returns to its place in it, and each partition has a commit
 //     position (Committed) that advances only over its contiguous prefix
-//     of settled messages, as a Kafka group commits.
+//     of settled messages, as a Kafka group commits;
+//   - hands out the next message of one partition on request, ahead of
+//     the other partitions' messages (ReceiveReadyFrom, the
+//     driver.PartitionReadyReceiver an App's partition lanes use), as a
+//     Kafka consumer that reads each partition on its own.
 //
 // WithMemoryFeatures narrows what it does, to stand for a binding with
 // fewer features. Receive waits for a message without polling: it sleeps
@@ -508,6 +512,33 @@ func (t *InMemoryTransport) Pop(ctx context.Context, queue string, timeout time.
 			timer.Stop()
 		}
 	}
+}
+
+var _ driver.PartitionReadyReceiver = (*InMemoryTransport)(nil)
+
+// ReceiveReadyFrom reserves the next visible message of partition of
+// queue, without waiting (driver.PartitionReadyReceiver): the first one of
+// that partition in the queue's order, ahead of the other partitions'
+// messages, as a Kafka consumer reads each partition on its own. It
+// returns (nil, false) when the partition has none, or when the transport
+// is closed or a fault (SetFault, op "Receive") refuses the receive.
+func (t *InMemoryTransport) ReceiveReadyFrom(queue string, partition int32) (*driver.ReceivedMessage, bool) {
+	if t.check("Receive", queue) != nil {
+		return nil, false
+	}
+	t.mu.Lock()
+	q := t.queueLocked(queue)
+	t.promoteLocked(q, t.clock.Now())
+	i := slices.IndexFunc(q.ready, func(m *memMessage) bool { return m.partition == partition })
+	if i < 0 {
+		t.mu.Unlock()
+		return nil, false
+	}
+	m := q.ready[i]
+	q.ready = slices.Delete(q.ready, i, i+1)
+	q.reserved[m.id] = m
+	t.mu.Unlock()
+	return t.delivery(queue, m), true
 }
 
 // delivery builds the driver.ReceivedMessage of a reserved message, reconciling
