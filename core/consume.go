@@ -288,7 +288,7 @@ func (a *App) settle(ctx context.Context, msg *ReceivedMessage, d *Delivery) (ou
 		out = a.settlePoison(ctx, msg, err)
 		if d != nil {
 			d.URN, _ = msg.Header(wire.HeaderJob)
-			out.st.Attempts = poisonAttempts(msg) + 1
+			out.st.Deliveries = poisonAttempts(msg) + 1
 		}
 		return out
 	}
@@ -303,7 +303,7 @@ func (a *App) settle(ctx context.Context, msg *ReceivedMessage, d *Delivery) (ou
 	}
 	if d != nil {
 		d.Envelope, d.URN = env, route
-		defer func() { out.st.Attempts = env.Attempts + 1 }()
+		defer func() { out.st.Deliveries = env.Attempts + 1 }()
 	}
 
 	h := a.handler(route)
@@ -340,14 +340,19 @@ func (a *App) settle(ctx context.Context, msg *ReceivedMessage, d *Delivery) (ou
 	return a.settleRetryable(ctx, msg, env, route, wire.ReasonFailed, herr)
 }
 
-// attrs returns the log attributes of a delivery.
+// logDeliveries is the log attribute of a delivery's count.
+const logDeliveries = "deliveries"
+
+// attrs returns the log attributes of a delivery. "deliveries" counts
+// this delivery too (the envelope's attempts + 1), the count a retry copy
+// or dead letter of it carries as its attempts (see Settlement.Deliveries).
 func (a *App) attrs(msg *ReceivedMessage, env *Envelope, route string, extra ...slog.Attr) []slog.Attr {
 	out := []slog.Attr{slog.String("queue", msg.Queue)}
 	if route != "" {
 		out = append(out, slog.String("urn", route))
 	}
 	if env != nil {
-		out = append(out, slog.String("message_id", env.Meta.ID), slog.Int("attempts", env.Attempts))
+		out = append(out, slog.String("message_id", env.Meta.ID), slog.Int(logDeliveries, env.Attempts+1))
 	}
 	return append(out, extra...)
 }

@@ -17,4 +17,15 @@
 // their own modules (github.com/babelqueue/babelqueue-go/kafka and
 // github.com/babelqueue/babelqueue-go/pulsar) so that a service downloads
 // only the broker client it uses. core/DESIGN.md describes the layering.
+//
+// # Attempts and deliveries
+//
+// The envelope's attempts is the contract's retry counter: a handler sees
+// 0 on the first delivery, 1 on the first retry, and so on. Logs and hooks
+// count deliveries instead, the delivery in hand included: the log
+// attribute "deliveries" and Settlement.Deliveries are attempts + 1.
+// WithMaxAttempts bounds deliveries, and a retry copy or dead letter
+// written for a delivery carries its deliveries as its attempts, so with
+// WithMaxAttempts(3) a handler sees attempts 0, 1 and 2, the log line of
+// the dead letter says deliveries=3, and the dead letter holds attempts 3.
 package babelqueue
