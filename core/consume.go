@@ -28,7 +28,8 @@ import (
 // failed copy write leaves the original unacknowledged (rewound, or
 // negatively acknowledged) and reported, not counted as an attempt.
 //
-// It returns nil once ctx is cancelled. A bad message never stops it: a
+// It returns at once, having read nothing, the errors of the Handle calls
+// the App rejected, and nil once ctx is cancelled. A bad message never stops it: a
 // poison body, a rejected version, a failing handler or a failed settle
 // write is settled or left for redelivery, and reported through the
 // OnError / OnWarning hooks and the logger. It stops, cancelling the other
@@ -67,8 +68,12 @@ func (a *App) Consume(ctx context.Context, queues ...string) error {
 	return firstErr
 }
 
-// queuesToRead validates the queue list of Consume and Drain.
+// queuesToRead validates the queue list of Consume and Drain, and refuses
+// them both while a Handle call was rejected.
 func (a *App) queuesToRead(queues []string) ([]string, error) {
+	if err := a.rejectedHandlers(); err != nil {
+		return nil, err
+	}
 	if len(queues) == 0 {
 		return []string{a.cfg.defaultQueue}, nil
 	}
@@ -175,6 +180,7 @@ func (a *App) backoff(ctx context.Context) {
 // Unlike Consume, Drain returns at the first failed settle write (an error
 // wrapping ErrSettle; the message is left for redelivery) and at a
 // transport error, with the count so far. It also returns when ctx ends.
+// Like Consume, it reads nothing while a Handle call was rejected.
 func (a *App) Drain(ctx context.Context, queues ...string) (int, error) {
 	queues, err := a.queuesToRead(queues)
 	if err != nil {

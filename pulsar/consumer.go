@@ -25,7 +25,8 @@ type Consumer struct {
 // the Transport's max wait as its poll timeout. opts may set any other App
 // option, such as babelqueue.WithOnRoutingMismatch,
 // babelqueue.WithOnSchemaVersionRejected, babelqueue.WithOnError or
-// babelqueue.WithDeadLetter. Option errors surface from Run.
+// babelqueue.WithDeadLetter. Option errors, and a handler URN that
+// App.Handle rejects, surface from Run.
 func NewConsumer(tr *Transport, queue string, handlers map[string]babelqueue.Handler, opts ...babelqueue.Option) *Consumer {
 	var base []babelqueue.Option
 	if tr != nil {

@@ -160,13 +160,13 @@ func TestConsumerRoutesOnPropertyAndCallsMismatchHook(t *testing.T) {
 	got := make(chan string, 2)
 	hook := make(chan [2]string, 2)
 	c := NewConsumer(s.tr, "orders", map[string]babelqueue.Handler{
-		"urn:property": func(_ context.Context, env *babelqueue.Envelope) error { got <- "property " + env.URN(); return nil },
+		"urn:babel:orders:routed": func(_ context.Context, env *babelqueue.Envelope) error { got <- "property " + env.URN(); return nil },
 		"urn:babel:orders:created": func(_ context.Context, env *babelqueue.Envelope) error {
 			got <- "body " + env.URN()
 			return nil
 		},
 	}, babelqueue.WithOnRoutingMismatch(func(p, b string, _ *babelqueue.Envelope) { hook <- [2]string{p, b}; panic("ignored") }))
-	s.fc.consumer("orders").ch <- &fakeMessage{payload: []byte(envelope), props: map[string]string{"bq-job": "urn:property"}}
+	s.fc.consumer("orders").ch <- &fakeMessage{payload: []byte(envelope), props: map[string]string{"bq-job": "urn:babel:orders:routed"}}
 	runConsumer(t, c)
 	select {
 	case g := <-got:
@@ -178,7 +178,7 @@ func TestConsumerRoutesOnPropertyAndCallsMismatchHook(t *testing.T) {
 	}
 	select {
 	case h := <-hook:
-		if h != [2]string{"urn:property", "urn:babel:orders:created"} {
+		if h != [2]string{"urn:babel:orders:routed", "urn:babel:orders:created"} {
 			t.Errorf("hook got %v", h)
 		}
 	case <-time.After(5 * time.Second):
