@@ -11,8 +11,8 @@ import (
 	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
-// Consume reads queues (the default queue when none is given) until ctx is
-// cancelled, one goroutine per queue, and handles every message it reads.
+// Consume reads queues (the default queue when none is given) until ctx
+// ends, one goroutine per queue, and handles every message it reads.
 // It blocks until every one of those goroutines has stopped.
 //
 // By default a queue's messages are handled one at a time. With
@@ -29,7 +29,9 @@ import (
 // negatively acknowledged) and reported, not counted as an attempt.
 //
 // It returns at once, having read nothing, the errors of the Handle calls
-// the App rejected, and nil once ctx is cancelled. A bad message never stops it: a
+// the App rejected, and nil once ctx is cancelled or past its deadline (a
+// normal stop; see "Stopping a long-running call" in the package doc). A
+// bad message never stops it: a
 // poison body, a rejected version, a failing handler or a failed settle
 // write is settled or left for redelivery, and reported through the
 // OnError / OnWarning hooks and the logger. It stops, cancelling the other

@@ -28,4 +28,20 @@
 // written for a delivery carries its deliveries as its attempts, so with
 // WithMaxAttempts(3) a handler sees attempts 0, 1 and 2, the log line of
 // the dead letter says deliveries=3, and the dead letter holds attempts 3.
+//
+// # Stopping a long-running call
+//
+// Every call of the BabelQueue modules that runs until its caller stops it
+// follows one rule: when its context ends, cancelled or past its deadline,
+// it finishes what it must (settles or hands back what it holds, flushes
+// commits), then returns nil. That is a normal stop, not a failure: an
+// error from such a call always means it stopped on its own, for a reason
+// the error gives. App.Consume, the
+// Kafka binding's Reinjector.Run, the Pulsar binding's Consumer.Run and the
+// outbox module's Relay.Run are such calls; a caller checks their error
+// without filtering context.Canceled or context.DeadlineExceeded.
+//
+// A call that does bounded work (App.Drain, App.Redrive, a publish) is not
+// stopped but interrupted by the end of its context: it returns an error
+// wrapping the context's error, since its work is unfinished.
 package babelqueue

@@ -50,8 +50,9 @@ func NewConsumer(tr *Transport, queue string, handlers map[string]babelqueue.Han
 	return &Consumer{app: app, queue: queue}
 }
 
-// Run consumes the queue until ctx is cancelled (it then returns nil) or
-// the Transport fails in a way a retry cannot mend, which it returns. A bad
+// Run consumes the queue until ctx ends, cancelled or past its deadline (it
+// then returns nil), or the Transport fails in a way a retry cannot mend,
+// which it returns. A bad
 // message never stops it.
 func (c *Consumer) Run(ctx context.Context) error {
 	if c.err != nil {

@@ -298,3 +298,18 @@ func TestAppKeyAndHookHeadersReachEveryWrite(t *testing.T) {
 		}
 	}
 }
+
+// TestConsumerRunStopsWithNilAtItsDeadline: the stop rule of package
+// babelqueue: a context past its deadline is a normal stop, as a cancelled
+// one is.
+func TestConsumerRunStopsWithNilAtItsDeadline(t *testing.T) {
+	s := newFake(t, WithSubscriptionType(pulsar.Shared), WithMaxWaitTime(10*time.Millisecond))
+	c := NewConsumer(s.tr, "orders", map[string]babelqueue.Handler{
+		"urn:babel:orders:created": func(context.Context, *babelqueue.Envelope) error { return nil },
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := c.Run(ctx); err != nil {
+		t.Errorf("Run = %v, want nil", err)
+	}
+}
