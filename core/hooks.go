@@ -117,8 +117,11 @@ type Settlement struct {
 	Outcome Outcome
 	// Reason is why a message was retried, dead-lettered or dropped:
 	// wire.ReasonFailed, wire.ReasonUnknownURN, wire.ReasonPoison,
-	// wire.ReasonInvalidPayload or wire.ReasonVersionGated;
-	// empty for the other outcomes.
+	// wire.ReasonInvalidPayload, wire.ReasonVersionGated, or
+	// wire.ReasonOversize when its retry copy or dead letter was refused
+	// as too large (ErrTooLarge) and a bounded dead letter took its place
+	// (dead-lettered; dropped with dead-lettering off; Err wraps the
+	// handler's error and the refusal); empty for the other outcomes.
 	Reason string
 	// Target is the queue the settle write went to (the retry tier topic
 	// the binding chose, the dead-letter queue, the released queue); empty

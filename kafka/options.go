@@ -67,7 +67,7 @@ const (
 	DefaultReinjectBacklogInterval = 10 * time.Second
 )
 
-// DefaultRetryTiers is the recommended retry tier list of §6.4: 5s, 30s, 5m
+// DefaultRetryTiers is the recommended retry tier list of CONTRACT.md 6.4: 5s, 30s, 5m
 // and 30m. Tiers are opt-in: pass it to WithRetryTiers to use it.
 var DefaultRetryTiers = []time.Duration{5 * time.Second, 30 * time.Second, 5 * time.Minute, 30 * time.Minute}
 
@@ -277,7 +277,7 @@ func WithWriter(w Writer) Option {
 	return func(c *config) { c.writer = w }
 }
 
-// WithRetryTiers configures the delays of the retry-topic pattern (§6.4):
+// WithRetryTiers configures the delays of the retry-topic pattern (CONTRACT.md 6.4):
 // tier n (1-based) is the topic RetryTopic(topic, n). The tiers must be
 // positive and strictly ascending, or New fails. Without tiers,
 // PublishDelayed, PublishRetry and PublishRetryForAttempt return

@@ -13,7 +13,7 @@ import (
 )
 
 // Reinjector carries the records of the retry topics "<topic>.retry.<n>"
-// back to their work topics once their tier has elapsed (§6.4). A
+// back to their work topics once their tier has elapsed (CONTRACT.md 6.4). A
 // deployment that configures retry tiers must run one, in a consumer group
 // of its own, or retried and delayed records are never delivered again.
 //
