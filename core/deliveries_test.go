@@ -22,7 +22,7 @@ import (
 func TestLogsHooksAndDeadLettersCountDeliveriesAlike(t *testing.T) {
 	var logs bqtest.SyncBuffer
 	mem := bqtest.NewInMemoryTransport()
-	hook := &settlements{}
+	hook := &deliveryCounts{}
 	a := testApp(mem, WithMaxAttempts(3), WithHooks(hook),
 		WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	var seen []int
@@ -63,19 +63,19 @@ func TestLogsHooksAndDeadLettersCountDeliveriesAlike(t *testing.T) {
 	}
 }
 
-// settlements is a SettleHook keeping each settlement's Deliveries.
-type settlements struct {
+// deliveryCounts is a SettleHook keeping each settlement's Deliveries.
+type deliveryCounts struct {
 	mu sync.Mutex
 	n  []int
 }
 
-func (s *settlements) OnSettle(_ context.Context, _ *Delivery, st *Settlement) {
+func (s *deliveryCounts) OnSettle(_ context.Context, _ *Delivery, st *Settlement) {
 	s.mu.Lock()
 	s.n = append(s.n, st.Deliveries)
 	s.mu.Unlock()
 }
 
-func (s *settlements) deliveries() []int {
+func (s *deliveryCounts) deliveries() []int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]int(nil), s.n...)

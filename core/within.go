@@ -5,8 +5,9 @@ import "strings"
 // errPrefix starts the text of every error of the module.
 const errPrefix = "babelqueue: "
 
-// within returns err after context, as "babelqueue: <context>: <err>",
-// dropping err's own leading "babelqueue: " so that the prefix is said
+// within returns err after context, as "babelqueue: <context>: <err>".
+//
+// It drops err's own leading "babelqueue: ", so that the prefix is said
 // once; errors.Is and errors.As see err through it.
 func within(context string, err error) error {
 	return &contextError{text: errPrefix + context + ": " + strings.TrimPrefix(err.Error(), errPrefix), err: err}

@@ -50,10 +50,11 @@ func NewConsumer(tr *Transport, queue string, handlers map[string]babelqueue.Han
 	return &Consumer{app: app, queue: queue}
 }
 
-// Run consumes the queue until ctx ends, cancelled or past its deadline (it
-// then returns nil), or the Transport fails in a way a retry cannot mend,
-// which it returns. A bad
-// message never stops it.
+// Run consumes the queue until ctx ends (it then returns nil) or the
+// Transport fails in a way a retry cannot mend, which it returns.
+//
+// A ctx cancelled or past its deadline is a normal stop (the stop rule of
+// package babelqueue). A bad message never stops it.
 func (c *Consumer) Run(ctx context.Context) error {
 	if c.err != nil {
 		return c.err

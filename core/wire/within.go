@@ -5,8 +5,9 @@ import "strings"
 // prefix starts the text of every sentinel error of the module.
 const prefix = "babelqueue: "
 
-// within returns err after context, as "babelqueue: <context>: <err>",
-// dropping err's own leading "babelqueue: " so that the prefix is said
+// within returns err after context, as "babelqueue: <context>: <err>".
+//
+// It drops err's own leading "babelqueue: ", so that the prefix is said
 // once; errors.Is and errors.As see err through it.
 func within(context string, err error) error {
 	return &contextError{text: prefix + context + ": " + strings.TrimPrefix(err.Error(), prefix), err: err}

@@ -47,8 +47,10 @@ func (n *narrator) printf(format string, args ...any) {
 }
 
 // OnSettle prints one line per settled delivery: which message, which
-// delivery of it (Settlement.Deliveries: 1 on the first, the handler's
-// env.Attempts + 1), and where the App sent it.
+// delivery of it, and where the App sent it.
+//
+// The delivery is Settlement.Deliveries: 1 on the first, the handler's
+// env.Attempts + 1.
 func (n *narrator) OnSettle(_ context.Context, d *babelqueue.Delivery, s *babelqueue.Settlement) {
 	id := "?"
 	if d.Envelope != nil {
