@@ -54,6 +54,7 @@ type InMemoryTransport struct {
 	tiers      []time.Duration
 	features   driver.Features
 	partitions int
+	maxBytes   int     // the largest body Send accepts; 0: no limit
 	errs       []error // the problems the options found
 
 	mu      sync.Mutex
@@ -116,6 +117,20 @@ func WithMemoryPartitions(n int) MemoryOption {
 			return
 		}
 		t.partitions = n
+	}
+}
+
+// WithMemoryMaxMessageBytes makes Send refuse a body longer than n bytes
+// with an error matching driver.ErrTooLarge, writing nothing, as a broker
+// refuses a record above its size limit (default: no limit; n must be at
+// least 1).
+func WithMemoryMaxMessageBytes(n int) MemoryOption {
+	return func(t *InMemoryTransport) {
+		if n < 1 {
+			t.errs = append(t.errs, fmt.Errorf("bqtest: %w: max message bytes %d: at least 1", driver.ErrInvalidOption, n))
+			return
+		}
+		t.maxBytes = n
 	}
 }
 
@@ -353,6 +368,10 @@ func (t *InMemoryTransport) send(out *driver.Outgoing, f driver.Features) (drive
 	}
 	if err := t.check(out.Intent.String(), out.Queue); err != nil {
 		return driver.Receipt{}, err
+	}
+	if t.maxBytes > 0 && len(out.Body) > t.maxBytes {
+		return driver.Receipt{}, fmt.Errorf("babelqueue: in-memory %s %s: %d bytes, the limit is %d: %w",
+			out.Intent, out.Queue, len(out.Body), t.maxBytes, driver.ErrTooLarge)
 	}
 	key := out.Key
 	if key == nil {
