@@ -96,7 +96,7 @@ bench-brokers: ## Broker benchmarks against brokers already described by BQ_* va
 
 # The re-injector's lateness runs first, before the throughput benches fill
 # the test broker's heap (its collections then stall produce requests:
-# kafka/DESIGN.md, section 5).
+# kafka/DESIGN.md, "Retry tiers and the Reinjector").
 LATENCY_BENCH := TestBenchKafkaReinjectLateness
 
 # The idempotency stores' overhead (memory, sqlite, postgres, redis) and the

@@ -9,15 +9,15 @@ import (
 
 // This file holds the receive that never waits (driver.ReadyReceiver) of a
 // queue read by a group member. It takes from the member reader's buffer,
-// the one Receive takes from, so the guarantees of DESIGN.md, section 4,
-// hold unchanged: a record of a partition no longer held is never handed
-// out, the same per-partition turn decides the order, and every buffered
-// record holds its share of the transport's budget.
+// the one Receive takes from, so the guarantees of DESIGN.md, "Revocation
+// and Close", hold unchanged: a record of a partition no longer held is
+// never handed out, the same per-partition turn decides the order, and
+// every buffered record holds its share of the transport's budget.
 //
 // The Transport does not announce ready records (driver.ReadyNotifier):
 // measured on the broker-free App bench, the App's loop draining announced
 // records costs more CPU per record than it saves here (DESIGN.md,
-// section 3).
+// "Receive without waiting").
 
 var _ driver.ReadyReceiver = (*Transport)(nil)
 

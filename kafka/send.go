@@ -39,8 +39,8 @@ func (t *Transport) Features() driver.Features {
 // the bq-job of out.Headers). A delayed publish and a retry with tiers go
 // to a retry tier topic with bq-delay and bq-original-topic, which the
 // Receipt names with the tier's delay; a delay no tier covers fails with
-// ErrDelayUnsupported, writing nothing. DESIGN.md, section 1, lists what
-// each intent writes.
+// ErrDelayUnsupported, writing nothing. DESIGN.md, "What each intent
+// writes", lists what each intent writes.
 func (t *Transport) Send(ctx context.Context, out *driver.Outgoing) (driver.Receipt, error) {
 	r := driver.Receipt{Partition: -1}
 	if out == nil {

@@ -28,7 +28,7 @@ var sectionNumber = regexp.MustCompile(`^\s*\d+(\.\d+)*\.?\s+`)
 // localLink matches a Markdown link to a heading of the same document.
 var localLink = regexp.MustCompile(`\]\((#[a-z0-9-]+)\)`)
 
-// Anchors reads every .go and .md file under root and reports each
+// Anchors reads every .go, .md and .sh file and Makefile under root and reports each
 // reference into a DESIGN.md whose document or heading does not exist.
 //
 // A reference names its section by heading, in one of three forms:
@@ -61,14 +61,16 @@ func Anchors(root string) (int, error) {
 	n := 0
 	err := walk(root, func(path, rel string) error {
 		ext := filepath.Ext(path)
-		if ext != ".go" && ext != ".md" {
+		switch {
+		case ext == ".go", ext == ".md", ext == ".sh", filepath.Base(path) == "Makefile":
+		default:
 			return nil
 		}
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return err
 		}
-		text, lineOf := flatten(string(b), ext == ".go")
+		text, lineOf := flatten(string(b), commentMark(path))
 		for _, m := range designRef.FindAllStringSubmatchIndex(text, -1) {
 			n++
 			ref := text[m[2]:m[3]]
@@ -194,21 +196,33 @@ func anchor(title string) string {
 	return b.String()
 }
 
+// commentMark is the comment marker of the file at path: "//" for Go, "#"
+// for shell scripts and the Makefile, none for Markdown.
+func commentMark(path string) string {
+	switch filepath.Ext(path) {
+	case ".go":
+		return "//"
+	case ".md":
+		return ""
+	}
+	return "#"
+}
+
 // flatten joins the lines of a file into one text so that a reference
-// broken over two lines is found whole: a Go file's comment markers are
-// removed and each line break becomes a space. lineOf maps an offset of the
+// broken over two lines is found whole: only comments are kept, without
+// their marker, when mark is given, and each line break becomes a space. lineOf maps an offset of the
 // text back to its line number.
-func flatten(src string, goFile bool) (string, func(int) int) {
+func flatten(src string, mark string) (string, func(int) int) {
 	lines := strings.Split(src, "\n")
 	var b strings.Builder
 	starts := make([]int, 0, len(lines))
 	for _, l := range lines {
-		if goFile {
+		if mark != "" {
 			t := strings.TrimSpace(l)
-			if c, ok := strings.CutPrefix(t, "//"); ok {
+			if c, ok := strings.CutPrefix(t, mark); ok {
 				l = strings.TrimPrefix(c, " ")
-			} else if i := strings.Index(l, "// "); i >= 0 {
-				l = l[i+3:]
+			} else if i := strings.Index(l, mark+" "); i >= 0 {
+				l = l[i+len(mark)+1:]
 			} else {
 				l = ""
 			}
