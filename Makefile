@@ -120,7 +120,7 @@ fuzz: ## Run every fuzz target for FUZZTIME (default 10s) each.
 	done
 
 .PHONY: lint
-lint: verify-versions modgraph tidy-check sizecheck docsize ## gofmt check, go vet, staticcheck (pinned), actionlint (pinned), version list, module graph, tidy go.mod files, no large file.
+lint: verify-versions modgraph tidy-check sizecheck docsize docanchors ## gofmt check, go vet, staticcheck (pinned), actionlint (pinned), version list, module graph, tidy go.mod files, no large file, design-document anchors.
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@$(MAKE) --no-print-directory vet
 	@for m in $(MODULES); do echo "== staticcheck $$m"; (cd $$m && $(GO) run $(STATICCHECK) ./... && $(GO) run $(STATICCHECK) -tags integration ./...); done
@@ -135,6 +135,10 @@ sizecheck: ## Fail when a tracked file is over 1 MiB or looks like a build outpu
 .PHONY: docsize
 docsize: ## Fail when go doc -short of the user package (core) is over 66 lines.
 	@n=$$(cd core && $(GO) doc -short . | wc -l); echo "docsize: babelqueue go doc -short = $$n lines (at most 66)"; [ "$$n" -le 66 ]
+
+.PHONY: docanchors
+docanchors: ## Fail when a comment or document names a DESIGN.md heading that does not exist, or a section by number.
+	$(GO) run ./tools/cmd/doccheck anchors
 
 .PHONY: verify-versions
 verify-versions: ## Check every module requires its siblings at the versions in versions.txt.

@@ -22,6 +22,10 @@ var ErrStale = errors.New("stale design-document reference")
 // anchor of a Markdown link.
 var designRef = regexp.MustCompile(`((?:[A-Za-z0-9_.-]+/)*DESIGN\.md)(?:\)?(#[a-z0-9-]+))?(?:\)?,? (?:(?:"([^"]+)")|(?:sections? ?\d)|(?:§ ?\d)))?`)
 
+// moreNames matches the next heading name of a list that follows a
+// reference: `, "Group member reader" and "Revocation and Close"`.
+var moreNames = regexp.MustCompile(`^(?:,? and|,? or|,) "([^"]+)"`)
+
 // sectionNumber matches the number that opens a numbered heading ("2. ").
 var sectionNumber = regexp.MustCompile(`^\s*\d+(\.\d+)*\.?\s+`)
 
@@ -94,8 +98,19 @@ func Anchors(root string) (int, error) {
 					errs = append(errs, fmt.Errorf("%w: %s:%d links %s#%s, which has no such heading", ErrStale, rel, line, ref, a))
 				}
 			case m[6] >= 0:
-				if name := text[m[6]:m[7]]; !h.names[normal(name)] {
-					errs = append(errs, fmt.Errorf("%w: %s:%d names %s, %q, which has no such heading", ErrStale, rel, line, ref, name))
+				names := []string{text[m[6]:m[7]]}
+				for rest := text[m[1]:]; ; {
+					more := moreNames.FindStringSubmatchIndex(rest)
+					if more == nil {
+						break
+					}
+					names = append(names, rest[more[2]:more[3]])
+					rest = rest[more[1]:]
+				}
+				for _, name := range names {
+					if !h.names[normal(name)] {
+						errs = append(errs, fmt.Errorf("%w: %s:%d names %s, %q, which has no such heading", ErrStale, rel, line, ref, name))
+					}
 				}
 			case strings.Contains(whole, "section") || strings.Contains(whole, "§"):
 				errs = append(errs, fmt.Errorf("%w: %s:%d refers to a numbered section of %s; name its heading in quotes instead", ErrStale, rel, line, ref))

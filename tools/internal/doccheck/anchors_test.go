@@ -18,16 +18,17 @@ func TestAnchorsReportsEveryStaleReference(t *testing.T) {
 		`mod/sub/code.go:8 refers to a numbered section of DESIGN.md`,
 		`mod/sub/code.go:12 names other/DESIGN.md, which does not exist`,
 		`README.md:1 links mod/DESIGN.md#gone`,
+		`mod/sub/code.go:15 names DESIGN.md, "Gone too"`,
 	} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("missing %q in:\n%s", want, msg)
 		}
 	}
-	if got := strings.Count(msg, "\n") + 1; got != 5 {
-		t.Errorf("%d findings, want 5:\n%s", got, msg)
+	if got := strings.Count(msg, "\n") + 1; got != 6 {
+		t.Errorf("%d findings, want 6:\n%s", got, msg)
 	}
-	if n != 10 {
-		t.Errorf("checked %d references, want 10", n)
+	if n != 11 {
+		t.Errorf("checked %d references, want 11", n)
 	}
 }
 

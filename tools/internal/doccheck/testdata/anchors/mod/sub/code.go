@@ -11,3 +11,7 @@ package sub
 //
 // One to a document that does not exist (other/DESIGN.md).
 func F() {}
+
+// A list of names (DESIGN.md, "Acknowledgement ledger", "Numbered heading"
+// and "Gone too").
+func G() {}
