@@ -183,6 +183,9 @@ func parseHeadings(md string) *headings {
 		}
 		title := strings.TrimSpace(strings.TrimLeft(line, "#"))
 		h.names[normal(title)] = true
+		if short, _, ok := strings.Cut(title, ": "); ok {
+			h.names[normal(short)] = true // "Claim on PostgreSQL: key-bucket locks" is named by its part before the colon
+		}
 		h.anchors[anchor(title)] = true
 	}
 	return h
