@@ -121,12 +121,12 @@ func (Binding) IncrementAttempts(body []byte) ([]byte, error) {
 	return env.Encode()
 }
 
-// KafkaHeaders returns the §6 header projection of body.
+// KafkaHeaders returns the CONTRACT.md 6 header projection of body.
 func (Binding) KafkaHeaders(body []byte) ([]conformance.Header, error) {
 	return toHeaders(wire.ProjectBody(body).Headers()), nil
 }
 
-// PulsarProperties returns the §5 property projection of body.
+// PulsarProperties returns the CONTRACT.md 5 property projection of body.
 func (Binding) PulsarProperties(body []byte) (map[string]string, error) {
 	props := map[string]string{}
 	for _, h := range wire.ProjectBody(body).Headers() {
@@ -256,13 +256,16 @@ func coreDeadLetter(dl conformance.DeadLetter) wire.DeadLetter {
 	}
 }
 
-// SwapPoisonBlock lets a transport binding run "babelqueue_go.poison_shape"
-// through its App: rec is the dead letter the App wrote for a poison body
-// consumed from queue at the clock time dl.FailedAt, on its first delivery.
-// The App writes its own error and exception, so its dead_letter block
-// (the record's last member) must say poison, queue, dl.FailedAt, one
-// attempt and lang go, and is then replaced by dl's block as core writes
-// it; every other byte of rec is returned as it is.
+// SwapPoisonBlock returns the poison record rec with its dead_letter block
+// replaced by dl's, once that block is checked to be the App's.
+//
+// It lets a transport binding run "babelqueue_go.poison_shape" through its
+// App: rec is the dead letter the App wrote for a poison body consumed from
+// queue at the clock time dl.FailedAt, on its first delivery. The App
+// writes its own error and exception, so its block (the record's last
+// member) must say poison, queue, dl.FailedAt, one attempt and lang go; it
+// is replaced by dl's block as core writes it, and every other byte of rec
+// is returned as it is.
 func SwapPoisonBlock(rec []byte, queue string, dl conformance.DeadLetter) ([]byte, error) {
 	got, ok := wire.DeadLetterOf(rec)
 	if !ok || got.Reason != wire.ReasonPoison || got.OriginalQueue != queue || got.FailedAt != dl.FailedAt || got.Attempts != 1 || got.Lang != wire.Lang {
