@@ -41,8 +41,9 @@ var localLink = regexp.MustCompile(`\]\((#[a-z0-9-]+)\)`)
 // `[text](#acknowledgement-ledger)` inside a design document. A path with
 // a directory must name an existing document; the file name alone names
 // the nearest one in the file's directory or above it. A numbered section
-// ("section 3", "§3") is reported too: numbers change when a document is
-// reorganised, names rarely do. Anchors returns the number of references it checked.
+// ("section 3", or a section sign and a number) is reported too: numbers
+// change when a document is reorganised, names rarely do. Anchors returns
+// the number of references it checked.
 func Anchors(root string) (int, error) {
 	docs := map[string]*headings{}
 	load := func(path string) (*headings, error) {
