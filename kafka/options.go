@@ -336,9 +336,9 @@ func WithRequiredAcks(acks kafkago.RequiredAcks) Option {
 	}
 }
 
-// WithCommitInterval batches the offset commits of Ack: the settled
-// prefix of each partition is committed at most this long after Ack, a
-// failed commit is retried at the next interval, and what is settled when a
+// WithCommitInterval batches the offset commits of Ack: the settled prefix
+// of each partition is committed at most this long after Ack. A failed
+// commit is retried at the next interval, and what is settled when a
 // partition is revoked (or the transport closed) is committed before the
 // member leaves its generation. An Ack that returned nil is therefore
 // committed unless the member loses its generation first (a session

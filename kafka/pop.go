@@ -44,12 +44,12 @@ func (t *Transport) Pop(ctx context.Context, queue string, timeout time.Duration
 	return t.pop(ctx, queue, timeout, false)
 }
 
-// Receive reserves the next record of the topic queue
-// (babelqueue.Transport): it fetches without committing
-// (process-then-commit), waiting at most timeout, capped by
-// WithMaxWaitTime, and returns (nil, nil) when nothing arrived in time.
-// The headers are deferred: Header reads the record's header list and
-// FillHeaders builds the map, so a record settled at once costs no map.
+// Receive reserves the next record of the topic queue without committing
+// it, or returns (nil, nil) when nothing arrived in time. It waits at most
+// timeout, capped by WithMaxWaitTime; the record is committed only once
+// settled (process-then-commit). The headers are deferred: Header reads the
+// record's header list and FillHeaders builds the map, so a record settled
+// at once costs no map.
 //
 // The body carries the attempts of CONTRACT.md 6: a valid bq-attempts header is
 // authoritative, and when it differs from the body's attempts only that
