@@ -49,9 +49,9 @@ func NewConsumer(tr *Transport, queue string, handlers map[string]babelqueue.Han
 	return &Consumer{app: app, queue: queue}
 }
 
-// Run consumes the queue until ctx is cancelled (it then returns nil) or
-// the Transport fails in a way a retry cannot mend, which it returns. A bad
-// message never stops it.
+// Run consumes the queue until ctx is cancelled or the Transport fails in a
+// way a retry cannot mend; a bad message never stops it. It returns nil
+// when ctx was cancelled, else the Transport's error.
 func (c *Consumer) Run(ctx context.Context) error {
 	if c.err != nil {
 		return c.err
