@@ -29,8 +29,8 @@ const (
 	AttrDelayMS = attribute.Key("babelqueue.delay_ms")
 )
 
-// HeaderRetryLink is the out-of-band header a retry, release or dead-letter
-// copy carries, with the span context of the attempt that wrote it in W3C
-// traceparent form. The process span of the next delivery links to it. It
-// is not a contract header, so the App copies it on like any other.
+// HeaderRetryLink is the out-of-band header naming, in W3C traceparent
+// form, the attempt that wrote a retry, release or dead-letter copy. The
+// process span of the next delivery links to it. It is not a contract
+// header, so the App copies it on like any other.
 const HeaderRetryLink = "babelqueue-retry-link"
