@@ -96,8 +96,8 @@ const (
 	// OutcomeDeleted: acknowledged without a copy by StrategyDelete.
 	OutcomeDeleted
 	// OutcomeHandedBack: left unsettled for redelivery, because a settle
-	// write or acknowledge failed (Err wraps ErrSettle) or the consumer was
-	// stopping (Err is nil).
+	// write or acknowledge failed or the consumer was stopping. Err wraps
+	// ErrSettle in the first case and is nil in the second.
 	OutcomeHandedBack
 )
 

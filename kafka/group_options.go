@@ -83,10 +83,10 @@ func WithMaxBufferedRecords(n int) Option {
 	return positive("max buffered records", n, func(c *config) *int { return &c.maxBufferedRecords })
 }
 
-// WithMaxBufferedBytes caps the bytes (keys, values and headers) of the
-// records WithMaxBufferedRecords counts (default DefaultMaxBufferedBytes,
-// 16 MiB). A record larger than the cap is taken only when nothing else is
-// held.
+// WithMaxBufferedBytes caps the bytes of keys, values and headers of the
+// records WithMaxBufferedRecords counts. The default is
+// DefaultMaxBufferedBytes, 16 MiB. A record larger than the cap is taken
+// only when nothing else is held.
 func WithMaxBufferedBytes(n int64) Option {
 	return positive("max buffered bytes", n, func(c *config) *int64 { return &c.maxBufferedBytes })
 }

@@ -289,8 +289,8 @@ func (t *Transport) Ack(ctx context.Context, msg *babelqueue.ReceivedMessage) er
 	return nil
 }
 
-// HandBack returns the reserved record unsettled (babelqueue.Transport):
-// it rewinds the consumer of its topic (Rewind).
+// HandBack returns the reserved record unsettled by rewinding the consumer
+// of its topic, as Rewind does.
 func (t *Transport) HandBack(ctx context.Context, msg *babelqueue.ReceivedMessage) error {
 	return t.Rewind(ctx, msg)
 }

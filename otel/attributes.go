@@ -13,9 +13,9 @@ const (
 	// AttrTraceID is the envelope's trace_id, the correlation id every
 	// BabelQueue SDK carries unchanged.
 	AttrTraceID = attribute.Key("babelqueue.trace_id")
-	// AttrOutcome is how the App settled a delivery:
-	// babelqueue.Outcome.String() (handled, retried, dead_lettered,
-	// dropped, released, deleted, handed_back).
+	// AttrOutcome is how the App settled a delivery, as
+	// babelqueue.Outcome.String() names it: handled, retried,
+	// dead_lettered, dropped, released, deleted or handed_back.
 	AttrOutcome = attribute.Key("babelqueue.outcome")
 	// AttrReason is why a delivery was retried, dead-lettered, dropped,
 	// released or deleted: babelqueue.Settlement.Reason (failed,
