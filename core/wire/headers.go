@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Contract header (Kafka) and property (Pulsar) names.
+// Contract names of Kafka headers and Pulsar properties.
 const (
 	HeaderJob           = "bq-job"
 	HeaderTraceID       = "bq-trace-id"

@@ -4,14 +4,15 @@
 // Usage, from the repository root:
 //
 //	go run ./tools/cmd/doccheck anchors              # every DESIGN.md reference names an existing heading
-//	go run ./tools/cmd/doccheck comments DIR...      # first sentences of exported doc comments <= 25 words
+//	go run ./tools/cmd/doccheck comments DIR...      # first sentences of exported doc comments: <= 25 words, <= 1 aside
 //	go run ./tools/cmd/doccheck comments -report DIR...  # print the findings and counts, never fail
 //
 // anchors reads every .go and .md file and fails (exit 1) on a reference
 // into a design document whose document or heading does not exist, and on a
 // reference by section number (see doccheck.Anchors). comments reads the
 // non-test files of each package directory named and fails on each exported
-// identifier whose doc comment opens with a sentence of more than 25 words.
+// identifier whose doc comment opens with a sentence of more than 25 words
+// or with more than one parenthetical aside.
 package main
 
 import (
@@ -60,10 +61,10 @@ func run(args []string, stdout io.Writer) error {
 		for _, f := range found {
 			fmt.Fprintln(stdout, f)
 		}
-		fmt.Fprintf(stdout, "doccheck: %d exported doc comments, first sentence median %d words, 90th percentile %d, %d over %d\n",
+		fmt.Fprintf(stdout, "doccheck: %d exported doc comments, first sentence median %d words, 90th percentile %d; %d over %d words or with a chain of asides\n",
 			st.Documented, percentile(st.Words, 50), percentile(st.Words, 90), len(found), doccheck.MaxFirstSentence)
 		if len(found) > 0 && !*report {
-			return fmt.Errorf("%d doc comments open with a sentence over %d words", len(found), doccheck.MaxFirstSentence)
+			return fmt.Errorf("%d doc comments open with a sentence over %d words or with more than %d parenthetical aside", len(found), doccheck.MaxFirstSentence, doccheck.MaxAsides)
 		}
 		return nil
 	default:

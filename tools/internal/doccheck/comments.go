@@ -16,17 +16,31 @@ import (
 // may have.
 const MaxFirstSentence = 25
 
+// MaxAsides is the most parenthetical groups the first sentence of a doc
+// comment may hold; a call's empty parentheses do not count.
+const MaxAsides = 1
+
 // Finding is an exported identifier whose doc comment opens with a first
-// sentence over the limit.
+// sentence over the word limit or with a chain of parenthetical asides.
 type Finding struct {
-	File  string // the file, relative to the root
-	Line  int    // the line of the declaration
-	Name  string // the identifier, Type.Method for a method
-	Words int    // words in the first sentence
+	File   string // the file, relative to the root
+	Line   int    // the line of the declaration
+	Name   string // the identifier, Type.Method for a method
+	Words  int    // words in the first sentence
+	Asides int    // parenthetical groups in the first sentence
 }
 
 func (f Finding) String() string {
+	if f.Asides > MaxAsides {
+		return fmt.Sprintf("%s:%d: %s: first sentence has %d parenthetical asides (at most %d)", f.File, f.Line, f.Name, f.Asides, MaxAsides)
+	}
 	return fmt.Sprintf("%s:%d: %s: first sentence has %d words (at most %d)", f.File, f.Line, f.Name, f.Words, MaxFirstSentence)
+}
+
+// asides counts the parenthetical groups of s, not the empty parentheses
+// of a call such as slog.Default().
+func asides(s string) int {
+	return strings.Count(s, "(") - strings.Count(s, "()")
 }
 
 // Stats counts the doc comments FirstSentences read.
@@ -37,8 +51,9 @@ type Stats struct {
 
 // FirstSentences reads the non-test Go files of each package directory in
 // dirs (relative to root, not recursive) and returns every exported
-// identifier whose doc comment's first sentence has more than max words:
-// functions, types, methods of exported types, constants and variables.
+// identifier whose doc comment's first sentence has more than max words or
+// more than MaxAsides parenthetical groups: functions, types, methods of
+// exported types, constants and variables.
 // A constant or variable without a comment of its own is judged by its
 // group's comment. The first sentence ends, as go/doc reads it, at the
 // first period followed by a space that is not preceded by a single
@@ -70,10 +85,10 @@ func FirstSentences(root string, dirs []string, max int) ([]Finding, Stats, erro
 				}
 				st.Documented++
 				st.Words = append(st.Words, n)
-				if n > max {
+				if a := asides(s); n > max || a > MaxAsides {
 					at := fset.Position(pos)
 					rel, _ := filepath.Rel(root, at.Filename)
-					out = append(out, Finding{File: rel, Line: at.Line, Name: name, Words: n})
+					out = append(out, Finding{File: rel, Line: at.Line, Name: name, Words: n, Asides: a})
 				}
 			}
 			for _, f := range pkg.Files {

@@ -22,3 +22,9 @@ const (
 	A = 1
 	B = 2
 )
+
+// Chain opens (with one aside) and then (a second one) in a short sentence.
+func Chain() {}
+
+// Call returns slog.Default() (the default logger) once.
+func Call() {}
