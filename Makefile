@@ -105,7 +105,7 @@ LATENCY_BENCH := TestBenchKafkaReinjectLateness
 HELPER_BENCH_MODULES := idempotency idempotency/sqlstore idempotency/redisstore outbox/integration
 
 .PHONY: outbox-kill
-outbox-kill: ## Outbox SIGKILL test: 10,000 rows relayed from PostgreSQL to Kafka by two relay processes (one claiming ahead) SIGKILLed at random (at least 12 times); none lost, order kept (20-45 s with the servers started; part of ci).
+outbox-kill: ## Outbox SIGKILL test: 10,000 rows relayed from PostgreSQL to Kafka by two relay processes SIGKILLed at random (at least 12 times); none lost, order kept (20-45 s with the servers started; part of ci).
 	@BQ_BROKERS="kafka postgres" $(BROKERS) $(GO) run ./outbox/integration/cmd/bqoutboxkill -rows 10000 -kills 12 -timeout 5m
 
 .PHONY: fuzz

@@ -16,10 +16,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -35,20 +35,24 @@ func main() {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, strings.Split(brokers, ","), log); err != nil {
+	if err := run(ctx, brokers, log); err != nil {
 		log.Error("quickstart", "error", err)
 		os.Exit(1)
 	}
 }
 
 // quickstart:begin
-// run is the whole service: it returns nil once ctx is cancelled and every
-// handler and the re-injector have stopped.
-func run(ctx context.Context, brokers []string, log *slog.Logger) error {
-	// Two retry tiers: a failed order waits 5s in orders.retry.1, then 30s
-	// in orders.retry.2; after the third delivery it goes to orders.dlq.
-	tiers := kafka.WithRetryTiers(5*time.Second, 30*time.Second)
-	tr, err := kafka.New(kafka.WithBrokers(brokers...), kafka.WithGroupID("orders-workers"), tiers, kafka.WithLogger(log))
+// run is the whole service on brokers (host:port[,host:port], as
+// BQ_KAFKA_BROKERS holds them): it returns nil once ctx is cancelled and
+// every handler and the re-injector have stopped.
+func run(ctx context.Context, brokers string, log *slog.Logger) error {
+	tr, err := kafka.New(
+		kafka.WithBrokers(brokers),
+		kafka.WithGroupID("orders-workers"),
+		// A failed order waits 5s in orders.retry.1, then 30s in
+		// orders.retry.2; after its third delivery it goes to orders.dlq.
+		kafka.WithRetryTiers(5*time.Second, 30*time.Second),
+		kafka.WithLogger(log))
 	if err != nil {
 		return err // every option problem, joined
 	}
@@ -78,20 +82,13 @@ func run(ctx context.Context, brokers []string, log *slog.Logger) error {
 		return nil
 	})
 
-	// The re-injector carries due records from the tiers back to orders.
-	// It has a consumer group of its own: sharing the App's would make the
-	// two rebalance each other.
-	rtr, err := kafka.New(kafka.WithBrokers(brokers...), kafka.WithGroupID("orders-workers.reinject"), tiers, kafka.WithLogger(log))
+	// The re-injector carries due records from the tiers back to orders, in
+	// a consumer group of its own (orders-workers.reinject): sharing the
+	// App's would make the two rebalance each other.
+	reinjector, err := tr.NewReinjector("orders")
 	if err != nil {
 		return err
 	}
-	defer rtr.Close()
-	reinjector, err := rtr.NewReinjector("orders")
-	if err != nil {
-		return err
-	}
-	reinjected := make(chan error, 1)
-	go func() { reinjected <- reinjector.Run(ctx) }()
 
 	// Messages with one key go to one partition: handled in order.
 	id, err := app.Publish(ctx, "urn:babel:orders:created", map[string]any{"order_id": 1042},
@@ -103,11 +100,12 @@ func run(ctx context.Context, brokers []string, log *slog.Logger) error {
 
 	// Until SIGINT or SIGTERM: then no new delivery starts, the handlers
 	// running finish and settle, and the re-injector commits what it wrote.
+	ctx, stop := context.WithCancel(ctx)
+	reinjected := make(chan error, 1)
+	go func() { reinjected <- reinjector.Run(ctx) }()
 	consumeErr := app.Consume(ctx, "orders")
-	if err := <-reinjected; err != nil {
-		return err
-	}
-	return consumeErr
+	stop() // should Consume fail, the re-injector stops too
+	return errors.Join(consumeErr, <-reinjected)
 }
 
 // quickstart:end

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/babelqueue/babelqueue-go/brokertest/devkafka"
+	kafkago "github.com/segmentio/kafka-go"
 )
 
 // syncBuffer is a bytes.Buffer the handlers and the test share.
@@ -44,7 +45,7 @@ func TestQuickstart(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, b.Addrs(), log) }()
+	go func() { done <- run(ctx, strings.Join(b.Addrs(), ","), log) }()
 
 	deadline := time.After(60 * time.Second)
 	for !strings.Contains(logs.String(), `msg="order created" order_id=1042 retries_before=0`) {
@@ -55,6 +56,20 @@ func TestQuickstart(t *testing.T) {
 			t.Fatalf("the order was not handled within 60s:\n%s", logs.String())
 		case <-time.After(50 * time.Millisecond):
 		}
+	}
+	// The App and the re-injector consume in groups of their own.
+	groups := map[string]bool{}
+	for wait := time.Now().Add(30 * time.Second); (!groups["orders-workers"] || !groups["orders-workers.reinject"]) && time.Now().Before(wait); time.Sleep(100 * time.Millisecond) {
+		res, err := (&kafkago.Client{Addr: kafkago.TCP(b.Addrs()...)}).ListGroups(ctx, &kafkago.ListGroupsRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range res.Groups {
+			groups[g.GroupID] = true
+		}
+	}
+	if !groups["orders-workers"] || !groups["orders-workers.reinject"] {
+		t.Errorf("consumer groups %v, want orders-workers and orders-workers.reinject", groups)
 	}
 	cancel()
 	select {

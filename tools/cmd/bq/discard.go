@@ -36,9 +36,9 @@ and the same resumability: interrupted (exit code 130), run it again.
 
 ` + connEnvHelp
 
-const dlqDiscardExamples = `  bq dlq discard -b 127.0.0.1:9092 -q orders --urn urn:bq:orders:legacy --dry-run
-  bq dlq discard -b 127.0.0.1:9092 -q orders --poison --unsupported-version --record unreadable.jsonl
-  bq dlq discard -b 127.0.0.1:9092 -q orders --reason unknown_urn --until 720h --record discarded.jsonl`
+const dlqDiscardExamples = `  bq dlq discard -b 127.0.0.1:9092 -t orders --urn urn:bq:orders:legacy --dry-run
+  bq dlq discard -b 127.0.0.1:9092 -t orders --poison --unsupported-version --record unreadable.jsonl
+  bq dlq discard -b 127.0.0.1:9092 -t orders --reason unknown_urn --until 720h --record discarded.jsonl`
 
 func newDLQDiscardCmd() *cobra.Command {
 	cmd := leaf("discard", "discard selected dead letters for good (with a record file and a dry run)", dlqDiscardHelp, dlqDiscardExamples)

@@ -165,7 +165,7 @@ with a Reader from the earliest message (no subscription).
 ` + dlqRegionHelp + `
 ` + connEnvHelp
 
-const dlqStatsExamples = `  bq dlq stats --broker kafka://127.0.0.1:9092 --queue orders
+const dlqStatsExamples = `  bq dlq stats --broker kafka://127.0.0.1:9092 --topic orders
   bq dlq stats --broker pulsar://127.0.0.1:6650 --dlq orders.dlq --json`
 
 func newDLQStatsCmd() *cobra.Command {
@@ -220,8 +220,8 @@ each delivery); the envelope printed below carries the final count.
 ` + dlqRegionHelp + `
 ` + connEnvHelp
 
-const dlqPeekExamples = `  bq dlq peek --broker kafka://127.0.0.1:9092 --queue orders --limit 5
-  bq dlq peek --broker kafka://127.0.0.1:9092 --queue orders --reason poison --json
+const dlqPeekExamples = `  bq dlq peek --broker kafka://127.0.0.1:9092 --topic orders --limit 5
+  bq dlq peek --broker kafka://127.0.0.1:9092 --topic orders --reason poison --json
   bq dlq peek --broker pulsar://127.0.0.1:6650 --dlq orders.dlq --urn urn:bq:orders:created`
 
 func newDLQPeekCmd() *cobra.Command {

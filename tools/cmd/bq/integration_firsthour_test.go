@@ -53,3 +53,27 @@ func TestKafkaFirstHourMessages(t *testing.T) {
 		t.Errorf("refused: exit %d %s", code, errOut)
 	}
 }
+
+// TestPulsarRedriveOfAMissingQueue: Pulsar would create the DLQ on
+// subscribe; the admin API is asked first, so a mistyped queue is one
+// error, exit 1, no table, and no topic is created.
+func TestPulsarRedriveOfAMissingQueue(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	t.Setenv(envPulsarAdmin, brokertest.PulsarAdminURL(t))
+	b := brokertest.PulsarURL(t)
+	missing := brokertest.Topic(t, "firsthour-nosuchqueue")
+	for _, args := range [][]string{
+		{"redrive", "-b", b, "-t", missing},
+		{"dlq", "discard", "-b", b, "-t", missing, "--all", "--dry-run"},
+	} {
+		out, errOut, code := bq(t, ctx, args...)
+		if code != exitError || out != "" || strings.Count(errOut, `topic "`+missing+`.dlq" does not exist`) != 1 {
+			t.Errorf("%v: exit %d, stdout %q, stderr %s", args, code, out, errOut)
+		}
+	}
+	out := mustBQ(t, ctx, "topics", "list", "-b", b, "--prefix", missing)
+	if strings.Contains(out, missing) {
+		t.Errorf("the redrive created a topic:\n%s", out)
+	}
+}

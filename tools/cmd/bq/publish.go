@@ -32,9 +32,9 @@ set with --header.
 
 ` + connEnvHelp
 
-const publishExamples = `  bq publish -b 127.0.0.1:9092 -q orders --urn urn:bq:orders:created --data '{"order_id":42}'
-  bq publish -b kafka://127.0.0.1:9092 -q orders --urn urn:bq:orders:created --key 42 --data '{"order_id":42}'
-  jq -c '.[]' orders.json | bq publish -b pulsar://127.0.0.1:6650 -q orders --urn urn:bq:orders:created --stdin`
+const publishExamples = `  bq publish -b 127.0.0.1:9092 -t orders --urn urn:bq:orders:created --data '{"order_id":42}'
+  bq publish -b kafka://127.0.0.1:9092 -t orders --urn urn:bq:orders:created --key 42 --data '{"order_id":42}'
+  jq -c '.[]' orders.json | bq publish -b pulsar://127.0.0.1:6650 -t orders --urn urn:bq:orders:created --stdin`
 
 // publishResult is the --json output of publish.
 type publishResult struct {

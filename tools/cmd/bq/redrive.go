@@ -318,13 +318,13 @@ table (or --json, with each examined record's position) ends every run.
 ` + connEnvHelp
 
 const redriveExamples = `  # what would move, without writing anything
-  bq redrive --broker kafka://127.0.0.1:9092 --queue orders --dry-run
+  bq redrive --broker kafka://127.0.0.1:9092 --topic orders --dry-run
   # move failed orders of the last day back, handlers skip side effects
-  bq redrive --broker kafka://127.0.0.1:9092 --queue orders --reason failed \
+  bq redrive --broker kafka://127.0.0.1:9092 --topic orders --reason failed \
       --since 24h --replay-bypass
   # at most 100 to a quarantine queue, JSON summary
   bq redrive --broker kafka://127.0.0.1:9092 --dlq orders.dlq --target orders.slow --max 100 --json
-  bq redrive --broker pulsar://127.0.0.1:6650 --queue orders --urn urn:bq:orders:created`
+  bq redrive --broker pulsar://127.0.0.1:6650 --topic orders --urn urn:bq:orders:created`
 
 func newRedriveCmd() *cobra.Command {
 	cmd := leaf("redrive", "move dead letters back to their queue (resumable)", redriveHelp, redriveExamples)
@@ -504,7 +504,7 @@ func openRedrive(ctx context.Context, cf *connFlags, u brokerURL, dlq, group, su
 		}
 		return kt, cursor, func() { kt.Close() }, nil
 	}
-	pt, closeT, err := openPulsarForRedrive(ctx, cf, u, sub)
+	pt, closeT, err := openPulsarForRedrive(ctx, cf, u, dlq, sub)
 	if err != nil {
 		return nil, "", nil, err
 	}
@@ -513,10 +513,20 @@ func openRedrive(ctx context.Context, cf *connFlags, u brokerURL, dlq, group, su
 
 // openPulsarForRedrive builds a Pulsar transport consuming the DLQ on a
 // shared subscription from the earliest message.
-func openPulsarForRedrive(ctx context.Context, cf *connFlags, u brokerURL, sub string) (babelqueue.Transport, func(), error) {
+//
+// A Pulsar broker creates a topic when a consumer subscribes to it, so a
+// mistyped queue would get an empty DLQ and a summary of zeros: the admin
+// API is asked first whether the DLQ exists, and a DLQ it does not know is
+// an error. When the admin API cannot be asked (another URL, no access, no
+// answer within the dial timeout), the run goes on.
+func openPulsarForRedrive(ctx context.Context, cf *connFlags, u brokerURL, dlq, sub string) (babelqueue.Transport, func(), error) {
 	p, err := cf.pulsar(ctx, u)
 	if err != nil {
 		return nil, nil, err
+	}
+	if err := cf.pulsarTopicMissing(ctx, u, dlq); err != nil {
+		p.client.Close()
+		return nil, nil, fmt.Errorf("%w: no dead letter was ever written there, or the name is wrong (bq topics list)", err)
 	}
 	t, err := p.transport(bqpulsar.WithSubscription(sub), bqpulsar.WithSubscriptionType(pulsar.Shared),
 		bqpulsar.WithInitialPosition(pulsar.SubscriptionPositionEarliest))
@@ -525,4 +535,20 @@ func openPulsarForRedrive(ctx context.Context, cf *connFlags, u brokerURL, sub s
 		return nil, nil, err
 	}
 	return t, func() { t.Close(); p.client.Close() }, nil
+}
+
+// pulsarTopicMissing returns a noTopicError when the Pulsar admin API says
+// topic does not exist; nil when it exists or the API cannot tell within
+// the dial timeout.
+func (c *connFlags) pulsarTopicMissing(ctx context.Context, u brokerURL, topic string) error {
+	a, err := c.pulsarAdmin(u, "")
+	if err != nil {
+		return nil
+	}
+	actx, cancel := context.WithTimeout(ctx, c.dialTimeout)
+	defer cancel()
+	if _, _, err := a.stats(actx, topic); errors.Is(err, errNotFound) {
+		return noTopicError{topic}
+	}
+	return nil
 }

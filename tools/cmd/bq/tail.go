@@ -36,11 +36,11 @@ Body, DeadLetter (e.g. '{{.Offset}} {{.URN}}'), or with the placeholders
 
 ` + connEnvHelp
 
-const tailExamples = `  bq tail -b 127.0.0.1:9092 -q orders
-  bq tail -b 127.0.0.1:9092 -q orders --partition 2 --offset 1500 --no-follow
-  bq tail -b 127.0.0.1:9092 -q orders --since 15m --format '{partition}/{offset} {urn} {key}'
-  bq tail -b 127.0.0.1:9092 -q orders.dlq --from-start --no-follow --json
-  bq tail -b pulsar://127.0.0.1:6650 -q orders --since 2026-01-02T15:04:05Z`
+const tailExamples = `  bq tail -b 127.0.0.1:9092 -t orders
+  bq tail -b 127.0.0.1:9092 -t orders --partition 2 --offset 1500 --no-follow
+  bq tail -b 127.0.0.1:9092 -t orders --since 15m --format '{partition}/{offset} {urn} {key}'
+  bq tail -b 127.0.0.1:9092 -t orders.dlq --from-start --no-follow --json
+  bq tail -b pulsar://127.0.0.1:6650 -t orders --since 2026-01-02T15:04:05Z`
 
 // tailStart says where a tail starts.
 type tailStart struct {
