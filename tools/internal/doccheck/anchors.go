@@ -184,8 +184,13 @@ func parseHeadings(md string) *headings {
 		}
 		title := strings.TrimSpace(strings.TrimLeft(line, "#"))
 		h.names[normal(title)] = true
+		// "Settle (settle.go)" is also named "Settle", and "Claim on
+		// PostgreSQL: key-bucket locks" also "Claim on PostgreSQL".
+		if i := strings.LastIndex(title, " ("); i > 0 && strings.HasSuffix(title, ")") {
+			h.names[normal(title[:i])] = true
+		}
 		if short, _, ok := strings.Cut(title, ": "); ok {
-			h.names[normal(short)] = true // "Claim on PostgreSQL: key-bucket locks" is named by its part before the colon
+			h.names[normal(short)] = true
 		}
 		h.anchors[anchor(title)] = true
 	}

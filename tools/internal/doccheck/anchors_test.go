@@ -27,8 +27,8 @@ func TestAnchorsReportsEveryStaleReference(t *testing.T) {
 	if got := strings.Count(msg, "\n") + 1; got != 6 {
 		t.Errorf("%d findings, want 6:\n%s", got, msg)
 	}
-	if n != 11 {
-		t.Errorf("checked %d references, want 11", n)
+	if n != 12 {
+		t.Errorf("checked %d references, want 12", n)
 	}
 }
 

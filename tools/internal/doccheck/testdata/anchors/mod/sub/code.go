@@ -15,3 +15,6 @@ func F() {}
 // A list of names (DESIGN.md, "Acknowledgement ledger", "Numbered heading"
 // and "Gone too").
 func G() {}
+
+// Short names (DESIGN.md, "Settle", "Claim on PostgreSQL").
+func H() {}
