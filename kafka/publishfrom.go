@@ -22,9 +22,9 @@ import (
 //     its traceparent and tracestate; a write to another topic starts a
 //     fresh trace.
 //
-// kafka-go delivers an empty key as nil, so a record read with an empty key
-// is republished with a null key. A from this transport did not reserve
-// gives a keyless record, as Publish does.
+// The key is the reserved record's, byte for byte: an empty key stays empty
+// and a null key null (recordkeys.go). A from this transport did not
+// reserve gives a keyless record, as Publish does.
 func (t *Transport) PublishFrom(ctx context.Context, queue, body string, from *babelqueue.ReceivedMessage) error {
 	if wire.IsBlank(queue) {
 		return ErrEmptyTopic
@@ -50,11 +50,12 @@ func (t *Transport) PublishFrom(ctx context.Context, queue, body string, from *b
 }
 
 // PublishFromWithHeaders writes body like the republish mode of
-// PublishFrom (projection, created_at timestamp, the reserved record's key,
-// its bq-job kept for a body without one) plus the out-of-band headers with
-// the rules of PublishWithHeaders. There is no restore mode and no trace
-// forwarding: the caller passes the headers it wants. A from this transport
-// did not reserve gives a keyless record.
+// PublishFrom, plus out-of-band headers with the rules of
+// PublishWithHeaders. The republish mode writes the projection, the
+// created_at timestamp and the reserved record's key, and keeps its bq-job
+// for a body without one. There is no restore mode and no trace forwarding:
+// the caller passes the headers it wants. A from this transport did not
+// reserve gives a keyless record.
 func (t *Transport) PublishFromWithHeaders(ctx context.Context, queue, body string, from *babelqueue.ReceivedMessage, headers map[string]string) error {
 	if wire.IsBlank(queue) {
 		return ErrEmptyTopic
