@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -15,8 +16,8 @@ import (
 	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
-// queue is the share consumer of one topic: one franz-go client, one
-// member of the share group.
+// queue is one member of a topic's share consumption (queueSet): one
+// franz-go client.
 //
 // franz-go accepts every record of a poll that was not acknowledged by
 // the next poll, so a queue polls again only once every record of the
@@ -25,15 +26,13 @@ import (
 // reach this consumer while it still holds that record.
 type queue struct {
 	t    *Transport
+	set  *queueSet
 	name string
 	cl   *kgo.Client
-	// recv serialises Receive calls (one poller, one pop at a time).
-	recv sync.Mutex
 
 	mu     sync.Mutex
 	buf    []*held            // acquired, not yet handed out
 	held   map[*held]struct{} // acquired and not settled (buf included)
-	idle   chan struct{}      // closed when held becomes empty
 	okAt   map[int32]time.Time
 	closed bool
 }
@@ -51,9 +50,20 @@ type held struct {
 	settled   bool
 }
 
-// queueFor returns the share consumer of topic, creating it (and setting
-// the group's configs) on first use.
-func (t *Transport) queueFor(ctx context.Context, topic string) (*queue, error) {
+// queueSet is the share consumption of one topic: WithMembers members,
+// each polled when its previous poll is settled, so that one member's
+// poll overlaps the handling of another's records.
+type queueSet struct {
+	name    string
+	recv    sync.Mutex    // serialises Receive calls (one poller, one pop at a time)
+	members []*queue      // fixed at creation
+	next    int           // the member to look at first; guarded by recv
+	wake    chan struct{} // a member's held records all settled (buffer 1)
+}
+
+// queueFor returns the share consumption of topic, creating its members
+// (and setting the group's configs) on first use.
+func (t *Transport) queueFor(ctx context.Context, topic string) (*queueSet, error) {
 	if t.closed.Load() {
 		return nil, driver.ErrClosed
 	}
@@ -62,33 +72,41 @@ func (t *Transport) queueFor(ctx context.Context, topic string) (*queue, error) 
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if q := t.queues[topic]; q != nil {
-		return q, nil
+	if s := t.queues[topic]; s != nil {
+		return s, nil
 	}
 	if err := t.configureGroup(ctx); err != nil {
 		return nil, err
 	}
-	q := &queue{t: t, name: topic, held: map[*held]struct{}{}, idle: make(chan struct{}), okAt: map[int32]time.Time{}}
-	close(q.idle)
-	opts := append([]kgo.Opt{
-		kgo.SeedBrokers(t.cfg.brokers...),
-		kgo.ShareGroup(t.cfg.group),
-		kgo.ConsumeTopics(topic),
-		kgo.ShareMaxRecords(t.cfg.maxRecords),
-		// Acquire only when polled: prefetched records would wait,
-		// their locks running, behind the poll barrier.
-		kgo.ShareMaxRecordsStrict(),
-		kgo.ShareAckCallback(q.acked),
-	}, t.cfg.kgoOpts...)
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		return nil, fmt.Errorf("kafkashare: share consumer of %q: %w", topic, err)
+	set := &queueSet{name: topic, wake: make(chan struct{}, 1)}
+	for range t.cfg.members {
+		q := &queue{t: t, set: set, name: topic, held: map[*held]struct{}{}, okAt: map[int32]time.Time{}}
+		opts := append([]kgo.Opt{
+			kgo.SeedBrokers(t.cfg.brokers...),
+			kgo.ShareGroup(t.cfg.group),
+			kgo.ConsumeTopics(topic),
+			kgo.ShareMaxRecords(t.cfg.maxRecords),
+			// Acquire only when polled: prefetched records would wait,
+			// their locks running, behind the poll barrier.
+			kgo.ShareMaxRecordsStrict(),
+			kgo.ShareAckCallback(q.acked),
+		}, t.cfg.kgoOpts...)
+		cl, err := kgo.NewClient(opts...)
+		if err != nil {
+			for _, m := range set.members {
+				m.close()
+			}
+			return nil, fmt.Errorf("kafkashare: share consumer of %q: %w", topic, err)
+		}
+		q.cl = cl
+		set.members = append(set.members, q)
 	}
-	q.cl = cl
-	t.queues[topic] = q
-	t.wg.Add(1)
-	go q.keep()
-	return q, nil
+	t.queues[topic] = set
+	for _, q := range set.members {
+		t.wg.Add(1)
+		go q.keep()
+	}
+	return set, nil
 }
 
 // configureGroup sets the share group's configs: the lock, the delivery
@@ -125,61 +143,62 @@ func (t *Transport) configureGroup(ctx context.Context) error {
 	return nil
 }
 
-// Receive hands out the next acquired record of queue, polling the share
-// group when the previous poll is fully settled; it returns (nil, nil)
-// when nothing came within timeout.
-func (t *Transport) Receive(ctx context.Context, queue string, timeout time.Duration) (*driver.ReceivedMessage, error) {
-	q, err := t.queueFor(ctx, queue)
+// Receive hands out the next acquired record of queue from any of its
+// members, polling a member whose previous poll is fully settled; it
+// returns (nil, nil) when nothing came within timeout.
+func (t *Transport) Receive(ctx context.Context, topic string, timeout time.Duration) (*driver.ReceivedMessage, error) {
+	set, err := t.queueFor(ctx, topic)
 	if err != nil {
 		return nil, err
 	}
-	q.recv.Lock()
-	defer q.recv.Unlock()
+	set.recv.Lock()
+	defer set.recv.Unlock()
 	deadline := time.Now().Add(timeout)
 	for {
-		q.mu.Lock()
-		if q.closed {
-			q.mu.Unlock()
-			return nil, driver.ErrClosed
-		}
-		if len(q.buf) > 0 {
-			h := q.buf[0]
-			q.buf[0] = nil
-			q.buf = q.buf[1:]
-			q.mu.Unlock()
-			return &h.rm, nil
-		}
-		if len(q.held) > 0 {
-			idle := q.idle
-			q.mu.Unlock()
-			wait := time.Until(deadline)
-			if wait <= 0 {
-				return nil, nil
+		var free *queue
+		n := len(set.members)
+		for i := range n {
+			// Members are looked at from set.next on, so that every free
+			// member is polled in turn (the broker may assign a partition
+			// to one member only).
+			q := set.members[(set.next+i)%n]
+			q.mu.Lock()
+			if q.closed {
+				q.mu.Unlock()
+				return nil, driver.ErrClosed
 			}
-			tm := time.NewTimer(wait)
-			select {
-			case <-idle:
-				tm.Stop()
-				continue
-			case <-tm.C:
-				return nil, nil
-			case <-ctx.Done():
-				tm.Stop()
-				return nil, ctx.Err()
+			if len(q.buf) > 0 {
+				h := q.buf[0]
+				q.buf[0] = nil
+				q.buf = q.buf[1:]
+				q.mu.Unlock()
+				return &h.rm, nil
 			}
+			if len(q.held) == 0 && free == nil {
+				free = q
+			}
+			q.mu.Unlock()
 		}
-		q.mu.Unlock()
-		if time.Until(deadline) <= 0 {
+		wait := time.Until(deadline)
+		if wait <= 0 {
 			return nil, nil
 		}
-		if err := q.poll(ctx, deadline); err != nil {
-			return nil, err
+		if free != nil {
+			set.next = (slices.Index(set.members, free) + 1) % n
+			if err := free.poll(ctx, deadline); err != nil {
+				return nil, err
+			}
+			continue
 		}
-		q.mu.Lock()
-		empty := len(q.buf) == 0
-		q.mu.Unlock()
-		if empty && time.Until(deadline) <= 0 {
+		tm := time.NewTimer(wait)
+		select {
+		case <-set.wake:
+			tm.Stop()
+		case <-tm.C:
 			return nil, nil
+		case <-ctx.Done():
+			tm.Stop()
+			return nil, ctx.Err()
 		}
 	}
 }
@@ -207,9 +226,6 @@ func (q *queue) poll(ctx context.Context, deadline time.Time) error {
 		h := &held{q: q, rec: r, since: now, lockEnd: r.AcquisitionDeadline()}
 		h.rm = delivery(q.t, h)
 		q.buf = append(q.buf, h)
-		if len(q.held) == 0 {
-			q.idle = make(chan struct{})
-		}
 		q.held[h] = struct{}{}
 	})
 	return nil
@@ -303,8 +319,11 @@ func (q *queue) settleLocked(h *held, status kgo.AckStatus) {
 	h.settled = true
 	h.rec.Ack(status)
 	delete(q.held, h)
-	if len(q.held) == 0 {
-		close(q.idle)
+	if len(q.held) == 0 && q.set != nil {
+		select {
+		case q.set.wake <- struct{}{}:
+		default:
+		}
 	}
 }
 

@@ -39,7 +39,8 @@
 // acquired is settled, and fetches only when polled (no prefetch, whose
 // records would wait behind the barrier with their locks running). A slow
 // record holds back the next poll of its member, not the others' records of
-// the same poll. While held, a record's acquisition lock is renewed each
+// the same poll. WithMembers runs several members per queue, polled in
+// turn, so that one member's poll overlaps the handling of another's. While held, a record's acquisition lock is renewed each
 // third of the lock (WithLockDuration sets the group's lock); a record whose
 // lock passed without a confirmed renewal is reported (WithOnLockLost and a
 // warning). Because of the barrier, a member never holds two deliveries of

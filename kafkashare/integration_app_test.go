@@ -54,8 +54,14 @@ func consumeUntil(t testing.TB, app *babelqueue.App, queue string, timeout time.
 // The App runs on a share group unchanged: every published envelope is
 // handled exactly once with concurrency, with its key and attempts 0.
 func TestShareAppHandlesEveryMessageOnce(t *testing.T) {
+	for _, members := range []int{1, 2} {
+		t.Run(fmt.Sprintf("members=%d", members), func(t *testing.T) { handleEveryMessageOnce(t, members) })
+	}
+}
+
+func handleEveryMessageOnce(t *testing.T, members int) {
 	q := newTopic(t, 3)
-	tr := newTransport(t)
+	tr := newTransport(t, WithMembers(members))
 	app := newApp(t, tr, q, babelqueue.WithConcurrency(16, babelqueue.OrderNone))
 	const n = 300
 	ctx := context.Background()

@@ -20,6 +20,7 @@ type config struct {
 	lock         time.Duration
 	deliveryCap  int
 	maxRecords   int32
+	members      int
 	retryDelay   time.Duration
 	fromEarliest bool
 	logger       *slog.Logger
@@ -34,6 +35,7 @@ func defaults() config {
 		lock:         30 * time.Second,
 		deliveryCap:  10,
 		maxRecords:   64,
+		members:      1,
 		fromEarliest: true,
 		clock:        driver.SystemClock{},
 	}
@@ -101,6 +103,20 @@ func WithMaxRecords(n int) Option {
 			return
 		}
 		c.maxRecords = int32(n)
+	}
+}
+
+// WithMembers sets how many share-group members (franz-go clients) each
+// queue runs (default 1, at most 16). Free members are polled in turn, so
+// one member's poll can overlap the handling of another's records; each
+// poll of a member that finds nothing waits the App's poll timeout.
+func WithMembers(n int) Option {
+	return func(c *config) {
+		if n < 1 || n > 16 {
+			c.errs.Fail("members %d is not in 1..16", n)
+			return
+		}
+		c.members = n
 	}
 }
 

@@ -23,7 +23,7 @@ type Transport struct {
 	cfg    config
 	prod   *kgo.Client
 	mu     sync.Mutex
-	queues map[string]*queue
+	queues map[string]*queueSet
 	closed atomic.Bool
 	stop   chan struct{}
 	wg     sync.WaitGroup
@@ -55,7 +55,7 @@ func New(opts ...Option) (*Transport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafkashare: producer: %w", err)
 	}
-	return &Transport{cfg: c, prod: prod, queues: map[string]*queue{}, stop: make(chan struct{})}, nil
+	return &Transport{cfg: c, prod: prod, queues: map[string]*queueSet{}, stop: make(chan struct{})}, nil
 }
 
 // Features reports keys and headers kept, no publish delay, retries
@@ -81,9 +81,9 @@ func (t *Transport) Close() error {
 	close(t.stop)
 	t.wg.Wait()
 	t.mu.Lock()
-	qs := make([]*queue, 0, len(t.queues))
-	for _, q := range t.queues {
-		qs = append(qs, q)
+	var qs []*queue
+	for _, set := range t.queues {
+		qs = append(qs, set.members...)
 	}
 	t.mu.Unlock()
 	for _, q := range qs {

@@ -86,7 +86,7 @@ func TestSweepReportsLostLockOnce(t *testing.T) {
 	tr.cfg.lock = 3 * time.Second
 	tr.cfg.onLockLost = func(l LockLost) { got = append(got, l) }
 	now := time.Unix(1000, 0)
-	q := &queue{t: tr, name: "q", held: map[*held]struct{}{}, idle: make(chan struct{}), okAt: map[int32]time.Time{}}
+	q := &queue{t: tr, name: "q", held: map[*held]struct{}{}, okAt: map[int32]time.Time{}}
 	expired := &held{q: q, rec: &kgo.Record{Topic: "q", Partition: 2, Offset: 7}, since: now.Add(-5 * time.Second), lockEnd: now.Add(-time.Second)}
 	renew := &held{q: q, rec: &kgo.Record{Topic: "q", Offset: 8}, since: now.Add(-2 * time.Second), lockEnd: now.Add(time.Second)}
 	due := &held{q: q, rec: &kgo.Record{Topic: "q", Offset: 9}, since: now, lockEnd: now.Add(3 * time.Second), releaseAt: now}
