@@ -51,8 +51,7 @@ const (
 // a long run of one partition's messages (each partition consumer of the
 // client feeds it on its own); handed out in that order, they would fill
 // the App's pending bound with one partition while the others wait for
-// the receive order to get past the run (pulsar/DESIGN.md, "One lane per
-// partition").
+// the receive order to get past the run (pulsar/DESIGN.md, "Receive").
 //
 // A prepared delivery is still only received: until Pop hands it out and
 // it is acknowledged, it is as unsettled as one in the client's receiver
