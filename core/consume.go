@@ -310,7 +310,11 @@ func (a *App) settle(ctx context.Context, msg *ReceivedMessage, d *Delivery) (ou
 	if h == nil {
 		return a.settleUnknownURN(ctx, msg, env, route)
 	}
-	if out, invalid := a.settleInvalidPayload(ctx, msg, env, route); invalid {
+	henv, out, ok := a.unprotectIncoming(ctx, msg, env, route)
+	if !ok {
+		return out
+	}
+	if out, invalid := a.settleInvalidPayload(ctx, msg, henv, route); invalid {
 		return out
 	}
 
@@ -318,7 +322,7 @@ func (a *App) settle(ctx context.Context, msg *ReceivedMessage, d *Delivery) (ou
 	if d != nil {
 		began = a.cfg.clock.Now()
 	}
-	herr := runHandler(hctx, h, env)
+	herr := runHandler(hctx, h, henv)
 	var took time.Duration
 	if d != nil {
 		took = a.cfg.clock.Now().Sub(began)

@@ -103,6 +103,7 @@ type config struct {
 	hooks            hookSet
 	conc             concurrencyConfig
 	payloadValidator PayloadValidator
+	protector        FieldProtector
 
 	suffixSet bool    // WithDeadLetterSuffix was given
 	errs      []error // the problems the options found
