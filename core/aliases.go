@@ -16,7 +16,8 @@ type (
 	// Meta is an Envelope's meta block; see wire.Meta.
 	Meta = wire.Meta
 	// MakeOption sets a field of the Envelope Make builds (wire.WithQueue,
-	// wire.WithTraceID, wire.WithID, wire.WithCreatedAt).
+	// wire.WithTraceID, wire.WithID, wire.WithCreatedAt, wire.WithMeta,
+	// wire.WithMetaExt).
 	MakeOption = wire.MakeOption
 	// Transport is the broker binding an App runs on; see driver.Transport.
 	Transport = driver.Transport
@@ -46,3 +47,10 @@ func WithID(id string) MakeOption { return wire.WithID(id) }
 
 // WithCreatedAt sets the Envelope's meta.created_at; see wire.WithCreatedAt.
 func WithCreatedAt(t time.Time) MakeOption { return wire.WithCreatedAt(t) }
+
+// WithMeta adds a producer entry to the Envelope's meta; see wire.WithMeta.
+func WithMeta(key string, value any) MakeOption { return wire.WithMeta(key, value) }
+
+// WithMetaExt adds a vendor entry to the Envelope's meta.ext; see
+// wire.WithMetaExt.
+func WithMetaExt(vendor string, value any) MakeOption { return wire.WithMetaExt(vendor, value) }
