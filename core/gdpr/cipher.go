@@ -74,6 +74,23 @@ func (c *AESGCM) Encrypt(plaintext []byte) (string, error) {
 	return base64.StdEncoding.EncodeToString(buf), nil
 }
 
+// appendSealedJSON appends Encrypt(plaintext) as a JSON string to dst;
+// base64 needs no escaping.
+func (c *AESGCM) appendSealedJSON(dst, plaintext []byte) ([]byte, error) {
+	var stack [256]byte
+	buf := stack[:NonceSize]
+	if n := NonceSize + len(plaintext) + c.aead.Overhead(); n > len(stack) {
+		buf = make([]byte, NonceSize, n)
+	}
+	if _, err := rand.Read(buf); err != nil {
+		return dst, fmt.Errorf("gdpr: reading a nonce: %w", err)
+	}
+	buf = c.aead.Seal(buf, buf[:NonceSize], plaintext, nil)
+	dst = append(dst, '"')
+	dst = base64.StdEncoding.AppendEncode(dst, buf)
+	return append(dst, '"'), nil
+}
+
 // Decrypt opens a value Encrypt (or another SDK's reference cipher under
 // the same key) produced; anything else fails with an error matching
 // ErrDecrypt.

@@ -14,6 +14,7 @@ import (
 // nil are the empty set. It is immutable, so safe for concurrent use.
 type Paths struct {
 	list []wire.FieldPath
+	set  *wire.FieldSet
 }
 
 // NewPaths parses paths into a set, sorted and without duplicates; the
@@ -28,6 +29,7 @@ func NewPaths(paths ...string) *Paths {
 			out.list = append(out.list, fp)
 		}
 	}
+	out.set = wire.NewFieldSet(out.list...)
 	return out
 }
 
@@ -58,6 +60,13 @@ func (p *Paths) fields() []wire.FieldPath {
 	return p.list
 }
 
+func (p *Paths) fieldSet() *wire.FieldSet {
+	if p == nil || p.set == nil {
+		return wire.NewFieldSet()
+	}
+	return p.set
+}
+
 // Protect returns data (a JSON object) with every value at one of paths
 // replaced by the JSON string c.Encrypt returns for the value's JSON text.
 // No other byte changes; a path absent from data is skipped, and a value
@@ -71,12 +80,22 @@ func Protect(data []byte, paths *Paths, c Cipher) ([]byte, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: no cipher", ErrKey)
 	}
-	return wire.ReplaceFields(data, paths.fields(), func(v []byte) ([]byte, bool, error) {
+	if a, ok := c.(*AESGCM); ok {
+		// The reference cipher writes its base64 straight into the result.
+		return paths.fieldSet().Replace(data, func(dst, v []byte) ([]byte, bool, error) {
+			out, err := a.appendSealedJSON(dst, v)
+			if err != nil {
+				return dst, false, err
+			}
+			return out, true, nil
+		})
+	}
+	return paths.fieldSet().Replace(data, func(dst, v []byte) ([]byte, bool, error) {
 		ct, err := c.Encrypt(v)
 		if err != nil {
-			return nil, false, fmt.Errorf("gdpr: encrypting a protected field: %w", err)
+			return dst, false, fmt.Errorf("gdpr: encrypting a protected field: %w", err)
 		}
-		return wire.AppendJSONString(make([]byte, 0, len(ct)+2), ct), true, nil
+		return wire.AppendJSONString(dst, ct), true, nil
 	})
 }
 
@@ -93,11 +112,12 @@ func Unprotect(data []byte, paths *Paths, c Cipher) ([]byte, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: %w: no cipher", ErrDecrypt, ErrKey)
 	}
-	return wire.ReplaceFields(data, paths.fields(), func(v []byte) ([]byte, bool, error) {
+	return paths.fieldSet().Replace(data, func(dst, v []byte) ([]byte, bool, error) {
 		if v[0] != '"' {
-			return nil, false, nil
+			return dst, false, nil
 		}
-		return open(v, c)
+		pt, ok, err := open(v, c)
+		return append(dst, pt...), ok, err
 	})
 }
 
