@@ -10,7 +10,7 @@ SHELL := /bin/bash
 
 # Modules in dependency order. examples/* modules are added here as they land
 # (and in versions.txt and go.work; `make modgraph` checks the last two agree).
-MODULES := core brokertest idempotency idempotency/sqlstore idempotency/redisstore schema outbox conformance kafka pulsar tools otel otel/integration outbox/integration chaos examples/orderstatus examples/appdemo examples/quickstart
+MODULES := core brokertest idempotency idempotency/sqlstore idempotency/redisstore schema outbox conformance kafka pulsar tools otel otel/integration outbox/integration chaos interop examples/orderstatus examples/appdemo examples/quickstart
 
 GO ?= go
 GOTEST_FLAGS ?= -count=1 -p 2
@@ -31,6 +31,7 @@ build: ## Build every module.
 vet: ## go vet every module (integration-tagged files included).
 	@for m in $(MODULES); do echo "== vet $$m"; (cd $$m && $(GO) vet ./... && $(GO) vet -tags integration ./...); done
 	@echo "== vet kafka (cluster tests)"; cd kafka && $(GO) vet -tags cluster ./...
+	@echo "== vet interop (interop tests)"; cd interop && $(GO) vet -tags interop ./...
 
 .PHONY: test
 test: build vet ## Build, vet and run every module's unit tests with the race detector (no broker needed).
@@ -75,6 +76,26 @@ integration: ## Start the real brokers, run every module's integration tests aga
 .PHONY: integration-tests
 integration-tests: ## Integration tests against brokers already described by BQ_* variables (see brokers-up).
 	@for m in $(MODULES); do echo "== integration $$m"; (cd $$m && $(GO) test -tags integration $(GOTEST_FLAGS) -p 1 -timeout 20m ./...); done
+
+# The Python SDK as a peer (interop/README.md): interop/venv.sh prepares the
+# pinned babelqueue 1.24.0 in a venv cached under ~/.cache/babelqueue
+# (installing python3-venv with apt-get where it is missing), then the
+# scenarios run on Kafka and Pulsar started for them.
+.PHONY: interop
+interop: ## The Python SDK (babelqueue 1.24.0) as a peer on real Kafka and Pulsar: one line per scenario, then "N passed, M failed".
+	@py="$$(interop/venv.sh)/bin/python"; \
+	BQ_BROKERS="kafka pulsar" BQ_INTEROP_PYTHON="$$py" $(BROKERS) $(MAKE) --no-print-directory interop-tests
+
+.PHONY: interop-tests
+interop-tests: ## The interop scenarios against brokers already described by BQ_* variables (the venv from interop/venv.sh).
+	@export BQ_INTEROP_PYTHON="$${BQ_INTEROP_PYTHON:-$$(interop/venv.sh)/bin/python}"; \
+	log=$$(mktemp); trap 'rm -f "$$log"' EXIT; \
+	(cd interop && $(GO) test -tags interop -count=1 -v -parallel 4 -timeout 8m .) > "$$log" 2>&1 & pid=$$!; \
+	tail -n +1 -f --pid=$$pid "$$log" | grep --line-buffered -E '^(interop: |[0-9]+ passed, [0-9]+ failed$$)' || true; \
+	if wait $$pid; then exit 0; fi; \
+	echo "== interop failures:"; \
+	awk '/^=== (RUN|CONT|NAME) /{cur=$$3; next} /^--- FAIL: /{failed[$$3]=1; next} /^panic|^FAIL\t|^\[build failed\]/{print; next} \
+	  /^    /{out[cur]=out[cur] substr($$0, 1, 2000) "\n"} END{for (t in failed) {print "--- FAIL: " t; printf "%s", out[t]}}' "$$log"; exit 1
 
 .PHONY: cluster-tests
 cluster-tests: ## Start a three-node Kafka KRaft cluster, run the leader- and controller-kill tests on it, stop it.
@@ -124,6 +145,7 @@ lint: verify-versions modgraph readmecheck tidy-check sizecheck docsize ## gofmt
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@$(MAKE) --no-print-directory vet
 	@for m in $(MODULES); do echo "== staticcheck $$m"; (cd $$m && $(GO) run $(STATICCHECK) ./... && $(GO) run $(STATICCHECK) -tags integration ./...); done
+	cd interop && $(GO) run $(STATICCHECK) -tags interop ./...
 	$(GO) run $(ACTIONLINT) -no-color .github/workflows/*.yml
 
 .PHONY: sizecheck
@@ -212,8 +234,8 @@ chaos-run: # CHAOS_RUNS: ';'-separated bqchaos command lines, run on each broker
 	done
 
 .PHONY: setup
-setup: ## Install what the tests need besides Go when missing (Debian/Ubuntu: Java 17, Maven, PostgreSQL, Redis); the first step of ci.
+setup: ## Install what the tests need besides Go when missing (Debian/Ubuntu: Java 17, Maven, PostgreSQL, Redis, Python 3); the first step of ci.
 	@.ci/setup.sh
 
 .PHONY: ci
-ci: setup lint test conformance proxytest integration outbox-kill chaos-short ## Everything CI runs, from a fresh Debian machine: setup, lint, unit tests, conformance, the release proxy test, real-broker integration tests, the outbox SIGKILL test (20-45 s), the short chaos run.
+ci: setup lint test conformance proxytest integration interop outbox-kill chaos-short ## Everything CI runs, from a fresh Debian machine: setup, lint, unit tests, conformance, the release proxy test, real-broker integration tests, the Python SDK interop scenarios, the outbox SIGKILL test (20-45 s), the short chaos run.

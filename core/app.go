@@ -25,6 +25,7 @@ type App struct {
 
 	mu       sync.RWMutex
 	handlers map[string]Handler
+	rejected []error // Handle calls refused for their URN; Consume and Drain report them
 
 	ackCtxs sync.Pool // of detached *driver.CallContext, see ackWithin
 }
@@ -134,7 +135,7 @@ func (a *App) PublishWithHeaders(ctx context.Context, urn string, data any, head
 		return "", invalid("publish queue is blank")
 	}
 	if err := wire.ValidURN(urn); err != nil {
-		return "", fmt.Errorf("babelqueue: publish to %s: %w: %w", queue, ErrInvalidOption, err)
+		return "", within("publish to "+queue, err) // an argument, not an option
 	}
 	switch {
 	case p.delay > 0 && !a.features.Delay:
@@ -146,17 +147,17 @@ func (a *App) PublishWithHeaders(ctx context.Context, urn string, data any, head
 	}
 	env, err := Make(urn, data, append(p.envelope, WithQueue(queue))...)
 	if err != nil {
-		return "", fmt.Errorf("babelqueue: publish %s: %w", urn, err)
+		return "", within("publish to "+queue, err) // Make names the URN
 	}
 	if err := a.validatePayload(urn, env); err != nil {
-		return "", fmt.Errorf("babelqueue: publish %s to %s: %w", urn, queue, err)
+		return "", within("publish "+urn+" to "+queue, err)
 	}
 	if env, err = a.protectOutgoing(urn, env); err != nil {
 		return "", fmt.Errorf("babelqueue: publish %s to %s: %w", urn, queue, err)
 	}
 	raw, err := env.Encode()
 	if err != nil {
-		return "", fmt.Errorf("babelqueue: publish %s: %w", urn, err)
+		return "", within("publish "+urn+" to "+queue, err)
 	}
 	// raw is not written again: the body views it without a copy.
 	out := &driver.Outgoing{Intent: driver.IntentPublish, Queue: queue, Body: unsafe.String(unsafe.SliceData(raw), len(raw)), Key: p.key, Headers: headers, Delay: p.delay}
@@ -171,7 +172,7 @@ func (a *App) PublishWithHeaders(ctx context.Context, urn string, data any, head
 		if errors.Is(err, ErrPublishUnknown) {
 			return "", newUnknownPublishError(out, env.Meta.ID, err)
 		}
-		return "", fmt.Errorf("babelqueue: publish %s to %s: %w", urn, queue, err)
+		return "", within("publish "+urn+" to "+queue, err)
 	}
 	return env.Meta.ID, nil
 }

@@ -42,9 +42,9 @@ var (
 	// holding the dead-letter queue's cursor; it read, wrote and settled
 	// nothing. The bindings' own ErrRedriveBusy values match it.
 	ErrRedriveBusy = driver.ErrRedriveBusy
-	// ErrInvalidURN matches a publish whose URN breaks the URN rule of the
-	// BabelQueue family (see wire.ValidURN); it also matches
-	// ErrInvalidOption.
+	// ErrInvalidURN matches a publish or Handle whose URN breaks the URN
+	// rule of the BabelQueue family (see wire.ValidURN). A URN is an
+	// argument, so the error does not match ErrInvalidOption.
 	ErrInvalidURN = wire.ErrInvalidURN
 	// ErrInvalidPayload matches a payload rejected by the App's
 	// PayloadValidator.

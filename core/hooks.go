@@ -130,9 +130,13 @@ type Settlement struct {
 	Target string
 	// Delay is the delay of a retry, when the binding reported one.
 	Delay time.Duration
-	// Attempts is the delivery's attempt number, counted by the contract's
-	// rule (the first delivery is 1).
-	Attempts int
+	// Deliveries is how many deliveries of the message the contract has
+	// counted, this one included (1 on the first): the envelope's attempts + 1.
+	//
+	// A retry copy and a dead letter written for this delivery carry it as
+	// their attempts, so Deliveries, the log attribute "deliveries" and a
+	// dead letter's attempts are one count. Zero when nothing was decoded.
+	Deliveries int
 	// Err is the handler's error, the reason of a rejection, or a settle
 	// failure wrapping ErrSettle.
 	Err error

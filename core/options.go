@@ -31,6 +31,7 @@ import (
 //	WithConcurrency                DefaultConcurrency (1 handler at a time per queue), OrderKey
 //	WithMaxPending                 4 × the concurrency
 //	WithPayloadValidator           none (payloads are not checked)
+//	WithLegacyURNs                 off: Handle takes only URNs that follow the URN rule
 const (
 	DefaultQueue            = "default"
 	DefaultMaxAttempts      = 3
@@ -104,6 +105,7 @@ type config struct {
 	conc             concurrencyConfig
 	payloadValidator PayloadValidator
 	protector        FieldProtector
+	legacyURNs       bool // WithLegacyURNs
 
 	suffixSet bool    // WithDeadLetterSuffix was given
 	errs      []error // the problems the options found
@@ -335,4 +337,14 @@ func WithHooks(hooks ...Hook) Option {
 			}
 		}
 	}
+}
+
+// WithLegacyURNs makes Handle accept any URN that is not blank, for
+// messages of producers that predate the URN rule of wire.ValidURN.
+//
+// A consumer routes such a message like any other (its job is not
+// checked), so this lets a service register a handler for it. Publish
+// still refuses a URN that breaks the rule.
+func WithLegacyURNs() Option {
+	return func(c *config) { c.legacyURNs = true }
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strconv"
 	"sync"
 	"unsafe"
 
@@ -96,7 +97,7 @@ func (a *App) PublishBatch(ctx context.Context, msgs []BatchMessage, opts ...Pub
 			if reuse {
 				s.release(b.bodies) // nothing was handed to the transport
 			}
-			return nil, fmt.Errorf("babelqueue: publish batch message %d: %w", i, err)
+			return nil, within("publish batch message "+strconv.Itoa(i), err)
 		}
 		outs[i], ids[i] = &slab[i], id
 	}
@@ -221,7 +222,7 @@ func (a *App) batchOutgoing(out *driver.Outgoing, m *BatchMessage, b *batchBuild
 	}
 	if m.URN == "" || m.URN != b.validURN {
 		if err := wire.ValidURN(m.URN); err != nil {
-			return "", fmt.Errorf("%w: %w", ErrInvalidOption, err)
+			return "", err // an argument, not an option
 		}
 		b.validURN = m.URN // a batch mostly repeats one URN
 	}

@@ -262,8 +262,8 @@ func (h *Hooks) OnSettle(ctx context.Context, dl *babelqueue.Delivery, s *babelq
 	if s.Delay > 0 {
 		attrs = append(attrs, AttrDelayMS.Int64(s.Delay.Milliseconds()))
 	}
-	if s.Attempts > 0 {
-		attrs = append(attrs, AttrAttempt.Int(s.Attempts-1))
+	if s.Deliveries > 0 {
+		attrs = append(attrs, AttrAttempt.Int(s.Deliveries-1))
 	}
 	if dl.URN != "" {
 		attrs = append(attrs, AttrURN.String(dl.URN))

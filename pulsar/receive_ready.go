@@ -22,6 +22,24 @@ func (t *Transport) ReceiveReady(queue string) (*babelqueue.ReceivedMessage, boo
 	return s.pre.takeReady()
 }
 
+var _ driver.PartitionReadyReceiver = (*Transport)(nil)
+
+// ReceiveReadyFrom is ReceiveReady for one partition of a partitioned
+// topic (driver.PartitionReadyReceiver): the first delivery of partition
+// the prefetcher has already prepared, ahead of the other partitions'
+// (each keeps its order), looking at most (prefetchBatches + 1) ×
+// prefetchBatch deliveries ahead, or (nil, false). It hands out nothing in
+// direct mode (before NotifyReady). The App's lane of a partition
+// (OrderPartition, on a Failover or Exclusive subscription) takes its next
+// message through it as soon as it settled the last one.
+func (t *Transport) ReceiveReadyFrom(queue string, partition int32) (*babelqueue.ReceivedMessage, bool) {
+	s := t.prefetched(queue)
+	if s == nil {
+		return nil, false
+	}
+	return s.pre.takeFrom(partition)
+}
+
 // NotifyReady makes the prefetcher of queue call fn after it queued a
 // prepared batch while no Pop waited for one (nil stops it), so that the
 // App's concurrent loop need not keep a worker waiting in Pop

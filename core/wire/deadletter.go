@@ -43,7 +43,8 @@ type DeadLetter struct {
 	FailedAt int64
 	// OriginalQueue is the queue the message was consumed from.
 	OriginalQueue string
-	// Attempts is the counted number of deliveries (equal to the body's
+	// Attempts is how many times the message was delivered before it was
+	// dead-lettered, the last delivery included (equal to the body's
 	// attempts).
 	Attempts int
 	// Lang is the dead-lettering SDK; an empty Lang is written as "go".

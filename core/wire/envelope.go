@@ -43,7 +43,14 @@ type Envelope struct {
 	TraceID string
 	// Meta is the meta object.
 	Meta Meta
-	// Attempts is the retry counter (0 on first publish).
+	// Attempts is the contract's retry counter: on a delivery, how many
+	// earlier deliveries failed and were retried (0 on the first).
+	//
+	// A delivery repeated without a retry (a crash before the acknowledge, a
+	// hand-back) is not counted. In a dead letter it is the number of
+	// deliveries counted, the last included, equal to DeadLetter.Attempts.
+	// Logs and hooks say "deliveries" for this counter plus one: the
+	// delivery in hand included.
 	Attempts int
 	// DeadLetter is the dead_letter block of a dead-lettered message, or nil.
 	DeadLetter *DeadLetter

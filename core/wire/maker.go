@@ -61,7 +61,7 @@ func (m *Maker) Make(left int, job string, data any, opts ...MakeOption) (*Envel
 	out, err := appendData(m.data[:0], data)
 	if err != nil {
 		*c = makeConfig{}
-		return nil, fmt.Errorf("babelqueue: making %s: %w", job, err)
+		return nil, within("making "+job, err)
 	}
 	m.data = out
 	switch traceBlank, idBlank := IsBlank(c.traceID), IsBlank(c.id); {
