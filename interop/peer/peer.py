@@ -301,6 +301,20 @@ def cmd_reencode(spec: Dict[str, Any]) -> None:
                      for b in spec["bodies"]]})
 
 
+def cmd_gdpr(spec: Dict[str, Any]) -> None:
+    """Run ``gdpr.protect`` or ``gdpr.unprotect`` (``op``) on ``data`` with ``schema`` and the
+    AES-GCM key ``key_hex``; emit the resulting data, or the error's type and text."""
+    from babelqueue.gdpr import protect, unprotect
+
+    data = spec["data"]
+    try:
+        (protect if spec["op"] == "protect" else unprotect)(data, spec["schema"], AesGcmCipher(spec["key_hex"]))
+    except Exception as exc:  # noqa: BLE001 - reported to the Go side
+        emit({"error": type(exc).__name__, "message": str(exc)})
+        return
+    emit({"data": data})
+
+
 # -- Pulsar ------------------------------------------------------------------
 
 
@@ -425,6 +439,7 @@ COMMANDS = {
     "kafka-redrive": cmd_kafka_redrive,
     "poison-record": cmd_poison_record,
     "reencode": cmd_reencode,
+    "gdpr": cmd_gdpr,
     "pulsar-publish": cmd_pulsar_publish,
     "pulsar-send-raw": cmd_pulsar_send_raw,
     "pulsar-read": cmd_pulsar_read,
