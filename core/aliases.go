@@ -47,10 +47,3 @@ func WithID(id string) MakeOption { return wire.WithID(id) }
 
 // WithCreatedAt sets the Envelope's meta.created_at; see wire.WithCreatedAt.
 func WithCreatedAt(t time.Time) MakeOption { return wire.WithCreatedAt(t) }
-
-// WithMeta adds a producer entry to the Envelope's meta; see wire.WithMeta.
-func WithMeta(key string, value any) MakeOption { return wire.WithMeta(key, value) }
-
-// WithMetaExt adds a vendor entry to the Envelope's meta.ext; see
-// wire.WithMetaExt.
-func WithMetaExt(vendor string, value any) MakeOption { return wire.WithMetaExt(vendor, value) }

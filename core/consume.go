@@ -303,7 +303,7 @@ func (a *App) settle(ctx context.Context, msg *ReceivedMessage, d *Delivery) (ou
 
 	route := env.URN()
 	if dropped := env.DroppedKeys(); dropped != nil {
-		a.reportWarning(ctx, "babelqueue: envelope keys ignored", a.deliveryErr(msg, env, route, &DroppedKeysError{Pointers: dropped}),
+		a.reportWarning(ctx, "babelqueue: envelope keys ignored", a.deliveryErr(msg, env, route, &wire.DroppedKeysError{Pointers: dropped}),
 			a.attrs(msg, env, route, slog.Any("keys", dropped))...)
 	}
 	if h, ok := msg.Header(wire.HeaderJob); ok && !wire.IsBlank(h) {

@@ -2,7 +2,6 @@ package babelqueue
 
 import (
 	"errors"
-	"strings"
 
 	"github.com/babelqueue/babelqueue-go/core/driver"
 	"github.com/babelqueue/babelqueue-go/core/wire"
@@ -52,6 +51,10 @@ var (
 	// ErrForbiddenKey matches a producer meta entry Make refuses (a core
 	// or forbidden meta key); see wire.WithMeta.
 	ErrForbiddenKey = wire.ErrForbiddenKey
+	// ErrDroppedKeys matches the warning (WithOnWarning) of a delivery
+	// whose body carries keys its envelope ignores (a
+	// *wire.DroppedKeysError): it is handled as usual.
+	ErrDroppedKeys = wire.ErrDroppedKeys
 	// ErrDecryptFailed matches a consumed message whose protected fields
 	// the App's FieldProtector could not decrypt (Settlement.Reason
 	// wire.ReasonDecryptFailed); the protector's own error is wrapped too.
@@ -78,27 +81,3 @@ var (
 	// bindings wrap.
 	ErrPublishUnknown = driver.ErrPublishUnknown
 )
-
-// ErrDroppedKeys matches the warning of a delivery whose body carries keys
-// its envelope ignores (a *DroppedKeysError).
-var ErrDroppedKeys = errors.New("babelqueue: envelope keys ignored")
-
-// DroppedKeysError is the warning (WithOnWarning) of a delivery whose body
-// carries keys the decoded envelope ignores: the forbidden keys
-// (wire.ForbiddenKeys, retired by the BabelQueue family) and a urn alias
-// beside a valid job. The message is handled as usual; the keys are not
-// exposed by the envelope and Envelope.Encode leaves the forbidden ones
-// out, while retries and dead letters keep the received bytes (CONTRACT.md
-// 2.4). It matches ErrDroppedKeys.
-type DroppedKeysError struct {
-	// Pointers are the JSON pointers of the keys ("/timestamp",
-	// "/meta/ts", "/urn").
-	Pointers []string
-}
-
-func (e *DroppedKeysError) Error() string {
-	return "envelope keys ignored: " + strings.Join(e.Pointers, ", ")
-}
-
-// Is matches ErrDroppedKeys.
-func (e *DroppedKeysError) Is(target error) bool { return target == ErrDroppedKeys }

@@ -5,25 +5,13 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/babelqueue/babelqueue-go/core/gdpr"
 	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
-// FieldProtector encrypts the personal fields of a message's data object
-// and decrypts them again (GDPR field encryption); gdpr.Protector, fed by
-// the schema module's x-gdpr-sensitive marks, is one. Both methods return
-// the whole data object and must change no byte of it but the protected
-// values; they must be safe for concurrent use.
-type FieldProtector interface {
-	// ProtectFields returns data with the sensitive fields of urn
-	// encrypted.
-	ProtectFields(urn string, data []byte) ([]byte, error)
-	// UnprotectFields returns data with the sensitive fields of urn
-	// decrypted; it fails for a value it cannot open.
-	UnprotectFields(urn string, data []byte) ([]byte, error)
-}
-
 // WithFieldProtector makes the App encrypt sensitive data fields on
-// publish and decrypt them before the handler runs.
+// publish and decrypt them before the handler runs (gdpr.Protector, fed
+// by the schema module's x-gdpr-sensitive marks, is a FieldProtector).
 //
 // Publish (and PublishBatch) validate the cleartext with the
 // PayloadValidator first, then write the data p.ProtectFields returns; an
@@ -35,7 +23,7 @@ type FieldProtector interface {
 // after its last attempt, dead-lettered, both with Settlement.Reason (and
 // dead_letter.reason) wire.ReasonDecryptFailed and an error matching
 // ErrDecryptFailed. A nil protector is rejected.
-func WithFieldProtector(p FieldProtector) Option {
+func WithFieldProtector(p gdpr.FieldProtector) Option {
 	return func(c *config) {
 		if p == nil {
 			c.fail("field protector is nil")

@@ -18,7 +18,7 @@ func TestMetaExtThroughRetryDeadLetterAndRedrive(t *testing.T) {
 	ctx := context.Background()
 	app := testApp(tr, WithDefaultQueue("orders"), WithMaxAttempts(2))
 	if _, err := app.Publish(ctx, "urn:test:order", map[string]any{"n": 1},
-		WithEnvelopeOptions(WithMetaExt("acme", map[string]any{"tenant": "t-9"}))); err != nil {
+		WithEnvelopeOptions(wire.WithMetaExt("acme", map[string]any{"tenant": "t-9"}))); err != nil {
 		t.Fatal(err)
 	}
 	const ext = `{"acme":{"tenant":"t-9"}}`
@@ -52,7 +52,7 @@ func TestMetaExtThroughRetryDeadLetterAndRedrive(t *testing.T) {
 
 func TestPublishRefusesReservedMetaKey(t *testing.T) {
 	tr := bqtest.NewInMemoryTransport()
-	_, err := testApp(tr, WithDefaultQueue("orders")).Publish(context.Background(), "urn:test:order", nil, WithEnvelopeOptions(WithMeta("ts", 1)))
+	_, err := testApp(tr, WithDefaultQueue("orders")).Publish(context.Background(), "urn:test:order", nil, WithEnvelopeOptions(wire.WithMeta("ts", 1)))
 	var ke *wire.EnvelopeKeyError
 	if !errors.As(err, &ke) || ke.Pointer != "/meta/ts" || !errors.Is(err, ErrForbiddenKey) || tr.Len("orders") != 0 {
 		t.Fatalf("publish with meta.ts: %v", err)
@@ -73,7 +73,7 @@ func TestConsumeWarnsAboutDroppedKeys(t *testing.T) {
 	if _, err := app.Drain(ctx, "orders"); err != nil {
 		t.Fatal(err)
 	}
-	var dk *DroppedKeysError
+	var dk *wire.DroppedKeysError
 	if handled != 1 || len(warned) != 1 || !errors.As(warned[0], &dk) || !errors.Is(warned[0], ErrDroppedKeys) ||
 		strings.Join(dk.Pointers, ",") != "/timestamp,/meta/ts" {
 		t.Fatalf("handled %d, warnings %v", handled, warned)

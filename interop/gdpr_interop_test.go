@@ -241,8 +241,8 @@ func TestKafkaMetaExtGoThroughPython(t *testing.T) {
 	ensureTopics(t, tr, topic, 1)
 	app := newApp(t, tr, babelqueue.WithDefaultQueue(topic))
 	if _, err := app.Publish(bg(t, 30*time.Second), urnCreated, interopData, babelqueue.WithEnvelopeOptions(
-		babelqueue.WithMetaExt("acme", map[string]any{"tenant": "t-9", "route": []any{"eu", "é <b>"}, "big": json.Number("12345678901234567890")}),
-		babelqueue.WithMeta("x-origin", "billing"))); err != nil {
+		wire.WithMetaExt("acme", map[string]any{"tenant": "t-9", "route": []any{"eu", "é <b>"}, "big": json.Number("12345678901234567890")}),
+		wire.WithMeta("x-origin", "billing"))); err != nil {
 		t.Fatal(err)
 	}
 	published := readKafka(t, topic, 1, 30*time.Second, 0)[0].Value
@@ -401,13 +401,13 @@ func TestPulsarMetaExtAcrossLanguages(t *testing.T) {
 	var ready map[string]any
 	py.next(t, 30*time.Second, &ready)
 	producer := newApp(t, newPulsar(t), babelqueue.WithDefaultQueue(goTopic))
-	env, err := babelqueue.Make(urnCreated, interopData, babelqueue.WithMetaExt("acme", map[string]any{"tenant": "t-9", "big": json.Number("12345678901234567890")}))
+	env, err := babelqueue.Make(urnCreated, interopData, wire.WithMetaExt("acme", map[string]any{"tenant": "t-9", "big": json.Number("12345678901234567890")}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := string(env.MetaExt())
 	if _, err := producer.Publish(bg(t, 30*time.Second), urnCreated, interopData, babelqueue.WithEnvelopeOptions(
-		babelqueue.WithMetaExt("acme", map[string]any{"tenant": "t-9", "big": json.Number("12345678901234567890")}))); err != nil {
+		wire.WithMetaExt("acme", map[string]any{"tenant": "t-9", "big": json.Number("12345678901234567890")}))); err != nil {
 		t.Fatal(err)
 	}
 	if got := extOf(t, mustReceive(t, pyDLQ, 60*time.Second).Payload()); got != want {

@@ -146,6 +146,20 @@ func open(v []byte, c Cipher) ([]byte, bool, error) {
 	return pt, true, nil
 }
 
+// FieldProtector encrypts the personal fields of a message's data object
+// and decrypts them again; babelqueue.WithFieldProtector takes one, and
+// Protector is the one fed by schema marks. Both methods return the whole
+// data object and must change no byte of it but the protected values;
+// they must be safe for concurrent use.
+type FieldProtector interface {
+	// ProtectFields returns data with the sensitive fields of urn
+	// encrypted.
+	ProtectFields(urn string, data []byte) ([]byte, error)
+	// UnprotectFields returns data with the sensitive fields of urn
+	// decrypted; it fails for a value it cannot open.
+	UnprotectFields(urn string, data []byte) ([]byte, error)
+}
+
 // PathSource gives the sensitive paths of a URN; nil or an empty set when
 // it has none. schema.Registry is one.
 type PathSource interface {
@@ -308,3 +322,5 @@ func fieldText(data []byte, path wire.FieldPath) (string, bool, error) {
 	}
 	return out, found, nil
 }
+
+var _ FieldProtector = (*Protector)(nil)

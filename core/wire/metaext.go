@@ -345,3 +345,22 @@ func withoutForbidden(b []byte, dropped uint8) ([]byte, error) {
 	}
 	return splice(b, top.m.valStart, top.m.valEnd, meta), nil
 }
+
+// ErrDroppedKeys matches a *DroppedKeysError.
+var ErrDroppedKeys = errors.New("babelqueue: envelope keys ignored")
+
+// DroppedKeysError reports the keys of a received body that its envelope
+// ignores (see Envelope.DroppedKeys); the App passes it to its warning
+// hook and handles the message as usual. It matches ErrDroppedKeys.
+type DroppedKeysError struct {
+	// Pointers are the JSON pointers of the keys ("/timestamp",
+	// "/meta/ts", "/urn").
+	Pointers []string
+}
+
+func (e *DroppedKeysError) Error() string {
+	return "envelope keys ignored: " + strings.Join(e.Pointers, ", ")
+}
+
+// Is matches ErrDroppedKeys.
+func (e *DroppedKeysError) Is(target error) bool { return target == ErrDroppedKeys }
