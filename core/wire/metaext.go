@@ -99,7 +99,7 @@ type metaEntry struct {
 }
 
 // WithMeta adds the entry key: value to meta, beside the core keys
-// (ADR-0031); value is encoded as encoding/json does, without HTML
+// (CONTRACT.md 2.9); value is encoded as encoding/json does, without HTML
 // escaping. Entries are written after created_at in the order given; a key
 // given again replaces the earlier value in its place. A core meta key
 // (id, queue, lang, schema_version, created_at) or a forbidden one
