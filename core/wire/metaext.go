@@ -364,3 +364,25 @@ func (e *DroppedKeysError) Error() string {
 
 // Is matches ErrDroppedKeys.
 func (e *DroppedKeysError) Is(target error) bool { return target == ErrDroppedKeys }
+
+// CheckOutbound returns an *EnvelopeKeyError naming the first key of body
+// that no producer may write (CONTRACT.md 2.10): a forbidden key
+// (ForbiddenKeys, in that order), then the inbound alias urn. It returns
+// nil for a body without one, and Decode's error for a body that is not an
+// envelope. A tool that publishes whole envelopes as given checks them
+// with it; Make never writes those keys.
+func CheckOutbound(body []byte) error {
+	p, err := parse(body)
+	if err != nil {
+		return err
+	}
+	for i, ptr := range ForbiddenKeys {
+		if p.dropped&(1<<i) != 0 {
+			return &EnvelopeKeyError{Pointer: ptr, Why: "the key is forbidden in new envelopes"}
+		}
+	}
+	if l, err := locateTop(body, keyURN); err == nil && l.found {
+		return &EnvelopeKeyError{Pointer: "/urn", Why: "urn is an inbound alias of job; producers write job"}
+	}
+	return nil
+}

@@ -130,3 +130,25 @@ func TestMetaExtSurvivesEveryHop(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckOutbound(t *testing.T) {
+	ok := `{"job":"u","trace_id":"t","data":{"timestamp":1,"urn":2},"meta":{"schema_version":1,"ext":{"ts":1}},"attempts":0}`
+	if err := CheckOutbound([]byte(ok)); err != nil {
+		t.Fatalf("a clean envelope: %v", err)
+	}
+	for body, ptr := range map[string]string{
+		`{"job":"u","trace_id":"t","data":{},"meta":{"schema_version":1},"attempts":0,"timestamp":1}`:       "/timestamp",
+		`{"job":"u","trace_id":"t","data":{},"meta":{"schema_version":1,"source":"x","ts":1},"attempts":0}`: "/meta/source",
+		`{"job":"u","trace_id":"t","data":{},"meta":{"schema_version":1,"max_retries":3},"attempts":0}`:     "/meta/max_retries",
+		`{"urn":"u","trace_id":"t","data":{},"meta":{"schema_version":1},"attempts":0}`:                     "/urn",
+		`{"job":"u","urn":"u","trace_id":"t","data":{},"meta":{"schema_version":1},"attempts":0}`:           "/urn",
+	} {
+		var ke *EnvelopeKeyError
+		if err := CheckOutbound([]byte(body)); !errors.As(err, &ke) || ke.Pointer != ptr || !errors.Is(err, ErrForbiddenKey) {
+			t.Errorf("%s: %v, want %s refused", body, err, ptr)
+		}
+	}
+	if err := CheckOutbound([]byte(`[]`)); !errors.Is(err, ErrPoison) {
+		t.Errorf("not an envelope: %v", err)
+	}
+}
