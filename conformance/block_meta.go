@@ -26,6 +26,9 @@ import (
 //     expect_refused, fails naming that pointer.
 //   - "hops": retry (attempts 1), dead letter and redrive of body keep the
 //     meta.ext bytes expect_ext.
+//   - "outbound": body, given whole to a producer, is refused naming the
+//     pointer expect_refused (a forbidden key or the urn alias), or
+//     accepted when expect_refused is empty.
 func init() {
 	register("forbidden_keys", "core/wire", runForbiddenKeys)
 	register("babelqueue_go.meta_extensions", "core/wire", runMetaExtensions)
@@ -135,6 +138,16 @@ func runMetaExtensions(_ context.Context, _ *Suite, raw json.RawMessage, _ Bindi
 				}
 				if string(body) != c.ExpectBody {
 					return fmt.Errorf("body\n got %s\nwant %s", body, c.ExpectBody)
+				}
+				return nil
+			case "outbound":
+				err := wire.CheckOutbound([]byte(c.Body))
+				var ke *wire.EnvelopeKeyError
+				switch {
+				case c.ExpectRefused == "" && err != nil:
+					return fmt.Errorf("refused: %v", err)
+				case c.ExpectRefused != "" && (!errors.As(err, &ke) || ke.Pointer != c.ExpectRefused):
+					return fmt.Errorf("%v, want refused naming %s", err, c.ExpectRefused)
 				}
 				return nil
 			case "hops":
