@@ -10,8 +10,8 @@ import (
 )
 
 // WithFieldProtector makes the App encrypt sensitive data fields on
-// publish and decrypt them before the handler runs (gdpr.Protector, fed
-// by the schema module's x-gdpr-sensitive marks, is a FieldProtector).
+// publish and decrypt them before the handler runs. gdpr.Protector, fed
+// by the schema module's x-gdpr-sensitive marks, is a FieldProtector.
 //
 // Publish (and PublishBatch) validate the cleartext with the
 // PayloadValidator first, then write the data p.ProtectFields returns; an
