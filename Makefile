@@ -117,7 +117,7 @@ bench-brokers: ## Broker benchmarks against brokers already described by BQ_* va
 
 # The re-injector's lateness runs first, before the throughput benches fill
 # the test broker's heap (its collections then stall produce requests:
-# kafka/DESIGN.md, section 5).
+# kafka/DESIGN.md, "Retry tiers and the Reinjector").
 LATENCY_BENCH := TestBenchKafkaReinjectLateness
 
 # The idempotency stores' overhead (memory, sqlite, postgres, redis) and the
@@ -141,7 +141,7 @@ fuzz: ## Run every fuzz target for FUZZTIME (default 10s) each.
 	done
 
 .PHONY: lint
-lint: verify-versions modgraph readmecheck tidy-check sizecheck docsize ## gofmt check, go vet, staticcheck (pinned), actionlint (pinned), version list, module graph, README table and Quick start, tidy go.mod files, no large file.
+lint: verify-versions modgraph readmecheck tidy-check sizecheck docsize docanchors doccomments ## gofmt check, go vet, staticcheck (pinned), actionlint (pinned), version list, module graph, README table and Quick start, tidy go.mod files, no large file, design-document anchors, doc comment openings.
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@$(MAKE) --no-print-directory vet
 	@for m in $(MODULES); do echo "== staticcheck $$m"; (cd $$m && $(GO) run $(STATICCHECK) ./... && $(GO) run $(STATICCHECK) -tags integration ./...); done
@@ -157,6 +157,18 @@ sizecheck: ## Fail when a tracked file is over 1 MiB or looks like a build outpu
 .PHONY: docsize
 docsize: ## Fail when go doc -short of the user package (core) is over 66 lines.
 	@n=$$(cd core && $(GO) doc -short . | wc -l); echo "docsize: babelqueue go doc -short = $$n lines (at most 66)"; [ "$$n" -le 66 ]
+
+.PHONY: docanchors
+docanchors: ## Fail when a comment or document names a DESIGN.md heading that does not exist, or a section by number.
+	$(GO) run ./tools/cmd/doccheck anchors
+
+# The packages whose exported doc comments open with a sentence of at most
+# 25 words (CONTRIBUTING.md, "Code").
+DOC_COMMENT_PACKAGES := core core/driver core/wire core/redrive core/bqtest core/option kafka pulsar idempotency idempotency/sqlstore idempotency/redisstore idempotency/storetest schema otel
+
+.PHONY: doccomments
+doccomments: ## Fail when an exported doc comment of DOC_COMMENT_PACKAGES opens with a sentence over 25 words.
+	$(GO) run ./tools/cmd/doccheck comments $(DOC_COMMENT_PACKAGES)
 
 .PHONY: verify-versions
 verify-versions: ## Check every module requires its siblings at the versions in versions.txt.

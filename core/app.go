@@ -14,10 +14,10 @@ import (
 	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
-// App is the BabelQueue runtime: it publishes envelopes through a
-// Transport and consumes them, routing each message to the Handler of its
-// URN and settling it by the contract's retry, dead-letter and version
-// rules. An App is safe for concurrent use.
+// App publishes envelopes through a Transport and consumes them, routing
+// each message to the Handler of its URN. It settles every message by the
+// contract's retry, dead-letter and version rules. An App is safe for
+// concurrent use.
 type App struct {
 	t        Transport
 	features driver.Features // t.Features(), read once
@@ -80,9 +80,9 @@ func WithDelay(d time.Duration) PublishOption {
 	return func(p *publishConfig) { p.delay = d }
 }
 
-// WithKey sets the message key (the Kafka record key, the Pulsar key and
-// ordering key), written byte for byte and kept on every retry, dead
-// letter and redrive. A nil key means none; an empty one is kept apart
+// WithKey sets the message key, written byte for byte and kept on every
+// retry, dead letter and redrive. It is the Kafka record key, the Pulsar
+// key and ordering key. A nil key means none; an empty one is kept apart
 // from none. A transport without the Keys feature makes the publish fail
 // with an error matching errors.ErrUnsupported, having written nothing.
 func WithKey(key []byte) PublishOption {

@@ -170,12 +170,12 @@ func (a *App) backoff(ctx context.Context) {
 	}
 }
 
-// Drain handles messages of queues (the default queue when none is given)
-// until they are all empty, and returns how many deliveries it handled,
-// whatever their outcome. A queue counts as empty after a Pop that waited
-// the poll timeout for nothing; Drain passes over the queues again until a
-// whole pass finds nothing, so that retries and messages one handler
-// publishes to another drained queue are handled too. Under
+// Drain handles messages of queues until they are all empty and returns how
+// many deliveries it handled, whatever their outcome. With no queue given
+// it drains the default queue. A queue counts as empty after a Pop that
+// waited the poll timeout for nothing; Drain passes over the queues again
+// until a whole pass finds nothing, so that retries and messages one
+// handler publishes to another drained queue are handled too. Under
 // StrategyRelease a released message is not counted, and Drain stops
 // reading a queue when it meets a message it already released.
 //

@@ -60,16 +60,17 @@ var (
 	// wire.ReasonDecryptFailed); the protector's own error is wrapped too.
 	ErrDecryptFailed = errors.New("babelqueue: protected fields cannot be decrypted")
 	// ErrBatchAborted is the error of a batch message that was not written
-	// because an earlier message of the same batch failed (a transport that
+	// because an earlier message of the same batch failed. A transport that
 	// writes one message at a time stops at the first failure, so that no
-	// later message overtakes it).
+	// later message overtakes it.
 	ErrBatchAborted = errors.New("babelqueue: not written: an earlier message of the batch failed")
 	// ErrPublishUnknown marks a publish whose outcome is unknown: the write
-	// left the client, but no acknowledgement came back (the connection broke
-	// after the request went out, or the wait for the acknowledgement timed
-	// out). The message may or may not be stored, and may still be stored
-	// after the call returned. A binding wraps it into every such error; a
-	// publish error that does not match it means nothing was written.
+	// left the client, but no acknowledgement came back. The connection
+	// broke after the request went out, or the wait for the acknowledgement
+	// timed out. The message may or may not be stored, and may still be
+	// stored after the call returned. A binding wraps it into every such
+	// error; a publish error that does not match it means nothing was
+	// written.
 	//
 	// Do not publish the same intent again with Publish: that makes a new
 	// envelope with a new meta.id, which no consumer can tell from a second

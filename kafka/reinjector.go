@@ -27,7 +27,7 @@ import (
 // the record timestamp is then the broker's append time, read from the
 // batch headers of the Reinjector's own fetches.
 // The per-partition workers, commits and hooks are described in DESIGN.md,
-// section 5.
+// "Retry tiers and the Reinjector".
 type Reinjector struct {
 	t         *Transport
 	groupID   string

@@ -50,11 +50,12 @@ func NewConsumer(tr *Transport, queue string, handlers map[string]babelqueue.Han
 	return &Consumer{app: app, queue: queue}
 }
 
-// Run consumes the queue until ctx ends (it then returns nil) or the
-// Transport fails in a way a retry cannot mend, which it returns.
+// Run consumes the queue until ctx ends or the Transport fails in a way a
+// retry cannot mend; a bad message never stops it. It returns nil when ctx
+// ended, else the Transport's error.
 //
 // A ctx cancelled or past its deadline is a normal stop (the stop rule of
-// package babelqueue). A bad message never stops it.
+// package babelqueue).
 func (c *Consumer) Run(ctx context.Context) error {
 	if c.err != nil {
 		return c.err

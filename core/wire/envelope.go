@@ -106,12 +106,12 @@ func (e *Envelope) Data() []byte {
 	return []byte(e.data)
 }
 
-// DataMap decodes data into a new map, as encoding/json does into an `any`
-// with UseNumber: numbers come back as json.Number, so an integer keeps
-// every digit (12345678901234567890 stays exact); nested objects are
-// map[string]any and arrays []any. The data was validated when the envelope
-// was made or decoded, so the error is always nil today; it is kept so that
-// callers handle it should the rules ever tighten.
+// DataMap decodes data into a new map in which every integer keeps its
+// digits, as encoding/json does into an `any` with UseNumber. Numbers come
+// back as json.Number, so 12345678901234567890 stays exact; nested objects
+// are map[string]any and arrays []any. The data was validated when the
+// envelope was made or decoded, so the error is always nil today; it is
+// kept so that callers handle it should the rules ever tighten.
 func (e *Envelope) DataMap() (map[string]any, error) {
 	m, ok := treeOf(e.dataJSON()).(map[string]any)
 	if !ok {
