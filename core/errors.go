@@ -51,9 +51,9 @@ var (
 	// ErrForbiddenKey matches a producer meta entry Make refuses (a core
 	// or forbidden meta key); see wire.WithMeta.
 	ErrForbiddenKey = wire.ErrForbiddenKey
-	// ErrDroppedKeys matches the warning (WithOnWarning) of a delivery
-	// whose body carries keys its envelope ignores (a
-	// *wire.DroppedKeysError): it is handled as usual.
+	// ErrDroppedKeys matches the warning of a delivery whose body carries
+	// keys its envelope ignores. The warning is a *wire.DroppedKeysError
+	// passed to WithOnWarning; the message is handled as usual.
 	ErrDroppedKeys = wire.ErrDroppedKeys
 	// ErrDecryptFailed matches a consumed message whose protected fields
 	// the App's FieldProtector could not decrypt (Settlement.Reason

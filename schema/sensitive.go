@@ -89,8 +89,8 @@ func sensitiveSet(doc any) *gdpr.Paths {
 }
 
 // SensitivePaths returns the x-gdpr-sensitive paths of urn's schema, or
-// nil when it has none or no schema; a Registry is thus a gdpr.PathSource
-// (gdpr.NewProtector(registry, cipher)).
+// nil when it has none or no schema. A Registry is thus a gdpr.PathSource:
+// pass it to gdpr.NewProtector.
 func (r *Registry) SensitivePaths(urn string) *gdpr.Paths {
 	r.mu.RLock()
 	defer r.mu.RUnlock()

@@ -34,18 +34,18 @@ type Cipher interface {
 // sealed bytes.
 const NonceSize = 12
 
-// AESGCM is the reference cipher: AES-GCM under one key, the output the
-// standard base64 (with padding) of a random 12-byte nonce followed by the
-// sealed bytes (ciphertext and 16-byte tag), no additional data. The other
-// BabelQueue SDKs read and write the same format. It is safe for
-// concurrent use.
+// AESGCM is the reference cipher, AES-GCM under one key, in the format
+// the other BabelQueue SDKs read and write. Its output is the standard
+// base64, with padding, of a random 12-byte nonce followed by the sealed
+// bytes (ciphertext and 16-byte tag); there is no additional data. It is
+// safe for concurrent use.
 type AESGCM struct {
 	aead cipher.AEAD
 }
 
 // NewAESGCM returns the reference cipher under key, which must be 16, 24
-// or 32 bytes long (AES-128, -192, -256); another length fails with an
-// error matching ErrKey.
+// or 32 bytes long. Those are AES-128, -192 and -256; another length fails
+// with an error matching ErrKey.
 func NewAESGCM(key []byte) (*AESGCM, error) {
 	switch len(key) {
 	case 16, 24, 32:

@@ -147,7 +147,7 @@ func open(v []byte, c Cipher) ([]byte, bool, error) {
 }
 
 // FieldProtector encrypts the personal fields of a message's data object
-// and decrypts them again; babelqueue.WithFieldProtector takes one, and
+// and decrypts them again. babelqueue.WithFieldProtector takes one, and
 // Protector is the one fed by schema marks. Both methods return the whole
 // data object and must change no byte of it but the protected values;
 // they must be safe for concurrent use.
@@ -190,8 +190,8 @@ type subjectKeys struct {
 // ProtectorOption configures a Protector.
 type ProtectorOption func(*Protector) error
 
-// WithSubjectKeys picks the cipher of each message by its data subject:
-// the value at path field (a string, or a number taken as written) is
+// WithSubjectKeys picks the cipher of each message by its data subject,
+// the value at path field. A string, or a number taken as written, is
 // passed to keys, whose cipher protects and unprotects that message. It is
 // the crypto-shredding pattern: with one key per subject, deleting a
 // subject's key leaves its protected fields unreadable in every retained

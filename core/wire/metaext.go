@@ -9,9 +9,9 @@ import (
 	"unsafe"
 )
 
-// ErrForbiddenKey matches an envelope key a producer may not write: a
-// core meta key given as a producer meta entry, or one of the keys the
-// BabelQueue family retired (see ForbiddenKeys). Its errors are
+// ErrForbiddenKey matches an envelope key a producer may not write. That
+// is a core meta key given as a producer meta entry, or one of the keys
+// the BabelQueue family retired (see ForbiddenKeys). Its errors are
 // *EnvelopeKeyError values.
 var ErrForbiddenKey = errors.New("babelqueue: reserved or forbidden envelope key")
 
@@ -36,9 +36,9 @@ func (e *EnvelopeKeyError) Is(target error) bool {
 // not use them.
 var CoreMetaKeys = []string{"id", "queue", "lang", "schema_version", "created_at"}
 
-// ForbiddenKeys are the JSON pointers of the keys no SDK writes any more:
-// a body that carries one is decoded with the key dropped (see
-// Envelope.DroppedKeys) and Make never writes one.
+// ForbiddenKeys are the JSON pointers of the keys no SDK writes any more.
+// A body that carries one is decoded with the key dropped (see
+// Envelope.DroppedKeys), and Make never writes one.
 var ForbiddenKeys = []string{"/timestamp", "/meta/max_retries", "/meta/attempts", "/meta/source", "/meta/ts"}
 
 // Bits of Envelope.dropped, in the order of ForbiddenKeys, then the urn
@@ -128,9 +128,9 @@ func WithMeta(key string, value any) MakeOption {
 	}
 }
 
-// WithMetaExt adds vendor: value to the meta.ext object (the recommended
-// place of producer metadata: meta.ext.<vendor>), creating it at its first
-// use; a vendor given again replaces its value. It conflicts with a
+// WithMetaExt adds vendor: value to the meta.ext object, the recommended
+// place of producer metadata. The object is created at its first use, and
+// a vendor given again replaces its value. It conflicts with a
 // WithMeta("ext", ...) of the same Make.
 func WithMetaExt(vendor string, value any) MakeOption {
 	return func(c *makeConfig) {
@@ -256,8 +256,8 @@ func (e *Envelope) MetaExt() json.RawMessage {
 }
 
 // MetaValue returns the raw JSON of the meta entry key, core keys and
-// producer entries alike; ok is false when meta has none, and always for
-// a forbidden key (it was dropped when the body was decoded).
+// producer entries alike. ok is false when meta has none, and always for
+// a forbidden key, which was dropped when the body was decoded.
 func (e *Envelope) MetaValue(key string) (raw json.RawMessage, ok bool) {
 	if forbiddenMetaBit(key) != 0 {
 		return nil, false
@@ -285,9 +285,9 @@ func (e *Envelope) MetaValue(key string) (raw json.RawMessage, ok bool) {
 }
 
 // DroppedKeys returns the JSON pointers of the keys of the received body
-// that its envelope ignores: the forbidden keys (ForbiddenKeys) and a urn
-// alias beside a valid job, in that order; nil for most bodies and for an
-// envelope built by Make. Encode leaves the forbidden keys out; the App
+// that its envelope ignores. Those are the forbidden keys (ForbiddenKeys)
+// and a urn alias beside a valid job, in that order; the result is nil for
+// most bodies and for an envelope built by Make. Encode leaves the forbidden keys out; the App
 // reports a delivery that carries one through its warning hook.
 func (e *Envelope) DroppedKeys() []string {
 	if e.dropped == 0 {
@@ -350,8 +350,8 @@ func withoutForbidden(b []byte, dropped uint8) ([]byte, error) {
 var ErrDroppedKeys = errors.New("babelqueue: envelope keys ignored")
 
 // DroppedKeysError reports the keys of a received body that its envelope
-// ignores (see Envelope.DroppedKeys); the App passes it to its warning
-// hook and handles the message as usual. It matches ErrDroppedKeys.
+// ignores, as Envelope.DroppedKeys lists them. The App passes it to its
+// warning hook and handles the message as usual. It matches ErrDroppedKeys.
 type DroppedKeysError struct {
 	// Pointers are the JSON pointers of the keys ("/timestamp",
 	// "/meta/ts", "/urn").
@@ -366,8 +366,8 @@ func (e *DroppedKeysError) Error() string {
 func (e *DroppedKeysError) Is(target error) bool { return target == ErrDroppedKeys }
 
 // CheckOutbound returns an *EnvelopeKeyError naming the first key of body
-// that no producer may write (CONTRACT.md 2.10): a forbidden key
-// (ForbiddenKeys, in that order), then the inbound alias urn. It returns
+// that no producer may write (CONTRACT.md 2.10). It checks the forbidden
+// keys in the order of ForbiddenKeys, then the inbound alias urn. It returns
 // nil for a body without one, and Decode's error for a body that is not an
 // envelope. A tool that publishes whole envelopes as given checks them
 // with it; Make never writes those keys.
