@@ -74,21 +74,22 @@ func (c *AESGCM) Encrypt(plaintext []byte) (string, error) {
 	return base64.StdEncoding.EncodeToString(buf), nil
 }
 
-// appendSealedJSON appends Encrypt(plaintext) as a JSON string to dst;
-// base64 needs no escaping.
-func (c *AESGCM) appendSealedJSON(dst, plaintext []byte) ([]byte, error) {
-	var stack [256]byte
-	buf := stack[:NonceSize]
-	if n := NonceSize + len(plaintext) + c.aead.Overhead(); n > len(stack) {
-		buf = make([]byte, NonceSize, n)
+// appendSealedJSON appends Encrypt(plaintext) as a JSON string to dst
+// (base64 needs no escaping), sealing in scratch; it returns both, so a
+// caller sealing several values reuses one scratch buffer.
+func (c *AESGCM) appendSealedJSON(dst, scratch, plaintext []byte) ([]byte, []byte, error) {
+	buf := scratch[:0]
+	if n := NonceSize + len(plaintext) + c.aead.Overhead(); cap(buf) < n {
+		buf = make([]byte, 0, max(n, 256))
 	}
+	buf = buf[:NonceSize]
 	if _, err := rand.Read(buf); err != nil {
-		return dst, fmt.Errorf("gdpr: reading a nonce: %w", err)
+		return dst, buf, fmt.Errorf("gdpr: reading a nonce: %w", err)
 	}
 	buf = c.aead.Seal(buf, buf[:NonceSize], plaintext, nil)
 	dst = append(dst, '"')
 	dst = base64.StdEncoding.AppendEncode(dst, buf)
-	return append(dst, '"'), nil
+	return append(dst, '"'), buf, nil
 }
 
 // Decrypt opens a value Encrypt (or another SDK's reference cipher under

@@ -81,9 +81,12 @@ func Protect(data []byte, paths *Paths, c Cipher) ([]byte, error) {
 		return nil, fmt.Errorf("%w: no cipher", ErrKey)
 	}
 	if a, ok := c.(*AESGCM); ok {
-		// The reference cipher writes its base64 straight into the result.
+		// The reference cipher writes its base64 straight into the result,
+		// sealing every value in one scratch buffer.
+		var scratch []byte
 		return paths.fieldSet().Replace(data, func(dst, v []byte) ([]byte, bool, error) {
-			out, err := a.appendSealedJSON(dst, v)
+			out, buf, err := a.appendSealedJSON(dst, scratch, v)
+			scratch = buf
 			if err != nil {
 				return dst, false, err
 			}
