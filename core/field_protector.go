@@ -33,12 +33,26 @@ func WithFieldProtector(p gdpr.FieldProtector) Option {
 	}
 }
 
+// envelopeProtector is a FieldProtector that edits an envelope's data in
+// place of a copy (gdpr.Protector): the App prefers it.
+type envelopeProtector interface {
+	ProtectEnvelope(urn string, env *Envelope) (*Envelope, error)
+	UnprotectEnvelope(urn string, env *Envelope) (*Envelope, error)
+}
+
 // protectOutgoing returns env with its sensitive fields encrypted (env
 // itself without a protector or when nothing changed).
 func (a *App) protectOutgoing(urn string, env *Envelope) (*Envelope, error) {
 	p := a.cfg.protector
 	if p == nil {
 		return env, nil
+	}
+	if ep, ok := p.(envelopeProtector); ok {
+		out, err := ep.ProtectEnvelope(urn, env)
+		if err != nil {
+			return nil, fmt.Errorf("protecting the fields of %s: %w", urn, err)
+		}
+		return out, nil
 	}
 	data := env.Data()
 	out, err := p.ProtectFields(urn, data)
@@ -71,15 +85,20 @@ func (a *App) unprotectIncoming(ctx context.Context, msg *ReceivedMessage, env *
 	if p == nil {
 		return env, outcome{}, true
 	}
-	data := env.Data()
-	clear, err := p.UnprotectFields(route, data)
-	if err == nil && !bytes.Equal(clear, data) {
-		henv, err = env.WithData(clear)
+	var err error
+	if ep, ok := p.(envelopeProtector); ok {
+		henv, err = ep.UnprotectEnvelope(route, env)
+	} else {
+		data := env.Data()
+		var clear []byte
+		if clear, err = p.UnprotectFields(route, data); err == nil {
+			henv = env
+			if !bytes.Equal(clear, data) {
+				henv, err = env.WithData(clear)
+			}
+		}
 	}
 	if err == nil {
-		if henv == nil {
-			henv = env
-		}
 		return henv, outcome{}, true
 	}
 	cause := &decryptFailedError{urn: route, err: err}

@@ -124,3 +124,50 @@ func TestWithFieldProtectorNilIsRejected(t *testing.T) {
 type settleFunc func(context.Context, *Delivery, *Settlement)
 
 func (f settleFunc) OnSettle(ctx context.Context, d *Delivery, s *Settlement) { f(ctx, d, s) }
+
+// plainProtector hides the envelope methods of a gdpr.Protector, so the
+// App takes the FieldProtector path any other implementation takes.
+type plainProtector struct{ p *gdpr.Protector }
+
+func (p plainProtector) ProtectFields(urn string, data []byte) ([]byte, error) {
+	return p.p.ProtectFields(urn, data)
+}
+
+func (p plainProtector) UnprotectFields(urn string, data []byte) ([]byte, error) {
+	return p.p.UnprotectFields(urn, data)
+}
+
+func TestFieldProtectorInterfacePath(t *testing.T) {
+	tr := bqtest.NewInMemoryTransport()
+	ctx := context.Background()
+	app := testApp(tr, WithDefaultQueue("orders"), WithMaxAttempts(1), WithFieldProtector(plainProtector{testProtector(t, 1)}))
+	data := []byte(`{"email":"alice@example.com","profile":{"name":"Alice"},"n":12345678901234567890}`)
+	if _, err := app.Publish(ctx, "urn:test:order", data); err != nil {
+		t.Fatal(err)
+	}
+	if body := tr.Messages("orders")[0].Body; strings.Contains(body, "alice@") {
+		t.Fatalf("written in clear: %s", body)
+	}
+	var got []byte
+	app.Handle("urn:test:order", func(_ context.Context, env *Envelope) error { got = env.Data(); return nil })
+	if _, err := app.Drain(ctx, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatalf("handler got %s, want %s", got, data)
+	}
+	if _, err := testApp(tr, WithDefaultQueue("orders")).Publish(ctx, "urn:test:order", data); err != nil {
+		t.Fatal(err)
+	}
+	wrong := testApp(tr, WithDefaultQueue("orders"), WithMaxAttempts(1), WithFieldProtector(plainProtector{testProtector(t, 1)}))
+	wrong.Handle("urn:test:order", func(context.Context, *Envelope) error {
+		t.Error("handler ran on a cleartext string it cannot open")
+		return nil
+	})
+	if _, err := wrong.Drain(ctx, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	if dead := tr.Messages("orders.dlq"); len(dead) != 1 || dlqEntry(t, dead[0].Body).Reason != wire.ReasonDecryptFailed {
+		t.Fatalf("dead letters %v", dead)
+	}
+}
