@@ -155,8 +155,8 @@ sizecheck: ## Fail when a tracked file is over 1 MiB or looks like a build outpu
 	if [ -n "$$bad$$elf" ]; then echo "sizecheck: files that must not be tracked:"; printf '%s\n' "$$bad" "$$elf" | sed '/^$$/d'; exit 1; fi
 
 .PHONY: docsize
-docsize: ## Fail when go doc -short of the user package (core) is over 66 lines.
-	@n=$$(cd core && $(GO) doc -short . | wc -l); echo "docsize: babelqueue go doc -short = $$n lines (at most 66)"; [ "$$n" -le 66 ]
+docsize: ## Fail when go doc -short of the user package (core) is over 70 lines.
+	@n=$$(cd core && $(GO) doc -short . | wc -l); echo "docsize: babelqueue go doc -short = $$n lines (at most 70)"; [ "$$n" -le 70 ]
 
 .PHONY: docanchors
 docanchors: ## Fail when a comment or document names a DESIGN.md heading that does not exist, or a section by number.
