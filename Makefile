@@ -231,8 +231,14 @@ chaos: ## Chaos suite, full: per broker 10,000 envelopes, 22 SIGKILLs, a broker 
 	@$(MAKE) --no-print-directory cluster-tests
 
 .PHONY: chaos-short
-chaos-short: ## Chaos suite, short (for CI): per broker 3,000 envelopes, 6 SIGKILLs, a broker kill -9 and restart; the same with 16 handlers per consumer (no broker restart); a producer SIGKILLed 5 times mid-publish.
+chaos-short: ## Chaos suite, short (for CI): per broker 3,000 envelopes, 6 SIGKILLs, a broker kill -9 and restart; the same with 16 handlers per consumer (no broker restart); a producer SIGKILLed 5 times mid-publish; then share-chaos (kafkashare).
 	@$(MAKE) --no-print-directory chaos-run CHAOS_RUNS='run -scenario concurrent -concurrency 16 -n 3000 -kills 6 -duration 75s -broker-restart no;run -n 3000 -kills 6 -duration 75s;producer-kill -n 1500 -kills 5 -duration 20s'
+	@$(MAKE) --no-print-directory share-chaos
+
+.PHONY: share-chaos
+share-chaos: ## Kafka share groups (kafkashare) on a broker of its own: consumer processes SIGKILLed (lost=0, duplicates within what was acquired), the same across a broker kill -9 and restart, the idempotent producer across a restart (duplicates=0).
+	@env $(CHAOS_ENV) BQ_BROKERS=kafka BQ_RESTART_SCRIPTS=$(CURDIR)/tools/brokers $(BROKERS) \
+	  bash -c 'cd kafkashare && $(GO) test -tags "integration restart" -run "^(TestShareKilledConsumersLoseNothing|TestRestartShareConsumers|TestRestartIdempotentPublish)$$" -count=1 -p 1 -timeout 20m -v . | grep -E "^(chaos:|restart:|--- |PASS|FAIL|ok)|_test.go:"; exit $${PIPESTATUS[0]}'
 
 .PHONY: chaos-run
 chaos-run: # CHAOS_RUNS: ';'-separated bqchaos command lines, run on each broker of CHAOS_BROKER_LIST in turn, each on brokers started for it alone.

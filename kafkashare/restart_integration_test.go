@@ -119,3 +119,15 @@ func TestRestartIdempotentPublish(t *testing.T) {
 		t.Fatalf("lost=%d duplicates=%d, want 0 and 0", lost, dups)
 	}
 }
+
+// TestRestartShareConsumers: the killed-consumers scenario with the broker
+// killed -9 and started again while the first consumer process handles
+// (it goes on after the restart); lost=0, duplicates within the records
+// acquired per kill and across the restart.
+func TestRestartShareConsumers(t *testing.T) {
+	killedConsumers(t, 1500, 3, func() {
+		brokertest.BrokerScript(t, "kafka", "kill", time.Minute)
+		time.Sleep(3 * time.Second)
+		brokertest.BrokerScript(t, "kafka", "start", 5*time.Minute)
+	})
+}
