@@ -30,6 +30,10 @@ type countingWriter struct {
 	lastUnix atomic.Int64
 }
 
+// Unwrap returns the wrapped writer, so that kafka.WithWriter can check its
+// attempts per call.
+func (c *countingWriter) Unwrap() bqkafka.Writer { return c.w }
+
 func (c *countingWriter) WriteMessages(ctx context.Context, msgs ...kafkago.Message) error {
 	err := c.w.WriteMessages(ctx, msgs...)
 	if err != nil {
@@ -370,6 +374,7 @@ func newReinjectCmd() *cobra.Command {
 			Addr:         kafkago.TCP(k.brokers...),
 			Balancer:     &bqkafka.Murmur2Balancer{},
 			RequiredAcks: kafkago.RequireAll,
+			MaxAttempts:  1, // the re-injector repeats a failed write itself
 			BatchTimeout: 5 * time.Millisecond,
 			WriteTimeout: cf.timeout,
 			Transport:    k.client.Transport,
