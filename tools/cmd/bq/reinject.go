@@ -171,7 +171,19 @@ type tierMismatch struct {
 	counts    map[string]int64
 }
 
-func (m *tierMismatch) OnReinject(_ context.Context, r *driver.Reinjection) {
+// OnReinject logs each carried record's position at debug level (-v), so
+// that a record carried twice shows as one tier, partition and offset
+// logged twice, and checks its delay against its tier's duration.
+func (m *tierMismatch) OnReinject(ctx context.Context, r *driver.Reinjection) {
+	if m.log.Enabled(ctx, slog.LevelDebug) {
+		if r.Err != nil {
+			m.log.Debug("bq reinject: write back failed", "tier", r.Tier, "partition", r.Partition, "offset", r.Offset,
+				"queue", r.Queue, "err", r.Err)
+		} else {
+			m.log.Debug("bq reinject: carried", "tier", r.Tier, "partition", r.Partition, "offset", r.Offset,
+				"queue", r.Queue, "lag", r.Lag)
+		}
+	}
 	want, ok := m.durations[r.Tier]
 	if !ok || r.Err != nil || r.Delay == want {
 		return
