@@ -10,7 +10,7 @@ SHELL := /bin/bash
 
 # Modules in dependency order. examples/* modules are added here as they land
 # (and in versions.txt and go.work; `make modgraph` checks the last two agree).
-MODULES := core brokertest idempotency idempotency/sqlstore idempotency/redisstore schema outbox conformance kafka pulsar tools otel otel/integration outbox/integration chaos examples/orderstatus examples/appdemo
+MODULES := core brokertest idempotency idempotency/sqlstore idempotency/redisstore schema outbox conformance kafka pulsar tools otel otel/integration outbox/integration chaos examples/orderstatus examples/appdemo examples/quickstart
 
 GO ?= go
 GOTEST_FLAGS ?= -count=1 -p 2
@@ -105,7 +105,7 @@ LATENCY_BENCH := TestBenchKafkaReinjectLateness
 HELPER_BENCH_MODULES := idempotency idempotency/sqlstore idempotency/redisstore outbox/integration
 
 .PHONY: outbox-kill
-outbox-kill: ## Outbox SIGKILL test: 10,000 rows relayed from PostgreSQL to Kafka by two relay processes (one claiming ahead) SIGKILLed at random (at least 12 times); none lost, order kept (20-45 s with the servers started; part of ci).
+outbox-kill: ## Outbox SIGKILL test: 10,000 rows relayed from PostgreSQL to Kafka by two relay processes SIGKILLed at random (at least 12 times); none lost, order kept (20-45 s with the servers started; part of ci).
 	@BQ_BROKERS="kafka postgres" $(BROKERS) $(GO) run ./outbox/integration/cmd/bqoutboxkill -rows 10000 -kills 12 -timeout 5m
 
 .PHONY: fuzz
@@ -120,7 +120,7 @@ fuzz: ## Run every fuzz target for FUZZTIME (default 10s) each.
 	done
 
 .PHONY: lint
-lint: verify-versions modgraph tidy-check sizecheck docsize ## gofmt check, go vet, staticcheck (pinned), actionlint (pinned), version list, module graph, tidy go.mod files, no large file.
+lint: verify-versions modgraph readmecheck tidy-check sizecheck docsize ## gofmt check, go vet, staticcheck (pinned), actionlint (pinned), version list, module graph, README table and Quick start, tidy go.mod files, no large file.
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@$(MAKE) --no-print-directory vet
 	@for m in $(MODULES); do echo "== staticcheck $$m"; (cd $$m && $(GO) run $(STATICCHECK) ./... && $(GO) run $(STATICCHECK) -tags integration ./...); done
@@ -143,6 +143,10 @@ verify-versions: ## Check every module requires its siblings at the versions in 
 .PHONY: modgraph
 modgraph: ## Fail on a module cycle, a replace directive in a go.mod, a sibling requirement of core or brokertest, or a go.work that disagrees with versions.txt.
 	$(GO) run ./tools/cmd/modcheck graph -leaf core,brokertest
+
+.PHONY: readmecheck
+readmecheck: ## Fail when README.md's module table misses a go.mod of the tree (or lists one without), its Quick start differs from examples/quickstart/main.go, or a file cites a rule CONTRACT.md lacks.
+	$(GO) run ./tools/cmd/modcheck readme
 
 .PHONY: tidy-check
 tidy-check: ## Fail when go mod tidy would change a go.mod or go.sum (siblings resolved from a file proxy of the tree).
@@ -207,5 +211,9 @@ chaos-run: # CHAOS_RUNS: ';'-separated bqchaos command lines, run on each broker
 	    $(CHAOS_BIN)/bqchaos $$b $(CHAOS_BIN)/bq '$(CHAOS_RUNS)' || exit 1; \
 	done
 
+.PHONY: setup
+setup: ## Install what the tests need besides Go when missing (Debian/Ubuntu: Java 17, Maven, PostgreSQL, Redis); the first step of ci.
+	@.ci/setup.sh
+
 .PHONY: ci
-ci: lint test conformance proxytest integration outbox-kill chaos-short ## Everything CI runs: lint, unit tests, conformance, the release proxy test, real-broker integration tests, the outbox SIGKILL test (20-45 s), the short chaos run.
+ci: setup lint test conformance proxytest integration outbox-kill chaos-short ## Everything CI runs, from a fresh Debian machine: setup, lint, unit tests, conformance, the release proxy test, real-broker integration tests, the outbox SIGKILL test (20-45 s), the short chaos run.

@@ -63,7 +63,7 @@ type Decoded struct {
 // Class is the verdict of a body classification.
 type Class string
 
-// The classes of a received body (SPEC 2.6–2.8).
+// The classes of a received body (CONTRACT.md 2.6–2.8).
 const (
 	ClassAccepted           Class = "accepted"
 	ClassPoison             Class = "poison"

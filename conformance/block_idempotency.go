@@ -10,7 +10,8 @@ import (
 	"github.com/babelqueue/babelqueue-go/idempotency"
 )
 
-// The idempotency blocks (ADR-0022) are broker-free: they check the
+// The idempotency blocks (dedupe keyed on meta.id, the rule stated in
+// idempotency/README.md) are broker-free: they check the
 // idempotency module's Wrap over its MemoryStore, the same code whatever
 // binding delivers the messages, so they run for every binding.
 func init() {

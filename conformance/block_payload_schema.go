@@ -10,7 +10,8 @@ import (
 	"github.com/babelqueue/babelqueue-go/schema"
 )
 
-// The payload_schema block (ADR-0024) is broker-free: it checks the schema
+// The payload_schema block (per-URN schemas of data, the rule stated in
+// schema/README.md) is broker-free: it checks the schema
 // module's Registry, which validates the data object whatever binding
 // carries it, so it runs for every binding.
 func init() {

@@ -11,7 +11,7 @@ import (
 // envelope and its codec; driver: the binding contract) and are the same
 // types here, so that a service needs only this package.
 type (
-	// Envelope is the canonical message (SPEC 2); see wire.Envelope.
+	// Envelope is the canonical message (CONTRACT.md 2); see wire.Envelope.
 	Envelope = wire.Envelope
 	// Meta is an Envelope's meta block; see wire.Meta.
 	Meta = wire.Meta

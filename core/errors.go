@@ -11,7 +11,7 @@ import (
 // them with context; match them with errors.Is. Most are defined by the
 // package that returns them (wire, driver) and are the same values here.
 var (
-	// ErrPoison marks a body that is not a conformant envelope (SPEC 2.7).
+	// ErrPoison marks a body that is not a conformant envelope (CONTRACT.md 2.7).
 	ErrPoison = wire.ErrPoison
 	// ErrUnsupportedSchemaVersion marks a message whose bq-schema-version
 	// header, or whose meta.schema_version, is not 1.
@@ -31,6 +31,10 @@ var (
 	ErrSettle = driver.ErrSettle
 	// ErrClosed is returned by calls on a closed App or transport.
 	ErrClosed = driver.ErrClosed
+	// ErrTooLarge marks a write the broker can never accept because of its
+	// size; nothing was written. A settle write refused this way is
+	// replaced by a bounded dead letter (Settlement.Reason "oversize").
+	ErrTooLarge = driver.ErrTooLarge
 	// ErrInvalidOption marks a rejected configuration value.
 	ErrInvalidOption = driver.ErrInvalidOption
 	// ErrRedriveBusy is returned by a redrive that found another run

@@ -11,9 +11,10 @@ import (
 
 // Hook is a value that implements one or more of the hook interfaces
 // below: PublishHook, PublishedHook, DeliveryHook, SettleHook, RedriveHook,
-// and driver.ReinjectHook and driver.ReinjectBacklogHook. The App (WithHooks), Redrive (redrive.WithHooks) and a
-// binding's re-injector report their own decisions to the hooks they hold,
-// so that telemetry never has to guess them from the traffic.
+// and driver.ReinjectHook, driver.ReinjectBacklogHook and
+// driver.StaleTierHook. The App (WithHooks), Redrive (redrive.WithHooks)
+// and a binding report their own decisions to the hooks they hold, so that
+// telemetry never has to guess them from the traffic.
 //
 // Hooks are called synchronously, in the order they were registered, from
 // the goroutine doing the work; a hook must be quick and safe for
@@ -116,8 +117,11 @@ type Settlement struct {
 	Outcome Outcome
 	// Reason is why a message was retried, dead-lettered or dropped:
 	// wire.ReasonFailed, wire.ReasonUnknownURN, wire.ReasonPoison,
-	// wire.ReasonInvalidPayload or wire.ReasonVersionGated;
-	// empty for the other outcomes.
+	// wire.ReasonInvalidPayload, wire.ReasonVersionGated, or
+	// wire.ReasonOversize when its retry copy or dead letter was refused
+	// as too large (ErrTooLarge) and a bounded dead letter took its place
+	// (dead-lettered; dropped with dead-lettering off; Err wraps the
+	// handler's error and the refusal); empty for the other outcomes.
 	Reason string
 	// Target is the queue the settle write went to (the retry tier topic
 	// the binding chose, the dead-letter queue, the released queue); empty
@@ -174,6 +178,9 @@ func (s *hookSet) add(h Hook) bool {
 		n++ // reported by bindings' re-injectors, not by the App
 	}
 	if _, ok := h.(driver.ReinjectBacklogHook); ok {
+		n++
+	}
+	if _, ok := h.(driver.StaleTierHook); ok {
 		n++
 	}
 	return n > 0

@@ -226,6 +226,10 @@ type panicky struct{}
 
 func (panicky) OnSettle(context.Context, *Delivery, *Settlement) { panic("hook bug") }
 
+type staleTierOnly struct{}
+
+func (staleTierOnly) OnStaleTier(context.Context, driver.ReinjectBacklog) {}
+
 func TestHookOptionsAndPanics(t *testing.T) {
 	mem := bqtest.NewInMemoryTransport()
 	if _, err := NewApp(mem, WithHooks(nil)); !errors.Is(err, ErrInvalidOption) {
@@ -233,6 +237,9 @@ func TestHookOptionsAndPanics(t *testing.T) {
 	}
 	if _, err := NewApp(mem, WithHooks(42)); !errors.Is(err, ErrInvalidOption) {
 		t.Errorf("a hook of no kind: %v, want ErrInvalidOption", err)
+	}
+	if _, err := NewApp(mem, WithHooks(staleTierOnly{})); err != nil {
+		t.Errorf("a driver.StaleTierHook alone: %v, want it accepted", err)
 	}
 	a := testApp(mem, WithHooks(panicky{}))
 	a.Handle("urn:t:x", func(context.Context, *Envelope) error { return nil })

@@ -87,7 +87,11 @@ type laneSet struct {
 	released  map[string]struct{}
 	rr        driver.ReadyReceiver // the transport's receive that never waits, or nil (lanes_refill.go)
 	rn        driver.ReadyNotifier // rr when it also announces ready messages, or nil
-	notifying bool                 // rn calls onReady for this queue
+	// pr is the transport's receive that never waits for one partition,
+	// or nil: a partition lane that settled its last message takes its
+	// partition's next one through it (lanes_refill.go).
+	pr        driver.PartitionReadyReceiver
+	notifying bool // rn calls onReady for this queue
 	// readyMissed: onReady came while the receiver role was held; the
 	// worker that gives the role up acts on it (lanes_refill.go).
 	readyMissed bool
@@ -134,6 +138,7 @@ func (a *App) consumeLanes(ctx context.Context, queue string) error {
 	}
 	s.rr, _ = a.t.(driver.ReadyReceiver)
 	s.rn, _ = a.t.(driver.ReadyNotifier)
+	s.pr, _ = a.t.(driver.PartitionReadyReceiver)
 	s.lanes.init(s.max)
 	// Handlers run on a context that outlives ctx by the settle timeout:
 	// those running when the loop stops get that long to finish.
@@ -412,9 +417,11 @@ func (s *laneSet) run(ctx context.Context, l *lane, fail context.CancelCauseFunc
 // continueLocked decides what the worker that just settled a message of l
 // runs next: l again when it has more and no other lane waits for a
 // worker; else the first ready lane, l queued behind it; else nothing.
-// A freed pending slot is refilled (refillLocked) when the worker stays
-// busy. s.mu held; released meanwhile when it refills.
+// A partition lane left empty first takes its partition's next message
+// (refillLaneLocked). A freed pending slot is refilled (refillLocked) when
+// the worker stays busy. s.mu held; released meanwhile when it refills.
 func (s *laneSet) continueLocked(l *lane) *lane {
+	s.refillLaneLocked(l)
 	if l.scheduled || l.paused || len(l.waiting) == 0 || s.halted() {
 		s.forgetIdleLocked(l)
 		return nil // the worker looks for work itself (next)

@@ -9,6 +9,13 @@ package babelqueue
 // freed the slot take a message it already holds, under the receiver
 // role, in receive order, and go on with its lane; only when it holds
 // none is a parked worker woken to wait in Receive.
+//
+// A lane ordered by partition that settled its last message goes on with
+// the next message of its partition when the transport already holds one
+// (driver.PartitionReadyReceiver): it does not wait for the queue's
+// receive order to reach that message, behind the other partitions'
+// messages the receiver files first, nor for another lane's settlement to
+// free a pending slot (core/DESIGN.md, "Concurrent handling").
 
 // refillLocked refills the pending slot a busy worker freed: with a
 // transport that has a receive that never waits it takes the receiver
@@ -100,5 +107,40 @@ func (s *laneSet) missedReadyLocked() {
 		if !s.halted() {
 			s.wakeReceiverLocked()
 		}
+	}
+}
+
+// refillLaneLocked gives l, a lane that just settled a message, the next
+// message of its partition when l is a partition lane left empty, the
+// transport holds one (driver.PartitionReadyReceiver), the receiver role
+// is free and the pending bound allows: it takes the role for that one
+// call, so that the message is filed in receive order, and holds l
+// meanwhile (scheduled), so that it stays with this worker. A message of
+// the partition that joins another lane (a keyed one under OrderKey) is
+// filed as a receiver files it. s.mu held; released while the transport
+// is called.
+func (s *laneSet) refillLaneLocked(l *lane) {
+	if s.pr == nil || l.key.kind != laneByPartition || len(l.waiting) > 0 || l.scheduled || l.paused ||
+		l.handingBack || s.receiving || s.pending >= s.max || s.halted() {
+		return
+	}
+	l.scheduled = true
+	s.receiving = true
+	s.pending++
+	s.started++
+	receive := s.started
+	s.mu.Unlock()
+	msg, ok := s.pr.ReceiveReadyFrom(s.queue, l.key.part)
+	s.mu.Lock()
+	s.receiving = false
+	s.returned = receive
+	l.scheduled = false
+	if !ok || msg == nil {
+		s.pending--
+		s.missedReadyLocked()
+		return
+	}
+	if other := s.admitLocked(msg, receive); other != nil && other != l {
+		s.scheduleLocked(other)
 	}
 }

@@ -2,6 +2,7 @@ package babelqueue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -14,7 +15,7 @@ import (
 // This file holds every way the App settles a delivery. Every path but the
 // plain acknowledgement of a handled message starts by filling the
 // message's deferred headers, so that what it writes or hands on sees them
-// all. The rule of them all (SPEC 4.4): the original is acknowledged only
+// all. The rule of them all (CONTRACT.md 4.4): the original is acknowledged only
 // after the write that replaces it (a retry copy, a dead letter) was
 // acknowledged by the broker. A failed write leaves the original
 // unsettled (handed back through Transport.HandBack), is reported with an
@@ -192,7 +193,8 @@ func (a *App) settleVersionGated(ctx context.Context, msg *ReceivedMessage, vers
 	defer cancel()
 	r, err := a.writeFrom(sctx, driver.IntentForward, dlq, msg.Body, msg, maps.Clone(msg.Headers), 0)
 	if err != nil {
-		return a.writeFailed(ctx, msg, nil, "", "dead-letter write to "+dlq, err)
+		return a.settleRefused(ctx, msg, nil, "", "dead-letter write to "+dlq, len(msg.Body), err,
+			wire.ReasonVersionGated, rejected, poisonAttempts(msg)+1, false)
 	}
 	return a.ackAfterWrite(ctx, msg, nil, "", "dead letter",
 		Settlement{Outcome: OutcomeDeadLettered, Reason: wire.ReasonVersionGated, Target: target(r, dlq), Err: rejected})
@@ -222,7 +224,7 @@ func (a *App) settlePoison(ctx context.Context, msg *ReceivedMessage, cause erro
 	}
 	counted := poisonAttempts(msg) + 1
 	body := wire.PoisonBody([]byte(msg.Body), a.deadLetterBlock(msg, wire.ReasonPoison, cause, counted))
-	return a.writeDeadLetter(ctx, msg, nil, route, string(body), wire.ReasonPoison, cause)
+	return a.writeDeadLetter(ctx, msg, nil, route, string(body), wire.ReasonPoison, cause, counted)
 }
 
 // settleUnknownURN applies the unknown-URN strategy.
@@ -262,6 +264,9 @@ func (a *App) release(ctx context.Context, msg *ReceivedMessage, env *Envelope, 
 	sctx, cancel := a.settleCtx(ctx)
 	defer cancel()
 	r, err := a.writeFrom(sctx, driver.IntentRelease, msg.Queue, msg.Body, msg, retryHeaders(msg), 0)
+	if errors.Is(err, driver.ErrTooLarge) {
+		return a.oversize(ctx, msg, env, route, "release to "+msg.Queue, len(msg.Body), err, wire.ReasonUnknownURN, cause, env.Attempts)
+	}
 	if err != nil {
 		out := a.writeFailed(ctx, msg, env, route, "release to "+msg.Queue, err)
 		out.released, out.key = true, msg.Body
@@ -317,7 +322,7 @@ func (a *App) retry(ctx context.Context, msg *ReceivedMessage, env *Envelope, ro
 	body := msg.Body
 	if env != nil {
 		// A poison body is republished byte for byte: only bq-attempts
-		// moves (SPEC 7).
+		// moves (CONTRACT.md 5).
 		if b, err := wire.SetAttempts([]byte(msg.Body), counted); err == nil {
 			body = string(b)
 		}
@@ -326,11 +331,9 @@ func (a *App) retry(ctx context.Context, msg *ReceivedMessage, env *Envelope, ro
 	headers[wire.HeaderAttempts] = strconv.Itoa(counted)
 	r, err := a.writeFrom(sctx, driver.IntentRetry, msg.Queue, body, msg, headers, reconciled)
 	if err != nil {
-		if a.features.SettlesRetry {
-			// The binding handed the original back itself.
-			return a.leftFailed(ctx, msg, env, route, "retry", err)
-		}
-		return a.writeFailed(ctx, msg, env, route, "retry write to "+msg.Queue, err)
+		// A binding that settles retries handed the original back itself,
+		// unless the copy was refused as too large (driver.ErrTooLarge).
+		return a.settleRefused(ctx, msg, env, route, "retry write to "+msg.Queue, len(body), err, reason, cause, counted, a.features.SettlesRetry)
 	}
 	st := Settlement{Outcome: OutcomeRetried, Reason: reason, Target: target(r, msg.Queue), Delay: r.Delay, Err: cause}
 	if a.features.SettlesRetry {
@@ -363,16 +366,16 @@ func (a *App) deadLetter(ctx context.Context, msg *ReceivedMessage, env *Envelop
 		// The body decoded, so this should not happen; never lose it.
 		body = wire.PoisonBody([]byte(msg.Body), dl)
 	}
-	return a.writeDeadLetter(ctx, msg, env, route, string(body), reason, cause)
+	return a.writeDeadLetter(ctx, msg, env, route, string(body), reason, cause, counted)
 }
 
-func (a *App) writeDeadLetter(ctx context.Context, msg *ReceivedMessage, env *Envelope, route, body, reason string, cause error) outcome {
+func (a *App) writeDeadLetter(ctx context.Context, msg *ReceivedMessage, env *Envelope, route, body, reason string, cause error, counted int) outcome {
 	dlq := a.deadLetterQueue(msg.Queue)
 	sctx, cancel := a.settleCtx(ctx)
 	defer cancel()
 	r, err := a.writeFrom(sctx, driver.IntentDeadLetter, dlq, body, msg, deadLetterHeaders(msg), 0)
 	if err != nil {
-		return a.writeFailed(ctx, msg, env, route, "dead-letter write to "+dlq, err)
+		return a.settleRefused(ctx, msg, env, route, "dead-letter write to "+dlq, len(body), err, reason, cause, counted, false)
 	}
 	a.logger().LogAttrs(ctx, slog.LevelInfo, "babelqueue: message dead-lettered", a.attrs(msg, env, route, slog.String("dead_letter_queue", dlq))...)
 	return a.ackAfterWrite(ctx, msg, env, route, "dead letter",

@@ -849,7 +849,7 @@ func TestAckIsBoundedBySettleTimeoutEveryTime(t *testing.T) {
 }
 
 // A retried poison body that is a JSON object is republished as it was
-// delivered, byte for byte; only bq-attempts carries the count (SPEC 7),
+// delivered, byte for byte; only bq-attempts carries the count (CONTRACT.md 5),
 // and it wins over the body's own attempts, so the count advances to the
 // drop.
 func TestPoisonObjectRetryKeepsTheBodyOnTheWire(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sort"
+	"sync/atomic"
 )
 
 // asgState is where an assignment stands in its life.
@@ -35,7 +36,16 @@ type assignment struct {
 	state asgState
 	cause error // why acknowledgements are refused once retired
 
-	buf []*delivery // fetched, not handed out, in offset order; in the member's ring while not empty
+	buf      []*delivery // fetched, not handed out, in offset order; in the member's ring while not empty
+	bufBytes int64       // the budget shares of buf
+	// resume: the fetcher waits for its FIFO to shrink to this many
+	// records (waitShare); -1 when it does not wait. room wakes it.
+	resume int
+	room   chan struct{}
+	// sharing: the fetcher counts among those sharing the budget
+	// (recordBudget.join): from its start, and again after each record,
+	// until it waited for the broker a while with nothing buffered.
+	sharing atomic.Bool
 
 	out       []outEntry // handed out and not yet passed by the settled prefix, in offset order
 	settled   int64      // the highest offset of the settled prefix; -1 none
@@ -130,5 +140,20 @@ func (a *assignment) markDrained() {
 	if a.state != asgLive && a.inflight == 0 && !a.drainedClosed {
 		a.drainedClosed = true
 		close(a.drained)
+	}
+}
+
+// startSharing counts a's fetcher in among those sharing the budget, when
+// it is not.
+func (a *assignment) startSharing() {
+	if a.sharing.CompareAndSwap(false, true) {
+		a.m.budget.join()
+	}
+}
+
+// stopSharing counts a's fetcher out, when it is in.
+func (a *assignment) stopSharing() {
+	if a.sharing.CompareAndSwap(true, false) {
+		a.m.budget.quit()
 	}
 }

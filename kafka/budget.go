@@ -26,6 +26,12 @@ type recordBudget struct {
 	bytes   int64
 	room    chan struct{} // closed and replaced when a share comes back while someone waits
 	waiting int
+
+	// The part of records and bytes buffered (fetched, not handed out),
+	// and the partition fetchers sharing the budget (share).
+	buffered      int
+	bufferedBytes int64
+	fetchers      int
 }
 
 func newRecordBudget(maxRecords int, maxBytes int64) *recordBudget {
@@ -109,4 +115,41 @@ func (b *recordBudget) held() (int, int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.records, b.bytes
+}
+
+// join counts in a partition fetcher sharing the budget (one with
+// records buffered or about to be); quit counts it out.
+func (b *recordBudget) join() {
+	b.mu.Lock()
+	b.fetchers++
+	b.mu.Unlock()
+}
+
+func (b *recordBudget) quit() {
+	b.mu.Lock()
+	b.fetchers--
+	b.mu.Unlock()
+}
+
+// buffer moves records records of bytes bytes of the shares held into
+// (positive) or out of (negative) the buffered part.
+func (b *recordBudget) buffer(records int, bytes int64) {
+	b.mu.Lock()
+	b.buffered += records
+	b.bufferedBytes += bytes
+	b.mu.Unlock()
+}
+
+// share returns the records and bytes one partition may hold buffered:
+// what the records handed out and not yet settled leave of the caps,
+// divided among the fetchers (at least one record and one byte). With
+// every fetcher within its share the buffered records fit beside the
+// records in flight, so no fetcher waits at the cap for room another
+// partition's records took.
+func (b *recordBudget) share() (int, int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := max(b.fetchers, 1)
+	inflight, inflightBytes := b.records-b.buffered, b.bytes-b.bufferedBytes
+	return max((b.maxRecords-inflight)/n, 1), max((b.maxBytes-inflightBytes)/int64(n), 1)
 }

@@ -520,7 +520,7 @@ func TestClusterLeaderKillTierTopic(t *testing.T) {
 
 	// The re-injector, in its own group.
 	rgroup := w.topic + "-reinject"
-	rtr := newClusterTransport(t, e, w.logs, kafka.WithGroupID(rgroup), kafka.WithRetryTiers(tiers...))
+	rtr := newClusterTransport(t, e, w.logs, kafka.WithReinjectGroupID(rgroup), kafka.WithRetryTiers(tiers...))
 	r, err := rtr.NewReinjector(w.topic)
 	if err != nil {
 		t.Fatal(err)

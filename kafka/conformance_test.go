@@ -19,7 +19,7 @@ import (
 	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
-// conformanceBinding runs the §6 blocks of the conformance suite through
+// conformanceBinding runs the CONTRACT.md 6 blocks of the conformance suite through
 // the transport's real code paths (Publish, Pop, PublishRetryForAttempt,
 // PublishDelayed, PublishFrom, the Reinjector's rewrite) over an in-memory
 // writer and reader.

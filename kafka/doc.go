@@ -1,5 +1,5 @@
-// Package kafka is the Apache Kafka binding of BabelQueue (broker-bindings
-// §6), a babelqueue.Transport on the pure-Go github.com/segmentio/kafka-go.
+// Package kafka is the Apache Kafka binding of BabelQueue (CONTRACT.md
+// 6), a babelqueue.Transport on the pure-Go github.com/segmentio/kafka-go.
 //
 // # Records
 //
@@ -58,7 +58,7 @@
 //   - kafka-go delivers an empty record key as nil, so a record produced
 //     with an empty key is republished with a null key.
 //   - A republished record (dead letters, releases, redrives, retries
-//     without tiers, PublishFrom's republish mode) is stamped with meta.created_at, as §6 says. Time-based
+//     without tiers, PublishFrom's republish mode) is stamped with meta.created_at, as CONTRACT.md 6 says. Time-based
 //     retention counts from that timestamp, so a message older than a
 //     topic's retention.ms (a weeks-old dead letter redriven to a work topic
 //     with a shorter retention) can be deleted by the broker soon after it

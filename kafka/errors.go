@@ -25,8 +25,12 @@ var (
 
 	// ErrRecordTooLarge is returned when a record is larger than the
 	// writer's batch bytes (WithBatchBytes) or than the broker accepts
-	// (message.max.bytes). Nothing of that record was written.
-	ErrRecordTooLarge = errors.New("kafka: record too large")
+	// (message.max.bytes or the topic's max.message.bytes: the broker's
+	// MessageSizeTooLarge or RecordListTooLarge). Nothing of that record
+	// was written, and writing it again fails the same way. It wraps
+	// babelqueue.ErrTooLarge, so an App answers such a refused retry copy
+	// or dead letter with a bounded dead letter (reason "oversize").
+	ErrRecordTooLarge = fmt.Errorf("kafka: record too large: %w", babelqueue.ErrTooLarge)
 
 	// ErrNoBrokers is returned by New when a component needs brokers and
 	// none were given with WithBrokers.

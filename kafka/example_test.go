@@ -42,11 +42,12 @@ func Example() {
 	}
 }
 
-// The re-injector uses a consumer group of its own.
+// The re-injector joins a consumer group of its own, here
+// "orders-workers.reinject", never the App's "orders-workers".
 func ExampleReinjector() {
 	tr, err := kafka.New(
 		kafka.WithBrokers("127.0.0.1:9092"),
-		kafka.WithGroupID("orders-reinject"),
+		kafka.WithGroupID("orders-workers"),
 		kafka.WithRetryTiers(kafka.DefaultRetryTiers...),
 	)
 	if err != nil {

@@ -94,7 +94,7 @@ func isTierHeader(key string) bool {
 	return key == wire.HeaderDelay || key == wire.HeaderOriginalTopic
 }
 
-// projection returns the §6 contract headers of body (in the contract
+// projection returns the CONTRACT.md 6 contract headers of body (in the contract
 // order) and the record timestamp: meta.created_at, or now when the body
 // has none.
 func projection(body string, now time.Time) (headerSet, time.Time) {

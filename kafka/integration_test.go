@@ -617,7 +617,7 @@ func TestIntegrationSecondReinjectorJoiningMidWaitLosesNothing(t *testing.T) {
 	ensure(t, pub, topic, 3)
 	ctx := bgCtx(t, 120*time.Second)
 	start := func() func() {
-		tr := itTransport(t, WithGroupID(group), tiers)
+		tr := itTransport(t, WithReinjectGroupID(group), tiers)
 		r, err := tr.NewReinjector(topic)
 		if err != nil {
 			t.Fatal(err)

@@ -65,6 +65,13 @@ const partitionQueue = 64
 // the fetchers also decode the bodies ahead for the App.
 const predecodeBacklog = 64
 
+// idlePartitionAfter is how long a fetcher with nothing buffered waits for
+// the broker before its partition counts as idle and stops sharing the
+// record budget: longer than a fetch round trip of a partition with
+// records (the fetch's maximum wait is 250 ms), so that the fetchers of a
+// generation's first fetches all count.
+const idlePartitionAfter = 500 * time.Millisecond
+
 // fetchErrorPause spaces a fetcher's fetches after an error.
 const fetchErrorPause = 100 * time.Millisecond
 
@@ -132,7 +139,8 @@ func (m *memberReader) runGeneration(ctx context.Context, gen groupGeneration) {
 }
 
 func (m *memberReader) newAssignment(gen groupGeneration, partition int, start int64) *assignment {
-	return &assignment{m: m, gen: gen, partition: partition, start: start, settled: -1, committed: -1, drained: make(chan struct{})}
+	return &assignment{m: m, gen: gen, partition: partition, start: start, settled: -1, committed: -1, drained: make(chan struct{}),
+		resume: -1, room: make(chan struct{}, 1)}
 }
 
 // startFetcher starts a's fetcher under the current generation. m.mu held.
@@ -140,6 +148,12 @@ func (m *memberReader) startFetcher(a *assignment) {
 	ctx, cancel := context.WithCancel(m.genCtx)
 	a.cancel = cancel
 	pr := a.gen.OpenPartition(m.queue, a.partition, a.start, min(partitionQueue, m.budget.maxRecords))
+	// The fetcher shares the budget from its start, counted in before
+	// any fetcher of the generation looks at its share (under m.mu), so
+	// that the first to get records does not take all of it; it stops
+	// sharing while it waits for the broker with nothing buffered (an
+	// idle partition).
+	a.startSharing()
 	m.genWG.Add(1)
 	go m.fetch(ctx, a, pr, m.genWG)
 }
@@ -149,8 +163,21 @@ func (m *memberReader) startFetcher(a *assignment) {
 func (m *memberReader) fetch(ctx context.Context, a *assignment, pr partitionReader, wg *sync.WaitGroup) {
 	defer wg.Done()
 	defer func() { _ = pr.Close() }()
+	defer a.stopSharing()
 	for {
+		empty, ok := m.waitShare(ctx, a)
+		if !ok {
+			return
+		}
+		var idle *time.Timer
+		if empty {
+			idle = time.AfterFunc(idlePartitionAfter, a.stopSharing)
+		}
 		msg, err := pr.FetchMessage(ctx)
+		if idle != nil {
+			idle.Stop()
+		}
+		a.startSharing()
 		if ctx.Err() != nil {
 			return
 		}
@@ -187,12 +214,68 @@ func (m *memberReader) fetch(ctx context.Context, a *assignment, pr partitionRea
 			m.ring = append(m.ring, a)
 		}
 		a.buf = append(a.buf, d)
+		a.bufBytes += d.size
+		m.budget.buffer(1, d.size)
 		m.buffered++
 		m.backlog.Store(int64(m.buffered))
 		m.mu.Unlock()
 		if m.waiters.Load() > 0 {
 			signal(m.avail)
 		}
+	}
+}
+
+// waitShare waits while a's FIFO holds its share of the room the budget
+// leaves for buffered records (recordBudget.share), so that the fetchers
+// of the other partitions find room for theirs: a partition whose records
+// are handed out one for one with the others' (the turn of Receive, a lane
+// of the App per partition) keeps some buffered instead of waiting for
+// room that a faster fetcher took. An empty FIFO never waits. It reports
+// whether the FIFO is empty, and ok false once ctx ended.
+func (m *memberReader) waitShare(ctx context.Context, a *assignment) (empty, ok bool) {
+	var recheck *time.Timer
+	defer func() {
+		if recheck != nil {
+			recheck.Stop()
+		}
+	}()
+	for {
+		m.mu.Lock()
+		records, bytes := m.budget.share()
+		n := len(a.buf)
+		if n == 0 || n < records && a.bufBytes < bytes {
+			a.resume = -1
+			m.mu.Unlock()
+			return n == 0, true
+		}
+		// Resume a quarter below the share: fetch in runs, not one
+		// record per record handed out.
+		a.resume = max(records-max(records/4, 1), 0)
+		m.mu.Unlock()
+		// The share grows when records in flight settle: look again
+		// then, without a wake-up per settlement.
+		if recheck == nil {
+			recheck = time.NewTimer(budgetRecheck)
+		} else {
+			recheck.Reset(budgetRecheck)
+		}
+		select {
+		case <-a.room:
+		case <-recheck.C:
+		case <-ctx.Done():
+			return false, false
+		}
+	}
+}
+
+// shrunkLocked accounts for d leaving a's FIFO, and wakes a's fetcher when
+// it waits for the FIFO to shrink (waitShare). m.mu held.
+func (m *memberReader) shrunkLocked(a *assignment, d *delivery) {
+	a.bufBytes -= d.size
+	m.budget.buffer(-1, -d.size)
+	if a.resume >= 0 && len(a.buf) <= a.resume {
+		a.resume = -1
+		signal(a.room)
 	}
 }
 
@@ -252,10 +335,7 @@ func (m *memberReader) tryReceive(deferHeaders bool) (*delivery, error) {
 			m.budget.release(1, d.size)
 			continue
 		}
-		a.out = append(a.out, outEntry{offset: d.msg.Offset, size: d.size})
-		a.inflight++
-		a.inflightBytes += d.size
-		m.event("out", a.partition, d.msg.Offset)
+		m.handOutLocked(d)
 		more := m.buffered > 0
 		m.mu.Unlock()
 		if more && m.waiters.Load() > 0 {
@@ -265,6 +345,53 @@ func (m *memberReader) tryReceive(deferHeaders bool) (*delivery, error) {
 	}
 	m.mu.Unlock()
 	return nil, nil
+}
+
+// tryReceiveFrom hands out the next buffered record of partition, when
+// its assignment is live and has one, without waiting and out of the
+// partitions' turn: nil, nil when none is buffered. It returns
+// errReaderClosed once the reader is closed.
+func (m *memberReader) tryReceiveFrom(partition int) (*delivery, error) {
+	if !m.deferHeaders.Load() {
+		m.deferHeaders.Store(true)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, errReaderClosed
+	}
+	a := m.parts[partition]
+	if a == nil || a.state != asgLive || len(a.buf) == 0 {
+		return nil, nil
+	}
+	d := a.buf[0]
+	a.buf[0] = nil
+	if len(a.buf) == 1 {
+		a.buf = a.buf[:0]
+		if i := slices.Index(m.ring, a); i >= 0 {
+			m.ring = slices.Delete(m.ring, i, i+1)
+			if i < m.turn {
+				m.turn-- // the turn stays with the assignment it was at
+			}
+		}
+	} else {
+		a.buf = a.buf[1:]
+	}
+	m.shrunkLocked(a, d)
+	m.buffered--
+	m.backlog.Store(int64(m.buffered))
+	m.handOutLocked(d)
+	return d, nil
+}
+
+// handOutLocked enters d, taken from its live assignment's FIFO, in the
+// assignment's ledger as handed out. m.mu held.
+func (m *memberReader) handOutLocked(d *delivery) {
+	a := d.asg
+	a.out = append(a.out, outEntry{offset: d.msg.Offset, size: d.size})
+	a.inflight++
+	a.inflightBytes += d.size
+	m.event("out", a.partition, d.msg.Offset)
 }
 
 // takeLocked takes the next record to hand out: the head of the FIFO of
@@ -284,6 +411,7 @@ func (m *memberReader) takeLocked() *delivery {
 		a.buf = a.buf[1:]
 		m.turn++
 	}
+	m.shrunkLocked(a, d)
 	m.buffered--
 	m.backlog.Store(int64(m.buffered))
 	return d
@@ -307,8 +435,9 @@ func (m *memberReader) dropBuffered(drop func(*assignment) bool) {
 			n++
 			bytes += d.size
 		}
+		m.budget.buffer(-len(a.buf), -a.bufBytes)
 		clear(a.buf)
-		a.buf = a.buf[:0]
+		a.buf, a.bufBytes = a.buf[:0], 0
 	}
 	clear(m.ring[len(kept):])
 	m.ring = kept

@@ -16,8 +16,10 @@ import (
 // Defaults of the transport options. Every option and its default:
 //
 //	option                         default
-//	WithBrokers                    none (required unless WithWriter and WithReaderFactory are both given)
-//	WithGroupID                    none (required to consume and to run a Reinjector)
+//	WithBrokers                    none (host:port, lists and kafka:// accepted; required unless WithWriter and WithReaderFactory are both given)
+//	WithGroupID                    none (required to consume; also names the Reinjector's group)
+//	WithReinjectGroupID            WithGroupID + ReinjectGroupSuffix: the consumer group of a Reinjector
+//	WithStaleTierWarning           DefaultStaleTierAfter (1m): warn when a retry tier record waits this long past its tier
 //	WithMaxWaitTime                DefaultMaxWaitTime (1s): the longest a single Pop blocks
 //	WithOnSchemaVersionRejected    none
 //	WithReaderFactory              none: a consumer-group member per queue, built from the brokers and group id
@@ -65,7 +67,7 @@ const (
 	DefaultReinjectBacklogInterval = 10 * time.Second
 )
 
-// DefaultRetryTiers is the recommended retry tier list of §6.4: 5s, 30s, 5m
+// DefaultRetryTiers is the recommended retry tier list of CONTRACT.md 6.4: 5s, 30s, 5m
 // and 30m. Tiers are opt-in: pass it to WithRetryTiers to use it.
 var DefaultRetryTiers = []time.Duration{5 * time.Second, 30 * time.Second, 5 * time.Minute, 30 * time.Minute}
 
@@ -84,25 +86,30 @@ type Option func(*config)
 type OnSchemaVersionRejected func(version, queue string)
 
 type config struct {
-	brokers        []string
-	groupID        string
-	maxWait        time.Duration
-	onVersion      OnSchemaVersionRejected
-	readerFactory  func(queue string) Reader
-	writer         Writer
-	tiers          []time.Duration
-	linger         time.Duration
-	batchSize      int
-	batchBytes     int64
-	requiredAcks   kafkago.RequiredAcks
-	commitInterval time.Duration
-	tls            *tls.Config
-	sasl           sasl.Mechanism
-	saslBy         string // the option that set sasl, to report a second one
-	logger         *slog.Logger
-	clock          driver.Clock
-	reinjectBuffer int
-	autoCreate     bool
+	brokers []string
+	// brokersRejected: WithBrokers reported its entries, so New does not
+	// report ErrNoBrokers as well.
+	brokersRejected bool
+	groupID         string
+	reinjectGroup   string // WithReinjectGroupID; empty: groupID + ReinjectGroupSuffix
+	staleAfter      time.Duration
+	maxWait         time.Duration
+	onVersion       OnSchemaVersionRejected
+	readerFactory   func(queue string) Reader
+	writer          Writer
+	tiers           []time.Duration
+	linger          time.Duration
+	batchSize       int
+	batchBytes      int64
+	requiredAcks    kafkago.RequiredAcks
+	commitInterval  time.Duration
+	tls             *tls.Config
+	sasl            sasl.Mechanism
+	saslBy          string // the option that set sasl, to report a second one
+	logger          *slog.Logger
+	clock           driver.Clock
+	reinjectBuffer  int
+	autoCreate      bool
 
 	sessionTimeout     time.Duration
 	heartbeatInterval  time.Duration
@@ -124,6 +131,7 @@ type config struct {
 
 	// reinjectbacklog.go: the backlog hooks and their sampling interval.
 	reinjectBacklogHooks []driver.ReinjectBacklogHook
+	staleTierHooks       []driver.StaleTierHook // tierwatch.go
 	reinjectBacklogEvery time.Duration
 
 	// groupFactory builds the consumer-group member of a Reinjector; tests
@@ -154,6 +162,7 @@ func defaultConfig() config {
 		maxBufferedBytes:   DefaultMaxBufferedBytes,
 
 		reinjectBacklogEvery: DefaultReinjectBacklogInterval,
+		staleAfter:           DefaultStaleTierAfter,
 
 		errs: option.Prefixed("kafka"),
 	}
@@ -176,22 +185,28 @@ func (c *config) log() *slog.Logger {
 	return slog.Default()
 }
 
-// WithBrokers sets the bootstrap brokers (host:port). Blank entries are
-// rejected.
+// WithBrokers sets the bootstrap brokers, each host:port, a comma-separated
+// list of them, or either behind kafka://.
+//
+// "127.0.0.1:9092,127.0.0.1:9093" (the form of BQ_KAFKA_BROKERS) and
+// "kafka://127.0.0.1:9092" name the same brokers as separate host:port
+// arguments. New reports every entry that is blank, has another scheme
+// (TLS is set with WithTLS, not kafka+ssl://), or is not host:port with a
+// port from 1 to 65535; an IPv6 host is bracketed ("[::1]:9092"). A later
+// WithBrokers replaces an earlier one.
 func WithBrokers(brokers ...string) Option {
 	return func(c *config) {
-		for _, b := range brokers {
-			if wire.IsBlank(b) {
-				c.fail("blank broker address")
-				return
-			}
+		addrs, problems := parseBrokers(brokers)
+		for _, p := range problems {
+			c.fail("%s", p)
 		}
-		c.brokers = append([]string(nil), brokers...)
+		c.brokers, c.brokersRejected = addrs, len(problems) > 0
 	}
 }
 
 // WithGroupID sets the consumer group whose offsets Ack commits. It is
-// required to consume; a blank id is rejected.
+// required to consume; a blank id is rejected. A Reinjector joins a group
+// of its own named after it (see WithReinjectGroupID).
 func WithGroupID(groupID string) Option {
 	return func(c *config) {
 		if wire.IsBlank(groupID) {
@@ -200,6 +215,42 @@ func WithGroupID(groupID string) Option {
 		}
 		c.groupID = groupID
 	}
+}
+
+// ReinjectGroupSuffix is appended to the WithGroupID group to name the
+// consumer group of a Reinjector when WithReinjectGroupID is not given.
+const ReinjectGroupSuffix = ".reinject"
+
+// WithReinjectGroupID names the consumer group a Reinjector of this
+// transport joins, and whose offsets the stale tier check reads.
+//
+// Without it the group is the WithGroupID group followed by
+// ReinjectGroupSuffix. Give the group of the re-injector that carries the
+// tiers (bq reinject --group, say) when it runs elsewhere, so that the
+// check of WithStaleTierWarning reads its offsets. A blank id is rejected.
+func WithReinjectGroupID(groupID string) Option {
+	return func(c *config) {
+		if wire.IsBlank(groupID) {
+			c.fail("blank re-inject group id")
+			return
+		}
+		c.reinjectGroup = groupID
+	}
+}
+
+// ReinjectGroupID returns the consumer group of this transport's
+// Reinjectors: WithReinjectGroupID, else WithGroupID + ReinjectGroupSuffix;
+// empty when neither was given.
+func (t *Transport) ReinjectGroupID() string { return t.cfg.reinjectGroupID() }
+
+func (c *config) reinjectGroupID() string {
+	switch {
+	case c.reinjectGroup != "":
+		return c.reinjectGroup
+	case c.groupID != "":
+		return c.groupID + ReinjectGroupSuffix
+	}
+	return ""
 }
 
 // WithMaxWaitTime caps how long a single Pop blocks waiting for a record,
@@ -257,7 +308,7 @@ func writerAttempts(w Writer) (int, bool) {
 	return 0, false
 }
 
-// WithRetryTiers configures the delays of the retry-topic pattern (§6.4):
+// WithRetryTiers configures the delays of the retry-topic pattern (CONTRACT.md 6.4):
 // tier n (1-based) is the topic RetryTopic(topic, n). The tiers must be
 // positive and strictly ascending, or New fails. Without tiers,
 // PublishDelayed, PublishRetry and PublishRetryForAttempt return

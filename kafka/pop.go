@@ -51,7 +51,7 @@ func (t *Transport) Pop(ctx context.Context, queue string, timeout time.Duration
 // The headers are deferred: Header reads the record's header list and
 // FillHeaders builds the map, so a record settled at once costs no map.
 //
-// The body carries the attempts of §6: a valid bq-attempts header is
+// The body carries the attempts of CONTRACT.md 6: a valid bq-attempts header is
 // authoritative, and when it differs from the body's attempts only that
 // number is rewritten. A record rejected by the version gate is handed over
 // untouched, after the OnSchemaVersionRejected hook ran. A group error that
@@ -235,7 +235,7 @@ func prepare(d *delivery, predecode bool) {
 	d.prepared = true
 }
 
-// reconcileBody applies §6 reconciliation: a valid bq-attempts header wins
+// reconcileBody applies CONTRACT.md 6 reconciliation: a valid bq-attempts header wins
 // over the body. The body is rewritten only when the count really changes;
 // a body that cannot hold the count (poison) is left as received.
 func reconcileBody(body string, hs []kafkago.Header) string {

@@ -11,7 +11,7 @@ import (
 
 // Publish writes body to the topic queue, keyless, and returns once the
 // broker acknowledged it: Send of IntentPublish. The record value is body
-// unchanged; the §6 contract fields are projected onto headers (bq-job,
+// unchanged; the CONTRACT.md 6 contract fields are projected onto headers (bq-job,
 // bq-trace-id, bq-message-id, bq-schema-version, bq-source-lang,
 // bq-attempts; a field the body lacks is left out) and the timestamp is
 // meta.created_at (the publish time when the body has none). A Publish

@@ -15,7 +15,7 @@ import (
 //     Pop returned for it. The record is written again verbatim - value (a
 //     null value stays null), headers and key - with a fresh timestamp
 //     (Send's IntentRestore).
-//   - Republish: anything else is written like Publish - §6 projection,
+//   - Republish: anything else is written like Publish - CONTRACT.md 6 projection,
 //     created_at timestamp - with the reserved record's key byte for byte.
 //     When the body projects no bq-job (a poison body) the record's bq-job
 //     is kept. Only a republish onto the record's own topic also forwards

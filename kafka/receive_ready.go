@@ -46,6 +46,33 @@ func (t *Transport) ReceiveReady(queue string) (*babelqueue.ReceivedMessage, boo
 	return t.handOut(queue, d), true
 }
 
+var _ driver.PartitionReadyReceiver = (*Transport)(nil)
+
+// ReceiveReadyFrom is ReceiveReady for one partition
+// (driver.PartitionReadyReceiver): the next record of partition of queue
+// that the member reader has already fetched, in offset order and out of
+// the partitions' turn, with the headers deferred, or (nil, false) when it
+// holds none, when the partition is not assigned to this member (or is
+// being revoked) and in the cases where ReceiveReady returns nothing. The
+// App's concurrent loop calls it when a lane ordered by partition settled
+// its last record, so that the lane goes on at once.
+func (t *Transport) ReceiveReadyFrom(queue string, partition int32) (*babelqueue.ReceivedMessage, bool) {
+	m := t.readyMemberOf(queue, false)
+	if m == nil {
+		return nil, false
+	}
+	d, err := m.tryReceiveFrom(int(partition))
+	if errors.Is(err, errReaderClosed) {
+		if m = t.readyMemberOf(queue, true); m != nil {
+			d, err = m.tryReceiveFrom(int(partition))
+		}
+	}
+	if d == nil || err != nil {
+		return nil, false
+	}
+	return t.handOut(queue, d), true
+}
+
 // readyMemberOf returns the member reader of queue when the Transport is
 // open and one reads queue, without joining the group; else nil. The last
 // one found is kept, so that the consume loop's calls do not take t.mu;

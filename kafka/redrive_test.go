@@ -88,7 +88,7 @@ type rdSeed struct {
 }
 
 // seed writes the dead letters, each to its partition, as the App would
-// have (annotated envelope, §6 headers, key), and returns the values.
+// have (annotated envelope, CONTRACT.md 6 headers, key), and returns the values.
 func (e rdEnv) seed(t *testing.T, ctx context.Context, b *redriveBroker, dlq, work string, seeds ...rdSeed) [][]byte {
 	t.Helper()
 	var values [][]byte

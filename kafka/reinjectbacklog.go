@@ -83,11 +83,16 @@ func (r *Reinjector) sampleBacklog(ctx context.Context, b *backlogBroker, timeou
 	return out
 }
 
-// tierBacklog fills the counts of tb from the broker: per partition, the
-// records from the group's committed offset (the first offset when it
-// committed none, as the group starts there) to the end offset, and the
-// timestamp of the first of them.
+// tierBacklog fills the counts of tb from the broker (see backlogOf).
 func (r *Reinjector) tierBacklog(ctx context.Context, b *backlogBroker, topic string, tb *driver.ReinjectBacklog) error {
+	return backlogOf(ctx, b, r.groupID, topic, r.tierOf[topic], r.clock.Now, tb)
+}
+
+// backlogOf fills the counts of tb from the broker: per partition of
+// topic, the records from group's committed offset (the first offset when
+// it committed none, as a new group starts there) to the end offset, and
+// the timestamp of the first of them, aged at now() against tier.
+func backlogOf(ctx context.Context, b *backlogBroker, group, topic string, tier time.Duration, now func() time.Time, tb *driver.ReinjectBacklog) error {
 	parts, err := b.partitions(ctx, topic)
 	if err != nil {
 		return err
@@ -96,7 +101,7 @@ func (r *Reinjector) tierBacklog(ctx context.Context, b *backlogBroker, topic st
 	if err != nil {
 		return err
 	}
-	committed, err := b.committed(ctx, r.groupID, topic, parts)
+	committed, err := b.committed(ctx, group, topic, parts)
 	if err != nil {
 		return err
 	}
@@ -119,9 +124,8 @@ func (r *Reinjector) tierBacklog(ctx context.Context, b *backlogBroker, topic st
 		}
 	}
 	if tb.Backlog > 0 && !oldest.IsZero() {
-		now := r.clock.Now()
-		tb.OldestAge = max(now.Sub(oldest), 0)
-		tb.OldestLag = max(tb.OldestAge-r.tierOf[topic], 0)
+		tb.OldestAge = max(now().Sub(oldest), 0)
+		tb.OldestLag = max(tb.OldestAge-tier, 0)
 	}
 	return nil
 }

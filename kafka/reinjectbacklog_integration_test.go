@@ -72,7 +72,7 @@ func TestIntegrationReinjectBacklogPerTier(t *testing.T) {
 
 	rec := &backlogRecorder{}
 	group := uniq("reinject")
-	tr := itTransport(t, WithGroupID(group), tiers, WithReinjectHooks(rec), WithReinjectBacklogInterval(200*time.Millisecond))
+	tr := itTransport(t, WithReinjectGroupID(group), tiers, WithReinjectHooks(rec), WithReinjectBacklogInterval(200*time.Millisecond))
 	r, err := tr.NewReinjector(topic)
 	if err != nil {
 		t.Fatal(err)

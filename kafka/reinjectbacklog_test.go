@@ -74,7 +74,7 @@ func TestBacklogSampleOfAnUnansweringBrokerReportsErrors(t *testing.T) {
 		t.Fatalf("%d tiers reported, want 2", len(got))
 	}
 	for i, tb := range got {
-		if tb.Err == nil || tb.Backlog != 0 || tb.OldestAge != 0 || tb.Tier != RetryTopic("orders", i+1) || tb.Group != "g" || tb.SampledAt.IsZero() {
+		if tb.Err == nil || tb.Backlog != 0 || tb.OldestAge != 0 || tb.Tier != RetryTopic("orders", i+1) || tb.Group != "g.reinject" || tb.SampledAt.IsZero() {
 			t.Errorf("tier %d: %+v, want an error and zero counts", i+1, tb)
 		}
 	}

@@ -21,7 +21,9 @@ import (
 // carries the record's partition, which waits for it; a panic in it is
 // recovered and logged, and it never changes what is written or committed.
 // Every driver.ReinjectBacklogHook among them receives the backlog of
-// the retry tiers, sampled while Run runs (see WithReinjectBacklogInterval).
+// the retry tiers, sampled while Run runs (see WithReinjectBacklogInterval),
+// and every driver.StaleTierHook the stale tiers the transport finds while
+// it consumes (see WithStaleTierWarning).
 func WithReinjectHooks(hooks ...babelqueue.Hook) Option {
 	return func(c *config) {
 		for _, h := range hooks {
@@ -30,6 +32,9 @@ func WithReinjectHooks(hooks ...babelqueue.Hook) Option {
 			}
 			if x, ok := h.(driver.ReinjectBacklogHook); ok {
 				c.reinjectBacklogHooks = append(c.reinjectBacklogHooks, x)
+			}
+			if x, ok := h.(driver.StaleTierHook); ok {
+				c.staleTierHooks = append(c.staleTierHooks, x)
 			}
 		}
 	}

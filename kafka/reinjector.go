@@ -13,7 +13,7 @@ import (
 )
 
 // Reinjector carries the records of the retry topics "<topic>.retry.<n>"
-// back to their work topics once their tier has elapsed (§6.4). A
+// back to their work topics once their tier has elapsed (CONTRACT.md 6.4). A
 // deployment that configures retry tiers must run one, in a consumer group
 // of its own, or retried and delayed records are never delivered again.
 //
@@ -41,7 +41,13 @@ type Reinjector struct {
 }
 
 // NewReinjector builds a Reinjector for workTopics with the transport's
-// tiers, writer, brokers, group id, security and clock. It consumes
+// tiers, writer, brokers, security and clock, in a consumer group of its own.
+//
+// Its group is ReinjectGroupID: the one WithReinjectGroupID names, else
+// the WithGroupID group followed by ReinjectGroupSuffix ("orders-workers"
+// gives "orders-workers.reinject"), so that it never shares the group of
+// the App consuming the work topics on the same transport (a shared group
+// would rebalance both on every start). It consumes
 // RetryTopic(topic, 1) ... RetryTopic(topic, N) of every work topic. It
 // returns ErrDelayUnsupported when no tiers are configured, ErrEmptyTopic
 // for a missing or blank work topic, ErrNoGroupID without a group id and
@@ -56,12 +62,13 @@ func (t *Transport) NewReinjector(workTopics ...string) (*Reinjector, error) {
 	if len(workTopics) == 0 {
 		return nil, ErrEmptyTopic
 	}
-	if t.cfg.groupID == "" {
+	group := t.ReinjectGroupID()
+	if group == "" {
 		return nil, ErrNoGroupID
 	}
 	r := &Reinjector{
 		t:       t,
-		groupID: t.cfg.groupID,
+		groupID: group,
 		tierOf:  make(map[string]time.Duration),
 		indexOf: make(map[string]int),
 		workOf:  make(map[string]string),
@@ -97,6 +104,10 @@ func (t *Transport) NewReinjector(workTopics ...string) (*Reinjector, error) {
 	}
 	return r, nil
 }
+
+// GroupID returns the consumer group the Reinjector joins (see
+// NewReinjector).
+func (r *Reinjector) GroupID() string { return r.groupID }
 
 // Run consumes the retry topics until ctx is cancelled, then returns nil
 // once every worker has stopped and the commits of written records were

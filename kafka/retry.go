@@ -13,7 +13,7 @@ import (
 
 // PublishRetryForAttempt writes the retry copy of the reserved record from
 // to the retry tier n = min(attemptsBefore, N-1) + 1 of the N configured
-// tiers (§6.5), as Send of IntentRetry does for the App. The copy carries
+// tiers (CONTRACT.md 6.5), as Send of IntentRetry does for the App. The copy carries
 // attempts = attemptsBefore+1 in the bq-attempts header and in the body
 // (only that number changes; a body that cannot hold it is written as
 // received), bq-delay = the tier in milliseconds, bq-original-topic = the
@@ -43,7 +43,7 @@ func (t *Transport) PublishRetryForAttempt(ctx context.Context, from *babelqueue
 // PublishRetryForAttempt. It returns ErrDelayUnsupported, writing nothing,
 // when no tier covers delay.
 //
-// Deprecated: §6.5 picks the retry tier from the attempt count, not from a
+// Deprecated: CONTRACT.md 6.5 picks the retry tier from the attempt count, not from a
 // delay. Use PublishRetryForAttempt.
 func (t *Transport) PublishRetry(ctx context.Context, from *babelqueue.ReceivedMessage, delay time.Duration) error {
 	n := TierForDelay(delay, t.cfg.tiers)
@@ -58,7 +58,7 @@ func (t *Transport) PublishRetry(ctx context.Context, from *babelqueue.ReceivedM
 }
 
 // PublishDelayed writes body to the smallest retry tier of queue whose
-// delay is at least delay, with the §6 projection, bq-delay = that tier in
+// delay is at least delay, with the CONTRACT.md 6 projection, bq-delay = that tier in
 // milliseconds and bq-original-topic = queue: Send of IntentPublish with a
 // delay. A Reinjector writes it back to queue once the tier has elapsed. It
 // returns ErrDelayUnsupported, writing nothing, when no tier covers delay.

@@ -34,7 +34,7 @@ func (t *Transport) Features() driver.Features {
 // the broker acknowledged the record. The value is out.Body byte for byte
 // (a restore keeps a null value); the key is out.Key, else the key of
 // out.From. Every intent but IntentForward and IntentRestore projects the
-// §6 headers from the body and adds out.Headers in key order (blanks
+// CONTRACT.md 6 headers from the body and adds out.Headers in key order (blanks
 // skipped, a contract header winning; Retry, Release and DeadLetter keep
 // the bq-job of out.Headers). A delayed publish and a retry with tiers go
 // to a retry tier topic with bq-delay and bq-original-topic, which the

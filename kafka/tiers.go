@@ -12,7 +12,7 @@ func RetryTopic(topic string, n int) string {
 }
 
 // TierForAttempt returns the 1-based tier a retry goes to when the record
-// had attemptsBefore attempts, among tiers tier count (§6.5):
+// had attemptsBefore attempts, among tiers tier count (CONTRACT.md 6.5):
 // min(attemptsBefore, tiers-1) + 1, so the last tier repeats once the tiers
 // run out. A negative attemptsBefore counts as 0. It returns 0 when tiers is
 // not positive.

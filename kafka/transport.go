@@ -66,6 +66,7 @@ type Transport struct {
 	readers     map[string]*consumer
 	budget      *recordBudget            // records buffered or in flight across the queues read by group members
 	readyMember atomic.Pointer[consumer] // the member ReceiveReady last used (receive_ready.go)
+	tiers       *tierWatch               // nil without tiers to check (tierwatch.go)
 }
 
 var _ babelqueue.Transport = (*Transport)(nil)
@@ -82,7 +83,7 @@ func New(opts ...Option) (*Transport, error) {
 			o(&cfg)
 		}
 	}
-	if len(cfg.brokers) == 0 && (cfg.writer == nil || (cfg.readerFactory == nil && cfg.memberFactory == nil)) {
+	if len(cfg.brokers) == 0 && !cfg.brokersRejected && (cfg.writer == nil || (cfg.readerFactory == nil && cfg.memberFactory == nil)) {
 		cfg.errs.Add(ErrNoBrokers)
 	}
 	if err := cfg.errs.Err(); err != nil {
@@ -112,6 +113,7 @@ func New(opts ...Option) (*Transport, error) {
 		t.manyWriter = t.newWriter(min(cfg.batchSize, singlesBatchSize))
 		t.fewWriter = t.newWriter(min(cfg.batchSize, fewBatchSize))
 	}
+	t.tiers = newTierWatch(t)
 	return t, nil
 }
 
@@ -151,6 +153,7 @@ func (t *Transport) Close() error {
 	readers := t.readers
 	t.readers = nil
 	t.mu.Unlock()
+	t.tiers.stop()
 
 	var errs []error
 	for queue, c := range readers {
@@ -210,6 +213,7 @@ func (t *Transport) reader(queue string, deferHeaders bool) (c *consumer, fresh 
 		}
 		c = &consumer{queue: queue, member: newMemberReader(t, queue, g, deferHeaders)}
 		t.readers[queue] = c
+		t.tiers.watch(queue)
 		return c, true, nil
 	}
 	r := t.cfg.readerFactory(queue)

@@ -7,7 +7,7 @@ import (
 )
 
 // versionGate reports whether the record's bq-schema-version header rejects
-// it (§6.7: present, not blank, not exactly the supported version). The
+// it (CONTRACT.md 6.7: present, not blank, not exactly the supported version). The
 // body is not looked at. When it does, the OnSchemaVersionRejected hook is
 // called with the header value; a panic in it is recovered and ignored.
 func (t *Transport) versionGate(queue string, hs []kafkago.Header) (string, bool) {

@@ -46,9 +46,12 @@ type outcomeCase struct {
 	noRoute bool   // no handler for testURN
 	body    string // a raw body published instead of an App envelope
 	fault   string // the transport operation that fails
-	stop    bool   // the handler cancels the Drain and fails
-	wantErr bool   // Drain returns an error (a settle failure)
-	want    []settled
+	// faultErr is the error of the failing operation (default: a plain
+	// refusal).
+	faultErr error
+	stop     bool // the handler cancels the Drain and fails
+	wantErr  bool // Drain returns an error (a settle failure)
+	want     []settled
 	// counters lists the expected data points of every counter but
 	// MetricSentMessages, one entry per unit counted: "<metric> k=v ...",
 	// metric by its last name segment ("consumed" for
@@ -93,6 +96,12 @@ func outcomeCases() []outcomeCase {
 		{name: "dead_lettered/version_gated", body: gatedBody,
 			want:     []settled{{outcome: "dead_lettered", reason: "version_gated", target: "orders.dlq"}},
 			counters: []string{"consumed outcome=dead_lettered reason=version_gated error=version_gated", "dead_lettered reason=version_gated target=orders.dlq", "version_gated"}},
+		{name: "dead_lettered/oversize", body: strings.Repeat("\xff", 900), mem: []bqtest.MemoryOption{bqtest.WithMemoryMaxMessageBytes(1000)},
+			want:     []settled{{outcome: "dead_lettered", reason: "oversize", target: "orders.dlq"}},
+			counters: []string{"consumed outcome=dead_lettered reason=oversize error=oversize", "dead_lettered reason=oversize target=orders.dlq"}},
+		{name: "dead_lettered/oversize-retry", fail: true, fault: "retry", faultErr: driver.ErrTooLarge,
+			want:     []settled{{outcome: "dead_lettered", reason: "oversize", target: "orders.dlq", handler: "error"}},
+			counters: []string{"consumed outcome=dead_lettered reason=oversize error=oversize", "dead_lettered reason=oversize target=orders.dlq"}},
 		{name: "dropped/failed", fail: true, opts: []babelqueue.Option{one, noDLQ},
 			want:     []settled{{outcome: "dropped", reason: "failed", handler: "error"}},
 			counters: []string{"consumed outcome=dropped reason=failed error=failed"}},
@@ -102,6 +111,9 @@ func outcomeCases() []outcomeCase {
 		{name: "dropped/poison", body: "not json", opts: []babelqueue.Option{one, noDLQ},
 			want:     []settled{{outcome: "dropped", reason: "poison"}},
 			counters: []string{"consumed outcome=dropped reason=poison error=poison", "poison"}},
+		{name: "dropped/oversize", fail: true, fault: "retry", faultErr: driver.ErrTooLarge, opts: []babelqueue.Option{noDLQ},
+			want:     []settled{{outcome: "dropped", reason: "oversize", handler: "error"}},
+			counters: []string{"consumed outcome=dropped reason=oversize error=oversize"}},
 		{name: "dropped/version_gated", body: gatedBody, opts: []babelqueue.Option{noDLQ},
 			want:     []settled{{outcome: "dropped", reason: "version_gated"}},
 			counters: []string{"consumed outcome=dropped reason=version_gated error=version_gated", "version_gated"}},
@@ -182,6 +194,9 @@ func runOutcome(t *testing.T, tc outcomeCase, wrapped bool) {
 	if tc.fault != "" {
 		mem.SetFault(func(op, _ string) error {
 			if op == tc.fault {
+				if tc.faultErr != nil {
+					return tc.faultErr
+				}
 				return errors.New("broker refused " + op)
 			}
 			return nil

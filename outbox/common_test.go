@@ -210,196 +210,217 @@ func runOutboxTests(t *testing.T, db *sql.DB, d outbox.Dialect) {
 
 // runRelayTests is the relay's behaviour with a sender of each kind.
 func runRelayTests(t *testing.T, db *sql.DB, d outbox.Dialect, wrap func(*recordingSender) outbox.Sender) {
+	for _, tc := range []struct {
+		name string
+		test func(*testing.T, *sql.DB, outbox.Dialect, func(*recordingSender) outbox.Sender)
+	}{
+		{"FailureRetriedWithBackoffAndOrderKept", testFailureRetriedWithBackoffAndOrderKept},
+		{"FailedHeadHoldsBackItsKeyOnly", testFailedHeadHoldsBackItsKeyOnly},
+		{"AClaimSendsAKeysRowsInRounds", testAClaimSendsAKeysRowsInRounds},
+		{"AFailedRoundHoldsBackTheLaterOnes", testAFailedRoundHoldsBackTheLaterOnes},
+		{"ConcurrentRelaysNoDuplicateAndOrder", testConcurrentRelaysNoDuplicateAndOrder},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.test(t, db, d, wrap) })
+	}
+}
+
+// keyRows writes rows a0 b0 a1 b1 ... of keys a and b, n of each.
+func keyRows(t *testing.T, db *sql.DB, ob *outbox.Outbox, n int) {
+	var msgs []outbox.Message
+	for i := range n {
+		for _, k := range []string{"a", "b"} {
+			msgs = append(msgs, outbox.Message{Queue: "q", Key: []byte(k), Body: []byte(k + strconv.Itoa(i))})
+		}
+	}
+	write(t, db, ob, true, msgs...)
+}
+
+func testFailureRetriedWithBackoffAndOrderKept(t *testing.T, db *sql.DB, d outbox.Dialect, wrap func(*recordingSender) outbox.Sender) {
 	ctx := context.Background()
-	t.Run("FailureRetriedWithBackoffAndOrderKept", func(t *testing.T) {
-		ob := newOutbox(t, db, d)
-		var msgs []outbox.Message
-		for i := range 30 {
-			msgs = append(msgs, outbox.Message{Queue: "q", Key: []byte("k" + strconv.Itoa(i%3)), Body: []byte(strconv.Itoa(i))})
+	ob := newOutbox(t, db, d)
+	var msgs []outbox.Message
+	for i := range 30 {
+		msgs = append(msgs, outbox.Message{Queue: "q", Key: []byte("k" + strconv.Itoa(i%3)), Body: []byte(strconv.Itoa(i))})
+	}
+	write(t, db, ob, true, msgs...)
+	fails := map[string]int{"1": 2, "10": 1}
+	s := &recordingSender{fail: func(body []byte) error {
+		if fails[string(body)] > 0 {
+			fails[string(body)]--
+			return errors.New("broker said no")
 		}
-		write(t, db, ob, true, msgs...)
-		fails := map[string]int{"1": 2, "10": 1}
-		s := &recordingSender{fail: func(body []byte) error {
-			if fails[string(body)] > 0 {
-				fails[string(body)]--
-				return errors.New("broker said no")
-			}
-			return nil
-		}}
-		r := newRelay(t, db, ob, wrap(s), outbox.WithBackoff(time.Millisecond, 5*time.Millisecond), outbox.WithBatchSize(7))
-		n, err := r.RunOnce(ctx)
-		if err != nil || n == 0 {
-			t.Fatalf("first pass: %d, %v", n, err)
-		}
-		st, err := ob.Stats(ctx, db)
+		return nil
+	}}
+	r := newRelay(t, db, ob, wrap(s), outbox.WithBackoff(time.Millisecond, 5*time.Millisecond), outbox.WithBatchSize(7))
+	n, err := r.RunOnce(ctx)
+	if err != nil || n == 0 {
+		t.Fatalf("first pass: %d, %v", n, err)
+	}
+	st, err := ob.Stats(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Failing != 1 || st.Attempts != 1 || st.LastError == "" {
+		t.Fatalf("after a failed send: %+v, want one failing row with its error", st)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err = ob.Stats(ctx, db)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.Failing != 1 || st.Attempts != 1 || st.LastError == "" {
-			t.Fatalf("after a failed send: %+v, want one failing row with its error", st)
+		if st.Pending == 0 || time.Now().After(deadline) {
+			break
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			st, err = ob.Stats(ctx, db)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if st.Pending == 0 || time.Now().After(deadline) {
-				break
-			}
-			if _, err := r.RunOnce(ctx); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(2 * time.Millisecond)
-		}
-		if st.Pending != 0 || len(s.got) != 30 {
-			t.Fatalf("pending %d, sent %d; want 0 and 30", st.Pending, len(s.got))
-		}
-		last := map[string]int{}
-		for _, g := range s.got {
-			i, _ := strconv.Atoi(string(g.body))
-			if p, ok := last[string(g.key)]; ok && i < p {
-				t.Fatalf("key %s: %d sent after %d", g.key, i, p)
-			}
-			last[string(g.key)] = i
-		}
-	})
-	t.Run("FailedHeadHoldsBackItsKeyOnly", func(t *testing.T) {
-		ob := newOutbox(t, db, d)
-		write(t, db, ob, true,
-			outbox.Message{Queue: "q", Key: []byte("a"), Body: []byte("a0")},
-			outbox.Message{Queue: "q", Key: []byte("b"), Body: []byte("b0")},
-			outbox.Message{Queue: "q", Key: []byte("a"), Body: []byte("a1")},
-			outbox.Message{Queue: "q", Key: []byte("b"), Body: []byte("b1")})
-		s := &recordingSender{fail: func(body []byte) error {
-			if string(body) == "a0" {
-				return errors.New("broker said no")
-			}
-			return nil
-		}}
-		r := newRelay(t, db, ob, wrap(s), outbox.WithBackoff(time.Hour, time.Hour))
-		drain(t, r)
-		var got []string
-		for _, g := range s.got {
-			got = append(got, string(g.body))
-		}
-		if fmt.Sprint(got) != "[b0 b1]" {
-			t.Fatalf("sent %v, want [b0 b1]: a1 must wait behind a0, which waits out its backoff", got)
-		}
-		st, err := ob.Stats(ctx, db)
-		if err != nil || st.Pending != 2 || st.Failing != 1 || st.LastError == "" {
-			t.Fatalf("stats %+v (%v), want 2 pending, 1 failing", st, err)
-		}
-	})
-	// keyRows writes rows a0 b0 a1 b1 ... of keys a and b, n of each.
-	keyRows := func(t *testing.T, ob *outbox.Outbox, n int) {
-		var msgs []outbox.Message
-		for i := range n {
-			for _, k := range []string{"a", "b"} {
-				msgs = append(msgs, outbox.Message{Queue: "q", Key: []byte(k), Body: []byte(k + strconv.Itoa(i))})
-			}
-		}
-		write(t, db, ob, true, msgs...)
-	}
-	t.Run("AClaimSendsAKeysRowsInWaves", func(t *testing.T) {
-		ob := newOutbox(t, db, d)
-		keyRows(t, ob, 3)
-		s := &recordingSender{}
-		sender := wrap(s)
-		r := newRelay(t, db, ob, sender, outbox.WithWaves(2))
-		n, err := r.RunOnce(ctx)
-		// PostgreSQL: two rows a key in one claim; SQLite: each key's head.
-		want := 4
-		if d == outbox.SQLite {
-			want = 2
-		}
-		if err != nil || n != want {
-			t.Fatalf("first claim: %d rows (%v), want %d", n, err, want)
-		}
-		drain(t, r)
-		got := bodiesOf(s)
-		slices.Sort(got)
-		if fmt.Sprint(got) != "[a0 a1 a2 b0 b1 b2]" {
-			t.Fatalf("sent %v, want every row once", got)
-		}
-		next := map[byte]int{}
-		for _, b := range bodiesOf(s) {
-			if i := int(b[1] - '0'); i != next[b[0]] {
-				t.Fatalf("sent %v: %s out of its key's order", bodiesOf(s), b)
-			}
-			next[b[0]]++
-		}
-		if bs, ok := sender.(*batchingSender); ok && fmt.Sprint(bs.calls) != "[2 2 2]" {
-			t.Fatalf("SendBatch calls of %v rows, want [2 2 2]: one row a key in each", bs.calls)
-		}
-	})
-	t.Run("AFailedWaveHoldsBackTheLaterOnes", func(t *testing.T) {
-		ob := newOutbox(t, db, d)
-		keyRows(t, ob, 3)
-		s := &recordingSender{fail: func(body []byte) error {
-			if string(body) == "a1" {
-				return errors.New("broker said no")
-			}
-			return nil
-		}}
-		r := newRelay(t, db, ob, wrap(s), outbox.WithWaves(3), outbox.WithBackoff(time.Hour, time.Hour))
 		if _, err := r.RunOnce(ctx); err != nil {
 			t.Fatal(err)
 		}
-		got := bodiesOf(s)
-		slices.Sort(got)
-		// PostgreSQL: a1 fails in the second wave, b1 beside it is
-		// acknowledged, and the third wave (a2, b2) is not sent.
-		want := "[a0 b0 b1]"
-		if d == outbox.SQLite {
-			want = "[a0 b0]"
+		time.Sleep(2 * time.Millisecond)
+	}
+	if st.Pending != 0 || len(s.got) != 30 {
+		t.Fatalf("pending %d, sent %d; want 0 and 30", st.Pending, len(s.got))
+	}
+	last := map[string]int{}
+	for _, g := range s.got {
+		i, _ := strconv.Atoi(string(g.body))
+		if p, ok := last[string(g.key)]; ok && i < p {
+			t.Fatalf("key %s: %d sent after %d", g.key, i, p)
 		}
-		if fmt.Sprint(got) != want {
-			t.Fatalf("first claim sent %v, want %v", got, want)
+		last[string(g.key)] = i
+	}
+}
+
+func testFailedHeadHoldsBackItsKeyOnly(t *testing.T, db *sql.DB, d outbox.Dialect, wrap func(*recordingSender) outbox.Sender) {
+	ctx := context.Background()
+	ob := newOutbox(t, db, d)
+	write(t, db, ob, true,
+		outbox.Message{Queue: "q", Key: []byte("a"), Body: []byte("a0")},
+		outbox.Message{Queue: "q", Key: []byte("b"), Body: []byte("b0")},
+		outbox.Message{Queue: "q", Key: []byte("a"), Body: []byte("a1")},
+		outbox.Message{Queue: "q", Key: []byte("b"), Body: []byte("b1")})
+	s := &recordingSender{fail: func(body []byte) error {
+		if string(body) == "a0" {
+			return errors.New("broker said no")
 		}
-		drain(t, r)
-		got = bodiesOf(s)
-		slices.Sort(got)
-		if fmt.Sprint(got) != "[a0 b0 b1 b2]" {
-			t.Fatalf("sent %v, want [a0 b0 b1 b2]: a2 waits behind a1", got)
+		return nil
+	}}
+	r := newRelay(t, db, ob, wrap(s), outbox.WithBackoff(time.Hour, time.Hour))
+	drain(t, r)
+	var got []string
+	for _, g := range s.got {
+		got = append(got, string(g.body))
+	}
+	if fmt.Sprint(got) != "[b0 b1]" {
+		t.Fatalf("sent %v, want [b0 b1]: a1 must wait behind a0, which waits out its backoff", got)
+	}
+	st, err := ob.Stats(ctx, db)
+	if err != nil || st.Pending != 2 || st.Failing != 1 || st.LastError == "" {
+		t.Fatalf("stats %+v (%v), want 2 pending, 1 failing", st, err)
+	}
+}
+
+func testAClaimSendsAKeysRowsInRounds(t *testing.T, db *sql.DB, d outbox.Dialect, wrap func(*recordingSender) outbox.Sender) {
+	ctx := context.Background()
+	ob := newOutbox(t, db, d)
+	keyRows(t, db, ob, 3)
+	s := &recordingSender{}
+	sender := wrap(s)
+	r := newRelay(t, db, ob, sender)
+	n, err := r.RunOnce(ctx)
+	// PostgreSQL: every row in one claim; SQLite: each key's head.
+	want := 6
+	if d == outbox.SQLite {
+		want = 2
+	}
+	if err != nil || n != want {
+		t.Fatalf("first claim: %d rows (%v), want %d", n, err, want)
+	}
+	drain(t, r)
+	got := bodiesOf(s)
+	slices.Sort(got)
+	if fmt.Sprint(got) != "[a0 a1 a2 b0 b1 b2]" {
+		t.Fatalf("sent %v, want every row once", got)
+	}
+	next := map[byte]int{}
+	for _, b := range bodiesOf(s) {
+		if i := int(b[1] - '0'); i != next[b[0]] {
+			t.Fatalf("sent %v: %s out of its key's order", bodiesOf(s), b)
 		}
-		// The rows held back count no attempt: a1's is the only one.
+		next[b[0]]++
+	}
+	if bs, ok := sender.(*batchingSender); ok && fmt.Sprint(bs.calls) != "[2 2 2]" {
+		t.Fatalf("SendBatch calls of %v rows, want [2 2 2]: one row a key in each", bs.calls)
+	}
+}
+
+func testAFailedRoundHoldsBackTheLaterOnes(t *testing.T, db *sql.DB, d outbox.Dialect, wrap func(*recordingSender) outbox.Sender) {
+	ctx := context.Background()
+	ob := newOutbox(t, db, d)
+	keyRows(t, db, ob, 3)
+	s := &recordingSender{fail: func(body []byte) error {
+		if string(body) == "a1" {
+			return errors.New("broker said no")
+		}
+		return nil
+	}}
+	r := newRelay(t, db, ob, wrap(s), outbox.WithBackoff(time.Hour, time.Hour))
+	if _, err := r.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := bodiesOf(s)
+	slices.Sort(got)
+	// PostgreSQL: a1 fails in the second round, b1 beside it is
+	// acknowledged, and the third round (a2, b2) is not sent.
+	want := "[a0 b0 b1]"
+	if d == outbox.SQLite {
+		want = "[a0 b0]"
+	}
+	if fmt.Sprint(got) != want {
+		t.Fatalf("first claim sent %v, want %v", got, want)
+	}
+	drain(t, r)
+	got = bodiesOf(s)
+	slices.Sort(got)
+	if fmt.Sprint(got) != "[a0 b0 b1 b2]" {
+		t.Fatalf("sent %v, want [a0 b0 b1 b2]: a2 waits behind a1", got)
+	}
+	// The rows held back count no attempt: a1's is the only one.
+	st, err := ob.Stats(ctx, db)
+	if err != nil || st.Pending != 2 || st.Failing != 1 || st.Attempts != 1 {
+		t.Fatalf("stats %+v (%v), want 2 pending, 1 failing, 1 attempt", st, err)
+	}
+}
+
+func testConcurrentRelaysNoDuplicateAndOrder(t *testing.T, db *sql.DB, d outbox.Dialect, wrap func(*recordingSender) outbox.Sender) {
+	ctx := context.Background()
+	ob := newOutbox(t, db, d)
+	const rows = 600
+	var msgs []outbox.Message
+	for i := range rows {
+		msgs = append(msgs, outbox.Message{Queue: "q", Key: []byte("k" + strconv.Itoa(i%20)), Body: []byte(strconv.Itoa(i))})
+	}
+	write(t, db, ob, true, msgs...)
+	s := &recordingSender{}
+	rctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for i := range 4 {
+		r := newRelay(t, db, ob, wrap(s), outbox.WithBatchSize(25), outbox.WithPoll(5*time.Millisecond), outbox.WithRelayID("r"+strconv.Itoa(i)))
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = r.Run(rctx) }()
+	}
+	// The bound is generous: with the race detector on a busy host
+	// (three spinning processes on two cores) one run took 22-32 s.
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
 		st, err := ob.Stats(ctx, db)
-		if err != nil || st.Pending != 2 || st.Failing != 1 || st.Attempts != 1 {
-			t.Fatalf("stats %+v (%v), want 2 pending, 1 failing, 1 attempt", st, err)
+		if err == nil && st.Pending == 0 {
+			break
 		}
-	})
-	t.Run("ConcurrentRelaysNoDuplicateAndOrder", func(t *testing.T) {
-		ob := newOutbox(t, db, d)
-		const rows = 600
-		var msgs []outbox.Message
-		for i := range rows {
-			msgs = append(msgs, outbox.Message{Queue: "q", Key: []byte("k" + strconv.Itoa(i%20)), Body: []byte(strconv.Itoa(i))})
-		}
-		write(t, db, ob, true, msgs...)
-		s := &recordingSender{}
-		rctx, cancel := context.WithCancel(ctx)
-		var wg sync.WaitGroup
-		for i := range 4 {
-			r := newRelay(t, db, ob, wrap(s), outbox.WithBatchSize(25), outbox.WithPoll(5*time.Millisecond), outbox.WithRelayID("r"+strconv.Itoa(i)))
-			wg.Add(1)
-			go func() { defer wg.Done(); _ = r.Run(rctx) }()
-		}
-		// The bound is generous: with the race detector on a busy host
-		// (three spinning processes on two cores) one run took 22-32 s,
-		// before and after this round's relay changes, against 4-7 s idle.
-		deadline := time.Now().Add(2 * time.Minute)
-		for time.Now().Before(deadline) {
-			st, err := ob.Stats(ctx, db)
-			if err == nil && st.Pending == 0 {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		cancel()
-		wg.Wait()
-		onceInKeyOrder(t, s, rows)
-	})
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	wg.Wait()
+	onceInKeyOrder(t, s, rows)
 }
 
 // onceInKeyOrder checks that s published rows 0..n-1 (each with body

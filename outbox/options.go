@@ -14,11 +14,9 @@ import (
 //	WithTable          DefaultTable ("bq_outbox"), a plain identifier
 //	WithClock          time.Now
 //	WithRelayID        a random id (the relay's name in locked_by)
-//	WithBatchSize      DefaultBatchSize (500 rows per send)
-//	WithWaves          DefaultWaves (1 row of an order key per PostgreSQL claim)
-//	WithInFlight       DefaultInFlight (2 sends in flight in Run, by 4 workers that claim, send and settle)
-//	WithClaimAhead     off (PostgreSQL: a worker claims its next batch while one is sent, up to n per transaction)
-//	WithParallelism    DefaultParallelism (64 sends in flight per batch, when the sender does not batch)
+//	WithBatchSize      DefaultBatchSize (500 rows per claim)
+//	WithInFlight       DefaultInFlight (4 workers in Run, each with one claim in flight)
+//	WithParallelism    DefaultParallelism (64 sends at once per claim, when the sender does not batch)
 //	WithLease          DefaultLease (30s; SQLite: how long claimed rows are the relay's)
 //	WithPoll           DefaultPoll (200ms wait after a claim that found nothing)
 //	WithBackoff        DefaultMinBackoff (500ms) doubled per attempt, at most DefaultMaxBackoff (1m)
@@ -30,8 +28,7 @@ import (
 const (
 	DefaultTable       = "bq_outbox"
 	DefaultBatchSize   = 500
-	DefaultWaves       = 1
-	DefaultInFlight    = 2
+	DefaultInFlight    = 4
 	DefaultParallelism = 64
 	DefaultLease       = 30 * time.Second
 	DefaultPoll        = 200 * time.Millisecond
@@ -65,14 +62,11 @@ func WithClock(clock driver.Clock) Option {
 type relayConfig struct {
 	id                     string
 	batch, parallel        int
-	waves                  int
 	inflight               int
-	ahead                  int
 	lease, poll            time.Duration
 	minBackoff, maxBackoff time.Duration
 	sendTimeout            time.Duration
 	logger                 *slog.Logger
-	plainSQL               bool // tests: PostgreSQL through database/sql even with pgx's driver
 	errs                   option.Errors
 }
 
@@ -92,29 +86,21 @@ func WithRelayID(id string) RelayOption {
 	}
 }
 
-// WithBatchSize sets how many rows one send carries (at most one per
-// order key), in one SendBatch when the sender batches.
+// WithBatchSize sets how many rows one claim takes at most.
+//
+// A claim sends its rows in rounds, one SendBatch each when the sender
+// batches: the oldest claimed row of every key, then the next one of
+// every key, and so on. On SQLite a claim takes one row per key.
 func WithBatchSize(n int) RelayOption {
 	return func(c *relayConfig) { option.Positive(&c.errs, &c.batch, "batch size", n) }
 }
 
-// WithWaves sets how many rows of one order key a PostgreSQL claim takes:
-// it reads up to n × WithBatchSize rows and sends them in waves, first the
-// oldest pending row of each key, then the next one of each key, each
-// wave once the broker acknowledged the one before, and one commit
-// settles them all. After a wave with a failure the later ones are not
-// sent (their rows stay pending). On SQLite a claim takes one row per key.
-// More waves cost the relay fewer database round trips and less CPU per
-// row when it is behind; DESIGN.md ("Throughput") has the measurements.
-func WithWaves(n int) RelayOption {
-	return func(c *relayConfig) { option.Positive(&c.errs, &c.waves, "waves", n) }
-}
-
-// WithInFlight sets how many sends (waves) Run has in flight at once; 2n
-// workers claim, send and settle batches, so that other batches are
-// claimed or settled meanwhile (on PostgreSQL each claim takes up to
-// 1/(2n) of the table's key buckets). With WithClaimAhead, n workers,
-// each claiming its next batch while it sends one.
+// WithInFlight sets how many workers Run keeps, each claiming, sending and
+// settling one batch at a time.
+//
+// While one worker sends, the others claim or settle, so database round
+// trips overlap sends. On PostgreSQL each worker's claim takes up to 1/n of
+// the table's 64 key buckets.
 func WithInFlight(n int) RelayOption {
 	return func(c *relayConfig) { option.Positive(&c.errs, &c.inflight, "batches in flight", n) }
 }
@@ -125,10 +111,12 @@ func WithParallelism(n int) RelayOption {
 	return func(c *relayConfig) { option.Positive(&c.errs, &c.parallel, "parallelism", n) }
 }
 
-// WithLease sets how long claimed rows are the relay's on SQLite: a relay
-// that dies leaves its rows to the others after it. It must exceed the
-// send timeout. (On PostgreSQL a claim holds its keys with advisory locks
-// of an open transaction, released when the relay's connection ends.)
+// WithLease sets how long a SQLite claim's rows stay the relay's; a relay
+// that dies leaves its rows to the others once it ends.
+//
+// It must exceed the send timeout. On PostgreSQL a claim holds its keys by
+// advisory locks of an open transaction instead, released at once when the
+// relay's connection ends.
 func WithLease(d time.Duration) RelayOption {
 	return func(c *relayConfig) {
 		if d < time.Millisecond {
@@ -164,21 +152,4 @@ func WithSendTimeout(d time.Duration) RelayOption {
 // WithLogger sets the logger.
 func WithLogger(l *slog.Logger) RelayOption {
 	return func(c *relayConfig) { option.NonNil(&c.errs, &c.logger, "logger", l) }
-}
-
-// WithClaimAhead makes each PostgreSQL worker claim its next batch while
-// the one before is being sent, in the same transaction (so under the
-// same key bucket locks, past the last row the batch before read), up to
-// n claims per transaction; Run then starts WithInFlight workers, each
-// with one send in flight, instead of twice as many. A batch claimed
-// ahead is sent once the one before was acknowledged; its rows of keys
-// the batch before sent wait until that batch's deletion found every row,
-// and its rows of keys that failed there stay pending. A claim is
-// followed ahead only while its buckets hold one row per key within its
-// limit, no failed row waits out its backoff and every id up to its last
-// row was taken by a transaction that had ended (otherwise the worker
-// settles and commits as without the option). Through pgx's driver only;
-// DESIGN.md ("Claims ahead") has the rules and the measurements.
-func WithClaimAhead(n int) RelayOption {
-	return func(c *relayConfig) { option.Positive(&c.errs, &c.ahead, "claims ahead", n) }
 }

@@ -1,11 +1,14 @@
-// Package outbox is a transactional outbox for BabelQueue on database/sql
-// (PostgreSQL and SQLite 3.35+). Write stores a message in the caller's
-// transaction, so it exists exactly when the caller's own writes commit; a
-// Relay publishes pending rows through any binding and deletes each row
-// only after the broker acknowledged it. At-least-once: a relay that dies
-// between the broker's acknowledgement and the deletion publishes the row
-// again (on PostgreSQL at once, on SQLite when its lease ends). See
-// DESIGN.md for per-key order and several relays at once.
+// Package outbox stores messages in the caller's database transaction and
+// relays them to a broker at least once, in order per key.
+//
+// Write inserts a row in the caller's *sql.Tx, so the message exists
+// exactly when the caller's own writes commit. A Relay claims pending
+// rows, sends them through any binding (a Sender) and deletes each row
+// only after the broker acknowledged it; a failed row is retried with
+// backoff and holds back the later rows of its key. Several relays may run
+// on one table at once. It works with PostgreSQL and SQLite through
+// database/sql and imports no database driver. DESIGN.md states the
+// guarantees and how each code path keeps them.
 package outbox
 
 import (
@@ -15,8 +18,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
@@ -25,22 +26,12 @@ import (
 	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
-// Dialect selects the SQL of a database.
-type Dialect int
-
-const (
-	// Postgres: $n placeholders, BYTEA, FOR UPDATE SKIP LOCKED.
-	Postgres Dialect = iota + 1
-	// SQLite: ? placeholders, BLOB, one writer at a time.
-	SQLite
-)
-
 // Outbox names the outbox table of a database.
 type Outbox struct {
 	dialect Dialect
 	table   string
 	now     func() time.Time
-	insertQ string // Write's statement
+	st      statements
 }
 
 // New returns the outbox of a database of dialect d. It reports every
@@ -54,87 +45,11 @@ func New(d Dialect, opts ...Option) (*Outbox, error) {
 	if err := option.Apply(&c, &c.errs, opts); err != nil {
 		return nil, err
 	}
-	o := &Outbox{dialect: d, table: c.table, now: c.clock.Now}
-	// On PostgreSQL the id comes from the column's default, which Migrate
-	// makes take the writing transaction's id first (floors.go).
-	o.insertQ = o.q(`INSERT INTO {t} (queue, msg_key, order_key, body, headers, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id`)
-	return o, nil
+	return &Outbox{dialect: d, table: c.table, now: c.clock.Now, st: statementsOf(d, c.table)}, nil
 }
 
 // Table returns the table name.
 func (o *Outbox) Table() string { return o.table }
-
-// q rewrites ? placeholders for the dialect and {t} as the table name.
-func (o *Outbox) q(s string) string {
-	s = strings.ReplaceAll(s, "{t}", o.table)
-	if o.dialect != Postgres {
-		return s
-	}
-	var b strings.Builder
-	n := 0
-	for _, r := range s {
-		if r == '?' {
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-// Migrate creates the table and its indexes when they do not exist.
-func (o *Outbox) Migrate(ctx context.Context, db *sql.DB) error {
-	id, blob := "BIGSERIAL PRIMARY KEY", "BYTEA"
-	if o.dialect == SQLite {
-		id, blob = "INTEGER PRIMARY KEY AUTOINCREMENT", "BLOB"
-	}
-	// The claim's scan in id order: on PostgreSQL the index holds each
-	// row's key bucket beside its id, so a claim passes over the rows of
-	// the buckets it does not hold in the index, without reading them
-	// (see DESIGN.md, "Claim on PostgreSQL"); tables of earlier versions
-	// had an index of the id alone, which it replaces.
-	byID := `CREATE INDEX IF NOT EXISTS {t}_pending_id ON {t} (id) WHERE published_at IS NULL`
-	dropOld, xidFirst := ``, ``
-	if o.dialect == Postgres {
-		xidFirst = xidFirstMigration
-		byID = `CREATE INDEX IF NOT EXISTS {t}_pending_bucket ON {t} (id, ` + bucketOf("order_key") + `) WHERE published_at IS NULL`
-		dropOld = `DROP INDEX IF EXISTS {t}_pending_id`
-	}
-	for _, s := range []string{
-		`CREATE TABLE IF NOT EXISTS {t} (
-  id ` + id + `,
-  queue TEXT NOT NULL,
-  msg_key ` + blob + `,
-  order_key TEXT NOT NULL,
-  body ` + blob + ` NOT NULL,
-  headers TEXT NOT NULL,
-  created_at BIGINT NOT NULL,
-  attempts INTEGER NOT NULL DEFAULT 0,
-  next_attempt_at BIGINT NOT NULL DEFAULT 0,
-  last_error TEXT NOT NULL DEFAULT '',
-  locked_by TEXT NOT NULL DEFAULT '',
-  locked_until BIGINT NOT NULL DEFAULT 0,
-  published_at BIGINT)`,
-		// published_at: set by versions before rows were deleted once
-		// published; such rows are never sent again and Purge removes them.
-		`CREATE INDEX IF NOT EXISTS {t}_pending ON {t} (order_key, id) WHERE published_at IS NULL`,
-		byID,
-		// Rows that failed: what a PostgreSQL claim checks a row's key
-		// against (usually empty).
-		`CREATE INDEX IF NOT EXISTS {t}_retry ON {t} (order_key, id) WHERE attempts > 0 AND published_at IS NULL`,
-		dropOld,
-		xidFirst,
-	} {
-		if s == "" {
-			continue
-		}
-		if _, err := db.ExecContext(ctx, o.q(s)); err != nil {
-			return fmt.Errorf("outbox: migrate %s: %w", o.table, err)
-		}
-	}
-	return nil
-}
 
 // Message is one row of the outbox: what the relay sends, byte for byte.
 type Message struct {
@@ -173,7 +88,7 @@ func (o *Outbox) Write(ctx context.Context, tx *sql.Tx, m Message) (int64, error
 		orderKey = "u:" + randomID()
 	}
 	var id int64
-	err = tx.QueryRowContext(ctx, o.insertQ, m.Queue, m.Key, orderKey, m.Body, string(h), o.now().UnixMilli()).Scan(&id)
+	err = tx.QueryRowContext(ctx, o.st.insert, m.Queue, m.Key, orderKey, m.Body, string(h), o.now().UnixMilli()).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("outbox: write to %s: %w", o.table, err)
 	}

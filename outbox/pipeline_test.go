@@ -58,11 +58,11 @@ func (b *batchTransport) SendBatch(ctx context.Context, outs []*driver.Outgoing)
 	return nil, nil
 }
 
-// TestRunSendsAtMostInFlightBatches: Run's extra workers claim and settle
-// while others send, but no more than WithInFlight batches are with the
-// sender at once; every row goes out once it is acknowledged, in order per
+// TestRunSendsAtMostInFlightBatches: Run's workers claim and settle while
+// others send, but no more than WithInFlight batches are with the sender
+// at once; every row goes out once it is acknowledged, in order per
 // key, a refused row again after its backoff, through the transport's
-// batch path.
+// batch path; Run returns nil once stopped.
 func TestRunSendsAtMostInFlightBatches(t *testing.T) {
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "outbox.db")+"?_pragma=busy_timeout(20000)&_pragma=journal_mode(WAL)&_txlock=immediate")
 	if err != nil {
@@ -99,7 +99,9 @@ func TestRunSendsAtMostInFlightBatches(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	cancel()
-	<-done
+	if err := <-done; err != nil {
+		t.Fatalf("Run after its context was cancelled: %v, want nil", err)
+	}
 	if most := tr.most.Load(); most > 2 || most < 1 {
 		t.Fatalf("at most %d batches were sent at once, want 1-2 (WithInFlight(2))", most)
 	}

@@ -19,46 +19,27 @@ func TestPostgres(t *testing.T) {
 	runOutboxTests(t, db, outbox.Postgres)
 }
 
-// TestPostgresDatabaseSQL is TestPostgres with the claims and their
-// settlement through database/sql, the path of a driver other than pgx's.
-func TestPostgresDatabaseSQL(t *testing.T) {
-	db, _ := brokertest.Postgres(t)
-	relayOpts = []outbox.RelayOption{outbox.WithDatabaseSQLClaims()}
-	t.Cleanup(func() { relayOpts = nil })
-	runOutboxTests(t, db, outbox.Postgres)
-}
-
 // TestPostgresSimpleProtocol is TestPostgres with pgx in its simple
 // protocol: every column and parameter in text format.
 func TestPostgresSimpleProtocol(t *testing.T) {
 	runOutboxTests(t, brokertest.PostgresWith(t, "default_query_exec_mode", "simple_protocol"), outbox.Postgres)
 }
 
-// TestPostgresClaimsThroughPgx checks that a relay on pgx's driver
-// reads its claims through pgx, and one told otherwise through
-// database/sql, each row with its own queue.
-func TestPostgresClaimsThroughPgx(t *testing.T) {
+// TestPostgresEachRowToItsQueue checks that a claim of rows of several
+// queues sends each row to its own queue.
+func TestPostgresEachRowToItsQueue(t *testing.T) {
 	db, _ := brokertest.Postgres(t)
-	for _, plain := range []bool{false, true} {
-		ob := newOutbox(t, db, outbox.Postgres)
-		write(t, db, ob, true, outbox.Message{Queue: "q", Body: []byte("b")}, outbox.Message{Queue: "q2", Body: []byte("c")},
-			outbox.Message{Queue: "q", Body: []byte("d")})
-		var opts []outbox.RelayOption
-		if plain {
-			opts = append(opts, outbox.WithDatabaseSQLClaims())
-		}
-		s := &recordingSender{}
-		r := newRelay(t, db, ob, s, opts...)
-		if n, err := r.RunOnce(context.Background()); err != nil || n != 3 || len(s.got) != 3 {
-			t.Fatalf("RunOnce: %d, %v, sent %d; want 3 rows", n, err, len(s.got))
-		}
-		for _, g := range s.got {
-			if want := map[string]string{"b": "q", "c": "q2", "d": "q"}[string(g.body)]; g.queue != want {
-				t.Fatalf("row %s sent to %q, want %q", g.body, g.queue, want)
-			}
-		}
-		if r.ClaimsThroughPgx() == plain {
-			t.Fatalf("claims through pgx: %v, want %v", r.ClaimsThroughPgx(), !plain)
+	ob := newOutbox(t, db, outbox.Postgres)
+	write(t, db, ob, true, outbox.Message{Queue: "q", Body: []byte("b")}, outbox.Message{Queue: "q2", Body: []byte("c")},
+		outbox.Message{Queue: "q", Body: []byte("d")})
+	s := &recordingSender{}
+	r := newRelay(t, db, ob, s)
+	if n, err := r.RunOnce(context.Background()); err != nil || n != 3 || len(s.got) != 3 {
+		t.Fatalf("RunOnce: %d, %v, sent %d; want 3 rows", n, err, len(s.got))
+	}
+	for _, g := range s.got {
+		if want := map[string]string{"b": "q", "c": "q2", "d": "q"}[string(g.body)]; g.queue != want {
+			t.Fatalf("row %s sent to %q, want %q", g.body, g.queue, want)
 		}
 	}
 }
@@ -70,41 +51,35 @@ func TestPostgresClaimsThroughPgx(t *testing.T) {
 func TestPostgresFailedDeletionRollsBack(t *testing.T) {
 	db, _ := brokertest.Postgres(t)
 	ctx := context.Background()
-	for _, plain := range []bool{false, true} {
-		ob := newOutbox(t, db, outbox.Postgres)
-		fn := ob.Table() + "_no_delete"
-		for _, q := range []string{
-			`CREATE FUNCTION ` + fn + `() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'no deletion'; END $$`,
-			`CREATE TRIGGER ` + fn + ` BEFORE DELETE ON ` + ob.Table() + ` FOR EACH ROW EXECUTE FUNCTION ` + fn + `()`,
-		} {
-			if _, err := db.ExecContext(ctx, q); err != nil {
-				t.Fatal(err)
-			}
-		}
-		t.Cleanup(func() { _, _ = db.ExecContext(ctx, `DROP FUNCTION IF EXISTS `+fn+`() CASCADE`) })
-		write(t, db, ob, true, outbox.Message{Queue: "q", Key: []byte("a"), Body: []byte("a0")}, outbox.Message{Queue: "q", Key: []byte("b"), Body: []byte("b0")})
-		var opts []outbox.RelayOption
-		if plain {
-			opts = append(opts, outbox.WithDatabaseSQLClaims())
-		}
-		s := &recordingSender{}
-		r := newRelay(t, db, ob, s, opts...)
-		if _, err := r.RunOnce(ctx); err == nil || !strings.Contains(err.Error(), "no deletion") {
-			t.Fatalf("RunOnce with the deletion failing: %v, want its error", err)
-		}
-		if st, err := ob.Stats(ctx, db); err != nil || st.Pending != 2 || st.Failing != 0 {
-			t.Fatalf("stats %+v (%v), want both rows pending, none failing", st, err)
-		}
-		if in := db.Stats().InUse; in != 0 {
-			t.Fatalf("%d connections in use after the claim, want 0", in)
-		}
-		if _, err := db.ExecContext(ctx, `DROP TRIGGER `+fn+` ON `+ob.Table()); err != nil {
+	ob := newOutbox(t, db, outbox.Postgres)
+	fn := ob.Table() + "_no_delete"
+	for _, q := range []string{
+		`CREATE FUNCTION ` + fn + `() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'no deletion'; END $$`,
+		`CREATE TRIGGER ` + fn + ` BEFORE DELETE ON ` + ob.Table() + ` FOR EACH ROW EXECUTE FUNCTION ` + fn + `()`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}
-		drain(t, r)
-		if st, err := ob.Stats(ctx, db); err != nil || st.Pending != 0 || len(s.got) != 4 {
-			t.Fatalf("stats %+v (%v), sent %d; want none pending, each row sent twice", st, err, len(s.got))
-		}
+	}
+	t.Cleanup(func() { _, _ = db.ExecContext(ctx, `DROP FUNCTION IF EXISTS `+fn+`() CASCADE`) })
+	write(t, db, ob, true, outbox.Message{Queue: "q", Key: []byte("a"), Body: []byte("a0")}, outbox.Message{Queue: "q", Key: []byte("b"), Body: []byte("b0")})
+	s := &recordingSender{}
+	r := newRelay(t, db, ob, s)
+	if _, err := r.RunOnce(ctx); err == nil || !strings.Contains(err.Error(), "no deletion") {
+		t.Fatalf("RunOnce with the deletion failing: %v, want its error", err)
+	}
+	if st, err := ob.Stats(ctx, db); err != nil || st.Pending != 2 || st.Failing != 0 {
+		t.Fatalf("stats %+v (%v), want both rows pending, none failing", st, err)
+	}
+	if in := db.Stats().InUse; in != 0 {
+		t.Fatalf("%d connections in use after the claim, want 0", in)
+	}
+	if _, err := db.ExecContext(ctx, `DROP TRIGGER `+fn+` ON `+ob.Table()); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, r)
+	if st, err := ob.Stats(ctx, db); err != nil || st.Pending != 0 || len(s.got) != 4 {
+		t.Fatalf("stats %+v (%v), sent %d; want none pending, each row sent twice", st, err, len(s.got))
 	}
 }
 
@@ -163,58 +138,52 @@ func TestPostgresMigrateReplacesTheIDIndex(t *testing.T) {
 // TestPostgresClaimPassesOverAHeldBucket holds the advisory lock of one
 // key bucket from another session: claims (every free bucket, so a set
 // with a hole, whose range spans the held bucket) send every row but
-// those of its keys, which go once it is released; on both paths.
+// those of its keys, which go once it is released.
 func TestPostgresClaimPassesOverAHeldBucket(t *testing.T) {
 	db, _ := brokertest.Postgres(t)
 	ctx := context.Background()
-	for _, plain := range []bool{false, true} {
-		ob := newOutbox(t, db, outbox.Postgres)
-		var msgs []outbox.Message
-		for i := range 300 {
-			msgs = append(msgs, outbox.Message{Queue: "q", Key: fmt.Appendf(nil, "k%d", i), Body: fmt.Appendf(nil, "b%d", i)})
-		}
-		write(t, db, ob, true, msgs...)
-		const held = 20
-		var inHeld int64
-		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM `+ob.Table()+` WHERE (hashtext(order_key) & 63) = $1`, held).Scan(&inHeld); err != nil {
-			t.Fatal(err)
-		}
-		if inHeld == 0 {
-			t.Fatalf("no key of the 300 in bucket %d", held)
-		}
-		conn, err := db.Conn(ctx)
+	ob := newOutbox(t, db, outbox.Postgres)
+	var msgs []outbox.Message
+	for i := range 300 {
+		msgs = append(msgs, outbox.Message{Queue: "q", Key: fmt.Appendf(nil, "k%d", i), Body: fmt.Appendf(nil, "b%d", i)})
+	}
+	write(t, db, ob, true, msgs...)
+	const held = 20
+	var inHeld int64
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM `+ob.Table()+` WHERE (hashtext(order_key) & 63) = $1`, held).Scan(&inHeld); err != nil {
+		t.Fatal(err)
+	}
+	if inHeld == 0 {
+		t.Fatalf("no key of the 300 in bucket %d", held)
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1, $2)`, outbox.LockNamespace(ob), held); err != nil {
+		t.Fatal(err)
+	}
+	s := &recordingSender{}
+	r := newRelay(t, db, ob, s)
+	for {
+		n, err := r.RunOnce(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1, $2)`, outbox.LockNamespace(ob), held); err != nil {
-			t.Fatal(err)
+		if n == 0 {
+			break
 		}
-		var opts []outbox.RelayOption
-		if plain {
-			opts = append(opts, outbox.WithDatabaseSQLClaims())
-		}
-		s := &recordingSender{}
-		r := newRelay(t, db, ob, s, opts...)
-		for {
-			n, err := r.RunOnce(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n == 0 {
-				break
-			}
-		}
-		if st, err := ob.Stats(ctx, db); err != nil || st.Pending != inHeld || int64(len(s.got)) != 300-inHeld {
-			t.Fatalf("with bucket %d held: stats %+v (%v), sent %d; want the %d rows of its keys pending, the rest sent", held, st, err, len(s.got), inHeld)
-		}
-		if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_unlock($1, $2)`, outbox.LockNamespace(ob), held); err != nil {
-			t.Fatal(err)
-		}
-		_ = conn.Close()
-		drain(t, r)
-		if st, err := ob.Stats(ctx, db); err != nil || st.Pending != 0 || len(s.got) != 300 {
-			t.Fatalf("after the release: stats %+v (%v), sent %d; want every row sent once", st, err, len(s.got))
-		}
+	}
+	if st, err := ob.Stats(ctx, db); err != nil || st.Pending != inHeld || int64(len(s.got)) != 300-inHeld {
+		t.Fatalf("with bucket %d held: stats %+v (%v), sent %d; want the %d rows of its keys pending, the rest sent", held, st, err, len(s.got), inHeld)
+	}
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_unlock($1, $2)`, outbox.LockNamespace(ob), held); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.Close()
+	drain(t, r)
+	if st, err := ob.Stats(ctx, db); err != nil || st.Pending != 0 || len(s.got) != 300 {
+		t.Fatalf("after the release: stats %+v (%v), sent %d; want every row sent once", st, err, len(s.got))
 	}
 }
 
@@ -231,12 +200,12 @@ func (c *cancellingSender) SendBatch(ctx context.Context, msgs []outbox.Message)
 	return errs
 }
 
-// TestPostgresStopBetweenWaves: when the relay's context ends after a
-// claim's first wave was acknowledged, the later waves are not sent, the
-// first wave's rows are deleted and the others stay pending, with no
+// TestPostgresStopBetweenRounds: when the relay's context ends after a
+// claim's first round was acknowledged, the later rounds are not sent, the
+// first round's rows are deleted and the others stay pending, with no
 // attempt counted. (RunOnce: one claim of every key bucket, so a and b
 // are in it, whatever buckets they hash to.)
-func TestPostgresStopBetweenWaves(t *testing.T) {
+func TestPostgresStopBetweenRounds(t *testing.T) {
 	db, _ := brokertest.Postgres(t)
 	ob := newOutbox(t, db, outbox.Postgres)
 	var msgs []outbox.Message
@@ -249,12 +218,12 @@ func TestPostgresStopBetweenWaves(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s := &cancellingSender{batchingSender: &batchingSender{recordingSender: &recordingSender{}}, cancel: cancel}
-	r := newRelay(t, db, ob, s, outbox.WithWaves(3))
+	r := newRelay(t, db, ob, s)
 	if n, err := r.RunOnce(ctx); n != 6 || err != nil {
 		t.Fatalf("RunOnce: %d rows (%v), want a claim of 6", n, err)
 	}
 	if fmt.Sprint(s.calls) != "[2]" {
-		t.Fatalf("SendBatch calls of %v rows, want [2]: the first wave alone", s.calls)
+		t.Fatalf("SendBatch calls of %v rows, want [2]: the first round alone", s.calls)
 	}
 	st, err := ob.Stats(context.Background(), db)
 	if err != nil || st.Pending != 4 || st.Attempts != 0 {
@@ -275,5 +244,36 @@ func TestPostgresStopBetweenWaves(t *testing.T) {
 	}
 	if fmt.Sprint(left) != "[a1 b1 a2 b2]" {
 		t.Fatalf("rows left %v, want [a1 b1 a2 b2]", left)
+	}
+}
+
+// TestPostgresMovedRowRollsBack updates a claimed row while it is being
+// sent (its ctid changes): the deletion does not find it, the whole
+// outcome is rolled back, and the claim's rows are all sent again, in
+// order, by the next claim.
+func TestPostgresMovedRowRollsBack(t *testing.T) {
+	db, _ := brokertest.Postgres(t)
+	ctx := context.Background()
+	ob := newOutbox(t, db, outbox.Postgres)
+	write(t, db, ob, true, outbox.Message{Queue: "q", Key: []byte("a"), Body: []byte("a0")}, outbox.Message{Queue: "q", Key: []byte("a"), Body: []byte("a1")})
+	moved := false
+	s := &recordingSender{fail: func(body []byte) error {
+		if moved {
+			return nil
+		}
+		moved = true
+		_, err := db.ExecContext(ctx, `UPDATE `+ob.Table()+` SET last_error = 'moved' WHERE convert_from(body, 'UTF8') = 'a0'`)
+		return err
+	}}
+	r := newRelay(t, db, ob, s)
+	if _, err := r.RunOnce(ctx); err == nil || !strings.Contains(err.Error(), "rows found") {
+		t.Fatalf("RunOnce with a row moved: %v, want the deletion's error", err)
+	}
+	if st, err := ob.Stats(ctx, db); err != nil || st.Pending != 2 || st.Failing != 0 {
+		t.Fatalf("stats %+v (%v), want both rows pending, none failing", st, err)
+	}
+	drain(t, r)
+	if got := fmt.Sprint(bodiesOf(s)); got != "[a0 a1 a0 a1]" {
+		t.Fatalf("sent %v, want [a0 a1 a0 a1]: the rolled-back claim again, in order", got)
 	}
 }

@@ -50,7 +50,7 @@ type TransportSender struct {
 
 // Send implements Sender.
 func (s TransportSender) Send(ctx context.Context, queue string, key []byte, body []byte, headers map[string]string) error {
-	_, err := s.Transport.Send(ctx, outgoing(queue, key, body, headers))
+	_, err := s.Transport.Send(ctx, outgoing(queue, key, string(body), headers))
 	return err
 }
 
@@ -64,7 +64,7 @@ func (s TransportSender) SendBatch(ctx context.Context, msgs []Message) []error 
 	}
 	outs := make([]*driver.Outgoing, len(msgs))
 	for i, m := range msgs {
-		outs[i] = outgoing(m.Queue, m.Key, m.Body, m.Headers)
+		outs[i] = outgoing(m.Queue, m.Key, string(m.Body), m.Headers)
 	}
 	return sendOutgoing(ctx, bs, outs)
 }
@@ -88,24 +88,14 @@ func sendOutgoing(ctx context.Context, bs driver.BatchSender, outs []*driver.Out
 	return errs
 }
 
-// batches reports whether the relay should hand s whole batches.
+// batches returns s as a BatchSender when the relay should hand it whole
+// rounds: a BatchSender, or a TransportSender whose transport batches.
 func batches(s Sender) (BatchSender, bool) {
 	if ts, ok := s.(TransportSender); ok {
 		_, ok := ts.Transport.(driver.BatchSender)
 		return ts, ok
 	}
 	bs, ok := s.(BatchSender)
-	return bs, ok
-}
-
-// transportBatches returns the transport of s when s is a TransportSender
-// whose transport batches.
-func transportBatches(s Sender) (driver.BatchSender, bool) {
-	ts, ok := s.(TransportSender)
-	if !ok {
-		return nil, false
-	}
-	bs, ok := ts.Transport.(driver.BatchSender)
 	return bs, ok
 }
 
@@ -131,6 +121,6 @@ func sendEach(ctx context.Context, s Sender, msgs []Message) []error {
 	return errs
 }
 
-func outgoing(queue string, key, body []byte, headers map[string]string) *driver.Outgoing {
-	return &driver.Outgoing{Intent: driver.IntentPublish, Queue: queue, Key: key, Body: string(body), Headers: headers}
+func outgoing(queue string, key []byte, body string, headers map[string]string) *driver.Outgoing {
+	return &driver.Outgoing{Intent: driver.IntentPublish, Queue: queue, Key: key, Body: body, Headers: headers}
 }

@@ -27,8 +27,7 @@ func (o *Outbox) Stats(ctx context.Context, db *sql.DB) (Stats, error) {
 	var oldest sql.NullInt64
 	// Every row is pending: a published row is deleted (rows marked
 	// published by earlier versions are left out).
-	err := db.QueryRowContext(ctx, o.q(`SELECT COUNT(*), MIN(created_at), COUNT(*) FILTER (WHERE attempts > 0), COALESCE(SUM(attempts), 0)
-FROM {t} WHERE published_at IS NULL`)).Scan(&s.Pending, &oldest, &s.Failing, &s.Attempts)
+	err := db.QueryRowContext(ctx, o.st.stats).Scan(&s.Pending, &oldest, &s.Failing, &s.Attempts)
 	if err != nil {
 		return Stats{}, fmt.Errorf("outbox: stats: %w", err)
 	}
@@ -36,7 +35,7 @@ FROM {t} WHERE published_at IS NULL`)).Scan(&s.Pending, &oldest, &s.Failing, &s.
 		s.OldestPending = max(o.now().Sub(time.UnixMilli(oldest.Int64)), 0)
 	}
 	if s.Failing > 0 {
-		_ = db.QueryRowContext(ctx, o.q(`SELECT last_error FROM {t} WHERE published_at IS NULL AND attempts > 0 ORDER BY next_attempt_at DESC LIMIT 1`)).Scan(&s.LastError)
+		_ = db.QueryRowContext(ctx, o.st.lastErr).Scan(&s.LastError)
 	}
 	return s, nil
 }
@@ -55,7 +54,7 @@ func StatsOf(ctx context.Context, db *sql.DB, d Dialect) (Stats, error) {
 // many. Only tables written by versions that marked published rows instead
 // of deleting them hold such rows; the relay ignores them.
 func (o *Outbox) Purge(ctx context.Context, db *sql.DB, cutoff time.Time) (int64, error) {
-	res, err := db.ExecContext(ctx, o.q(`DELETE FROM {t} WHERE published_at IS NOT NULL AND published_at < ?`), cutoff.UnixMilli())
+	res, err := db.ExecContext(ctx, o.st.purge, cutoff.UnixMilli())
 	if err != nil {
 		return 0, fmt.Errorf("outbox: purge: %w", err)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
-// conformanceBinding runs the §5 blocks of the conformance suite through
+// conformanceBinding runs the CONTRACT.md 5 blocks of the conformance suite through
 // the Transport's real code paths (Publish, Pop, the Consumer on the App)
 // over the fake client.
 type conformanceBinding struct{ t *testing.T }

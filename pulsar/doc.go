@@ -1,5 +1,5 @@
-// Package pulsar is the Apache Pulsar binding of BabelQueue (broker-bindings
-// §5), built on github.com/apache/pulsar-client-go. A Transport implements
+// Package pulsar is the Apache Pulsar binding of BabelQueue (CONTRACT.md
+// 5), built on github.com/apache/pulsar-client-go. A Transport implements
 // babelqueue.Transport, so that a Go service exchanges messages over Pulsar
 // with services written in the other BabelQueue SDKs:
 //

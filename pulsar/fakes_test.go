@@ -44,6 +44,9 @@ type fakeProducer struct {
 	closed  bool
 	onSend  func(*pulsar.ProducerMessage) // called after a successful send
 	ids     bool                          // return message IDs, as a broker does
+	// maxPayload refuses a longer payload as the client does one above the
+	// broker's maxMessageSize (pulsar.ErrMessageTooLarge); 0: no limit.
+	maxPayload int
 }
 
 func (p *fakeProducer) Send(_ context.Context, msg *pulsar.ProducerMessage) (pulsar.MessageID, error) {
@@ -54,6 +57,9 @@ func (p *fakeProducer) Send(_ context.Context, msg *pulsar.ProducerMessage) (pul
 	}
 	if p.sendErr != nil {
 		return nil, p.sendErr
+	}
+	if p.maxPayload > 0 && len(msg.Payload) > p.maxPayload {
+		return nil, pulsar.ErrMessageTooLarge
 	}
 	p.sent = append(p.sent, msg)
 	if p.onSend != nil {
@@ -169,6 +175,8 @@ type fakeClient struct {
 	// loopback delivers what a producer sends to the fake consumer of its
 	// topic, like a broker would.
 	loopback bool
+	// maxPayload is the maxPayload of the producers it creates.
+	maxPayload int
 }
 
 func newFakeClient() *fakeClient {
@@ -182,7 +190,7 @@ func (c *fakeClient) CreateProducer(opts pulsar.ProducerOptions) (producer, erro
 		return nil, c.createErr
 	}
 	c.producerOpts = append(c.producerOpts, opts)
-	p := &fakeProducer{topic: opts.Topic}
+	p := &fakeProducer{topic: opts.Topic, maxPayload: c.maxPayload}
 	if c.loopback {
 		fc := c.consumerLocked(opts.Topic)
 		p.onSend = func(m *pulsar.ProducerMessage) {

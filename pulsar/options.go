@@ -82,7 +82,10 @@ type Option func(*config)
 
 type config struct {
 	serviceURL string
-	client     pulsar.Client // prepared by the caller; never closed by us
+	// serviceURLRejected: WithServiceURL reported its URL, so validate
+	// does not report a missing one as well.
+	serviceURLRejected bool
+	client             pulsar.Client // prepared by the caller; never closed by us
 
 	topicPrefix string
 
@@ -152,15 +155,22 @@ func invalid(format string, args ...any) error {
 }
 
 // WithServiceURL makes the Transport build, and later close, its own client
-// for url (for example "pulsar://127.0.0.1:6650"). Exactly one of
-// WithServiceURL and WithClient is required.
+// for url, such as "pulsar://127.0.0.1:6650". Exactly one of WithServiceURL
+// and WithClient is required.
+//
+// url is pulsar://, pulsar+ssl:// (TLS), http:// or https:// (the HTTP
+// lookup service), then host:port addresses separated by ',' or ';', each
+// with its port. New reports a URL that is not, so no bad address reaches
+// the client.
 func WithServiceURL(url string) Option {
 	return func(c *config) {
-		if wire.IsBlank(url) {
-			c.fail("service URL is blank")
+		u, err := parseServiceURL(url)
+		if err != nil {
+			c.fail("%v", err)
+			c.serviceURLRejected = true
 			return
 		}
-		c.serviceURL = url
+		c.serviceURL = u
 	}
 }
 
@@ -434,7 +444,7 @@ func (c *config) clientOptions() pulsar.ClientOptions {
 // validate checks the combination of options.
 func (c *config) validate() {
 	switch {
-	case c.serviceURL == "" && c.client == nil:
+	case c.serviceURL == "" && c.client == nil && !c.serviceURLRejected:
 		c.fail("one of WithServiceURL or WithClient is required")
 	case c.serviceURL != "" && c.client != nil:
 		c.fail("WithServiceURL and WithClient exclude each other")

@@ -60,7 +60,7 @@ func (t *Transport) Receive(ctx context.Context, queue string, timeout time.Dura
 // timeout is zero or less). It returns (nil, nil) when nothing arrived.
 //
 // Headers holds every property of the message. Body is the payload with
-// the §5 attempts rule applied: the valid bq-attempts property when present,
+// the CONTRACT.md 5 attempts rule applied: the valid bq-attempts property when present,
 // else the body's attempts, and at least the redelivery count; the body is
 // rewritten, changing only that value, when it holds an integer attempts
 // that differs. A version-gated message (its bq-schema-version property, or
@@ -284,7 +284,7 @@ func bytesView(b []byte) string {
 	return unsafe.String(&b[0], len(b))
 }
 
-// reconcileBody applies the §5 attempts rule to payload.
+// reconcileBody applies the CONTRACT.md 5 attempts rule to payload.
 func reconcileBody(payload []byte, headers map[string]string, redelivery int) []byte {
 	prop, present := headers[wire.HeaderAttempts]
 	if redelivery <= 0 {

@@ -2,6 +2,7 @@ package pulsar
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -38,6 +39,12 @@ func (t *Transport) sendRetry(ctx context.Context, out *driver.Outgoing) (driver
 		return r, nil
 	}
 	id, err := p.Send(ctx, message(out))
+	if err != nil && tooBig(err) {
+		// The copy can never be written: leave the original reserved, so
+		// that the App writes a bounded dead letter and acknowledges it
+		// (driver.ErrTooLarge); Retry, with no App behind it, nacks it.
+		return noReceipt, fmt.Errorf("pulsar: retry republish to %s: %w: %w", d.topic, driver.ErrTooLarge, err)
+	}
 	if err != nil {
 		d.consumer.Nack(d.msg)
 		t.warn(fmt.Sprintf("retry republish to %s failed, message left negatively acknowledged: %v", d.topic, err))
@@ -85,6 +92,14 @@ func (t *Transport) Retry(ctx context.Context, msg *babelqueue.ReceivedMessage, 
 		Headers: retryHeaders(msg, counted),
 		Attempt: counted - 1,
 	})
+	if errors.Is(err, driver.ErrTooLarge) {
+		// Send left msg reserved for the App's bounded dead letter; here
+		// nothing else settles it.
+		if d := deliveryOf(msg); d != nil {
+			d.consumer.Nack(d.msg)
+		}
+		return fmt.Errorf("%w: %w", babelqueue.ErrSettle, err)
+	}
 	return err
 }
 

@@ -68,7 +68,7 @@ func (t *Transport) sendNew(ctx context.Context, out *driver.Outgoing) error {
 	return err
 }
 
-// Publish writes body to the topic of queue with the §5 property projection
+// Publish writes body to the topic of queue with the CONTRACT.md 5 property projection
 // (bq-job, bq-trace-id, bq-message-id, bq-schema-version, bq-source-lang,
 // bq-attempts, each only when the body holds it) and the event time set to
 // meta.created_at. It returns once the broker acknowledged the write.
@@ -181,7 +181,7 @@ func payloadOf(body string) []byte {
 // One addition: on IntentRetry a non-blank bq-attempts of extra, the count
 // the retry was decided with, wins over the body's. The App sends a body
 // whose attempts already equal it, so the result is OutgoingHeaders'; a
-// retried poison body, republished byte for byte (SPEC §7), must not pin
+// retried poison body, republished byte for byte (CONTRACT.md 5), must not pin
 // the count to its own stale attempts.
 func properties(p *wire.Projection, extra map[string]string, intent driver.Intent, into map[string]string) map[string]string {
 	contract := [...]wire.Header{
@@ -267,6 +267,9 @@ func (t *Transport) sendOut(ctx context.Context, out *driver.Outgoing) (pulsar.M
 	if err != nil {
 		if t.isClosed() {
 			return nil, errClosed(op + " to " + topic)
+		}
+		if tooBig(err) {
+			return nil, fmt.Errorf("pulsar: %s to %s: %w: %w", op, topic, driver.ErrTooLarge, err)
 		}
 		return nil, fmt.Errorf("pulsar: %s to %s: %w", op, topic, err)
 	}

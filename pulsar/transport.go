@@ -13,8 +13,8 @@ import (
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 )
 
-// Transport is the Pulsar binding of babelqueue.Transport (broker-bindings
-// §5), and a redrive.Redriver (see Redrive). Every write goes through
+// Transport is the Pulsar binding of babelqueue.Transport (CONTRACT.md
+// 5), and a redrive.Redriver (see Redrive). Every write goes through
 // Send; Publish, PublishWithHeaders, PublishDelayed and Retry are thin
 // methods over it, Pop is Receive, Nack is HandBack.
 //

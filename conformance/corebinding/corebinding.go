@@ -121,12 +121,12 @@ func (Binding) IncrementAttempts(body []byte) ([]byte, error) {
 	return env.Encode()
 }
 
-// KafkaHeaders returns the §6 header projection of body.
+// KafkaHeaders returns the CONTRACT.md 6 header projection of body.
 func (Binding) KafkaHeaders(body []byte) ([]conformance.Header, error) {
 	return toHeaders(wire.ProjectBody(body).Headers()), nil
 }
 
-// PulsarProperties returns the §5 property projection of body.
+// PulsarProperties returns the CONTRACT.md 5 property projection of body.
 func (Binding) PulsarProperties(body []byte) (map[string]string, error) {
 	props := map[string]string{}
 	for _, h := range wire.ProjectBody(body).Headers() {

@@ -125,7 +125,7 @@ func block(s *conformance.Suite, id string) (json.RawMessage, bool) {
 
 // urnAliasWithoutJob reports whether doc is a JSON object with a "urn" key
 // and no job: no "job" key, or a job string that is blank (empty or only
-// ASCII whitespace, SPEC 2 rule 5).
+// ASCII whitespace, CONTRACT.md 2.5).
 func urnAliasWithoutJob(doc []byte) bool {
 	var top map[string]json.RawMessage
 	if json.Unmarshal(doc, &top) != nil {

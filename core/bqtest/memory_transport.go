@@ -37,7 +37,11 @@ import (
 //     a keyless one round robin; a partition keeps its order, a handed-back
 //     message returns to its place in it, and each partition has a commit
 //     position (Committed) that advances only over its contiguous prefix
-//     of settled messages, as a Kafka group commits.
+//     of settled messages, as a Kafka group commits;
+//   - hands out the next message of one partition on request, ahead of
+//     the other partitions' messages (ReceiveReadyFrom, the
+//     driver.PartitionReadyReceiver an App's partition lanes use), as a
+//     Kafka consumer that reads each partition on its own.
 //
 // WithMemoryFeatures narrows what it does, to stand for a binding with
 // fewer features. Receive waits for a message without polling: it sleeps
@@ -50,6 +54,7 @@ type InMemoryTransport struct {
 	tiers      []time.Duration
 	features   driver.Features
 	partitions int
+	maxBytes   int     // the largest body Send accepts; 0: no limit
 	errs       []error // the problems the options found
 
 	mu      sync.Mutex
@@ -112,6 +117,20 @@ func WithMemoryPartitions(n int) MemoryOption {
 			return
 		}
 		t.partitions = n
+	}
+}
+
+// WithMemoryMaxMessageBytes makes Send refuse a body longer than n bytes
+// with an error matching driver.ErrTooLarge, writing nothing, as a broker
+// refuses a record above its size limit (default: no limit; n must be at
+// least 1).
+func WithMemoryMaxMessageBytes(n int) MemoryOption {
+	return func(t *InMemoryTransport) {
+		if n < 1 {
+			t.errs = append(t.errs, fmt.Errorf("bqtest: %w: max message bytes %d: at least 1", driver.ErrInvalidOption, n))
+			return
+		}
+		t.maxBytes = n
 	}
 }
 
@@ -350,6 +369,10 @@ func (t *InMemoryTransport) send(out *driver.Outgoing, f driver.Features) (drive
 	if err := t.check(out.Intent.String(), out.Queue); err != nil {
 		return driver.Receipt{}, err
 	}
+	if t.maxBytes > 0 && len(out.Body) > t.maxBytes {
+		return driver.Receipt{}, fmt.Errorf("babelqueue: in-memory %s %s: %d bytes, the limit is %d: %w",
+			out.Intent, out.Queue, len(out.Body), t.maxBytes, driver.ErrTooLarge)
+	}
 	key := out.Key
 	if key == nil {
 		key = t.keyOf(out.From)
@@ -489,6 +512,33 @@ func (t *InMemoryTransport) Pop(ctx context.Context, queue string, timeout time.
 			timer.Stop()
 		}
 	}
+}
+
+var _ driver.PartitionReadyReceiver = (*InMemoryTransport)(nil)
+
+// ReceiveReadyFrom reserves the next visible message of partition of
+// queue, without waiting (driver.PartitionReadyReceiver): the first one of
+// that partition in the queue's order, ahead of the other partitions'
+// messages, as a Kafka consumer reads each partition on its own. It
+// returns (nil, false) when the partition has none, or when the transport
+// is closed or a fault (SetFault, op "Receive") refuses the receive.
+func (t *InMemoryTransport) ReceiveReadyFrom(queue string, partition int32) (*driver.ReceivedMessage, bool) {
+	if t.check("Receive", queue) != nil {
+		return nil, false
+	}
+	t.mu.Lock()
+	q := t.queueLocked(queue)
+	t.promoteLocked(q, t.clock.Now())
+	i := slices.IndexFunc(q.ready, func(m *memMessage) bool { return m.partition == partition })
+	if i < 0 {
+		t.mu.Unlock()
+		return nil, false
+	}
+	m := q.ready[i]
+	q.ready = slices.Delete(q.ready, i, i+1)
+	q.reserved[m.id] = m
+	t.mu.Unlock()
+	return t.delivery(queue, m), true
 }
 
 // delivery builds the driver.ReceivedMessage of a reserved message, reconciling

@@ -3,6 +3,7 @@ package bqtest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -216,5 +217,65 @@ func TestIntentNames(t *testing.T) {
 		if i.Verbatim() != (i == driver.IntentForward || i == driver.IntentRestore) {
 			t.Errorf("%v.Verbatim() = %v", i, i.Verbatim())
 		}
+	}
+}
+
+func TestMemoryReceiveReadyFromTakesOnePartitionInOrder(t *testing.T) {
+	ctx := context.Background()
+	mem := NewInMemoryTransport(WithMemoryPartitions(2))
+	var keys [2][]byte
+	for i := 0; keys[0] == nil || keys[1] == nil; i++ {
+		k := fmt.Appendf(nil, "k-%d", i)
+		keys[mem.PartitionFor(k)] = k
+	}
+	// In the queue's order, attempts 0-3 on partitions 0, 1, 0, 1.
+	for i := range 4 {
+		if err := mem.PublishKeyed(ctx, "q", keys[i%2], envBody(t, "urn:x", i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	take := func(p int32) *driver.ReceivedMessage {
+		t.Helper()
+		m, ok := mem.ReceiveReadyFrom("q", p)
+		if ok && m.Partition != p {
+			t.Fatalf("ReceiveReadyFrom(%d) returned a message of partition %d", p, m.Partition)
+		}
+		return m
+	}
+	attempts := func(m *driver.ReceivedMessage) int {
+		t.Helper()
+		if m == nil {
+			return -1
+		}
+		return mustDecode(t, m.Body).Attempts
+	}
+	first := take(1)
+	if got := attempts(first); got != 1 {
+		t.Fatalf("first of partition 1 = %d, want 1", got)
+	}
+	// Handed back, it returns to its place, ahead of 3.
+	if err := mem.HandBack(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []int{1, 3, -1} {
+		m := take(1)
+		if got := attempts(m); got != want {
+			t.Fatalf("partition 1 gave %d, want %d", got, want)
+		}
+		if m != nil {
+			if err := mem.Ack(ctx, m); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Partition 0 is untouched, in order.
+	for _, want := range []int{0, 2} {
+		m, err := mem.Pop(ctx, "q", 0)
+		if err != nil || attempts(m) != want {
+			t.Fatalf("Pop = %v, %v; want attempts %d", m, err, want)
+		}
+	}
+	if mem.Committed("q", 1) != 2 {
+		t.Errorf("partition 1 committed %d, want 2", mem.Committed("q", 1))
 	}
 }

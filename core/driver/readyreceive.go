@@ -31,3 +31,23 @@ type ReadyNotifier interface {
 	// (queue not read so far); the caller may try again later.
 	NotifyReady(queue string, fn func()) bool
 }
+
+// PartitionReadyReceiver is what a Transport of partitioned queues may
+// implement besides Receive: a receive that never waits, for one
+// partition. The App's concurrent loop calls it when a lane ordered by
+// partition has settled its last message: the lane goes on with the next
+// message of its partition on the same worker, instead of waiting for the
+// queue's receive order to reach that message (behind the messages of
+// other partitions, or beyond the pending bound).
+type PartitionReadyReceiver interface {
+	// ReceiveReadyFrom returns the next message of partition of queue
+	// (the ReceivedMessage.Partition it reports) when the binding already
+	// holds one, received from the broker and not yet handed out, and
+	// (nil, false) otherwise. It neither waits, nor calls the broker, nor
+	// subscribes. A message it returns is reserved exactly as one Receive
+	// returns, and comes in its partition's order: Receive,
+	// ReceiveReady and ReceiveReadyFrom calls of one queue take each
+	// partition's messages from one sequence. Like Receive, it is safe to
+	// call from several goroutines.
+	ReceiveReadyFrom(queue string, partition int32) (*ReceivedMessage, bool)
+}

@@ -69,3 +69,15 @@ type ReinjectBacklog struct {
 	// say); the counts are then zero and mean nothing.
 	Err error
 }
+
+// StaleTierHook is told when the oldest record of a retry tier queue has
+// waited well past its delay, so its re-injector is missing or behind.
+//
+// The Kafka binding calls it from a consuming transport with retry tiers
+// (WithStaleTierWarning sets "well past"), once per sample in which the
+// tier is stale, with the sample; Group is the re-injector group whose
+// offsets were read. Register it with the binding (WithReinjectHooks); the
+// App's WithHooks accepts it too.
+type StaleTierHook interface {
+	OnStaleTier(ctx context.Context, tier ReinjectBacklog)
+}

@@ -62,7 +62,9 @@ type Features struct {
 	// SettlesRetry: a Send of IntentRetry also settles Outgoing.From (it
 	// acknowledges it after the written copy, or hands it back so that the
 	// broker's redelivery counts the attempt); the App then neither
-	// acknowledges nor hands it back.
+	// acknowledges nor hands it back. Exception: a copy refused as too
+	// large (ErrTooLarge) leaves From reserved, and the App settles it
+	// with a bounded dead letter.
 	SettlesRetry bool
 	// HandBack says how HandBack returns a message.
 	HandBack HandBackMode

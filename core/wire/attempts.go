@@ -27,7 +27,7 @@ func ParseAttemptsHeader(raw string) (n int, ok bool) {
 	return v, true
 }
 
-// ReconcileKafka returns the attempts of a Kafka delivery (§6): a valid
+// ReconcileKafka returns the attempts of a Kafka delivery (CONTRACT.md 6): a valid
 // bq-attempts header is authoritative, even when lower than the body's
 // count; otherwise the body's attempts stands. present reports whether the
 // header was delivered at all.
@@ -40,7 +40,7 @@ func ReconcileKafka(bodyAttempts int, header string, present bool) int {
 	return bodyAttempts
 }
 
-// ReconcilePulsar returns the attempts of a Pulsar delivery (§5): the valid
+// ReconcilePulsar returns the attempts of a Pulsar delivery (CONTRACT.md 5): the valid
 // bq-attempts property when present, else the body's attempts, and then at
 // least redeliveryCount (0-based, 0 on first delivery).
 func ReconcilePulsar(bodyAttempts int, property string, present bool, redeliveryCount int) int {

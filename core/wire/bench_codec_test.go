@@ -276,7 +276,7 @@ func BenchmarkCodecAccepts(b *testing.B) {
 
 // TestBaselineLosesWhatTheCodecKeeps documents why the baseline is not an
 // option: it drops unknown keys and rounds large integers, which the codec
-// keeps (SPEC 2.2, 2.3).
+// keeps (CONTRACT.md 2.2, 2.3).
 func TestBaselineLosesWhatTheCodecKeeps(t *testing.T) {
 	plain, err := plainDecode(benchBody)
 	if err != nil {

@@ -5,7 +5,7 @@ import (
 	"strconv"
 )
 
-// BodyClass is what a consumer does with a body (SPEC 2.6–2.7).
+// BodyClass is what a consumer does with a body (CONTRACT.md 2.6–2.7).
 type BodyClass int
 
 const (

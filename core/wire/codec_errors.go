@@ -8,7 +8,7 @@ import (
 // Sentinel errors of the envelope codec. Errors returned by the codec wrap
 // them; match with errors.Is.
 var (
-	// ErrPoison marks a body that is not a conformant envelope (SPEC 2.7).
+	// ErrPoison marks a body that is not a conformant envelope (CONTRACT.md 2.7).
 	ErrPoison = errors.New("babelqueue: poison message")
 	// ErrUnsupportedSchemaVersion marks a message whose bq-schema-version
 	// header, or whose meta.schema_version, is not 1.

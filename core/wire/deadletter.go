@@ -11,7 +11,7 @@ const (
 	ReasonFailed = "failed"
 	// ReasonUnknownURN: no handler is registered for the message URN.
 	ReasonUnknownURN = "unknown_urn"
-	// ReasonPoison: the body is not a conformant envelope (SPEC 4.2).
+	// ReasonPoison: the body is not a conformant envelope (CONTRACT.md 4.2).
 	ReasonPoison = "poison"
 	// ReasonInvalidPayload: the App's payload validator rejected the data
 	// (babelqueue.WithPayloadValidator); the message is dead-lettered at
@@ -23,7 +23,7 @@ const (
 	ReasonVersionGated = "version_gated"
 )
 
-// DeadLetter is the dead_letter block of a dead-lettered message (SPEC 4.1).
+// DeadLetter is the dead_letter block of a dead-lettered message (CONTRACT.md 4.1).
 // It is written with its keys in the order reason, error, exception,
 // failed_at, original_queue, attempts, lang.
 type DeadLetter struct {
@@ -58,7 +58,7 @@ func isDeadLetterKey(b []byte, m member) bool {
 
 // appendDeadLetter appends dl as a JSON object. When old holds a previous
 // dead_letter object (a validated JSON object), its members that DeadLetter
-// does not know are appended after the known keys, byte for byte (SPEC 2.2).
+// does not know are appended after the known keys, byte for byte (CONTRACT.md 2.2).
 func appendDeadLetter(dst []byte, dl DeadLetter, old []byte) []byte {
 	lang := dl.Lang
 	if lang == "" {
@@ -168,7 +168,7 @@ func DeadLetterOf(body []byte) (*DeadLetter, bool) {
 }
 
 // AnnotateDeadLetter returns a copy of body ready for the dead-letter queue
-// (SPEC 4.1): attempts is set to dl.Attempts and a dead_letter block is
+// (CONTRACT.md 4.1): attempts is set to dl.Attempts and a dead_letter block is
 // added, or the existing one replaced in place (its unknown keys are kept
 // after the known ones). Every other byte of body is unchanged; a missing
 // attempts key or dead_letter block is inserted after the last member, in
@@ -198,7 +198,7 @@ func setDeadLetterBlock(b []byte, dl DeadLetter) ([]byte, error) {
 	return withMember(b, l, "dead_letter", block), nil
 }
 
-// ClearDeadLetter returns a copy of body for a redrive (SPEC 8): the
+// ClearDeadLetter returns a copy of body for a redrive (CONTRACT.md 8): the
 // dead_letter block is removed and attempts set to 0 (added after the last
 // member when missing). Every other byte is unchanged; removing a block that
 // AnnotateDeadLetter appended restores the bytes before it. body must be a
@@ -212,7 +212,7 @@ func ClearDeadLetter(body []byte) ([]byte, error) {
 }
 
 // SetAttempts returns a copy of body with the top-level attempts value set
-// to n (SPEC 2.4): only the bytes of that value change. When body has no
+// to n (CONTRACT.md 2.4): only the bytes of that value change. When body has no
 // attempts key, `"attempts":n` is inserted after the last member. When the
 // key is repeated, the last occurrence (the one JSON readers keep) changes.
 // body must be a JSON object (else the error wraps ErrPoison); n must be in

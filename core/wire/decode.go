@@ -209,7 +209,7 @@ func parseMeta(b []byte, open, depth int, p *parsed, version *vspan) (int, error
 	return mi.end, mi.err
 }
 
-// Accepts reports whether a consumer accepts body as an envelope (SPEC 2.6).
+// Accepts reports whether a consumer accepts body as an envelope (CONTRACT.md 2.6).
 // It returns nil, or an error wrapping ErrPoison (not an envelope) or
 // ErrUnsupportedSchemaVersion (a *SchemaVersionError: meta.schema_version
 // is not 1). It checks exactly what Decode checks, without building the
@@ -222,7 +222,7 @@ func Accepts(body []byte) error {
 // Decode reads a received body into an Envelope. Errors wrap ErrPoison or
 // ErrUnsupportedSchemaVersion (then they are a *SchemaVersionError).
 //
-// The rules (SPEC 2.6, 2.7), in the order they are checked:
+// The rules (CONTRACT.md 2.6, 2.7), in the order they are checked:
 //
 //  1. The body must be one strict JSON object: valid UTF-8, RFC 8259 syntax,
 //     optional surrounding whitespace, at most 10000 levels of nesting.

@@ -14,7 +14,7 @@ import (
 //
 // For an envelope returned by Decode it returns the received bytes with
 // only the values of the fields the caller changed rewritten in place
-// (SPEC 2.4): unknown keys, key order, spacing and number spellings stay as
+// (CONTRACT.md 2.4): unknown keys, key order, spacing and number spellings stay as
 // received. A changed Job is written under the key it was received under
 // (job or its urn alias); a meta key or attempts that was missing is added
 // after the last member of its object; a DeadLetter set to nil removes the

@@ -24,7 +24,7 @@ type Meta struct {
 	CreatedAt int64
 }
 
-// Envelope is the canonical BabelQueue message (SPEC 2).
+// Envelope is the canonical BabelQueue message (CONTRACT.md 2).
 //
 // An Envelope comes from Make (a new message) or from Decode (a received
 // body). A decoded envelope remembers the bytes it was decoded from: Encode

@@ -6,9 +6,9 @@ import (
 	"unicode/utf8"
 )
 
-// PoisonBody returns the dead-letter body of a poison message (SPEC 4.2),
-// byte for byte as the Python SDK builds it for the same body and block.
-// dl.Reason is forced to ReasonPoison.
+// PoisonBody returns the dead-letter body of a poison message, byte for
+// byte as the Python SDK builds it for the same body and block (CONTRACT.md
+// 4.2). dl.Reason is forced to ReasonPoison.
 //
 //   - A body that is one strict JSON object (valid UTF-8) with no top-level
 //     dead_letter member and no unpaired surrogate escape (\ud800 not

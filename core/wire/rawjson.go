@@ -10,7 +10,7 @@ import (
 // This file holds a small strict JSON scanner. It validates a body in one
 // pass and reports where the members of an object start and end, so that the
 // codec can read the envelope fields and rewrite single values without
-// re-marshalling the rest of the body (SPEC 2.4).
+// re-marshalling the rest of the body (CONTRACT.md 2.4).
 //
 // The grammar is RFC 8259 with two extra rules: the text must be valid UTF-8,
 // and containers may nest at most maxJSONDepth levels deep.

@@ -1,6 +1,6 @@
 package wire
 
-// This file holds the byte-level edits behind minimal mutation (SPEC 2.4):
+// This file holds the byte-level edits behind minimal mutation (CONTRACT.md 2.4):
 // replace, add or remove one member of an object and leave every other byte
 // of the buffer as it was.
 

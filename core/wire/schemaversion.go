@@ -7,7 +7,7 @@ const SchemaVersion = 1
 // carries it.
 const schemaVersionText = "1"
 
-// CheckSchemaVersionHeader applies the version gate (SPEC 2.8) to the
+// CheckSchemaVersionHeader applies the version gate (CONTRACT.md 2.8) to the
 // bq-schema-version header or property before a body is decoded. present
 // reports whether the header was delivered. It returns nil when the header
 // is absent or blank (see IsBlank) or exactly "1"; any other value ("2",

@@ -87,13 +87,17 @@ func Run(ctx context.Context, cfg Config) (*Accounting, error) {
 	say("app: max attempts %d, retry tiers %v, a Reinjector carrying the tiers back", maxAttempts, tiers)
 	say("")
 
-	common := []kafka.Option{kafka.WithBrokers(brokers...), kafka.WithRetryTiers(tiers...), kafka.WithLogger(cfg.Log)}
+	// The Reinjector runs in a consumer group of its own; the App's
+	// transport names it too, so that its stale tier check reads that
+	// group's offsets.
+	common := []kafka.Option{kafka.WithBrokers(brokers...), kafka.WithRetryTiers(tiers...), kafka.WithLogger(cfg.Log),
+		kafka.WithReinjectGroupID("appdemo-reinject")}
 	tr, err := kafka.New(append(common, kafka.WithGroupID("appdemo"))...)
 	if err != nil {
 		return nil, err
 	}
 	defer tr.Close()
-	rtr, err := kafka.New(append(common, kafka.WithGroupID("appdemo-reinject"),
+	rtr, err := kafka.New(append(common,
 		kafka.WithReinjectHooks(narr), kafka.WithReinjectBacklogInterval(500*time.Millisecond))...)
 	if err != nil {
 		return nil, err

@@ -38,210 +38,36 @@ func env(t *testing.T, name string) string {
 }
 
 // TestBenchOutboxRelayThroughput compares one relay (PostgreSQL to Kafka,
-// 20,000 rows over 2,000 order keys, claims of 1,000 rows made ahead,
-// WithClaimAhead(16), one send in flight, each one SendBatch, the default
-// waves) with publishing the same envelopes in batches of 500 straight
-// through the Kafka transport's SendBatch, two in flight (so both sides
-// hand the broker requests of up to 1,000 records), in five rounds that
-// each run both sides, and
-// prints the median round as "bench: outbox-relay-throughput
-// ours=<rows/s> raw=<msg/s> ratio=<ours/raw>". The relay is timed as one
-// already running: its connections open (the same ones in every round)
-// and its statements prepared before the window, which runs from its
-// start to its last deletion.
+// 20,000 rows over 2,000 order keys, claims of 1,000 rows, four workers,
+// each claim one SendBatch) with publishing the same envelopes in batches
+// of 500 straight through the Kafka transport's SendBatch, two in flight,
+// in five rounds that each run both sides, and prints the median round
+// as "bench: outbox-relay-throughput ours=<rows/s> raw=<msg/s>
+// ratio=<ours/raw>". The relay is timed as one already running: its
+// connections open (the same ones in every round) and its statements
+// prepared before the window, which runs from its start to its last
+// deletion.
 func TestBenchOutboxRelayThroughput(t *testing.T) {
 	if os.Getenv("BQ_BENCH") == "" {
 		t.Skip("benchmark: set BQ_BENCH=1 (make bench)")
 	}
-	const n, keys, batch, inflight = 20000, 2000, 500, 2
-	db, _ := brokertest.Postgres(t)
-	broker := strings.Split(env(t, "BQ_KAFKA_BROKERS"), ",")[0]
-	ctx := context.Background()
-	suffix := time.Now().UnixNano()
-	rawTopic, ourTopic := fmt.Sprintf("bq-outbox-bench-raw-%d", suffix), fmt.Sprintf("bq-outbox-bench-%d", suffix)
-	for _, topic := range []string{rawTopic, ourTopic} {
-		if err := integration.CreateTopic(broker, topic); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tr, err := kafka.New(kafka.WithBrokers(broker))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	bodies := make([][]byte, n)
-	for i := range bodies {
-		e, err := babelqueue.Make("urn:babel:bench", map[string]any{"i": i}, babelqueue.WithQueue(ourTopic))
-		if err != nil {
-			t.Fatal(err)
-		}
-		bodies[i], _ = e.Encode()
-	}
-	key := func(i int) []byte { return fmt.Appendf(nil, "k%d", i%keys) }
-
-	sender := outbox.TransportSender{Transport: tr}
-	// The relay's sends go through a transport that counts the records the
-	// broker acknowledged, so the end of its run is seen at once.
-	acks := &ackCounter{Transport: tr}
-	relaySender := outbox.TransportSender{Transport: acks}
-	// The relays of all rounds share one pool, named, so that its backends
-	// can be found and their CPU in the timed windows measured. Its
-	// backends live from round to round, as a running relay's do: a new
-	// backend pays a page fault for each page of PostgreSQL's shared
-	// buffers it first touches (with a pool per round, PostgreSQL spent
-	// about a quarter of a microsecond more per row in the windows:
-	// perf, three alternations).
-	const app = "bqoutboxbench"
-	rdb := brokertest.PostgresWith(t, "application_name", app)
-	rdb.SetMaxIdleConns(2 * inflight)
-	var rawSelf, ourSelf, ourPG, ourBackends, rawKafka, ourKafka time.Duration
-	// The Kafka broker's process, when it runs here under this user.
-	kafkaPID := 0
-	if _, port, err := net.SplitHostPort(broker); err == nil {
-		p, _ := strconv.Atoi(port)
-		kafkaPID = integration.ListenerPID(p)
-	}
-	rawRun := func() float64 {
-		// Raw: the same envelopes, keys and batches straight through the
-		// transport's batch path (what the relay's sender does), two batches in
-		// flight as the relay keeps, no database.
-		cpu0, k0 := integration.SampleCPU(), bqtest.PidCPU(kafkaPID)
-		defer func() {
-			self, _ := integration.SampleCPU().Since(cpu0)
-			rawSelf, rawKafka = rawSelf+self, rawKafka+bqtest.PidCPU(kafkaPID)-k0
-		}()
-		start := time.Now()
-		sem := make(chan struct{}, inflight)
-		var wg sync.WaitGroup
-		var failed error
-		var mu sync.Mutex
-		for i := 0; i < n; i += batch {
-			msgs := make([]outbox.Message, 0, batch)
-			for j := i; j < min(i+batch, n); j++ {
-				msgs = append(msgs, outbox.Message{Queue: rawTopic, Key: key(j), Body: bodies[j], OrderKey: string(key(j))})
-			}
-			sem <- struct{}{}
-			wg.Add(1)
-			go func() {
-				defer func() { <-sem; wg.Done() }()
-				for _, err := range sender.SendBatch(ctx, msgs) {
-					if err != nil {
-						mu.Lock()
-						failed = err
-						mu.Unlock()
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		if failed != nil {
-			t.Fatal(failed)
-		}
-		return float64(n) / time.Since(start).Seconds()
-	}
-	ourRun := func(round int) float64 {
-		// Ours: rows written beforehand, then timed from the relay's start
-		// (its first claims) to its last deletion.
-		ob, err := outbox.New(outbox.Postgres, outbox.WithTable(fmt.Sprintf("bq_outbox_bench_%d_%d", suffix, round)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := ob.Migrate(ctx, db); err != nil {
-			t.Fatal(err)
-		}
-		defer db.ExecContext(ctx, "DROP TABLE "+ob.Table())
-		r, err := outbox.NewRelay(rdb, ob, relaySender, outbox.WithBatchSize(2*batch), outbox.WithInFlight(1), outbox.WithClaimAhead(16),
-			outbox.WithPoll(10*time.Millisecond))
-		if err != nil {
-			t.Fatal(err)
-		}
-		// A relay that has been running: its pool's connections open, its
-		// statements prepared. It runs over the empty table for 50 ms (its
-		// workers claim, find nothing and poll every 10 ms), then stops;
-		// the rows are written after.
-		warm, stop := context.WithCancel(ctx)
-		warmed := make(chan error, 1)
-		go func() { warmed <- r.Run(warm) }()
-		time.Sleep(50 * time.Millisecond)
-		stop()
-		if err := <-warmed; err != nil && !errors.Is(err, context.Canceled) {
-			t.Fatal(err)
-		}
-		for i := 0; i < n; i += 1000 {
-			tx, err := db.BeginTx(ctx, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for j := i; j < min(i+1000, n); j++ {
-				if _, err := ob.Write(ctx, tx, outbox.Message{Queue: ourTopic, Key: key(j), Body: bodies[j]}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := tx.Commit(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if _, err := db.ExecContext(ctx, "ANALYZE "+ob.Table()); err != nil {
-			t.Fatal(err)
-		}
-		backends0 := backendsCPU(t, db, app)
-		acks.expect(n)
-		rctx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		cpu0, k0 := integration.SampleCPU("postgres"), bqtest.PidCPU(kafkaPID)
-		start := time.Now()
-		go func() { done <- r.Run(rctx) }()
-		// Until the broker acknowledged every row, then until the last
-		// deletion committed, looked for every millisecond.
-		select {
-		case <-acks.all:
-		case <-time.After(2 * time.Minute):
-			t.Fatal("the relay did not send every row in 2 minutes")
-		}
-		for {
-			var pending bool
-			if err := db.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM "+ob.Table()+" WHERE published_at IS NULL)").Scan(&pending); err != nil {
-				t.Fatal(err)
-			}
-			if !pending {
-				break
-			}
-			if time.Since(start) > 2*time.Minute {
-				t.Fatal("rows still pending after 2 minutes")
-			}
-			time.Sleep(time.Millisecond)
-		}
-		elapsed := time.Since(start)
-		self, pgCPU := integration.SampleCPU("postgres").Since(cpu0)
-		ourSelf, ourPG, ourKafka = ourSelf+self, ourPG+pgCPU, ourKafka+bqtest.PidCPU(kafkaPID)-k0
-		ourBackends += backendsCPU(t, db, app) - backends0
-		cancel()
-		<-done
-		st, err := ob.Stats(ctx, db)
-		if err != nil || st.Pending != 0 {
-			t.Fatalf("after the run: %+v (%v)", st, err)
-		}
-		return float64(n) / elapsed.Seconds()
-	}
+	b := newBench(t)
 	// Each round runs both sides back to back, raw first in even rounds and
 	// the relay first in odd ones, so that the two meet the same state of
-	// the machine (the broker's heap and compiled code, the page cache,
-	// whatever else runs). The bench reports the round whose ratio is the
-	// median: the best round of each side would pair raw's luckiest window
-	// with the relay's, from different rounds, and raw's rate swings more
-	// than the relay's (DESIGN.md, "Throughput"). That comparison is printed
-	// too, as outbox-relay-throughput-best-of-each.
+	// the machine. The bench reports the round whose ratio is the median:
+	// the best round of each side would pair raw's luckiest window with
+	// the relay's, from different rounds, and raw's rate swings more than
+	// the relay's. That comparison is printed too, as
+	// outbox-relay-throughput-best-of-each.
 	type round struct{ ours, raw float64 }
 	var rounds []round
 	const nRounds = 5
 	for i := range nRounds {
 		var rd round
 		if i%2 == 0 {
-			rd.raw = rawRun()
-			rd.ours = ourRun(i)
+			rd.raw, rd.ours = b.rawRun(), b.ourRun(i)
 		} else {
-			rd.ours = ourRun(i)
-			rd.raw = rawRun()
+			rd.ours, rd.raw = b.ourRun(i), b.rawRun()
 		}
 		fmt.Printf("outbox-relay-throughput round %d: ours=%.0f raw=%.0f ratio=%.2f\n", i, rd.ours, rd.raw, rd.ours/rd.raw)
 		rounds = append(rounds, rd)
@@ -254,18 +80,226 @@ func TestBenchOutboxRelayThroughput(t *testing.T) {
 	med := rounds[nRounds/2]
 	fmt.Printf("bench: outbox-relay-throughput ours=%.0f raw=%.0f ratio=%.2f\n", med.ours, med.raw, med.ours/med.raw)
 	fmt.Printf("bench: outbox-relay-throughput-best-of-each value=%.2f (ours=%.0f raw=%.0f)\n", bestOurs/bestRaw, bestOurs, bestRaw)
-	// CPU per row over all rounds, from /proc: the test process (relay or
-	// raw sender, with the Kafka client) and, for the relay, every
-	// PostgreSQL process (the server's own workers too, and whatever else
-	// uses the shared server) and the relay's own backends alone.
-	perRow := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(nRounds*n) }
-	fmt.Printf("bench: outbox-relay-cpu-us-per-row-client value=%.1f\n", perRow(ourSelf))
-	fmt.Printf("bench: outbox-relay-cpu-us-per-row-postgres value=%.1f\n", perRow(ourPG))
-	fmt.Printf("bench: outbox-relay-cpu-us-per-row-backends value=%.1f\n", perRow(ourBackends))
-	fmt.Printf("bench: outbox-raw-cpu-us-per-row-client value=%.1f\n", perRow(rawSelf))
-	if kafkaPID != 0 {
-		fmt.Printf("bench: outbox-relay-cpu-us-per-row-kafka value=%.1f\n", perRow(ourKafka))
-		fmt.Printf("bench: outbox-raw-cpu-us-per-row-kafka value=%.1f\n", perRow(rawKafka))
+	b.printCPU(nRounds)
+}
+
+// The bench's shape: rows, keys, raw's batch and batches in flight, the
+// relay's workers.
+const benchRows, benchKeys, benchBatch, benchInFlight, benchRelayWorkers = 20000, 2000, 500, 2, 4
+
+// benchApp names the relay pool's backends in pg_stat_activity.
+const benchApp = "bqoutboxbench"
+
+// bench is the state shared by the rounds of TestBenchOutboxRelayThroughput
+// and the CPU its sides used.
+type bench struct {
+	t                  *testing.T
+	ctx                context.Context
+	db, rdb            *sql.DB
+	suffix             int64
+	rawTopic, ourTopic string
+	bodies             [][]byte
+	sender             outbox.TransportSender // raw
+	acks               *ackCounter            // the relay's transport
+	kafkaPID           int
+	// CPU over all rounds: the test process, PostgreSQL, the relay's
+	// backends, the Kafka broker.
+	rawSelf, ourSelf, ourPG, ourBackends, rawKafka, ourKafka time.Duration
+}
+
+func newBench(t *testing.T) *bench {
+	db, _ := brokertest.Postgres(t)
+	broker := strings.Split(env(t, "BQ_KAFKA_BROKERS"), ",")[0]
+	b := &bench{t: t, ctx: context.Background(), db: db, suffix: time.Now().UnixNano()}
+	b.rawTopic, b.ourTopic = fmt.Sprintf("bq-outbox-bench-raw-%d", b.suffix), fmt.Sprintf("bq-outbox-bench-%d", b.suffix)
+	for _, topic := range []string{b.rawTopic, b.ourTopic} {
+		if err := integration.CreateTopic(broker, topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr, err := kafka.New(kafka.WithBrokers(broker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tr.Close() })
+	b.bodies = make([][]byte, benchRows)
+	for i := range b.bodies {
+		e, err := babelqueue.Make("urn:babel:bench", map[string]any{"i": i}, babelqueue.WithQueue(b.ourTopic))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.bodies[i], _ = e.Encode()
+	}
+	// The relay's sends go through a transport that counts the records the
+	// broker acknowledged, so the end of its run is seen at once.
+	b.sender, b.acks = outbox.TransportSender{Transport: tr}, &ackCounter{Transport: tr}
+	// The relays of all rounds share one pool, named, so that its backends
+	// can be found and their CPU in the timed windows measured; they live
+	// from round to round, as a running relay's do.
+	b.rdb = brokertest.PostgresWith(t, "application_name", benchApp)
+	b.rdb.SetMaxIdleConns(benchRelayWorkers)
+	// The Kafka broker's process, when it runs here under this user.
+	if _, port, err := net.SplitHostPort(broker); err == nil {
+		p, _ := strconv.Atoi(port)
+		b.kafkaPID = integration.ListenerPID(p)
+	}
+	return b
+}
+
+func benchKey(i int) []byte { return fmt.Appendf(nil, "k%d", i%benchKeys) }
+
+// rawRun sends the same envelopes, keys and batches straight through the
+// transport's batch path (what the relay's sender does), benchInFlight
+// batches at once, no database, and returns its rate.
+func (b *bench) rawRun() float64 {
+	cpu0, k0 := integration.SampleCPU(), bqtest.PidCPU(b.kafkaPID)
+	defer func() {
+		self, _ := integration.SampleCPU().Since(cpu0)
+		b.rawSelf, b.rawKafka = b.rawSelf+self, b.rawKafka+bqtest.PidCPU(b.kafkaPID)-k0
+	}()
+	start := time.Now()
+	sem := make(chan struct{}, benchInFlight)
+	var wg sync.WaitGroup
+	var failed error
+	var mu sync.Mutex
+	for i := 0; i < benchRows; i += benchBatch {
+		msgs := make([]outbox.Message, 0, benchBatch)
+		for j := i; j < min(i+benchBatch, benchRows); j++ {
+			msgs = append(msgs, outbox.Message{Queue: b.rawTopic, Key: benchKey(j), Body: b.bodies[j], OrderKey: string(benchKey(j))})
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			for _, err := range b.sender.SendBatch(b.ctx, msgs) {
+				if err != nil {
+					mu.Lock()
+					failed = err
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if failed != nil {
+		b.t.Fatal(failed)
+	}
+	return float64(benchRows) / time.Since(start).Seconds()
+}
+
+// ourRun writes the rows into a new outbox table, then times a warmed
+// relay from its start to its last deletion, and returns its rate.
+func (b *bench) ourRun(round int) float64 {
+	t, ctx := b.t, b.ctx
+	ob, err := outbox.New(outbox.Postgres, outbox.WithTable(fmt.Sprintf("bq_outbox_bench_%d_%d", b.suffix, round)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ob.Migrate(ctx, b.db); err != nil {
+		t.Fatal(err)
+	}
+	defer b.db.ExecContext(ctx, "DROP TABLE "+ob.Table())
+	r, err := outbox.NewRelay(b.rdb, ob, outbox.TransportSender{Transport: b.acks}, outbox.WithBatchSize(2*benchBatch),
+		outbox.WithInFlight(benchRelayWorkers), outbox.WithPoll(10*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.warm(r)
+	b.fill(ob)
+	backends0 := backendsCPU(t, b.db, benchApp)
+	b.acks.expect(benchRows)
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	cpu0, k0 := integration.SampleCPU("postgres"), bqtest.PidCPU(b.kafkaPID)
+	start := time.Now()
+	go func() { done <- r.Run(rctx) }()
+	b.waitDrained(ob, start)
+	elapsed := time.Since(start)
+	self, pgCPU := integration.SampleCPU("postgres").Since(cpu0)
+	b.ourSelf, b.ourPG, b.ourKafka = b.ourSelf+self, b.ourPG+pgCPU, b.ourKafka+bqtest.PidCPU(b.kafkaPID)-k0
+	b.ourBackends += backendsCPU(t, b.db, benchApp) - backends0
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run after its context was cancelled: %v, want nil", err)
+	}
+	st, err := ob.Stats(ctx, b.db)
+	if err != nil || st.Pending != 0 {
+		t.Fatalf("after the run: %+v (%v)", st, err)
+	}
+	return float64(benchRows) / elapsed.Seconds()
+}
+
+// warm runs r over the empty table for 50 ms (its workers claim, find
+// nothing and poll every 10 ms), so that its pool's connections are open
+// and its statements prepared, then stops it.
+func (b *bench) warm(r *outbox.Relay) {
+	warm, stop := context.WithCancel(b.ctx)
+	warmed := make(chan error, 1)
+	go func() { warmed <- r.Run(warm) }()
+	time.Sleep(50 * time.Millisecond)
+	stop()
+	if err := <-warmed; err != nil {
+		b.t.Fatalf("Run after its context was cancelled: %v, want nil", err)
+	}
+}
+
+// fill writes the bench's rows into ob in transactions of 1,000.
+func (b *bench) fill(ob *outbox.Outbox) {
+	for i := 0; i < benchRows; i += 1000 {
+		tx, err := b.db.BeginTx(b.ctx, nil)
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		for j := i; j < min(i+1000, benchRows); j++ {
+			if _, err := ob.Write(b.ctx, tx, outbox.Message{Queue: b.ourTopic, Key: benchKey(j), Body: b.bodies[j]}); err != nil {
+				b.t.Fatal(err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			b.t.Fatal(err)
+		}
+	}
+	if _, err := b.db.ExecContext(b.ctx, "ANALYZE "+ob.Table()); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+// waitDrained waits until the broker acknowledged every row, then until
+// the last deletion committed, looked for every millisecond.
+func (b *bench) waitDrained(ob *outbox.Outbox, start time.Time) {
+	select {
+	case <-b.acks.all:
+	case <-time.After(2 * time.Minute):
+		b.t.Fatal("the relay did not send every row in 2 minutes")
+	}
+	for {
+		var pending bool
+		if err := b.db.QueryRowContext(b.ctx, "SELECT EXISTS (SELECT 1 FROM "+ob.Table()+" WHERE published_at IS NULL)").Scan(&pending); err != nil {
+			b.t.Fatal(err)
+		}
+		if !pending {
+			return
+		}
+		if time.Since(start) > 2*time.Minute {
+			b.t.Fatal("rows still pending after 2 minutes")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// printCPU prints the CPU per row over the rounds, from /proc: the test
+// process (relay or raw sender, with the Kafka client) and, for the
+// relay, every PostgreSQL process (the server's own workers too, and
+// whatever else uses the shared server) and the relay's own backends
+// alone.
+func (b *bench) printCPU(nRounds int) {
+	perRow := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(nRounds*benchRows) }
+	fmt.Printf("bench: outbox-relay-cpu-us-per-row-client value=%.1f\n", perRow(b.ourSelf))
+	fmt.Printf("bench: outbox-relay-cpu-us-per-row-postgres value=%.1f\n", perRow(b.ourPG))
+	fmt.Printf("bench: outbox-relay-cpu-us-per-row-backends value=%.1f\n", perRow(b.ourBackends))
+	fmt.Printf("bench: outbox-raw-cpu-us-per-row-client value=%.1f\n", perRow(b.rawSelf))
+	if b.kafkaPID != 0 {
+		fmt.Printf("bench: outbox-relay-cpu-us-per-row-kafka value=%.1f\n", perRow(b.ourKafka))
+		fmt.Printf("bench: outbox-raw-cpu-us-per-row-kafka value=%.1f\n", perRow(b.rawKafka))
 	}
 }
 

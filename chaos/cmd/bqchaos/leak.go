@@ -237,7 +237,7 @@ func kafkaLeakCycle(ctx context.Context, topic string, log *slog.Logger) (func(c
 		if err := consumeOne(ctx, tr, topic, i); err != nil {
 			return err
 		}
-		rt, err := kafka.New(kafka.WithBrokers(brokers...), kafka.WithGroupID(topic+"-r"), kafka.WithRetryTiers(tiers...), kafka.WithLogger(log))
+		rt, err := kafka.New(kafka.WithBrokers(brokers...), kafka.WithReinjectGroupID(topic+"-r"), kafka.WithRetryTiers(tiers...), kafka.WithLogger(log))
 		if err != nil {
 			return err
 		}

@@ -63,6 +63,8 @@ func root() *cobra.Command {
 		Long: `bq operates BabelQueue queues on Apache Kafka and Apache Pulsar: topics,
 lag, dead letters, redrive, publish and tail.
 
+` + topicsHelp + `
+
 ` + connEnvHelp + `
 
 ` + exitCodesHelp,
@@ -79,15 +81,40 @@ lag, dead letters, redrive, publish and tail.
 	group(r, &cobra.Command{Use: "outbox", Short: "inspect a transactional outbox table"}, newOutboxStatsCmd())
 	r.AddCommand(newReinjectCmd(), newRedriveCmd(), newPublishCmd(), newTailCmd(), newLagCmd(), newVersionCmd())
 	r.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{msg: err.Error()} })
+	suggestAt(r)
 	return r
+}
+
+// suggestFor are the words of other tools (kcat, kafka-console-*,
+// pulsar-admin) for which a command is suggested, besides the names
+// within two edits that cobra suggests at every level.
+var suggestFor = map[string][]string{
+	"bq tail":          {"consume", "cat", "read", "follow"},
+	"bq publish":       {"produce", "send", "pub"},
+	"bq redrive":       {"replay", "requeue"},
+	"bq lag":           {"offsets", "consumers"},
+	"bq topics ensure": {"create"},
+	"bq topics list":   {"ls"},
+	"bq dlq stats":     {"count", "summary"},
+	"bq dlq peek":      {"show", "inspect", "browse"},
+	"bq dlq discard":   {"purge", "delete", "drop"},
+}
+
+// suggestAt sets the suggestions of c and of every command below it.
+func suggestAt(c *cobra.Command) {
+	c.SuggestionsMinimumDistance = 2
+	c.SuggestFor = suggestFor[c.CommandPath()]
+	for _, s := range c.Commands() {
+		suggestAt(s)
+	}
 }
 
 // group adds a command that only holds subcommands: run without one, it
 // prints its help and exits 2; with an unknown one, it says so.
 func group(parent, g *cobra.Command, subs ...*cobra.Command) {
-	g.Args = func(_ *cobra.Command, args []string) error {
+	g.Args = func(c *cobra.Command, args []string) error {
 		if len(args) > 0 {
-			return usagef("unknown command %q", args[0])
+			return unknownCommand(c, args[0])
 		}
 		return nil
 	}
@@ -128,7 +155,10 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 		_ = r.Help()
 		return exitUsage
 	}
-	cmd, err := r.ExecuteContextC(ctx)
+	cmd, err := mistypedSubcommand(r, args)
+	if err == nil {
+		cmd, err = r.ExecuteContextC(ctx)
+	}
 	path := "bq"
 	if cmd != nil {
 		path = cmd.CommandPath()

@@ -36,17 +36,17 @@ and the same resumability: interrupted (exit code 130), run it again.
 
 ` + connEnvHelp
 
-const dlqDiscardExamples = `  bq dlq discard -b 127.0.0.1:9092 -q orders --urn urn:bq:orders:legacy --dry-run
-  bq dlq discard -b 127.0.0.1:9092 -q orders --poison --unsupported-version --record unreadable.jsonl
-  bq dlq discard -b 127.0.0.1:9092 -q orders --reason unknown_urn --until 720h --record discarded.jsonl`
+const dlqDiscardExamples = `  bq dlq discard -b 127.0.0.1:9092 -t orders --urn urn:bq:orders:legacy --dry-run
+  bq dlq discard -b 127.0.0.1:9092 -t orders --poison --unsupported-version --record unreadable.jsonl
+  bq dlq discard -b 127.0.0.1:9092 -t orders --reason unknown_urn --until 720h --record discarded.jsonl`
 
 func newDLQDiscardCmd() *cobra.Command {
 	cmd := leaf("discard", "discard selected dead letters for good (with a record file and a dry run)", dlqDiscardHelp, dlqDiscardExamples)
 	fs := cmd.Flags()
 	var cf connFlags
 	cf.register(fs)
-	queue := fs.StringP("queue", "q", "", "work queue; its DLQ is <queue>.dlq")
-	dlq := fs.String("dlq", "", "dead-letter topic (overrides --queue)")
+	queue := topicFlag(fs, dlqTopicUsage)
+	dlq := fs.String("dlq", "", "dead-letter topic (overrides --topic)")
 	var sel selectorFlags
 	sel.register(fs)
 	all := fs.Bool("all", false, "select every dead letter that is an envelope (required when no selector is given)")
@@ -62,7 +62,7 @@ func newDLQDiscardCmd() *cobra.Command {
 		ctx, out, errOut := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 		topic := dlqName(*dlq, *queue)
 		if topic == "" {
-			return usagef("--queue or --dlq is required")
+			return usagef("--topic (-t) or --dlq is required")
 		}
 		envelopes := sel != (selectorFlags{}) || *all
 		if !envelopes && !*poison && !*unsupported {
@@ -123,6 +123,9 @@ func newDLQDiscardCmd() *cobra.Command {
 		report.verb = "discarded"
 		if runErr != nil && ctx.Err() != nil {
 			report.Interrupted, report.Failed = true, ""
+		}
+		if runErr != nil && !report.Interrupted && report.Examined == 0 && !*asJSON {
+			return runErr // nothing examined: the error alone, no table of zeros
 		}
 		if *asJSON {
 			if err := writeJSON(out, report); err != nil {

@@ -14,10 +14,14 @@ import (
 	bqkafka "github.com/babelqueue/babelqueue-go/kafka"
 )
 
-// dlqName resolves --dlq / --queue to the dead-letter topic.
+// dlqName resolves --dlq / --topic to the dead-letter topic: --dlq, else
+// a --topic that already ends in ".dlq", else <topic>.dlq.
 func dlqName(dlq, queue string) string {
 	if dlq != "" {
 		return dlq
+	}
+	if strings.HasSuffix(queue, bqkafka.DeadLetterSuffix) {
+		return queue // the DLQ named with -t
 	}
 	if queue == "" {
 		return ""
@@ -94,7 +98,7 @@ func newDLQStats(topic string) *dlqStats {
 }
 
 // add counts one record. A record without a dead_letter block (a
-// version-gated message, SPEC 4.3) counts under reason "(none)"; its age
+// version-gated message, CONTRACT.md 4.3) counts under reason "(none)"; its age
 // is taken from the record time. Undecodable bodies count under URN
 // "(undecodable)".
 func (s *dlqStats) add(r *record, now time.Time) {
@@ -130,7 +134,7 @@ func (s *dlqStats) add(r *record, now time.Time) {
 
 // write prints the stats as tables.
 func (s *dlqStats) write(w io.Writer) error {
-	fmt.Fprintf(w, "%s: %d dead letters (%d undecodable)\n", s.Topic, s.Total, s.Undecodable)
+	fmt.Fprintf(w, "%s: %s (%d undecodable)\n", s.Topic, nOf(s.Total, "dead letter", ""), s.Undecodable)
 	for _, sec := range []struct {
 		title string
 		m     map[string]int
@@ -161,7 +165,7 @@ with a Reader from the earliest message (no subscription).
 ` + dlqRegionHelp + `
 ` + connEnvHelp
 
-const dlqStatsExamples = `  bq dlq stats --broker kafka://127.0.0.1:9092 --queue orders
+const dlqStatsExamples = `  bq dlq stats --broker kafka://127.0.0.1:9092 --topic orders
   bq dlq stats --broker pulsar://127.0.0.1:6650 --dlq orders.dlq --json`
 
 func newDLQStatsCmd() *cobra.Command {
@@ -169,8 +173,8 @@ func newDLQStatsCmd() *cobra.Command {
 	fs := cmd.Flags()
 	var cf connFlags
 	cf.register(fs)
-	queue := fs.StringP("queue", "q", "", "work queue; its DLQ is <queue>.dlq")
-	dlq := fs.String("dlq", "", "dead-letter topic (overrides --queue)")
+	queue := topicFlag(fs, dlqTopicUsage)
+	dlq := fs.String("dlq", "", "dead-letter topic (overrides --topic)")
 	var region dlqRegion
 	region.register(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -178,7 +182,7 @@ func newDLQStatsCmd() *cobra.Command {
 		ctx, out, errOut := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 		topic := dlqName(*dlq, *queue)
 		if topic == "" {
-			return usagef("--queue or --dlq is required")
+			return usagef("--topic (-t) or --dlq is required")
 		}
 		u, err := cf.resolve(errOut)
 		if err != nil {
@@ -207,11 +211,17 @@ const dlqPeekHelp = `Shows dead letters: where each record sits, its headers, it
 block and its envelope. Nothing is consumed (see "bq dlq stats -h").
 Filters select what is shown; --limit bounds the output.
 
+deliveries is how many times the message was delivered before it was
+dead-lettered, the first delivery included: the dead_letter block's
+"attempts" field, which --json prints under that wire name. A handler saw
+the envelope's attempts go 0, 1, ... deliveries-1 (the retries before
+each delivery); the envelope printed below carries the final count.
+
 ` + dlqRegionHelp + `
 ` + connEnvHelp
 
-const dlqPeekExamples = `  bq dlq peek --broker kafka://127.0.0.1:9092 --queue orders --limit 5
-  bq dlq peek --broker kafka://127.0.0.1:9092 --queue orders --reason poison --json
+const dlqPeekExamples = `  bq dlq peek --broker kafka://127.0.0.1:9092 --topic orders --limit 5
+  bq dlq peek --broker kafka://127.0.0.1:9092 --topic orders --reason poison --json
   bq dlq peek --broker pulsar://127.0.0.1:6650 --dlq orders.dlq --urn urn:bq:orders:created`
 
 func newDLQPeekCmd() *cobra.Command {
@@ -219,8 +229,8 @@ func newDLQPeekCmd() *cobra.Command {
 	fs := cmd.Flags()
 	var cf connFlags
 	cf.register(fs)
-	queue := fs.StringP("queue", "q", "", "work queue; its DLQ is <queue>.dlq")
-	dlq := fs.String("dlq", "", "dead-letter topic (overrides --queue)")
+	queue := topicFlag(fs, dlqTopicUsage)
+	dlq := fs.String("dlq", "", "dead-letter topic (overrides --topic)")
 	limit := fs.IntP("limit", "n", 20, "show at most this many dead letters (0: all)")
 	var region dlqRegion
 	region.register(fs)
@@ -231,7 +241,7 @@ func newDLQPeekCmd() *cobra.Command {
 		ctx, out, errOut := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 		topic := dlqName(*dlq, *queue)
 		if topic == "" {
-			return usagef("--queue or --dlq is required")
+			return usagef("--topic (-t) or --dlq is required")
 		}
 		if *limit < 0 {
 			return usagef("--limit %d: must be >= 0", *limit)
@@ -273,7 +283,7 @@ func newDLQPeekCmd() *cobra.Command {
 			return err
 		}
 		if !*asJSON {
-			fmt.Fprintf(errOut, "%d dead letters shown\n", shown)
+			fmt.Fprintf(errOut, "%s shown\n", nOf(shown, "dead letter", ""))
 		}
 		return nil
 	}
@@ -303,7 +313,7 @@ func writeRecordText(w io.Writer, v recordView) {
 		if dl.Error != nil {
 			errText = strconv.Quote(*dl.Error)
 		}
-		fmt.Fprintf(w, "dead_letter: reason=%s original_queue=%s attempts=%d failed_at=%s lang=%s error=%s\n",
+		fmt.Fprintf(w, "dead_letter: reason=%s original_queue=%s deliveries=%d failed_at=%s lang=%s error=%s\n",
 			dl.Reason, dl.OriginalQueue, dl.Attempts, time.UnixMilli(dl.FailedAt).UTC().Format(time.RFC3339), dl.Lang, errText)
 	}
 	if len(v.Headers) > 0 {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	bqkafka "github.com/babelqueue/babelqueue-go/kafka"
@@ -96,6 +97,7 @@ func (k *kafkaConn) dialer() *kafkago.Dialer {
 // cannot be reached.
 func (k *kafkaConn) ping(ctx context.Context) error {
 	var errs []error
+	var why []string
 	silent, allSilent := false, true
 	for _, b := range k.brokers {
 		err := pingBroker(ctx, k.dialer(), b, k.timeout)
@@ -108,11 +110,12 @@ func (k *kafkaConn) ping(ctx context.Context) error {
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) {
 			silent = true
-			err = fmt.Errorf("no answer within %v: %w", k.timeout, err)
+			why = append(why, fmt.Sprintf("%s: no answer within %v", b, k.timeout))
 		} else {
 			allSilent = false
+			why = append(why, b+": "+dialCause(err))
 		}
-		errs = append(errs, fmt.Errorf("%s: %w", b, err))
+		errs = append(errs, err)
 	}
 	// Settings are rejected at once (a TLS alert, a closed connection, a
 	// SASL error); brokers that all stayed silent are not asked again.
@@ -125,7 +128,36 @@ func (k *kafkaConn) ping(ctx context.Context) error {
 	if silent {
 		hint = " (a broker that accepts connections but does not answer: a frozen broker, or a port that is not a Kafka listener)"
 	}
-	return fmt.Errorf("%w: no Kafka broker of %s answered within %v%s: %w", errUnreachable, strings.Join(k.brokers, ","), k.timeout, hint, errors.Join(errs...))
+	return &unreachableError{msg: fmt.Sprintf("%v: no Kafka broker could be reached: %s%s", errUnreachable, strings.Join(why, "; "), hint), errs: errs}
+}
+
+// unreachableError says why each broker could not be reached, in a
+// line; it matches errUnreachable and each dial error with errors.Is.
+type unreachableError struct {
+	msg  string
+	errs []error
+}
+
+func (e *unreachableError) Error() string { return e.msg }
+
+func (e *unreachableError) Unwrap() []error { return append([]error{errUnreachable}, e.errs...) }
+
+// dialCause names why a dial failed in the words of the system
+// ("connection refused", "no such host", ...), without the layers of
+// client messages around it.
+func dialCause(err error) string {
+	var se syscall.Errno
+	if errors.As(err, &se) {
+		if se == syscall.ECONNREFUSED {
+			return "connection refused (nothing listens on that port: is the broker running?)"
+		}
+		return se.Error()
+	}
+	var de *net.DNSError
+	if errors.As(err, &de) {
+		return "host not found: " + de.Error()
+	}
+	return err.Error()
 }
 
 // pingBroker dials addr and asks for its API versions, all within d.
@@ -192,6 +224,9 @@ func (k *kafkaConn) partitions(ctx context.Context, topic string) ([]int, error)
 		if t.Name != topic {
 			continue
 		}
+		if errors.Is(t.Error, kafkago.UnknownTopicOrPartition) {
+			return nil, noTopicError{topic}
+		}
 		if t.Error != nil {
 			return nil, fmt.Errorf("topic %q: %w", topic, t.Error)
 		}
@@ -205,8 +240,13 @@ func (k *kafkaConn) partitions(ctx context.Context, topic string) ([]int, error)
 		}
 		return ids, nil
 	}
-	return nil, fmt.Errorf("topic %q: not found", topic)
+	return nil, noTopicError{topic}
 }
+
+// noTopicError says that a topic does not exist.
+type noTopicError struct{ topic string }
+
+func (e noTopicError) Error() string { return fmt.Sprintf("topic %q does not exist", e.topic) }
 
 // bounds returns the first and the next (high-water) offset of each
 // partition.

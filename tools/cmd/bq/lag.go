@@ -46,7 +46,7 @@ func newLagCmd() *cobra.Command {
 	var cf connFlags
 	cf.register(fs)
 	group := fs.StringP("group", "g", "", "consumer group (Kafka, required) or subscription (Pulsar)")
-	topics := fs.StringSliceP("topic", "t", nil, "topic (repeatable; Pulsar: required)")
+	topics := topicsFlag(fs, "work topic (repeatable; Pulsar: required)")
 	adminURL := fs.String("admin-url", "", "Pulsar admin REST URL (env BQ_PULSAR_ADMIN_URL)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {

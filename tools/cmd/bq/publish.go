@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -16,7 +17,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-const publishHelp = `Builds a BabelQueue envelope (SPEC 2) from a URN and JSON data and
+const publishHelp = `Builds a BabelQueue envelope (job, trace_id, data, meta, attempts) from a URN and JSON data and
 publishes it with the contract headers/properties, plus any --header.
 Prints the message id (meta.id).
 
@@ -31,9 +32,9 @@ set with --header.
 
 ` + connEnvHelp
 
-const publishExamples = `  bq publish -b 127.0.0.1:9092 -q orders --urn urn:bq:orders:created --data '{"order_id":42}'
-  bq publish -b kafka://127.0.0.1:9092 -q orders --urn urn:bq:orders:created --key 42 --data '{"order_id":42}'
-  jq -c '.[]' orders.json | bq publish -b pulsar://127.0.0.1:6650 -q orders --urn urn:bq:orders:created --stdin`
+const publishExamples = `  bq publish -b 127.0.0.1:9092 -t orders --urn urn:bq:orders:created --data '{"order_id":42}'
+  bq publish -b kafka://127.0.0.1:9092 -t orders --urn urn:bq:orders:created --key 42 --data '{"order_id":42}'
+  jq -c '.[]' orders.json | bq publish -b pulsar://127.0.0.1:6650 -t orders --urn urn:bq:orders:created --stdin`
 
 // publishResult is the --json output of publish.
 type publishResult struct {
@@ -58,7 +59,7 @@ func newPublishCmd() *cobra.Command {
 	fs := cmd.Flags()
 	var cf connFlags
 	cf.register(fs)
-	queue := fs.StringP("queue", "q", "", "queue (topic) to publish to")
+	queue := topicFlag(fs, "work topic (queue) to publish to")
 	urn := fs.StringP("urn", "u", "", "message URN (the envelope's job)")
 	data := fs.StringP("data", "d", "{}", "JSON object of data, or - to read it from stdin")
 	fromStdin := fs.Bool("stdin", false, "publish one envelope or data object per stdin line")
@@ -70,7 +71,7 @@ func newPublishCmd() *cobra.Command {
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx, out, errOut := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 		if strings.TrimSpace(*queue) == "" {
-			return usagef("--queue is required")
+			return usagef("--topic (-t) is required")
 		}
 		for k := range *headers {
 			if strings.HasPrefix(strings.ToLower(k), "bq-") {
@@ -192,12 +193,47 @@ func publishOne(ctx context.Context, t babelqueue.Transport, app *babelqueue.App
 // checkData accepts a JSON object only: the envelope's data is an object.
 func checkData(raw []byte) error {
 	if !json.Valid(raw) {
-		return fmt.Errorf("not valid JSON")
+		return jsonError(raw)
 	}
 	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
 		return fmt.Errorf("%s is not a JSON object (data is always an object)", abbreviate(string(t), 40))
 	}
 	return nil
+}
+
+// jsonError says where raw, which is not valid JSON, goes wrong: the
+// line, the column and the byte offset of the first bad byte (or of the
+// end, when raw stops early) and what the decoder expected.
+func jsonError(raw []byte) error {
+	var v any
+	err := json.Unmarshal(raw, &v)
+	off := int64(len(raw))
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		off = se.Offset
+	}
+	why := "unexpected end of JSON input"
+	if err != nil {
+		why = err.Error()
+	}
+	// Offset counts the bytes read, the bad one included.
+	bad := max(0, min(int(off), len(raw))-1)
+	if why == "unexpected end of JSON input" {
+		bad = len(raw)
+	}
+	line, col := 1, 1
+	for _, b := range raw[:bad] {
+		if b == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	at := fmt.Sprintf("line %d, column %d (byte %d)", line, col, bad)
+	if bad >= len(raw) {
+		at = fmt.Sprintf("the end, line %d, column %d (byte %d): it stops early", line, col, bad)
+	}
+	return fmt.Errorf("not valid JSON at %s: %s", at, why)
 }
 
 // readPublishLines reads --stdin: each non-empty line is an envelope (an

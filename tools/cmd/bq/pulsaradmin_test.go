@@ -61,7 +61,7 @@ func TestPulsarAdminCommands(t *testing.T) {
 		t.Fatalf("topics list: exit %d %s %s", code, out, errOut)
 	}
 	code, out, errOut = runBQ("topics", "describe", "-t", "orders")
-	if code != exitOK || !strings.Contains(out, "SUBSCRIPTION") || !strings.Contains(out, "2 partition(s)") {
+	if code != exitOK || !strings.Contains(out, "SUBSCRIPTION") || !strings.Contains(out, "2 partitions") {
 		t.Errorf("describe: exit %d\n%s%s", code, out, errOut)
 	}
 	if code, _, errOut = runBQ("topics", "describe", "-t", "missing"); code != exitError || !strings.Contains(errOut, "not found") {

@@ -47,6 +47,7 @@ func (c *connFlags) pulsar(ctx context.Context, u brokerURL) (*pulsarConn, error
 		return nil, usagef("this command needs a Pulsar broker (pulsar://host:port), got %s", u.Kind)
 	}
 	var errs []error
+	var why []string
 	reached := false
 	for _, h := range u.Hosts {
 		d := net.Dialer{Timeout: c.dialTimeout}
@@ -57,9 +58,18 @@ func (c *connFlags) pulsar(ctx context.Context, u brokerURL) (*pulsarConn, error
 			break
 		}
 		errs = append(errs, err)
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			why = append(why, fmt.Sprintf("%s: no answer within %v", h, c.dialTimeout))
+		} else {
+			why = append(why, h+": "+dialCause(err))
+		}
 	}
 	if !reached {
-		return nil, fmt.Errorf("%w: no Pulsar broker of %s answered within %v: %w", errUnreachable, strings.Join(u.Hosts, ","), c.dialTimeout, errors.Join(errs...))
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &unreachableError{msg: fmt.Sprintf("%v: no Pulsar broker could be reached: %s", errUnreachable, strings.Join(why, "; ")), errs: errs}
 	}
 	opts := pulsar.ClientOptions{
 		URL:               u.pulsarServiceURL(),

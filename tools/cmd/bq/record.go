@@ -34,7 +34,7 @@ func (r *record) header(key string) (string, bool) {
 }
 
 // deadLetterView is the dead_letter block in JSON output, with the wire
-// names of SPEC 4.1.
+// names of CONTRACT.md 4.1.
 type deadLetterView struct {
 	Reason        string  `json:"reason"`
 	Error         *string `json:"error"`

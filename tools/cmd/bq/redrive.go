@@ -249,21 +249,22 @@ func (r *redriveReport) write(w io.Writer) error {
 		}
 	}
 	if r.ItemsLeftOut > 0 || r.GuardedLeftOut > 0 {
-		fmt.Fprintf(w, "\nnote: %d examined records and %d guarded ones are counted above but not listed (the lists keep %d rows)\n", r.ItemsLeftOut, r.GuardedLeftOut, maxReportedItems)
+		fmt.Fprintf(w, "\nnote: %s and %s are counted above but not listed (the lists keep %d rows)\n", nOf(r.ItemsLeftOut, "examined record", ""), nOf(r.GuardedLeftOut, "guarded one", ""), maxReportedItems)
 	}
 	if r.Truncated {
-		fmt.Fprintf(w, "\nnote: the dry run stopped after %d records (babelqueue.MaxRedriveHeld); the rest of the DLQ was not examined\n", r.Examined)
+		fmt.Fprintf(w, "\nnote: the dry run stopped after %s (babelqueue.MaxRedriveHeld); the rest of the DLQ was not examined\n", nOf(r.Examined, "record", ""))
 	}
 	switch {
 	case r.Interrupted:
 		fmt.Fprintf(w, "\ninterrupted: everything counted above is settled; run the same command again to resume from the cursor\n")
 	case r.Failed != "":
-		fmt.Fprintf(w, "\nstopped by an error: %s\n", r.Failed)
+		// The command reports the error itself, once, on stderr.
+		fmt.Fprintf(w, "\nstopped by an error (see below)\n")
 	}
 	return nil
 }
 
-const redriveHelp = `Moves dead letters back to work (SPEC 8): each selected dead letter is
+const redriveHelp = `Moves dead letters back to work: each selected dead letter is
 republished to --target, else its dead_letter.original_queue, else its
 meta.queue, with the dead_letter block removed and attempts reset to 0
 (every other byte unchanged), the key kept byte for byte, its out-of-band
@@ -317,21 +318,21 @@ table (or --json, with each examined record's position) ends every run.
 ` + connEnvHelp
 
 const redriveExamples = `  # what would move, without writing anything
-  bq redrive --broker kafka://127.0.0.1:9092 --queue orders --dry-run
+  bq redrive --broker kafka://127.0.0.1:9092 --topic orders --dry-run
   # move failed orders of the last day back, handlers skip side effects
-  bq redrive --broker kafka://127.0.0.1:9092 --queue orders --reason failed \
+  bq redrive --broker kafka://127.0.0.1:9092 --topic orders --reason failed \
       --since 24h --replay-bypass
   # at most 100 to a quarantine queue, JSON summary
   bq redrive --broker kafka://127.0.0.1:9092 --dlq orders.dlq --target orders.slow --max 100 --json
-  bq redrive --broker pulsar://127.0.0.1:6650 --queue orders --urn urn:bq:orders:created`
+  bq redrive --broker pulsar://127.0.0.1:6650 --topic orders --urn urn:bq:orders:created`
 
 func newRedriveCmd() *cobra.Command {
 	cmd := leaf("redrive", "move dead letters back to their queue (resumable)", redriveHelp, redriveExamples)
 	fs := cmd.Flags()
 	var cf connFlags
 	cf.register(fs)
-	queue := fs.StringP("queue", "q", "", "work queue; its DLQ is <queue>.dlq")
-	dlq := fs.String("dlq", "", "dead-letter topic (overrides --queue)")
+	queue := topicFlag(fs, dlqTopicUsage)
+	dlq := fs.String("dlq", "", "dead-letter topic (overrides --topic)")
 	var sel selectorFlags
 	sel.register(fs)
 	target := fs.String("target", "", "queue to move dead letters to (default: each one's original queue)")
@@ -347,7 +348,7 @@ func newRedriveCmd() *cobra.Command {
 		ctx, out, errOut := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 		topic := dlqName(*dlq, *queue)
 		if topic == "" {
-			return usagef("--queue or --dlq is required")
+			return usagef("--topic (-t) or --dlq is required")
 		}
 		if *maxN < 0 || *maxRedrives < 0 {
 			return usagef("--max and --max-redrives must be >= 0")
@@ -390,6 +391,9 @@ func newRedriveCmd() *cobra.Command {
 		}
 		if bar != nil {
 			_ = bar.Finish()
+		}
+		if runErr != nil && !report.Interrupted && report.Examined == 0 && !*asJSON {
+			return runErr // nothing examined: the error alone, no table of zeros
 		}
 		if *asJSON {
 			if err := writeJSON(out, report); err != nil {
@@ -482,7 +486,14 @@ func openRedrive(ctx context.Context, cf *connFlags, u brokerURL, dlq, group, su
 		if err != nil {
 			return nil, "", nil, err
 		}
+		_, err = k.partitions(ctx, dlq)
 		k.close()
+		if errors.As(err, new(noTopicError)) {
+			return nil, "", nil, fmt.Errorf("%w: no dead letter was ever written there, or the name is wrong (bq topics list --prefix ...)", err)
+		}
+		if err != nil {
+			return nil, "", nil, err
+		}
 		kt, err := bqkafka.New(k.transportOptions()...)
 		if err != nil {
 			return nil, "", nil, err
@@ -493,7 +504,7 @@ func openRedrive(ctx context.Context, cf *connFlags, u brokerURL, dlq, group, su
 		}
 		return kt, cursor, func() { kt.Close() }, nil
 	}
-	pt, closeT, err := openPulsarForRedrive(ctx, cf, u, sub)
+	pt, closeT, err := openPulsarForRedrive(ctx, cf, u, dlq, sub)
 	if err != nil {
 		return nil, "", nil, err
 	}
@@ -502,10 +513,20 @@ func openRedrive(ctx context.Context, cf *connFlags, u brokerURL, dlq, group, su
 
 // openPulsarForRedrive builds a Pulsar transport consuming the DLQ on a
 // shared subscription from the earliest message.
-func openPulsarForRedrive(ctx context.Context, cf *connFlags, u brokerURL, sub string) (babelqueue.Transport, func(), error) {
+//
+// A Pulsar broker creates a topic when a consumer subscribes to it, so a
+// mistyped queue would get an empty DLQ and a summary of zeros: the admin
+// API is asked first whether the DLQ exists, and a DLQ it does not know is
+// an error. When the admin API cannot be asked (another URL, no access, no
+// answer within the dial timeout), the run goes on.
+func openPulsarForRedrive(ctx context.Context, cf *connFlags, u brokerURL, dlq, sub string) (babelqueue.Transport, func(), error) {
 	p, err := cf.pulsar(ctx, u)
 	if err != nil {
 		return nil, nil, err
+	}
+	if err := cf.pulsarTopicMissing(ctx, u, dlq); err != nil {
+		p.client.Close()
+		return nil, nil, fmt.Errorf("%w: no dead letter was ever written there, or the name is wrong (bq topics list)", err)
 	}
 	t, err := p.transport(bqpulsar.WithSubscription(sub), bqpulsar.WithSubscriptionType(pulsar.Shared),
 		bqpulsar.WithInitialPosition(pulsar.SubscriptionPositionEarliest))
@@ -514,4 +535,20 @@ func openPulsarForRedrive(ctx context.Context, cf *connFlags, u brokerURL, sub s
 		return nil, nil, err
 	}
 	return t, func() { t.Close(); p.client.Close() }, nil
+}
+
+// pulsarTopicMissing returns a noTopicError when the Pulsar admin API says
+// topic does not exist; nil when it exists or the API cannot tell within
+// the dial timeout.
+func (c *connFlags) pulsarTopicMissing(ctx context.Context, u brokerURL, topic string) error {
+	a, err := c.pulsarAdmin(u, "")
+	if err != nil {
+		return nil
+	}
+	actx, cancel := context.WithTimeout(ctx, c.dialTimeout)
+	defer cancel()
+	if _, _, err := a.stats(actx, topic); errors.Is(err, errNotFound) {
+		return noTopicError{topic}
+	}
+	return nil
 }

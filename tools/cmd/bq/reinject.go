@@ -215,7 +215,7 @@ func (m *tierMismatch) count(tier string) int64 {
 	return m.counts[tier]
 }
 
-const reinjectHelp = `Runs the Kafka re-injector (SPEC 6) for the given work topics: it consumes
+const reinjectHelp = `Runs the Kafka re-injector for the given work topics: it consumes
 their retry tier topics in a consumer group, waits out each record's tier
 and writes it back to its work topic, committing only after the broker
 acknowledged the write. SIGINT or SIGTERM stops it gracefully: waiting
@@ -335,7 +335,7 @@ func newReinjectCmd() *cobra.Command {
 	fs := cmd.Flags()
 	var cf connFlags
 	cf.register(fs)
-	topics := fs.StringSliceP("topic", "t", nil, "work topic whose retry tiers are re-injected (repeatable, or comma-separated)")
+	topics := topicsFlag(fs, "work topic whose retry tiers are re-injected (repeatable, or comma-separated)")
 	tiersFlag := fs.String("tiers", "", "retry tier durations, ascending, as the producers declare them (default: from the tier topics' records)")
 	group := fs.StringP("group", "g", "bq-reinject", "consumer group of the re-injector")
 	httpAddr := fs.String("http", "127.0.0.1:9464", `listen address of /healthz and /metrics ("" disables)`)
@@ -402,7 +402,7 @@ func newReinjectCmd() *cobra.Command {
 		var runners []*bqkafka.Reinjector
 		ntiers := 0
 		for _, p := range plans {
-			opts := append(k.transportOptions(), bqkafka.WithRetryTiers(p.tiers...), bqkafka.WithGroupID(*group), bqkafka.WithWriter(cw),
+			opts := append(k.transportOptions(), bqkafka.WithRetryTiers(p.tiers...), bqkafka.WithReinjectGroupID(*group), bqkafka.WithWriter(cw),
 				bqkafka.WithLogger(logger), bqkafka.WithReinjectHooks(mismatch, backlog), bqkafka.WithReinjectBacklogInterval(*backlogEvery))
 			t, err := bqkafka.New(opts...)
 			if err != nil {
@@ -415,7 +415,7 @@ func newReinjectCmd() *cobra.Command {
 			}
 			runners = append(runners, r)
 			ntiers += len(p.tiers) * len(p.topics)
-			fmt.Fprintf(errOut, "bq reinject: %v: %d tier(s) found: %s\n", p.topics, len(p.tiers), tiersString(p.tiers))
+			fmt.Fprintf(errOut, "bq reinject: %v: %s found: %s\n", p.topics, nOf(len(p.tiers), "tier", ""), tiersString(p.tiers))
 		}
 		srv := &reinjectServer{writer: cw, topics: *topics, tiers: ntiers, started: time.Now(), unhealthyAfter: *unhealthyAfter, now: time.Now, mismatch: mismatch, backlog: backlog}
 		srv.running.Store(true)
@@ -439,7 +439,7 @@ func newReinjectCmd() *cobra.Command {
 			go func() { serveDone <- hs.Serve(ln) }()
 			fmt.Fprintf(out, "BQ_REINJECT_HTTP=%s\n", ln.Addr())
 		}
-		fmt.Fprintf(errOut, "bq reinject: re-injecting %d tier topic(s) in group %q (Ctrl-C or SIGTERM stops)\n", ntiers, *group)
+		fmt.Fprintf(errOut, "bq reinject: re-injecting %s in group %q (Ctrl-C or SIGTERM stops)\n", nOf(ntiers, "tier topic", ""), *group)
 		rctx, cancelRun := context.WithCancel(ctx)
 		errs := make(chan error, len(runners))
 		for _, r := range runners {

@@ -23,7 +23,11 @@ with a Reader (no subscription).
 Where to start: the end (default), --from-start, --since (a time or a
 duration ago: the first record at or after it), or, on Kafka, --offset N
 (in --partition P, or in every partition). --partition reads one Kafka
-partition only. --follow=false (or --no-follow) stops at the end.
+partition only. --no-follow (or --follow=false) stops at the end.
+
+An --offset past the end of every partition read (beyond the offset the
+next record will get) is an error, exit code 1; past the end of some of
+them, a note on stderr names those, which are read from their end.
 
 --format prints each message with a Go template over the fields Topic,
 Partition, Offset, MessageID, Time, Key, URN, ID, Headers, Envelope,
@@ -32,11 +36,11 @@ Body, DeadLetter (e.g. '{{.Offset}} {{.URN}}'), or with the placeholders
 
 ` + connEnvHelp
 
-const tailExamples = `  bq tail -b 127.0.0.1:9092 -q orders
-  bq tail -b 127.0.0.1:9092 -q orders --partition 2 --offset 1500 --no-follow
-  bq tail -b 127.0.0.1:9092 -q orders --since 15m --format '{partition}/{offset} {urn} {key}'
-  bq tail -b 127.0.0.1:9092 -q orders.dlq --from-start --no-follow --json
-  bq tail -b pulsar://127.0.0.1:6650 -q orders --since 2026-01-02T15:04:05Z`
+const tailExamples = `  bq tail -b 127.0.0.1:9092 -t orders
+  bq tail -b 127.0.0.1:9092 -t orders --partition 2 --offset 1500 --no-follow
+  bq tail -b 127.0.0.1:9092 -t orders --since 15m --format '{partition}/{offset} {urn} {key}'
+  bq tail -b 127.0.0.1:9092 -t orders.dlq --from-start --no-follow --json
+  bq tail -b pulsar://127.0.0.1:6650 -t orders --since 2026-01-02T15:04:05Z`
 
 // tailStart says where a tail starts.
 type tailStart struct {
@@ -51,7 +55,7 @@ func newTailCmd() *cobra.Command {
 	fs := cmd.Flags()
 	var cf connFlags
 	cf.register(fs)
-	queue := fs.StringP("queue", "q", "", "queue (topic) to print")
+	queue := topicFlag(fs, "topic to print: a work topic, a retry tier or a DLQ")
 	fromStart := fs.Bool("from-start", false, "start at the oldest message instead of the end")
 	since := fs.String("since", "", "start at the first message at or after this time (RFC 3339, or a duration ago such as 15m)")
 	offset := fs.Int64("offset", -1, "Kafka: start at this offset")
@@ -64,7 +68,7 @@ func newTailCmd() *cobra.Command {
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx, out, errOut := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 		if *queue == "" {
-			return usagef("--queue is required")
+			return usagef("--topic (-t) is required")
 		}
 		if *limit < 0 {
 			return usagef("--limit must be >= 0")
@@ -90,7 +94,11 @@ func newTailCmd() *cobra.Command {
 			start.since = t
 		}
 		if !*follow && starts == 0 {
-			return usagef("--follow=false needs a start (--from-start, --since or --offset): there is nothing before the end")
+			typed := "--follow=false"
+			if *noFollow {
+				typed = "--no-follow"
+			}
+			return usagef("%s needs a start: tail starts at the end, so there would be nothing to print; add --from-start, --since or --offset", typed)
 		}
 		if *asJSON && *format != "" {
 			return usagef("--json and --format are exclusive")
@@ -132,7 +140,7 @@ func newTailCmd() *cobra.Command {
 				return kerr
 			}
 			defer k.close()
-			err = tailKafka(ctx, k, *queue, start, *follow, emit)
+			err = tailKafka(ctx, k, *queue, start, *follow, errOut, emit)
 		} else {
 			p, perr := cf.pulsar(ctx, u)
 			if perr != nil {
@@ -222,7 +230,11 @@ func templateView(v recordView) formatView {
 
 // tailKafka reads the partitions concurrently; one goroutine per
 // partition feeds a bounded channel that the caller's goroutine prints.
-func tailKafka(ctx context.Context, k *kafkaConn, topic string, st tailStart, follow bool, emit func(*record) error) error {
+//
+// An --offset beyond a partition's end (its next offset) is an error
+// when it is beyond the end of every partition read; otherwise a note on
+// warn names the partitions it is beyond, which start at their end.
+func tailKafka(ctx context.Context, k *kafkaConn, topic string, st tailStart, follow bool, warn io.Writer, emit func(*record) error) error {
 	parts, err := k.partitions(ctx, topic)
 	if err != nil {
 		return err
@@ -240,6 +252,20 @@ func tailKafka(ctx context.Context, k *kafkaConn, topic string, st tailStart, fo
 	first, next, err := k.bounds(ctx, topic, parts)
 	if err != nil {
 		return err
+	}
+	if st.offset >= 0 {
+		var past []string
+		for _, p := range parts {
+			if st.offset > next[p] {
+				past = append(past, fmt.Sprintf("partition %d ends at %d", p, next[p]))
+			}
+		}
+		switch {
+		case len(past) == len(parts):
+			return fmt.Errorf("--offset %d is past the end of %q (%s): no record has that offset yet", st.offset, topic, strings.Join(past, ", "))
+		case len(past) > 0:
+			fmt.Fprintf(warn, "bq tail: --offset %d is past the end of %s of %q; %s from its end\n", st.offset, strings.Join(past, ", "), topic, map[bool]string{true: "it reads", false: "they read"}[len(past) == 1])
+		}
 	}
 	starts := make(map[int]int64, len(parts))
 	for _, p := range parts {

@@ -47,7 +47,7 @@ func newTopicsEnsureCmd() *cobra.Command {
 	fs := cmd.Flags()
 	var cf connFlags
 	cf.register(fs)
-	topics := fs.StringSliceP("topic", "t", nil, "work topic (repeatable, or comma-separated)")
+	topics := topicsFlag(fs, "work topic (repeatable, or comma-separated)")
 	partitions := fs.IntP("partitions", "p", 1, "partitions of a work topic that does not exist yet")
 	replication := fs.Int("replication", 1, "replication factor")
 	tiersFlag := fs.String("tiers", "none", `retry tiers to create, ascending durations, "recommended" or "none"`)
@@ -98,7 +98,7 @@ func newTopicsEnsureCmd() *cobra.Command {
 			r := ensureResult{Topic: topic, DLQ: topic + bqkafka.DeadLetterSuffix, Partition: len(parts), Requested: *partitions, Retry: []string{}}
 			if len(parts) != *partitions {
 				mismatches++
-				r.Mismatch = fmt.Sprintf("exists with %d partitions, not the %d asked; left as it is", len(parts), *partitions)
+				r.Mismatch = fmt.Sprintf("exists with %s, not the %d asked; left as it is", nOf(len(parts), "partition", ""), *partitions)
 			}
 			names, _, err := k.listTopics(ctx)
 			if err != nil {
@@ -121,14 +121,14 @@ func newTopicsEnsureCmd() *cobra.Command {
 			}
 		} else {
 			for _, r := range results {
-				fmt.Fprintf(out, "%s: %d partitions, retry topics [%s], dead-letter topic %s\n", r.Topic, r.Partition, strings.Join(r.Retry, ", "), r.DLQ)
+				fmt.Fprintf(out, "%s: %s, retry topics [%s], dead-letter topic %s\n", r.Topic, nOf(r.Partition, "partition", ""), strings.Join(r.Retry, ", "), r.DLQ)
 				if r.Mismatch != "" {
 					fmt.Fprintf(out, "%s: warning: %s\n", r.Topic, r.Mismatch)
 				}
 			}
 		}
 		if mismatches > 0 {
-			return fmt.Errorf("%d topic(s) exist with another partition count than --partitions %d (Kafka cannot lower it; raise it with kafka-topics --alter)", mismatches, *partitions)
+			return fmt.Errorf("%s with another partition count than --partitions %d (Kafka cannot lower it; raise it with kafka-topics --alter)", nOf(mismatches, "topic exists", "topics exist"), *partitions)
 		}
 		return nil
 	}
@@ -271,7 +271,7 @@ func newTopicsDescribeCmd() *cobra.Command {
 	fs := cmd.Flags()
 	var cf connFlags
 	cf.register(fs)
-	topic := fs.StringP("topic", "t", "", "topic to describe")
+	topic := topicFlag(fs, "topic to describe")
 	allConfigs := fs.Bool("all-configs", false, "Kafka: show every config, defaults included")
 	adminURL := fs.String("admin-url", "", "Pulsar admin REST URL (env BQ_PULSAR_ADMIN_URL)")
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -337,7 +337,7 @@ func (k *kafkaConn) describe(ctx context.Context, topic string, allConfigs bool)
 		}
 	}
 	if len(ids) == 0 {
-		return nil, fmt.Errorf("topic %q: not found", topic)
+		return nil, noTopicError{topic}
 	}
 	sort.Slice(d.Partitions, func(i, j int) bool { return d.Partitions[i].Partition < d.Partitions[j].Partition })
 	first, next, err := k.bounds(ctx, topic, ids)
@@ -395,7 +395,7 @@ func brokerIDs(bs []kafkago.Broker) []int {
 
 // write prints a description for people.
 func (d *topicDescription) write(w io.Writer) error {
-	fmt.Fprintf(w, "topic: %s (%s), %d partition(s)\n\n", d.Topic, d.Kind, len(d.Partitions))
+	fmt.Fprintf(w, "topic: %s (%s), %s\n\n", d.Topic, d.Kind, nOf(len(d.Partitions), "partition", ""))
 	rows := make([][]string, 0, len(d.Partitions))
 	for _, p := range d.Partitions {
 		errText := ""
@@ -439,7 +439,7 @@ func (d *topicDescription) write(w io.Writer) error {
 			if delay == "" {
 				delay = "unknown (no record yet)"
 			}
-			fmt.Fprintf(w, "retry tier %d: %s, %d partition(s), bq-delay of the newest record: %s\n", i+1, t.Topic, t.Partitions, delay)
+			fmt.Fprintf(w, "retry tier %d: %s, %s, bq-delay of the newest record: %s\n", i+1, t.Topic, nOf(t.Partitions, "partition", ""), delay)
 		}
 		for _, g := range d.TierGaps {
 			fmt.Fprintf(w, "warning: %s exists after a missing tier; a re-injector never consumes it\n", g)

@@ -8,6 +8,7 @@
 //	go run ./tools/cmd/modcheck tidy [-w]                       # go mod tidy changes nothing (-w: apply it)
 //	go run ./tools/cmd/modcheck proxy -dir DIR                  # write the proxy, print nothing else
 //	go run ./tools/cmd/modcheck release all|MODULE...           # print the tags that release them together
+//	go run ./tools/cmd/modcheck readme                          # README.md's module table and copied code are true
 //
 // The modules are those of versions.txt, each at its listed version. graph
 // fails (exit 1) on a module that requires a module that requires it, on any
@@ -20,7 +21,12 @@
 // dependencies first, the tags ("<dir>/<version>") that release the named
 // modules ("all": every module but the examples) and fails when a tag exists
 // or a named module requires a sibling version that is neither tagged (git
-// tag in -root) nor named too.
+// tag in -root) nor named too. readme fails when the README's module table
+// misses a go.mod of the tree or lists a directory without one, or when a
+// code block marked "<!-- copy of FILE, region NAME -->" differs from the
+// lines of FILE between "// NAME:begin" and "// NAME:end", or when a .go,
+// .md or .json file cites a rule CONTRACT.md does not define, or a section
+// sign, SPEC number or ADR the repository does not hold.
 package main
 
 import (
@@ -36,6 +42,7 @@ import (
 	"strings"
 
 	"github.com/babelqueue/babelqueue-go/tools/internal/modgraph"
+	"github.com/babelqueue/babelqueue-go/tools/internal/readme"
 	"github.com/babelqueue/babelqueue-go/tools/internal/versions"
 )
 
@@ -50,7 +57,7 @@ func main() {
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: modcheck graph|tidy|proxy|release [flags]")
+		return fmt.Errorf("usage: modcheck graph|tidy|proxy|release|readme [flags]")
 	}
 	fs := flag.NewFlagSet("modcheck "+args[0], flag.ContinueOnError)
 	root := fs.String("root", ".", "repository root holding versions.txt")
@@ -59,6 +66,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	dir := fs.String("dir", "", "proxy: directory to write the proxy into")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
+	}
+	if args[0] == "readme" {
+		return checkReadme(*root, stdout)
 	}
 	mods, err := load(*root)
 	if err != nil {
@@ -102,8 +112,31 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		return modgraph.WriteProxy(*root, *dir, mods)
 	default:
-		return fmt.Errorf("unknown command %q (graph, tidy, proxy, release)", args[0])
+		return fmt.Errorf("unknown command %q (graph, tidy, proxy, release, readme)", args[0])
 	}
+}
+
+// checkReadme checks README.md under root against the tree.
+func checkReadme(root string, stdout io.Writer) error {
+	text, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		return err
+	}
+	dirs, err := readme.Modules(root)
+	if err != nil {
+		return err
+	}
+	rows, err := readme.TableModules(text)
+	if err != nil {
+		return err
+	}
+	copies, cerr := readme.CheckCopies(root, text)
+	cited, rerr := readme.CheckCitations(root)
+	if err := errors.Join(readme.CheckTable(dirs, rows), cerr, rerr); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "modcheck: README.md lists the %d modules of the tree; %d copied code block(s) match their source; %d CONTRACT.md citations name a rule, no reference cites a document the repository lacks\n", len(dirs), copies, cited)
+	return nil
 }
 
 func load(root string) ([]modgraph.Module, error) {

@@ -5,10 +5,7 @@
 // least -kills times (restarting it each time), waits until no row is
 // pending, reads the topic back and prints one line:
 //
-//	outbox-kill: rows=... kills=... relays=... claiming_ahead=... published=... distinct=... lost=0 duplicates=... order_violations=0 took=...
-//
-// -ahead-relays of the relays (one by default) claim ahead
-// (outbox.WithClaimAhead), the others do not.
+//	outbox-kill: rows=... kills=... relays=... published=... distinct=... lost=0 duplicates=... order_violations=0 took=...
 //
 // It exits 1 when a row is lost or a key's order is violated, and when
 // -timeout passes first.
@@ -44,8 +41,6 @@ func main() {
 	keys := flag.Int("keys", 50, "order keys")
 	timeout := flag.Duration("timeout", 5*time.Minute, "bound of the whole run")
 	table := flag.String("table", "", "outbox table (relay role)")
-	ahead := flag.Bool("ahead", false, "claim ahead (relay role): outbox.WithClaimAhead, one send in flight, claims of 25 rows")
-	aheadRelays := flag.Int("ahead-relays", 1, "how many of the relay processes claim ahead")
 	flag.Parse()
 	pg, brokers := os.Getenv("BQ_POSTGRES_URL"), os.Getenv("BQ_KAFKA_BROKERS")
 	if pg == "" || brokers == "" {
@@ -57,11 +52,11 @@ func main() {
 	defer stop()
 	var err error
 	if *role == "relay" {
-		err = relay(ctx, pg, broker, *table, *ahead)
+		err = relay(ctx, pg, broker, *table)
 	} else {
 		ctx, cancel := context.WithTimeout(ctx, *timeout)
 		defer cancel()
-		err = drive(ctx, pg, broker, *rows, *kills, *relays, *keys, *aheadRelays)
+		err = drive(ctx, pg, broker, *rows, *kills, *relays, *keys)
 	}
 	if err != nil && (*role == "driver" || ctx.Err() == nil) {
 		fmt.Fprintln(os.Stderr, "bqoutboxkill:", err)
@@ -69,7 +64,7 @@ func main() {
 	}
 }
 
-func relay(ctx context.Context, pg, broker, table string, ahead bool) error {
+func relay(ctx context.Context, pg, broker, table string) error {
 	db, err := sql.Open("pgx", pg)
 	if err != nil {
 		return err
@@ -87,11 +82,6 @@ func relay(ctx context.Context, pg, broker, table string, ahead bool) error {
 	opts := []outbox.RelayOption{outbox.WithLease(2 * time.Second), outbox.WithBatchSize(200),
 		outbox.WithPoll(50 * time.Millisecond), outbox.WithBackoff(100*time.Millisecond, time.Second),
 		outbox.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))}
-	if ahead {
-		// Claims of 25 rows of the test's 50 keys hold one row per key, so
-		// that a claim can be followed ahead.
-		opts = append(opts, outbox.WithBatchSize(25), outbox.WithInFlight(1), outbox.WithClaimAhead(8))
-	}
 	r, err := outbox.NewRelay(db, ob, outbox.TransportSender{Transport: tr}, opts...)
 	if err != nil {
 		return err
@@ -104,7 +94,7 @@ type payload struct {
 	Seq int    `json:"seq"`
 }
 
-func drive(ctx context.Context, pg, broker string, rows, minKills, nRelays, nKeys, nAhead int) error {
+func drive(ctx context.Context, pg, broker string, rows, minKills, nRelays, nKeys int) error {
 	start := time.Now()
 	db, err := sql.Open("pgx", pg)
 	if err != nil {
@@ -124,99 +114,129 @@ func drive(ctx context.Context, pg, broker string, rows, minKills, nRelays, nKey
 	if err := integration.CreateTopic(broker, topic); err != nil {
 		return err
 	}
-
-	// Relay processes, killed and restarted by the loop below.
-	self, err := os.Executable()
+	rs, err := startRelays(table, nRelays)
 	if err != nil {
 		return err
 	}
-	procs := make([]*exec.Cmd, nRelays)
-	startRelay := func(i int) error {
-		c := exec.Command(self, "-role", "relay", "-table", table, fmt.Sprintf("-ahead=%v", i < nAhead))
-		c.Stdout, c.Stderr = os.Stderr, os.Stderr
-		if err := c.Start(); err != nil {
-			return err
-		}
-		procs[i] = c
-		return nil
-	}
-	for i := range procs {
-		if err := startRelay(i); err != nil {
-			return err
-		}
-	}
-	defer func() {
-		for _, c := range procs {
-			if c != nil && c.Process != nil {
-				_ = c.Process.Signal(syscall.SIGTERM)
-				_ = c.Wait()
-			}
-		}
-	}()
-
-	// The writer: rows in transactions of 50, spread over the run.
+	defer rs.stop()
 	written := make(chan error, 1)
-	go func() {
-		seq := map[string]int{}
-		for i := 0; i < rows; i += 50 {
-			tx, err := db.BeginTx(ctx, nil)
-			if err != nil {
-				written <- err
-				return
-			}
-			for j := i; j < min(i+50, rows); j++ {
-				k := fmt.Sprintf("k%d", j%nKeys)
-				seq[k]++
-				env, err := babelqueue.Make("urn:babel:outbox:kill", payload{Key: k, Seq: seq[k]}, babelqueue.WithQueue(topic))
-				if err == nil {
-					_, err = ob.WriteEnvelope(ctx, tx, env, []byte(k), nil)
-				}
-				if err != nil {
-					_ = tx.Rollback()
-					written <- err
-					return
-				}
-			}
-			if err := tx.Commit(); err != nil {
-				written <- err
-				return
-			}
-			time.Sleep(40 * time.Millisecond)
-		}
-		written <- nil
-	}()
+	go func() { written <- writeRows(ctx, db, ob, topic, rows, nKeys) }()
+	kills, err := rs.killUntilDrained(ctx, db, ob, minKills, written)
+	if err != nil {
+		return err
+	}
+	return check(ctx, broker, topic, rows, kills, nRelays, start)
+}
 
+// relays are the relay processes, killed and restarted by killUntilDrained.
+type relays struct {
+	self, table string
+	procs       []*exec.Cmd
+}
+
+func startRelays(table string, n int) (*relays, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	rs := &relays{self: self, table: table, procs: make([]*exec.Cmd, n)}
+	for i := range rs.procs {
+		if err := rs.start(i); err != nil {
+			rs.stop()
+			return nil, err
+		}
+	}
+	return rs, nil
+}
+
+func (rs *relays) start(i int) error {
+	c := exec.Command(rs.self, "-role", "relay", "-table", rs.table)
+	c.Stdout, c.Stderr = os.Stderr, os.Stderr
+	if err := c.Start(); err != nil {
+		return err
+	}
+	rs.procs[i] = c
+	return nil
+}
+
+func (rs *relays) stop() {
+	for _, c := range rs.procs {
+		if c != nil && c.Process != nil {
+			_ = c.Process.Signal(syscall.SIGTERM)
+			_ = c.Wait()
+		}
+	}
+}
+
+// killUntilDrained SIGKILLs a random relay at random moments (restarting
+// it) until it did so minKills times and the writer is done, then waits
+// until no row is pending. It returns the number of kills.
+func (rs *relays) killUntilDrained(ctx context.Context, db *sql.DB, ob *outbox.Outbox, minKills int, written <-chan error) (int, error) {
 	kills, writerDone := 0, false
 	for {
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("timed out after %d kills: %w", kills, ctx.Err())
+			return kills, fmt.Errorf("timed out after %d kills: %w", kills, ctx.Err())
 		case err := <-written:
 			if err != nil {
-				return fmt.Errorf("writer: %w", err)
+				return kills, fmt.Errorf("writer: %w", err)
 			}
 			writerDone = true
 		case <-time.After(time.Duration(150+rand.IntN(700)) * time.Millisecond):
 		}
 		if kills < minKills || !writerDone {
-			i := rand.IntN(nRelays)
-			_ = procs[i].Process.Signal(syscall.SIGKILL)
-			_ = procs[i].Wait()
+			i := rand.IntN(len(rs.procs))
+			_ = rs.procs[i].Process.Signal(syscall.SIGKILL)
+			_ = rs.procs[i].Wait()
 			kills++
-			if err := startRelay(i); err != nil {
-				return err
+			if err := rs.start(i); err != nil {
+				return kills, err
 			}
 			continue
 		}
 		st, err := ob.Stats(ctx, db)
 		if err != nil {
-			return err
+			return kills, err
 		}
 		if st.Pending == 0 {
-			break
+			return kills, nil
 		}
 	}
+}
 
+// writeRows writes rows rows over nKeys keys, in transactions of 50
+// spread over the run, each key's payloads numbered from 1.
+func writeRows(ctx context.Context, db *sql.DB, ob *outbox.Outbox, topic string, rows, nKeys int) error {
+	seq := map[string]int{}
+	for i := 0; i < rows; i += 50 {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		for j := i; j < min(i+50, rows); j++ {
+			k := fmt.Sprintf("k%d", j%nKeys)
+			seq[k]++
+			env, err := babelqueue.Make("urn:babel:outbox:kill", payload{Key: k, Seq: seq[k]}, babelqueue.WithQueue(topic))
+			if err == nil {
+				_, err = ob.WriteEnvelope(ctx, tx, env, []byte(k), nil)
+			}
+			if err != nil {
+				_ = tx.Rollback()
+				return err
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+		time.Sleep(40 * time.Millisecond)
+	}
+	return nil
+}
+
+// check reads the topic back, prints the outbox-kill line and fails when
+// a row is lost or a key's payloads come out of order (duplicates of an
+// earlier message are counted, not checked).
+func check(ctx context.Context, broker, topic string, rows, kills, nRelays int, start time.Time) error {
 	values, err := integration.ReadAll(ctx, broker, topic, rows*3, 5*time.Second)
 	if err != nil {
 		return fmt.Errorf("read back: %w", err)
@@ -244,8 +264,8 @@ func drive(ctx context.Context, pg, broker string, rows, minKills, nRelays, nKey
 		last[p.Key] = p.Seq
 	}
 	lost := rows - len(seen)
-	fmt.Printf("outbox-kill: rows=%d kills=%d relays=%d claiming_ahead=%d published=%d distinct=%d lost=%d duplicates=%d order_violations=%d took=%s\n",
-		rows, kills, nRelays, min(nAhead, nRelays), len(values), len(seen), lost, dups, violations, time.Since(start).Round(time.Millisecond))
+	fmt.Printf("outbox-kill: rows=%d kills=%d relays=%d published=%d distinct=%d lost=%d duplicates=%d order_violations=%d took=%s\n",
+		rows, kills, nRelays, len(values), len(seen), lost, dups, violations, time.Since(start).Round(time.Millisecond))
 	if lost != 0 || violations != 0 {
 		return fmt.Errorf("%d rows lost, %d order violations", lost, violations)
 	}
