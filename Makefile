@@ -109,7 +109,7 @@ outbox-kill: ## Outbox SIGKILL test: 10,000 rows relayed from PostgreSQL to Kafk
 	@BQ_BROKERS="kafka postgres" $(BROKERS) $(GO) run ./outbox/integration/cmd/bqoutboxkill -rows 10000 -kills 12 -timeout 5m
 
 .PHONY: fuzz
-fuzz: ## Run every fuzz target for FUZZTIME (default 10s) each.
+fuzz: ## Run every fuzz target for FUZZTIME (default 10s) each; failing inputs are kept in the package's testdata/fuzz.
 	@for m in $(MODULES); do \
 	  for pkg in $$(cd $$m && $(GO) list ./...); do \
 	    dir=$$(cd $$m && $(GO) list -f '{{.Dir}}' $$pkg); \
@@ -118,6 +118,12 @@ fuzz: ## Run every fuzz target for FUZZTIME (default 10s) each.
 	    done; \
 	  done; \
 	done
+
+.PHONY: fuzz-ci
+fuzz-ci: ## Every fuzz target for FUZZTIME_CI (default 4s) each, so that a parser change that panics fails CI (about 2-3 min in all).
+	@start=$$(date +%s); $(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME_CI); echo "== fuzz-ci took $$(( $$(date +%s) - start ))s"
+
+FUZZTIME_CI ?= 4s
 
 .PHONY: lint
 lint: verify-versions modgraph readmecheck tidy-check sizecheck docsize ## gofmt check, go vet, staticcheck (pinned), actionlint (pinned), version list, module graph, README table and Quick start, tidy go.mod files, no large file.
@@ -216,4 +222,4 @@ setup: ## Install what the tests need besides Go when missing (Debian/Ubuntu: Ja
 	@.ci/setup.sh
 
 .PHONY: ci
-ci: setup lint test conformance proxytest integration outbox-kill chaos-short ## Everything CI runs, from a fresh Debian machine: setup, lint, unit tests, conformance, the release proxy test, real-broker integration tests, the outbox SIGKILL test (20-45 s), the short chaos run.
+ci: setup lint test fuzz-ci conformance proxytest integration outbox-kill chaos-short ## Everything CI runs, from a fresh Debian machine: setup, lint, unit tests, every fuzz target briefly, conformance, the release proxy test, real-broker integration tests, the outbox SIGKILL test (20-45 s), the short chaos run.
