@@ -341,7 +341,7 @@ func newReinjectCmd() *cobra.Command {
 	httpAddr := fs.String("http", "127.0.0.1:9464", `listen address of /healthz and /metrics ("" disables)`)
 	unhealthyAfter := fs.Duration("unhealthy-after", 10*time.Second, "/healthz fails once the broker has not answered for this long")
 	backlogEvery := fs.Duration("backlog-interval", bqkafka.DefaultReinjectBacklogInterval, "how often the tiers' backlog is sampled for /metrics; /healthz fails when no sample succeeds within it plus a slack")
-	verbose := fs.BoolP("verbose", "v", false, "log the re-injector's activity on stderr")
+	verbose := fs.BoolP("verbose", "v", false, "log the re-injector's activity on stderr, with the tier, partition and offset of every record carried")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx, out, errOut := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 		if len(*topics) == 0 {
