@@ -107,9 +107,9 @@ func (r *appendTimeReader) FetchMessage(ctx context.Context) (kafkago.Message, e
 // for minBytes or maxWait; its connections are fetchTaps that read the
 // batch headers of the reader's own fetches.
 func (g *kafkaGeneration) openReinjectPartition(topic string, partition int, offset int64, buffer, minBytes int, maxWait time.Duration) partitionReader {
-	batches := newBatchLog(topic, partition)
-	r := g.openPartitionWith(tappedDialer(g.t.dialer, batches.add), topic, partition, offset, buffer, minBytes, maxWait)
-	return &appendTimeReader{partitionReader: r, batches: batches, log: g.t.cfg.log()}
+	batches, keys := newBatchLog(topic, partition), newEmptyKeys(topic, partition)
+	r := g.openPartitionWith(tappedDialer(g.t.dialer, batches.add, keys.add), topic, partition, offset, buffer, minBytes, maxWait)
+	return &appendTimeReader{partitionReader: &keyReader{partitionReader: r, keys: keys}, batches: batches, log: g.t.cfg.log()}
 }
 
 // batchLogs holds a batchLog per partition of some topics, made as their

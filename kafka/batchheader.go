@@ -82,7 +82,11 @@ const maxTopicNameLen = 255
 // reporting (done).
 type fetchScanner struct {
 	version int16
-	onBatch func(batchHeader)
+	onBatch func(batchHeader) // nil: batch headers are not reported
+	// onRecord, when set, is handed the key length of every record of a
+	// complete or cut uncompressed batch, or of a complete compressed one,
+	// as soon as the record's first bytes have passed (recordkeys.go).
+	onRecord func(recordKey)
 
 	buf  [maxTopicNameLen]byte
 	got  int   // bytes of buf gathered
@@ -97,6 +101,8 @@ type fetchScanner struct {
 	keepTopic   bool
 	partition   int32
 	recordsLeft int64 // bytes of the current partition's records not yet consumed
+
+	walk recordWalk // the records of the current batch (recordkeys.go)
 }
 
 // newFetchScanner returns a scanner of a Fetch response of version, or nil
@@ -131,6 +137,15 @@ func (s *fetchScanner) feed(p []byte) {
 			s.skip -= n
 			p = p[n:]
 			if s.skip > 0 {
+				return
+			}
+		}
+		if s.walk.collect > 0 {
+			n := min(int64(len(p)), s.walk.collect)
+			s.walk.packed = append(s.walk.packed, p[:n]...)
+			s.walk.collect -= n
+			p = p[n:]
+			if s.walk.collect > 0 {
 				return
 			}
 		}
@@ -271,10 +286,17 @@ func (s *fetchScanner) batchPrefix(b []byte) {
 	s.recordsLeft -= avail
 	s.got = batchPrefixLen // keep the prefix: the header is parsed whole
 	s.need = batchHeaderLen
+	whole := avail == length
 	s.step = func(s *fetchScanner, b []byte) {
 		if h, err := batchHeaderOf(b); err == nil && s.keepTopic {
 			h.Topic, h.Partition = s.topic, s.partition
-			s.onBatch(h)
+			if s.onBatch != nil {
+				s.onBatch(h)
+			}
+			if s.onRecord != nil {
+				s.walkBatch(h.BaseOffset, int16(binary.BigEndian.Uint16(b[21:])), rest, whole)
+				return
+			}
 		}
 		s.skip = rest
 		s.gather(0, func(s *fetchScanner, _ []byte) { s.nextBatch() })

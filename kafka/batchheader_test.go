@@ -92,7 +92,7 @@ func requestFrame(apiKey, version int16, corr int32, bodyLen int) []byte {
 func tapAll(t testing.TB, request, response []byte, chunk int) []batchHeader {
 	t.Helper()
 	var got []batchHeader
-	tap := newFetchTap(&scriptConn{r: bytes.NewReader(response), chunk: chunk}, func(h batchHeader) { got = append(got, h) })
+	tap := newFetchTap(&scriptConn{r: bytes.NewReader(response), chunk: chunk}, func(h batchHeader) { got = append(got, h) }, nil)
 	for p := request; len(p) > 0; {
 		n := min(chunk, len(p))
 		if _, err := tap.Write(p[:n]); err != nil {
@@ -500,7 +500,7 @@ func BenchmarkFetchTap(b *testing.B) {
 		b.SetBytes(int64(len(resp)))
 		headers := 0
 		for b.Loop() {
-			tap := newFetchTap(&scriptConn{r: bytes.NewReader(resp), chunk: 1 << 20}, func(batchHeader) { headers++ })
+			tap := newFetchTap(&scriptConn{r: bytes.NewReader(resp), chunk: 1 << 20}, func(batchHeader) { headers++ }, nil)
 			if _, err := tap.Write(req); err != nil {
 				b.Fatal(err)
 			}

@@ -55,8 +55,6 @@
 //
 // # Known limitations
 //
-//   - kafka-go delivers an empty record key as nil, so a record produced
-//     with an empty key is republished with a null key.
 //   - A republished record (dead letters, releases, redrives, retries
 //     without tiers, PublishFrom's republish mode) is stamped with meta.created_at, as CONTRACT.md 6 says. Time-based
 //     retention counts from that timestamp, so a message older than a

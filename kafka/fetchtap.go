@@ -14,12 +14,14 @@ import (
 // the Fetch responses it carries, passing every byte on untouched. It
 // parses the request frames written (to learn which correlation ids are
 // Fetch requests and their versions) and the response frames read, in
-// whatever pieces they pass, and hands each batch header to onBatch before
-// kafka-go has decoded the batch's records. A stream it cannot follow is
-// passed on without being read further.
+// whatever pieces they pass, and hands each batch header to onBatch, and
+// each record's key length to onRecord, before kafka-go has decoded the
+// record; either may be nil. A stream it cannot follow is passed on without
+// being read further.
 type fetchTap struct {
 	net.Conn
-	onBatch func(batchHeader)
+	onBatch  func(batchHeader)
+	onRecord func(recordKey)
 
 	mu      sync.Mutex
 	pending map[int32]int16 // correlation id -> Fetch version, requests not yet answered
@@ -36,8 +38,8 @@ type fetchTap struct {
 // partition reader has one in flight at a time.
 const maxPendingFetches = 64
 
-func newFetchTap(c net.Conn, onBatch func(batchHeader)) *fetchTap {
-	t := &fetchTap{Conn: c, onBatch: onBatch, pending: make(map[int32]int16)}
+func newFetchTap(c net.Conn, onBatch func(batchHeader), onRecord func(recordKey)) *fetchTap {
+	t := &fetchTap{Conn: c, onBatch: onBatch, onRecord: onRecord, pending: make(map[int32]int16)}
 	// Request header: api_key, api_version, correlation_id.
 	t.req = frameReader{headerLen: 2 + 2 + 4, onHeader: t.request}
 	// Response header: correlation_id.
@@ -85,6 +87,9 @@ func (t *fetchTap) response(h []byte) {
 	t.scanner = nil
 	if ok {
 		t.scanner = newFetchScanner(version, t.onBatch)
+		if t.scanner != nil {
+			t.scanner.onRecord = t.onRecord
+		}
 	}
 }
 
@@ -142,17 +147,17 @@ func (f *frameReader) feed(p []byte) {
 }
 
 // tappedDialer returns a copy of d whose connections are fetchTaps
-// reporting to onBatch. TLS, when d has it, is set up by the tap's dial
+// reporting to onBatch and onRecord (either may be nil). TLS, when d has it, is set up by the tap's dial
 // below the tap, so that the tap reads the plain Kafka stream; SASL runs
 // above it, in kafka-go, as before.
-func tappedDialer(d *kafkago.Dialer, onBatch func(batchHeader)) *kafkago.Dialer {
+func tappedDialer(d *kafkago.Dialer, onBatch func(batchHeader), onRecord func(recordKey)) *kafkago.Dialer {
 	td := *d
 	dial := td.DialFunc
 	if dial == nil {
 		nd := &net.Dialer{LocalAddr: td.LocalAddr, FallbackDelay: td.FallbackDelay, KeepAlive: td.KeepAlive}
 		dial = nd.DialContext
 	}
-	td.DialFunc = tapDial(dial, td.TLS, onBatch)
+	td.DialFunc = tapDial(dial, td.TLS, onBatch, onRecord)
 	td.TLS = nil
 	return &td
 }
@@ -161,7 +166,7 @@ func tappedDialer(d *kafkago.Dialer, onBatch func(batchHeader)) *kafkago.Dialer 
 // reporting to onBatch, TLS set up below the tap as in tappedDialer.
 func tappedNetTransport(cfg *config, onBatch func(batchHeader)) *kafkago.Transport {
 	tr := netTransport(cfg)
-	tr.Dial = tapDial((&net.Dialer{}).DialContext, tr.TLS, onBatch)
+	tr.Dial = tapDial((&net.Dialer{}).DialContext, tr.TLS, onBatch, nil)
 	tr.TLS = nil
 	return tr
 }
@@ -169,7 +174,7 @@ func tappedNetTransport(cfg *config, onBatch func(batchHeader)) *kafkago.Transpo
 // tapDial returns a dial function that dials with dial, completes a TLS
 // handshake when tlsCfg is set, and wraps the connection in a fetchTap.
 func tapDial(dial func(ctx context.Context, network, address string) (net.Conn, error), tlsCfg *tls.Config,
-	onBatch func(batchHeader)) func(ctx context.Context, network, address string) (net.Conn, error) {
+	onBatch func(batchHeader), onRecord func(recordKey)) func(ctx context.Context, network, address string) (net.Conn, error) {
 	return func(ctx context.Context, network, address string) (net.Conn, error) {
 		c, err := dial(ctx, network, address)
 		if err != nil {
@@ -180,7 +185,7 @@ func tapDial(dial func(ctx context.Context, network, address string) (net.Conn, 
 				return nil, err
 			}
 		}
-		return newFetchTap(c, onBatch), nil
+		return newFetchTap(c, onBatch, onRecord), nil
 	}
 }
 

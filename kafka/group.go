@@ -96,8 +96,13 @@ func (g *kafkaGeneration) CommitOffsets(offsets map[string]map[int]int64) error 
 	return g.gen.CommitOffsets(offsets)
 }
 
+// OpenPartition's reader gives a record with an empty key a non-nil empty
+// Key (keyReader): its connections are fetchTaps reading every record's
+// key length from its own fetches.
 func (g *kafkaGeneration) OpenPartition(topic string, partition int, offset int64, buffer int) partitionReader {
-	return g.openPartitionWith(g.t.dialer, topic, partition, offset, buffer, 1, defaultFetchMaxWait)
+	keys := newEmptyKeys(topic, partition)
+	r := g.openPartitionWith(tappedDialer(g.t.dialer, nil, keys.add), topic, partition, offset, buffer, 1, defaultFetchMaxWait)
+	return &keyReader{partitionReader: r, keys: keys}
 }
 
 // defaultFetchMaxWait is how long a partition fetch that gathers nothing

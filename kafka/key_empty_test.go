@@ -12,9 +12,9 @@ import (
 
 // TestWritesKeepAnEmptyKeyApartFromNone checks that every write this
 // transport derives from a reserved record carries that record's key as it
-// is: an empty key stays empty and a null key stays null. (Read through
-// kafka-go's Reader, an empty key arrives as null already: see the Known
-// limitations of README.md.)
+// is: an empty key stays empty and a null key stays null. (Reading keeps
+// them apart too: recordkeys_test.go and
+// TestIntegrationEmptyAndNullKeysSurviveEveryHop.)
 func TestWritesKeepAnEmptyKeyApartFromNone(t *testing.T) {
 	cases := []struct {
 		name  string

@@ -22,9 +22,9 @@ import (
 //     its traceparent and tracestate; a write to another topic starts a
 //     fresh trace.
 //
-// kafka-go delivers an empty key as nil, so a record read with an empty key
-// is republished with a null key. A from this transport did not reserve
-// gives a keyless record, as Publish does.
+// The key is the reserved record's, byte for byte: an empty key stays empty
+// and a null key null (recordkeys.go). A from this transport did not
+// reserve gives a keyless record, as Publish does.
 func (t *Transport) PublishFrom(ctx context.Context, queue, body string, from *babelqueue.ReceivedMessage) error {
 	if wire.IsBlank(queue) {
 		return ErrEmptyTopic
