@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -248,6 +249,7 @@ func redriveChaos(ctx context.Context, broker, dir, script string, n, kills int,
 	}
 	restarts := 1
 	var downAfter time.Duration
+	afterEnd := "-"
 	if killAfterEnd {
 		// The window a clean end leaves: the broker may forget the
 		// acknowledgements of the last batches (confirmed seconds ago, the
@@ -276,6 +278,7 @@ func redriveChaos(ctx context.Context, broker, dir, script string, n, kills int,
 				return 1, ctx.Err()
 			}
 			if werr == nil {
+				afterEnd = redriverSummary(filepath.Join(dir, fmt.Sprintf("redriver.%d.log", inc)))
 				break
 			}
 			crashes++
@@ -303,12 +306,29 @@ func redriveChaos(ctx context.Context, broker, dir, script string, n, kills int,
 	}
 	fmt.Printf("chaos: broker=%s scenario=%s dead_lettered=%d redriven=%d lost=%d duplicates=%d kills=%d broker_restarts=%d\n",
 		broker, scenario, n, redriven, n-redriven, dups, killed, restarts)
-	fmt.Fprintf(os.Stderr, "chaos detail: scenario=%s redriver_runs=%d crashes=%d broker_down=%s broker_down_after_end=%s stored_records=%d\n",
-		scenario, inc, crashes, down.Round(100*time.Millisecond), downAfter.Round(100*time.Millisecond), sum(stored))
+	fmt.Fprintf(os.Stderr, "chaos detail: scenario=%s redriver_runs=%d crashes=%d broker_down=%s broker_down_after_end=%s after_end_run=%q stored_records=%d\n",
+		scenario, inc, crashes, down.Round(100*time.Millisecond), downAfter.Round(100*time.Millisecond), afterEnd, sum(stored))
 	if redriven != n || dups != 0 {
 		return 1, nil
 	}
 	return 0, nil
+}
+
+// redriverSummary returns the result line a redriver wrote to its log
+// ("examined=.. moved=.. recovered=.."): after the clean end, recovered
+// counts the dead letters the broker delivered again and the run
+// acknowledged without a copy.
+func redriverSummary(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "redrive: "); ok {
+			return rest
+		}
+	}
+	return "no result line"
 }
 
 // auditWorkTopic creates the durable subscription chaos-audit on the work
