@@ -40,6 +40,7 @@ func redriverMain(args []string) int {
 	broker := fs.String("broker", "", "kafka or pulsar")
 	run := fs.String("run", "", "run id (the work topic is chaos-<run>)")
 	pause := fs.Duration("item-pause", 0, "pause after each examined dead letter (paces the run)")
+	poll := fs.Duration("poll", time.Second, "how long the redrive waits for another dead letter before it ends")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -52,7 +53,7 @@ func redriverMain(args []string) int {
 	defer s.close()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	res, err := redrive.Run(ctx, s.transport(), s.dlq(), redrive.WithPollTimeout(3*time.Second),
+	res, err := redrive.Run(ctx, s.transport(), s.dlq(), redrive.WithPollTimeout(*poll),
 		redrive.WithProgress(nil, func(redrive.Item) { time.Sleep(*pause) }))
 	fmt.Fprintf(os.Stderr, "redrive: examined=%d moved=%d recovered=%d resumed=%v err=%v\n", res.Examined, res.Moved, res.Recovered, res.Resumed, err)
 	if err != nil {
