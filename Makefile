@@ -10,7 +10,7 @@ SHELL := /bin/bash
 
 # Modules in dependency order. examples/* modules are added here as they land
 # (and in versions.txt and go.work; `make modgraph` checks the last two agree).
-MODULES := core brokertest idempotency idempotency/sqlstore idempotency/redisstore schema outbox conformance kafka pulsar tools otel otel/integration outbox/integration chaos examples/orderstatus examples/appdemo examples/quickstart
+MODULES := core brokertest idempotency idempotency/sqlstore idempotency/redisstore schema outbox conformance kafka pulsar tools otel otel/integration outbox/integration chaos interop examples/orderstatus examples/appdemo examples/quickstart
 
 GO ?= go
 GOTEST_FLAGS ?= -count=1 -p 2
@@ -31,6 +31,7 @@ build: ## Build every module.
 vet: ## go vet every module (integration-tagged files included).
 	@for m in $(MODULES); do echo "== vet $$m"; (cd $$m && $(GO) vet ./... && $(GO) vet -tags integration ./...); done
 	@echo "== vet kafka (cluster tests)"; cd kafka && $(GO) vet -tags cluster ./...
+	@echo "== vet interop (interop tests)"; cd interop && $(GO) vet -tags interop ./...
 
 .PHONY: test
 test: build vet ## Build, vet and run every module's unit tests with the race detector (no broker needed).
@@ -76,6 +77,26 @@ integration: ## Start the real brokers, run every module's integration tests aga
 integration-tests: ## Integration tests against brokers already described by BQ_* variables (see brokers-up).
 	@for m in $(MODULES); do echo "== integration $$m"; (cd $$m && $(GO) test -tags integration $(GOTEST_FLAGS) -p 1 -timeout 20m ./...); done
 
+# The Python SDK as a peer (interop/README.md): interop/venv.sh prepares the
+# pinned babelqueue 1.24.0 in a venv cached under ~/.cache/babelqueue
+# (installing python3-venv with apt-get where it is missing), then the
+# scenarios run on Kafka and Pulsar started for them.
+.PHONY: interop
+interop: ## The Python SDK (babelqueue 1.24.0) as a peer on real Kafka and Pulsar: one line per scenario, then "N passed, M failed".
+	@py="$$(interop/venv.sh)/bin/python"; \
+	BQ_BROKERS="kafka pulsar" BQ_INTEROP_PYTHON="$$py" $(BROKERS) $(MAKE) --no-print-directory interop-tests
+
+.PHONY: interop-tests
+interop-tests: ## The interop scenarios against brokers already described by BQ_* variables (the venv from interop/venv.sh).
+	@export BQ_INTEROP_PYTHON="$${BQ_INTEROP_PYTHON:-$$(interop/venv.sh)/bin/python}"; \
+	log=$$(mktemp); trap 'rm -f "$$log"' EXIT; \
+	(cd interop && $(GO) test -tags interop -count=1 -v -parallel 4 -timeout 8m .) > "$$log" 2>&1 & pid=$$!; \
+	tail -n +1 -f --pid=$$pid "$$log" | grep --line-buffered -E '^(interop: |[0-9]+ passed, [0-9]+ failed$$)' || true; \
+	if wait $$pid; then exit 0; fi; \
+	echo "== interop failures:"; \
+	awk '/^=== (RUN|CONT|NAME) /{cur=$$3; next} /^--- FAIL: /{failed[$$3]=1; next} /^panic|^FAIL\t|^\[build failed\]/{print; next} \
+	  /^    /{out[cur]=out[cur] substr($$0, 1, 2000) "\n"} END{for (t in failed) {print "--- FAIL: " t; printf "%s", out[t]}}' "$$log"; exit 1
+
 .PHONY: cluster-tests
 cluster-tests: ## Start a three-node Kafka KRaft cluster, run the leader- and controller-kill tests on it, stop it.
 	@started=0; if ! tools/brokers/kafka-cluster.sh status 2>/dev/null; then started=1; tools/brokers/kafka-cluster.sh up >/dev/null; fi; \
@@ -96,7 +117,7 @@ bench-brokers: ## Broker benchmarks against brokers already described by BQ_* va
 
 # The re-injector's lateness runs first, before the throughput benches fill
 # the test broker's heap (its collections then stall produce requests:
-# kafka/DESIGN.md, section 5).
+# kafka/DESIGN.md, "Retry tiers and the Reinjector").
 LATENCY_BENCH := TestBenchKafkaReinjectLateness
 
 # The idempotency stores' overhead (memory, sqlite, postgres, redis) and the
@@ -126,10 +147,11 @@ fuzz-ci: ## Every fuzz target for FUZZTIME_CI (default 4s) each, so that a parse
 FUZZTIME_CI ?= 4s
 
 .PHONY: lint
-lint: verify-versions modgraph readmecheck tidy-check sizecheck docsize ## gofmt check, go vet, staticcheck (pinned), actionlint (pinned), version list, module graph, README table and Quick start, tidy go.mod files, no large file.
+lint: verify-versions modgraph readmecheck tidy-check sizecheck docsize docanchors doccomments ## gofmt check, go vet, staticcheck (pinned), actionlint (pinned), version list, module graph, README table and Quick start, tidy go.mod files, no large file, design-document anchors, doc comment openings.
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@$(MAKE) --no-print-directory vet
 	@for m in $(MODULES); do echo "== staticcheck $$m"; (cd $$m && $(GO) run $(STATICCHECK) ./... && $(GO) run $(STATICCHECK) -tags integration ./...); done
+	cd interop && $(GO) run $(STATICCHECK) -tags interop ./...
 	$(GO) run $(ACTIONLINT) -no-color .github/workflows/*.yml
 
 .PHONY: sizecheck
@@ -139,8 +161,20 @@ sizecheck: ## Fail when a tracked file is over 1 MiB or looks like a build outpu
 	if [ -n "$$bad$$elf" ]; then echo "sizecheck: files that must not be tracked:"; printf '%s\n' "$$bad" "$$elf" | sed '/^$$/d'; exit 1; fi
 
 .PHONY: docsize
-docsize: ## Fail when go doc -short of the user package (core) is over 66 lines.
-	@n=$$(cd core && $(GO) doc -short . | wc -l); echo "docsize: babelqueue go doc -short = $$n lines (at most 66)"; [ "$$n" -le 66 ]
+docsize: ## Fail when go doc -short of the user package (core) is over 70 lines.
+	@n=$$(cd core && $(GO) doc -short . | wc -l); echo "docsize: babelqueue go doc -short = $$n lines (at most 70)"; [ "$$n" -le 70 ]
+
+.PHONY: docanchors
+docanchors: ## Fail when a comment or document names a DESIGN.md heading that does not exist, or a section by number.
+	$(GO) run ./tools/cmd/doccheck anchors
+
+# The packages whose exported doc comments open with a sentence of at most
+# 25 words (CONTRIBUTING.md, "Code").
+DOC_COMMENT_PACKAGES := core core/driver core/wire core/redrive core/bqtest core/option kafka pulsar idempotency idempotency/sqlstore idempotency/redisstore idempotency/storetest schema otel
+
+.PHONY: doccomments
+doccomments: ## Fail when an exported doc comment of DOC_COMMENT_PACKAGES opens with a sentence over 25 words.
+	$(GO) run ./tools/cmd/doccheck comments $(DOC_COMMENT_PACKAGES)
 
 .PHONY: verify-versions
 verify-versions: ## Check every module requires its siblings at the versions in versions.txt.
@@ -232,8 +266,8 @@ chaos-run: # CHAOS_RUNS: ';'-separated groups of '+'-joined bqchaos command line
 	done
 
 .PHONY: setup
-setup: ## Install what the tests need besides Go when missing (Debian/Ubuntu: Java 17, Maven, PostgreSQL, Redis); the first step of ci.
+setup: ## Install what the tests need besides Go when missing (Debian/Ubuntu: Java 17, Maven, PostgreSQL, Redis, Python 3); the first step of ci.
 	@.ci/setup.sh
 
 .PHONY: ci
-ci: setup lint test fuzz-ci conformance proxytest integration outbox-kill chaos-ci ## Everything CI runs, from a fresh Debian machine: setup, lint, unit tests, every fuzz target briefly, conformance, the release proxy test, real-broker integration tests, the outbox SIGKILL test (20-45 s), the CI-sized chaos suite with the restart and cluster tests.
+ci: setup lint test fuzz-ci conformance proxytest integration interop outbox-kill chaos-ci ## Everything CI runs, from a fresh Debian machine: setup, lint, unit tests, every fuzz target briefly, conformance, the release proxy test, real-broker integration tests, the Python SDK interop scenarios, the outbox SIGKILL test (20-45 s), the CI-sized chaos suite with the restart and cluster tests.

@@ -3,7 +3,8 @@
 # besides Go and make, when it is missing, on Debian or Ubuntu (apt-get, as
 # root or through sudo): Java 17 and Maven (the real Kafka and Pulsar brokers
 # run from Maven Central jars), PostgreSQL and Redis (the outbox and the
-# idempotency stores' integration tests). On a machine that has them it only
+# idempotency stores' integration tests), Python 3 (the Python SDK peer of
+# make interop). On a machine that has them it only
 # prints the versions found; on another system with something missing it
 # names what to install and fails.
 set -euo pipefail
@@ -15,6 +16,9 @@ command -v java >/dev/null || need+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null || need+=(maven)
 command -v redis-server >/dev/null || need+=(redis-server)
 { command -v initdb || ls /usr/lib/postgresql/*/bin/initdb; } >/dev/null 2>&1 || need+=(postgresql)
+# make interop builds the Python peer's venv itself (interop/venv.sh, which
+# also installs python3-venv where python3 -m venv does not work).
+command -v python3 >/dev/null || need+=(python3 python3-venv)
 
 if [ ${#need[@]} -gt 0 ]; then
   if ! command -v apt-get >/dev/null; then
@@ -36,4 +40,5 @@ go version
 { java -version 2>&1 | head -n 1; } || true
 { mvn -v 2>&1 | head -n 1; } || true
 { redis-server --version | head -n 1; } || true
+{ python3 --version; } || true
 { pg=$(command -v initdb || ls /usr/lib/postgresql/*/bin/initdb | tail -n 1); "$pg" --version; } || true

@@ -14,10 +14,10 @@ import (
 	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
-// App is the BabelQueue runtime: it publishes envelopes through a
-// Transport and consumes them, routing each message to the Handler of its
-// URN and settling it by the contract's retry, dead-letter and version
-// rules. An App is safe for concurrent use.
+// App publishes envelopes through a Transport and consumes them, routing
+// each message to the Handler of its URN. It settles every message by the
+// contract's retry, dead-letter and version rules. An App is safe for
+// concurrent use.
 type App struct {
 	t        Transport
 	features driver.Features // t.Features(), read once
@@ -25,6 +25,7 @@ type App struct {
 
 	mu       sync.RWMutex
 	handlers map[string]Handler
+	rejected []error // Handle calls refused for their URN; Consume and Drain report them
 
 	ackCtxs sync.Pool // of detached *driver.CallContext, see ackWithin
 }
@@ -79,9 +80,9 @@ func WithDelay(d time.Duration) PublishOption {
 	return func(p *publishConfig) { p.delay = d }
 }
 
-// WithKey sets the message key (the Kafka record key, the Pulsar key and
-// ordering key), written byte for byte and kept on every retry, dead
-// letter and redrive. A nil key means none; an empty one is kept apart
+// WithKey sets the message key, written byte for byte and kept on every
+// retry, dead letter and redrive. It is the Kafka record key, the Pulsar
+// key and ordering key. A nil key means none; an empty one is kept apart
 // from none. A transport without the Keys feature makes the publish fail
 // with an error matching errors.ErrUnsupported, having written nothing.
 func WithKey(key []byte) PublishOption {
@@ -134,7 +135,7 @@ func (a *App) PublishWithHeaders(ctx context.Context, urn string, data any, head
 		return "", invalid("publish queue is blank")
 	}
 	if err := wire.ValidURN(urn); err != nil {
-		return "", fmt.Errorf("babelqueue: publish to %s: %w: %w", queue, ErrInvalidOption, err)
+		return "", within("publish to "+queue, err) // an argument, not an option
 	}
 	switch {
 	case p.delay > 0 && !a.features.Delay:
@@ -146,14 +147,14 @@ func (a *App) PublishWithHeaders(ctx context.Context, urn string, data any, head
 	}
 	env, err := Make(urn, data, append(p.envelope, WithQueue(queue))...)
 	if err != nil {
-		return "", fmt.Errorf("babelqueue: publish %s: %w", urn, err)
+		return "", within("publish to "+queue, err) // Make names the URN
 	}
 	if err := a.validatePayload(urn, env); err != nil {
-		return "", fmt.Errorf("babelqueue: publish %s to %s: %w", urn, queue, err)
+		return "", within("publish "+urn+" to "+queue, err)
 	}
 	raw, err := env.Encode()
 	if err != nil {
-		return "", fmt.Errorf("babelqueue: publish %s: %w", urn, err)
+		return "", within("publish "+urn+" to "+queue, err)
 	}
 	// raw is not written again: the body views it without a copy.
 	out := &driver.Outgoing{Intent: driver.IntentPublish, Queue: queue, Body: unsafe.String(unsafe.SliceData(raw), len(raw)), Key: p.key, Headers: headers, Delay: p.delay}
@@ -168,7 +169,7 @@ func (a *App) PublishWithHeaders(ctx context.Context, urn string, data any, head
 		if errors.Is(err, ErrPublishUnknown) {
 			return "", newUnknownPublishError(out, env.Meta.ID, err)
 		}
-		return "", fmt.Errorf("babelqueue: publish %s to %s: %w", urn, queue, err)
+		return "", within("publish "+urn+" to "+queue, err)
 	}
 	return env.Meta.ID, nil
 }

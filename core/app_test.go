@@ -23,7 +23,8 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 // testApp returns an App tuned for fast tests: short poll timeout, no
 // failure backoff, silent logger. opts come last and win.
 func testApp(t Transport, opts ...Option) *App {
-	base := []Option{WithPollTimeout(5 * time.Millisecond), WithFailureBackoff(0), WithLogger(quietLogger())}
+	// The tests' short URNs ("urn:x") predate the URN rule.
+	base := []Option{WithPollTimeout(5 * time.Millisecond), WithFailureBackoff(0), WithLogger(quietLogger()), WithLegacyURNs()}
 	a, err := NewApp(t, append(base, opts...)...)
 	if err != nil {
 		panic(err) // a test's own options are valid

@@ -7,9 +7,10 @@ import "strconv"
 type Ordering uint8
 
 const (
-	// OrderKey handles the messages of one key one at a time, in order;
-	// messages without a key (ReceivedMessage.Key nil) one at a time in
-	// the order of their partition. Different keys run in parallel.
+	// OrderKey handles the messages of one key one at a time, in order, and
+	// different keys in parallel. Messages without a key
+	// (ReceivedMessage.Key nil) run one at a time in the order of their
+	// partition.
 	OrderKey Ordering = iota
 	// OrderPartition handles the messages of one partition one at a time,
 	// in order; different partitions run in parallel.
@@ -47,15 +48,16 @@ func (c concurrencyConfig) pending() int {
 	return 4 * c.handlers()
 }
 
-// WithConcurrency runs up to n handlers at once for each consumed queue,
-// keeping the order says: a slow message holds back only its lane (its
-// key, or its partition), never the others. Each delivery is settled
+// WithConcurrency runs up to n handlers at once for each consumed queue; a
+// slow message holds back only its lane, never the others.
+//
+// A lane is a key or a partition, as order says. Each delivery is settled
 // (acknowledged, retried, dead-lettered, handed back) as soon as its
 // handler returns, out of order; the binding commits only the settled
 // prefix of a partition. A failed retry or dead-letter write hands the
-// message back with the later messages of its lane and pauses that lane
-// for the failure backoff; the other lanes go on. n must be at least 1
-// (1, the default, is the one-at-a-time loop) and order one of OrderKey,
+// message back with the later messages of its lane and pauses that lane for
+// the failure backoff; the other lanes go on. n must be at least 1 (1, the
+// default, is the one-at-a-time loop) and order one of OrderKey,
 // OrderPartition, OrderNone. core/DESIGN.md, "Concurrent handling",
 // describes the rules.
 func WithConcurrency(n int, order Ordering) Option {

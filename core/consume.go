@@ -11,8 +11,8 @@ import (
 	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
-// Consume reads queues (the default queue when none is given) until ctx is
-// cancelled, one goroutine per queue, and handles every message it reads.
+// Consume reads queues (the default queue when none is given) until ctx
+// ends, one goroutine per queue, and handles every message it reads.
 // It blocks until every one of those goroutines has stopped.
 //
 // By default a queue's messages are handled one at a time. With
@@ -28,7 +28,10 @@ import (
 // failed copy write leaves the original unacknowledged (rewound, or
 // negatively acknowledged) and reported, not counted as an attempt.
 //
-// It returns nil once ctx is cancelled. A bad message never stops it: a
+// It returns at once, having read nothing, the errors of the Handle calls
+// the App rejected, and nil once ctx is cancelled or past its deadline (a
+// normal stop; see "Stopping a long-running call" in the package doc). A
+// bad message never stops it: a
 // poison body, a rejected version, a failing handler or a failed settle
 // write is settled or left for redelivery, and reported through the
 // OnError / OnWarning hooks and the logger. It stops, cancelling the other
@@ -67,8 +70,12 @@ func (a *App) Consume(ctx context.Context, queues ...string) error {
 	return firstErr
 }
 
-// queuesToRead validates the queue list of Consume and Drain.
+// queuesToRead validates the queue list of Consume and Drain, and refuses
+// them both while a Handle call was rejected.
 func (a *App) queuesToRead(queues []string) ([]string, error) {
+	if err := a.rejectedHandlers(); err != nil {
+		return nil, err
+	}
 	if len(queues) == 0 {
 		return []string{a.cfg.defaultQueue}, nil
 	}
@@ -163,18 +170,19 @@ func (a *App) backoff(ctx context.Context) {
 	}
 }
 
-// Drain handles messages of queues (the default queue when none is given)
-// until they are all empty, and returns how many deliveries it handled,
-// whatever their outcome. A queue counts as empty after a Pop that waited
-// the poll timeout for nothing; Drain passes over the queues again until a
-// whole pass finds nothing, so that retries and messages one handler
-// publishes to another drained queue are handled too. Under
+// Drain handles messages of queues until they are all empty and returns how
+// many deliveries it handled, whatever their outcome. With no queue given
+// it drains the default queue. A queue counts as empty after a Pop that
+// waited the poll timeout for nothing; Drain passes over the queues again
+// until a whole pass finds nothing, so that retries and messages one
+// handler publishes to another drained queue are handled too. Under
 // StrategyRelease a released message is not counted, and Drain stops
 // reading a queue when it meets a message it already released.
 //
 // Unlike Consume, Drain returns at the first failed settle write (an error
 // wrapping ErrSettle; the message is left for redelivery) and at a
 // transport error, with the count so far. It also returns when ctx ends.
+// Like Consume, it reads nothing while a Handle call was rejected.
 func (a *App) Drain(ctx context.Context, queues ...string) (int, error) {
 	queues, err := a.queuesToRead(queues)
 	if err != nil {
@@ -288,7 +296,7 @@ func (a *App) settle(ctx context.Context, msg *ReceivedMessage, d *Delivery) (ou
 		out = a.settlePoison(ctx, msg, err)
 		if d != nil {
 			d.URN, _ = msg.Header(wire.HeaderJob)
-			out.st.Attempts = poisonAttempts(msg) + 1
+			out.st.Deliveries = poisonAttempts(msg) + 1
 		}
 		return out
 	}
@@ -303,7 +311,7 @@ func (a *App) settle(ctx context.Context, msg *ReceivedMessage, d *Delivery) (ou
 	}
 	if d != nil {
 		d.Envelope, d.URN = env, route
-		defer func() { out.st.Attempts = env.Attempts + 1 }()
+		defer func() { out.st.Deliveries = env.Attempts + 1 }()
 	}
 
 	h := a.handler(route)
@@ -340,14 +348,19 @@ func (a *App) settle(ctx context.Context, msg *ReceivedMessage, d *Delivery) (ou
 	return a.settleRetryable(ctx, msg, env, route, wire.ReasonFailed, herr)
 }
 
-// attrs returns the log attributes of a delivery.
+// logDeliveries is the log attribute of a delivery's count.
+const logDeliveries = "deliveries"
+
+// attrs returns the log attributes of a delivery. "deliveries" counts
+// this delivery too (the envelope's attempts + 1), the count a retry copy
+// or dead letter of it carries as its attempts (see Settlement.Deliveries).
 func (a *App) attrs(msg *ReceivedMessage, env *Envelope, route string, extra ...slog.Attr) []slog.Attr {
 	out := []slog.Attr{slog.String("queue", msg.Queue)}
 	if route != "" {
 		out = append(out, slog.String("urn", route))
 	}
 	if env != nil {
-		out = append(out, slog.String("message_id", env.Meta.ID), slog.Int("attempts", env.Attempts))
+		out = append(out, slog.String("message_id", env.Meta.ID), slog.Int(logDeliveries, env.Attempts+1))
 	}
 	return append(out, extra...)
 }

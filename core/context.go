@@ -29,9 +29,9 @@ func HeadersFromContext(ctx context.Context) map[string]string {
 	return m.CloneHeaders()
 }
 
-// IsReplay reports whether the message being handled is a replay: it was
-// redriven with the replay bypass (see redrive.WithReplayBypass), which
-// shows as a bq-replay-bypass header that is present and not blank.
+// IsReplay reports whether the message being handled was redriven with the
+// replay bypass (see redrive.WithReplayBypass). That shows as a
+// bq-replay-bypass header that is present and not blank.
 func IsReplay(ctx context.Context) bool {
 	m, _ := ctx.Value(headersKey{}).(*driver.ReceivedMessage)
 	v, ok := m.Header(wire.HeaderReplayBypass)
@@ -39,8 +39,8 @@ func IsReplay(ctx context.Context) bool {
 }
 
 // BypassExternalEffects runs fn and returns its error, unless the message
-// being handled is a replay (IsReplay), in which case fn is skipped and it
-// returns nil. Wrap in it the effects a replay must not repeat: charging a
+// being handled is a replay: then fn is skipped and it returns nil (see
+// IsReplay). Wrap in it the effects a replay must not repeat: charging a
 // card, sending an e-mail, calling a partner's API.
 func BypassExternalEffects(ctx context.Context, fn func() error) error {
 	if IsReplay(ctx) {

@@ -41,24 +41,25 @@ var (
 	// holding the dead-letter queue's cursor; it read, wrote and settled
 	// nothing. The bindings' own ErrRedriveBusy values match it.
 	ErrRedriveBusy = driver.ErrRedriveBusy
-	// ErrInvalidURN matches a publish whose URN breaks the URN rule of the
-	// BabelQueue family (see wire.ValidURN); it also matches
-	// ErrInvalidOption.
+	// ErrInvalidURN matches a publish or Handle whose URN breaks the URN
+	// rule of the BabelQueue family (see wire.ValidURN). A URN is an
+	// argument, so the error does not match ErrInvalidOption.
 	ErrInvalidURN = wire.ErrInvalidURN
 	// ErrInvalidPayload matches a payload rejected by the App's
 	// PayloadValidator.
 	ErrInvalidPayload = errors.New("babelqueue: invalid payload")
 	// ErrBatchAborted is the error of a batch message that was not written
-	// because an earlier message of the same batch failed (a transport that
+	// because an earlier message of the same batch failed. A transport that
 	// writes one message at a time stops at the first failure, so that no
-	// later message overtakes it).
+	// later message overtakes it.
 	ErrBatchAborted = errors.New("babelqueue: not written: an earlier message of the batch failed")
 	// ErrPublishUnknown marks a publish whose outcome is unknown: the write
-	// left the client, but no acknowledgement came back (the connection broke
-	// after the request went out, or the wait for the acknowledgement timed
-	// out). The message may or may not be stored, and may still be stored
-	// after the call returned. A binding wraps it into every such error; a
-	// publish error that does not match it means nothing was written.
+	// left the client, but no acknowledgement came back. The connection
+	// broke after the request went out, or the wait for the acknowledgement
+	// timed out. The message may or may not be stored, and may still be
+	// stored after the call returned. A binding wraps it into every such
+	// error; a publish error that does not match it means nothing was
+	// written.
 	//
 	// Do not publish the same intent again with Publish: that makes a new
 	// envelope with a new meta.id, which no consumer can tell from a second

@@ -2,8 +2,11 @@ package babelqueue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
+
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // Handler processes one message. A nil error acknowledges the message; any
@@ -55,17 +58,54 @@ func (e *UnknownURNError) Error() string { return fmt.Sprintf("%v: %q", ErrNoHan
 // Is reports whether target is ErrNoHandler.
 func (e *UnknownURNError) Is(target error) bool { return target == ErrNoHandler }
 
-// Handle registers h for urn, replacing any handler registered before. It
-// may be called while the App consumes; the change applies to the next
-// message. A nil h removes the handler.
-func (a *App) Handle(urn string, h Handler) {
+// Handle registers h for urn, replacing any handler registered before, and
+// returns an error matching ErrInvalidURN for a urn that breaks the URN rule.
+//
+// The rule is that of Publish (wire.ValidURN); with WithLegacyURNs only a
+// blank urn breaks it. It may be called while the App consumes; the change
+// applies to the next message. A nil h removes the handler. A rejected urn
+// registers nothing,
+// and every later Consume and Drain of the App returns the same error
+// without reading anything, so that a service ignoring the result does not
+// run without the handler it meant to register (the messages of the URN it
+// meant would be settled as unknown). wire.ValidURN checks a URN ahead.
+func (a *App) Handle(urn string, h Handler) error {
+	if err := a.validHandlerURN(urn); err != nil {
+		err = within("Handle", err)
+		if h != nil {
+			a.mu.Lock()
+			a.rejected = append(a.rejected, err)
+			a.mu.Unlock()
+		}
+		return err
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if h == nil {
 		delete(a.handlers, urn)
-		return
+		return nil
 	}
 	a.handlers[urn] = h
+	return nil
+}
+
+// validHandlerURN checks urn by the rule of Handle.
+func (a *App) validHandlerURN(urn string) error {
+	if !a.cfg.legacyURNs {
+		return wire.ValidURN(urn)
+	}
+	if wire.IsBlank(urn) {
+		return fmt.Errorf("%w %q: blank", ErrInvalidURN, urn)
+	}
+	return nil
+}
+
+// rejectedHandlers returns the errors of the Handle calls refused so far,
+// joined; nil when there is none.
+func (a *App) rejectedHandlers() error {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return errors.Join(a.rejected...)
 }
 
 func (a *App) handler(urn string) Handler {

@@ -23,11 +23,11 @@ import (
 // without hooks pays nothing for them.
 type Hook = any
 
-// PublishHook is called before every write the App makes: a new message
-// and every settle write (a retry copy, a dead letter, a release, a
-// forward), out.Intent says which. It may add headers to out.Headers,
-// which is never nil here (a traceparent, say), and returns the context
-// the write, and the PublishedHook after it, run with.
+// PublishHook is called before every write the App makes, new messages and
+// settle writes alike; out.Intent says which. A settle write is a retry
+// copy, a dead letter, a release or a forward. It may add headers to
+// out.Headers, which is never nil here (a traceparent, say), and returns
+// the context the write, and the PublishedHook after it, run with.
 type PublishHook interface {
 	OnPublish(ctx context.Context, out *driver.Outgoing) context.Context
 }
@@ -96,8 +96,8 @@ const (
 	// OutcomeDeleted: acknowledged without a copy by StrategyDelete.
 	OutcomeDeleted
 	// OutcomeHandedBack: left unsettled for redelivery, because a settle
-	// write or acknowledge failed (Err wraps ErrSettle) or the consumer was
-	// stopping (Err is nil).
+	// write or acknowledge failed or the consumer was stopping. Err wraps
+	// ErrSettle in the first case and is nil in the second.
 	OutcomeHandedBack
 )
 
@@ -129,9 +129,13 @@ type Settlement struct {
 	Target string
 	// Delay is the delay of a retry, when the binding reported one.
 	Delay time.Duration
-	// Attempts is the delivery's attempt number, counted by the contract's
-	// rule (the first delivery is 1).
-	Attempts int
+	// Deliveries is how many deliveries of the message the contract has
+	// counted, this one included (1 on the first): the envelope's attempts + 1.
+	//
+	// A retry copy and a dead letter written for this delivery carry it as
+	// their attempts, so Deliveries, the log attribute "deliveries" and a
+	// dead letter's attempts are one count. Zero when nothing was decoded.
+	Deliveries int
 	// Err is the handler's error, the reason of a rejection, or a settle
 	// failure wrapping ErrSettle.
 	Err error

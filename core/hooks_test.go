@@ -154,9 +154,9 @@ func TestSettleHookReportsEveryOutcome(t *testing.T) {
 			a.deliver(ctx, msg)
 			st, d := log.last(t)
 			w := tc.want
-			if st.Outcome != w.outcome || st.Reason != w.reason || st.Target != w.target || st.Delay != w.delay || st.Attempts != w.attempts {
+			if st.Outcome != w.outcome || st.Reason != w.reason || st.Target != w.target || st.Delay != w.delay || st.Deliveries != w.attempts {
 				t.Errorf("settlement = %v reason %q target %q delay %v attempts %d; want %v %q %q %v %d",
-					st.Outcome, st.Reason, st.Target, st.Delay, st.Attempts, w.outcome, w.reason, w.target, w.delay, w.attempts)
+					st.Outcome, st.Reason, st.Target, st.Delay, st.Deliveries, w.outcome, w.reason, w.target, w.delay, w.attempts)
 			}
 			if st.HandlerRan != w.ran || (w.ran && st.HandlerDuration != 40*time.Millisecond) || (!w.ran && st.HandlerDuration != 0) {
 				t.Errorf("handler ran %v for %v, want ran=%v for 40ms", st.HandlerRan, st.HandlerDuration, w.ran)

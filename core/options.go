@@ -31,6 +31,7 @@ import (
 //	WithConcurrency                DefaultConcurrency (1 handler at a time per queue), OrderKey
 //	WithMaxPending                 4 × the concurrency
 //	WithPayloadValidator           none (payloads are not checked)
+//	WithLegacyURNs                 off: Handle takes only URNs that follow the URN rule
 const (
 	DefaultQueue            = "default"
 	DefaultMaxAttempts      = 3
@@ -49,21 +50,22 @@ type UnknownURNStrategy string
 
 const (
 	// StrategyFail treats the message as a failure: it is retried up to the
-	// max attempts and then dead-lettered with reason unknown_urn (or
-	// dropped when dead-lettering is off).
+	// max attempts and then dead-lettered with reason unknown_urn. With
+	// dead-lettering off it is dropped.
 	StrategyFail UnknownURNStrategy = "fail"
 	// StrategyDelete acknowledges the message and reports a warning.
 	StrategyDelete UnknownURNStrategy = "delete"
-	// StrategyRelease hands the message back to its queue for another
-	// consumer that has a handler for it: it is republished unchanged, its
-	// attempts not counted (this consumer did not fail it, it does not own
-	// it), and the original acknowledged after that write. It is meant for
-	// a queue shared by consumers that handle different URNs, for example
-	// during a rolling deploy. A URN that no consumer handles circulates
-	// until one does; it is never dead-lettered or dropped. Each release is
-	// reported as a warning. A consume loop that reads back a message it
-	// released releases it again and then waits the failure backoff
-	// (WithFailureBackoff), so such a message does not spin the loop.
+	// StrategyRelease hands the message back to its queue, unchanged and
+	// without counting an attempt, for another consumer that has a handler
+	// for it. It is republished, and the original acknowledged after that
+	// write: this consumer did not fail it and does not own it. It is meant
+	// for a queue shared by consumers that handle different URNs, for
+	// example during a rolling deploy. A URN that no consumer handles
+	// circulates until one does; it is never dead-lettered or dropped. Each
+	// release is reported as a warning. A consume loop that reads back a
+	// message it released releases it again and then waits the failure
+	// backoff (WithFailureBackoff), so such a message does not spin the
+	// loop.
 	StrategyRelease UnknownURNStrategy = "release"
 	// StrategyDeadLetter dead-letters the message at once with reason
 	// unknown_urn, or drops it with a warning when dead-lettering is off.
@@ -103,6 +105,7 @@ type config struct {
 	hooks            hookSet
 	conc             concurrencyConfig
 	payloadValidator PayloadValidator
+	legacyURNs       bool // WithLegacyURNs
 
 	suffixSet bool    // WithDeadLetterSuffix was given
 	errs      []error // the problems the options found
@@ -245,22 +248,23 @@ func WithClock(clock driver.Clock) Option {
 }
 
 // WithOnError registers fn to receive every error the consume loop reports
-// and handles itself: a handler error, a failed retry, dead-letter or
-// acknowledge write, a rejected message. The error is a *DeliveryError
-// when it concerns one message. fn is called from the queue's consume
-// goroutine (from the handler goroutines, concurrently, under
-// WithConcurrency); a panic in it is recovered. The error is logged either way.
+// and handles itself. Such an error is a handler error, a failed retry,
+// dead-letter or acknowledge write, or a rejected message. The error is a
+// *DeliveryError when it concerns one message. fn is called from the
+// queue's consume goroutine (from the handler goroutines, concurrently,
+// under WithConcurrency); a panic in it is recovered. The error is logged
+// either way.
 func WithOnError(fn func(error)) Option {
 	return func(c *config) {
 		c.onError = fn
 	}
 }
 
-// WithOnWarning registers fn to receive every warning: a message dropped
-// after its last attempt, deleted or released by the unknown-URN strategy,
-// or version-gated with dead-lettering off. Warnings are errors so that
-// they can be matched (errors.Is(w, ErrNoHandler), ...). A panic in fn is
-// recovered. The warning is logged either way.
+// WithOnWarning registers fn to receive every warning. A warning is a
+// message dropped after its last attempt, deleted or released by the
+// unknown-URN strategy, or version-gated with dead-lettering off. Warnings
+// are errors so that they can be matched (errors.Is(w, ErrNoHandler), ...).
+// A panic in fn is recovered. The warning is logged either way.
 func WithOnWarning(fn func(error)) Option {
 	return func(c *config) {
 		c.onWarning = fn
@@ -268,10 +272,10 @@ func WithOnWarning(fn func(error)) Option {
 }
 
 // WithOnSchemaVersionRejected registers a diagnostic hook called when the
-// version gate rejects a message: version is the rejected value (the
-// bq-schema-version header, or meta.schema_version of a body whose header
-// is absent) and queue the queue it was read from. A panic in fn is
-// recovered and ignored; fn never changes how the message is settled.
+// version gate rejects a message; fn never changes how the message is
+// settled. version is the rejected value (the bq-schema-version header, or
+// meta.schema_version of a body whose header is absent) and queue the queue
+// it was read from. A panic in fn is recovered and ignored.
 func WithOnSchemaVersionRejected(fn func(version, queue string)) Option {
 	return func(c *config) {
 		c.onVersion = fn
@@ -304,10 +308,10 @@ func WithSettleTimeout(d time.Duration) Option {
 	}
 }
 
-// WithFailureBackoff sets how long a consume loop pauses, on the App's
-// clock, after a failed retry or dead-letter write before it reads again,
-// so that a broker that refuses writes is not hammered with the same
-// message. Zero turns the pause off; a negative value is rejected.
+// WithFailureBackoff sets how long a consume loop pauses after a failed
+// retry or dead-letter write before it reads again. The pause runs on the
+// App's clock, so that a broker that refuses writes is not hammered with
+// the same message. Zero turns the pause off; a negative value is rejected.
 func WithFailureBackoff(d time.Duration) Option {
 	return func(c *config) {
 		if d < 0 {
@@ -319,9 +323,9 @@ func WithFailureBackoff(d time.Duration) Option {
 }
 
 // WithHooks registers hooks that the App reports its decisions to (see
-// Hook): every write, the start and the settlement of every delivery, and
-// the runs of App.Redrive. A value that implements none of the hook
-// interfaces, or a nil one, is rejected. Several WithHooks add up.
+// Hook). They see every write, the start and the settlement of every
+// delivery, and the runs of App.Redrive. A value that implements none of
+// the hook interfaces, or a nil one, is rejected. Several WithHooks add up.
 func WithHooks(hooks ...Hook) Option {
 	return func(c *config) {
 		for i, h := range hooks {
@@ -334,4 +338,14 @@ func WithHooks(hooks ...Hook) Option {
 			}
 		}
 	}
+}
+
+// WithLegacyURNs makes Handle accept any URN that is not blank, for
+// messages of producers that predate the URN rule of wire.ValidURN.
+//
+// A consumer routes such a message like any other (its job is not
+// checked), so this lets a service register a handler for it. Publish
+// still refuses a URN that breaks the rule.
+func WithLegacyURNs() Option {
+	return func(c *config) { c.legacyURNs = true }
 }

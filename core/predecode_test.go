@@ -35,7 +35,7 @@ func TestAppUsesThePredecodedEnvelopeOfAnUnchangedBody(t *testing.T) {
 	ctx := context.Background()
 	mem := bqtest.NewInMemoryTransport()
 	tr := &predecodingTransport{InMemoryTransport: mem}
-	a, err := NewApp(tr, WithPollTimeout(time.Millisecond), WithLogger(quietLogger()))
+	a, err := NewApp(tr, WithPollTimeout(time.Millisecond), WithLogger(quietLogger()), WithLegacyURNs())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestAppDecodesAgainABodyChangedAfterPredecode(t *testing.T) {
 		}
 		return string(out)
 	}}
-	a, err := NewApp(tr, WithPollTimeout(time.Millisecond), WithLogger(quietLogger()))
+	a, err := NewApp(tr, WithPollTimeout(time.Millisecond), WithLogger(quietLogger()), WithLegacyURNs())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strconv"
 	"sync"
 	"unsafe"
 
@@ -13,9 +14,10 @@ import (
 )
 
 // BatchMessage is one message of App.PublishBatch: an envelope of URN and
-// Data (see Make), headers written beside it as PublishWithHeaders writes
-// them, and its own publish options (ToQueue, WithKey, WithDelay,
-// WithEnvelopeOptions), applied after the batch's.
+// Data, its headers and its own publish options. The envelope is made as
+// Make makes it, the headers are written as PublishWithHeaders writes them,
+// and the options (ToQueue, WithKey, WithDelay, WithEnvelopeOptions) apply
+// after the batch's.
 type BatchMessage struct {
 	URN     string
 	Data    any
@@ -62,13 +64,13 @@ func (e *BatchPublishError) Unwrap() []error {
 	return errs
 }
 
-// PublishBatch makes and encodes the envelope of every message (each once)
-// and writes them all, returning meta.id of each, in order, once the
-// transport acknowledged every write. opts apply to every message, before
-// its own BatchMessage.Options. A transport implementing driver.BatchSender
-// (the Kafka binding) gets the whole batch in one SendBatch call; any other
-// gets one Send per message, in order, stopping at the first failure.
-// Publish hooks run per message.
+// PublishBatch writes every message and returns meta.id of each, in order,
+// once the transport acknowledged every write. It makes and encodes each
+// envelope once. opts apply to every message, before its own
+// BatchMessage.Options. A transport implementing driver.BatchSender (the
+// Kafka binding) gets the whole batch in one SendBatch call; any other gets
+// one Send per message, in order, stopping at the first failure. Publish
+// hooks run per message.
 //
 // Errors: a message that cannot be made (a URN breaking wire.ValidURN, a
 // blank queue, an unsupported delay, key or headers, data that does not
@@ -96,7 +98,7 @@ func (a *App) PublishBatch(ctx context.Context, msgs []BatchMessage, opts ...Pub
 			if reuse {
 				s.release(b.bodies) // nothing was handed to the transport
 			}
-			return nil, fmt.Errorf("babelqueue: publish batch message %d: %w", i, err)
+			return nil, within("publish batch message "+strconv.Itoa(i), err)
 		}
 		outs[i], ids[i] = &slab[i], id
 	}
@@ -221,7 +223,7 @@ func (a *App) batchOutgoing(out *driver.Outgoing, m *BatchMessage, b *batchBuild
 	}
 	if m.URN == "" || m.URN != b.validURN {
 		if err := wire.ValidURN(m.URN); err != nil {
-			return "", fmt.Errorf("%w: %w", ErrInvalidOption, err)
+			return "", err // an argument, not an option
 		}
 		b.validURN = m.URN // a batch mostly repeats one URN
 	}

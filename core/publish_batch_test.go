@@ -131,8 +131,12 @@ func TestPublishBatchRefusesAnInvalidURN(t *testing.T) {
 	msgs := batchOf(3)
 	msgs[2].URN = "not a urn"
 	ids, err := app.PublishBatch(context.Background(), msgs)
-	if !errors.Is(err, ErrInvalidOption) || ids != nil || len(tr.batches) != 0 {
-		t.Fatalf("publish = %v, %v after %d batches; want ErrInvalidOption, nothing written", ids, err, len(tr.batches))
+	if !errors.Is(err, ErrInvalidURN) || errors.Is(err, ErrInvalidOption) || ids != nil || len(tr.batches) != 0 {
+		t.Fatalf("publish = %v, %v after %d batches; want ErrInvalidURN (an argument, not an option), nothing written", ids, err, len(tr.batches))
+	}
+	const want = `babelqueue: publish batch message 2: invalid URN "not a urn": contains a space or control character (want urn:<namespace>:<name>)`
+	if err.Error() != want {
+		t.Errorf("error %q, want %q", err, want)
 	}
 }
 

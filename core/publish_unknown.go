@@ -45,14 +45,15 @@ func (e *UnknownPublishError) Unwrap() []error { return []error{ErrPublishUnknow
 // Body returns the envelope as it was written.
 func (e *UnknownPublishError) Body() string { return e.out.Body }
 
-// Republish writes again the envelope of a publish whose outcome was
-// unknown, taken from err (an *UnknownPublishError returned by Publish,
-// PublishWithHeaders or an earlier Republish, possibly wrapped): the same
-// queue, bytes, meta.id, key, headers and delay. It returns meta.id once
-// the transport acknowledged the write. Its errors follow Publish: one
-// matching ErrPublishUnknown is again an *UnknownPublishError to pass to
-// Republish; any other means this attempt wrote nothing (the first one may
-// still have). An err that holds no *UnknownPublishError is refused with
+// Republish writes again, byte for byte and with the same meta.id, the
+// envelope of a publish whose outcome was unknown. It takes the write from
+// err, an *UnknownPublishError returned by Publish, PublishWithHeaders or
+// an earlier Republish, possibly wrapped: the same queue, bytes, meta.id,
+// key, headers and delay. It returns meta.id once the transport
+// acknowledged the write. Its errors follow Publish: one matching
+// ErrPublishUnknown is again an *UnknownPublishError to pass to Republish;
+// any other means this attempt wrote nothing (the first one may still
+// have). An err that holds no *UnknownPublishError is refused with
 // ErrInvalidOption, writing nothing.
 func (a *App) Republish(ctx context.Context, err error) (string, error) {
 	var u *UnknownPublishError

@@ -302,7 +302,7 @@ func (a *App) settleRetryable(ctx context.Context, msg *ReceivedMessage, env *En
 		out := a.ack(ctx, msg, env, route)
 		if out.err == nil {
 			a.reportWarning(ctx, "babelqueue: message dropped after its last attempt", a.deliveryErr(msg, env, route,
-				fmt.Errorf("dropped after %d of %d attempts (dead-lettering off): %w", d.Counted, a.cfg.maxAttempts, cause)),
+				fmt.Errorf("dropped after %d deliveries (max attempts %d, dead-lettering off): %w", d.Counted, a.cfg.maxAttempts, cause)),
 				a.attrs(msg, env, route)...)
 		}
 		return settled(out, Settlement{Outcome: OutcomeDropped, Reason: reason, Err: cause})
@@ -318,7 +318,7 @@ func (a *App) settleRetryable(ctx context.Context, msg *ReceivedMessage, env *En
 func (a *App) retry(ctx context.Context, msg *ReceivedMessage, env *Envelope, route string, reconciled, counted int, reason string, cause error) outcome {
 	sctx, cancel := a.settleCtx(ctx)
 	defer cancel()
-	a.logger().LogAttrs(ctx, slog.LevelDebug, "babelqueue: retrying message", a.attrs(msg, env, route, slog.Int("counted", counted))...)
+	a.logger().LogAttrs(ctx, slog.LevelDebug, "babelqueue: retrying message", a.attrs(msg, env, route)...)
 	body := msg.Body
 	if env != nil {
 		// A poison body is republished byte for byte: only bq-attempts

@@ -37,10 +37,10 @@ func (s State) String() string {
 var ErrLeaseLost = errors.New("idempotency: lease lost")
 
 // Store is the seen-set behind Wrap: one record per message id, either
-// claimed (a lease held by one delivery, identified by its token, until an
-// expiry) or done (remembered until an expiry). Implementations must make
-// Claim atomic: of two concurrent Claims of one id at most one returns
-// Claimed while the lease is live.
+// claimed or done. A claimed id is a lease held by one delivery, identified
+// by its token, until an expiry; a done id is remembered until an expiry.
+// Implementations must make Claim atomic: of two concurrent Claims of one
+// id at most one returns Claimed while the lease is live.
 type Store interface {
 	// Claim takes the id for a run of lease. A done record whose expiry has
 	// passed and a claim whose lease has passed count as absent.

@@ -16,8 +16,8 @@ import (
 )
 
 // ErrInFlight is returned by a wrapped handler when another delivery of the
-// same id still held its lease after the busy wait: the delivery fails (and
-// is retried by the App) without running the effect.
+// same id still held its lease after the busy wait. The delivery fails
+// without running the effect, and the App retries it.
 var ErrInFlight = errors.New("idempotency: another delivery of this id is in flight")
 
 // Wrap returns a handler that runs h at most once per meta.id, as far as

@@ -83,7 +83,7 @@ func TestAppRetryThroughATierKeepsTheDeliveredRoute(t *testing.T) {
 		t.Fatalf("settlements %+v", settled.all)
 	}
 	s := settled.all[0]
-	if s.Outcome != babelqueue.OutcomeRetried || s.Target != "orders.retry.2" || s.Delay != 30*time.Second || s.Attempts != 2 {
+	if s.Outcome != babelqueue.OutcomeRetried || s.Target != "orders.retry.2" || s.Delay != 30*time.Second || s.Deliveries != 2 {
 		t.Fatalf("settlement %+v", s)
 	}
 }

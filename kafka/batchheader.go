@@ -7,7 +7,7 @@ import (
 
 // A record batch (magic v2) starts with a fixed header; kafka-go decodes its
 // records but keeps neither the timestamp type nor maxTimestamp, so this file
-// reads them from the bytes of a fetch response. See DESIGN.md, section 5.
+// reads them from the bytes of a fetch response. See DESIGN.md, "Append time".
 
 // batchHeaderLen is how many leading bytes of a record batch batchHeaderOf
 // reads: baseOffset(8) batchLength(4) partitionLeaderEpoch(4) magic(1)

@@ -57,6 +57,8 @@ func checkBroker(ctx context.Context, d *kafkago.Dialer, addr string) error {
 	if deadline, ok := ctx.Deadline(); ok {
 		_ = conn.SetDeadline(deadline)
 	}
+	// A cancelled ctx ends a request in flight at once, not at the deadline.
+	defer context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })()
 	if _, err := conn.ApiVersions(); err != nil {
 		return err
 	}

@@ -15,21 +15,23 @@ var (
 	// new consumer-group reader.
 	ErrClosed = fmt.Errorf("kafka: transport is closed: %w", babelqueue.ErrClosed)
 
-	// ErrDelayUnsupported is returned, with nothing written, by
-	// PublishDelayed and PublishRetry when no retry tier covers the delay
-	// (or no tiers are configured) and by PublishRetryForAttempt and
-	// NewReinjector when no tiers are configured. Kafka has no native
-	// delayed delivery, so a delay is never clamped or dropped. It wraps
-	// babelqueue.ErrDelayUnsupported, so either sentinel matches.
+	// ErrDelayUnsupported is returned, with nothing written, when no retry
+	// tier covers a delay. PublishDelayed and PublishRetry return it when
+	// no tier covers the delay or none is configured,
+	// PublishRetryForAttempt and NewReinjector when none is configured.
+	// Kafka has no native delayed delivery, so a delay is never clamped or
+	// dropped. It wraps babelqueue.ErrDelayUnsupported, so either sentinel
+	// matches.
 	ErrDelayUnsupported = fmt.Errorf("kafka: delay needs a retry tier that covers it: %w", babelqueue.ErrDelayUnsupported)
 
-	// ErrRecordTooLarge is returned when a record is larger than the
-	// writer's batch bytes (WithBatchBytes) or than the broker accepts
-	// (message.max.bytes or the topic's max.message.bytes: the broker's
-	// MessageSizeTooLarge or RecordListTooLarge). Nothing of that record
-	// was written, and writing it again fails the same way. It wraps
-	// babelqueue.ErrTooLarge, so an App answers such a refused retry copy
-	// or dead letter with a bounded dead letter (reason "oversize").
+	// ErrRecordTooLarge is returned, with nothing of the record written,
+	// when a record is larger than the writer or the broker accepts. The
+	// limits are the writer's batch bytes (WithBatchBytes) and the broker's
+	// message.max.bytes or the topic's max.message.bytes
+	// (MessageSizeTooLarge, RecordListTooLarge). Writing it again fails the
+	// same way. It wraps babelqueue.ErrTooLarge, so an App answers such a
+	// refused retry copy or dead letter with a bounded dead letter (reason
+	// "oversize").
 	ErrRecordTooLarge = fmt.Errorf("kafka: record too large: %w", babelqueue.ErrTooLarge)
 
 	// ErrNoBrokers is returned by New when a component needs brokers and
@@ -41,18 +43,19 @@ var (
 	ErrNoGroupID = fmt.Errorf("kafka: no consumer group configured (WithGroupID): %w", babelqueue.ErrInvalidOption)
 
 	// ErrConnectionRejected is returned when a broker rejects the
-	// transport's connection settings, which retrying cannot heal: its TLS
+	// transport's connection settings, which retrying cannot heal. Its TLS
 	// certificate is not trusted or not for the host dialled, one side
 	// speaks TLS and the other does not, or the SASL credentials or
 	// mechanism are refused. The error wrapping it names the broker and the
 	// reason. Pop reports it when it opens a topic's reader, Reinjector.Run
-	// when it starts, EnsureTopics and Redrive before they give up. A broker that is merely down is not
-	// reported this way. It wraps babelqueue.ErrInvalidOption.
+	// when it starts, EnsureTopics and Redrive before they give up. A
+	// broker that is merely down is not reported this way. It wraps
+	// babelqueue.ErrInvalidOption.
 	ErrConnectionRejected = fmt.Errorf("kafka: the broker rejects the connection settings (WithTLS, WithSASL): %w", babelqueue.ErrInvalidOption)
 
 	// ErrRevoked is returned by Ack for a delivery whose partition was
-	// revoked (a rebalance) before it settled: nothing is committed for
-	// it, and the partition's next owner reads it again.
+	// revoked before it settled; the partition's next owner reads it again.
+	// Nothing is committed for it.
 	ErrRevoked = errors.New("kafka: the partition was revoked; the record will be delivered again")
 
 	// ErrEmptyTopic is returned when a blank topic (queue) name is passed.

@@ -66,27 +66,27 @@ func WithRebalanceTimeout(d time.Duration) Option {
 }
 
 // WithRevokeTimeout bounds how long the deliveries in flight of a revoked
-// partition (a rebalance, or Close) may still settle before the settled
-// prefix is committed and the rest left to the next owner (default
-// DefaultRevokeTimeout, 5s). Acks after it fail with ErrRevoked (ErrClosed
-// after Close) and commit nothing.
+// partition may still settle before the settled prefix is committed. The
+// rest is left to the next owner. A partition is revoked by a rebalance or
+// Close; the default is DefaultRevokeTimeout, 5s. Acks after it fail with
+// ErrRevoked (ErrClosed after Close) and commit nothing.
 func WithRevokeTimeout(d time.Duration) Option {
 	return positive("revoke timeout", d, func(c *config) *time.Duration { return &c.revokeTimeout })
 }
 
 // WithMaxBufferedRecords caps the records the transport holds across the
-// queues it consumes: fetched and waiting for Receive, or handed out and
-// not yet settled (default DefaultMaxBufferedRecords, 1024). Fetching
+// queues it consumes, fetched and waiting for Receive or handed out and not
+// yet settled. The default is DefaultMaxBufferedRecords, 1024. Fetching
 // pauses at the cap. Each partition's kafka-go reader decodes up to 64
 // records more ahead.
 func WithMaxBufferedRecords(n int) Option {
 	return positive("max buffered records", n, func(c *config) *int { return &c.maxBufferedRecords })
 }
 
-// WithMaxBufferedBytes caps the bytes (keys, values and headers) of the
-// records WithMaxBufferedRecords counts (default DefaultMaxBufferedBytes,
-// 16 MiB). A record larger than the cap is taken only when nothing else is
-// held.
+// WithMaxBufferedBytes caps the bytes of keys, values and headers of the
+// records WithMaxBufferedRecords counts. The default is
+// DefaultMaxBufferedBytes, 16 MiB. A record larger than the cap is taken
+// only when nothing else is held.
 func WithMaxBufferedBytes(n int64) Option {
 	return positive("max buffered bytes", n, func(c *config) *int64 { return &c.maxBufferedBytes })
 }

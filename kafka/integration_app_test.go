@@ -146,7 +146,7 @@ func TestIntegrationAppPoisonAndVersionGateGoToDLQ(t *testing.T) {
 	called := 0
 	app, err := babelqueue.NewApp(tr, quiet, babelqueue.WithDefaultQueue(topic), babelqueue.WithPollTimeout(200*time.Millisecond),
 		babelqueue.WithUnknownURNStrategy(babelqueue.StrategyRelease), babelqueue.WithOnError(func(error) {}), babelqueue.WithOnWarning(func(error) {}),
-		babelqueue.WithOnSchemaVersionRejected(func(v, q string) { mu.Lock(); versions = append(versions, v); mu.Unlock() }))
+		babelqueue.WithOnSchemaVersionRejected(func(v, q string) { mu.Lock(); versions = append(versions, v); mu.Unlock() }), babelqueue.WithLegacyURNs())
 	if err != nil {
 		t.Fatal(err)
 	}

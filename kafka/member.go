@@ -24,7 +24,7 @@ import (
 // at once, the deliveries in flight get the revoke timeout to settle, the
 // settled contiguous prefix of each partition is committed within the
 // ending generation, and what is left is read again by the partition's
-// next owner. DESIGN.md, section 4, has the protocol.
+// next owner. DESIGN.md, "Revocation and Close", has the protocol.
 type memberReader struct {
 	t      *Transport
 	queue  string

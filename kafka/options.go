@@ -308,10 +308,10 @@ func writerAttempts(w Writer) (int, bool) {
 	return 0, false
 }
 
-// WithRetryTiers configures the delays of the retry-topic pattern (CONTRACT.md 6.4):
-// tier n (1-based) is the topic RetryTopic(topic, n). The tiers must be
-// positive and strictly ascending, or New fails. Without tiers,
-// PublishDelayed, PublishRetry and PublishRetryForAttempt return
+// WithRetryTiers configures the delays of the retry-topic pattern
+// (CONTRACT.md 6.4). Tier n, 1-based, is the topic RetryTopic(topic, n).
+// The tiers must be positive and strictly ascending, or New fails. Without
+// tiers, PublishDelayed, PublishRetry and PublishRetryForAttempt return
 // ErrDelayUnsupported and a retry is a republish to the work topic. A
 // deployment that sets tiers must run a Reinjector for them.
 func WithRetryTiers(tiers ...time.Duration) Option {
@@ -367,9 +367,9 @@ func WithRequiredAcks(acks kafkago.RequiredAcks) Option {
 	}
 }
 
-// WithCommitInterval batches the offset commits of Ack: the settled
-// prefix of each partition is committed at most this long after Ack, a
-// failed commit is retried at the next interval, and what is settled when a
+// WithCommitInterval batches the offset commits of Ack: the settled prefix
+// of each partition is committed at most this long after Ack. A failed
+// commit is retried at the next interval, and what is settled when a
 // partition is revoked (or the transport closed) is committed before the
 // member leaves its generation. An Ack that returned nil is therefore
 // committed unless the member loses its generation first (a session

@@ -7,11 +7,11 @@ import (
 )
 
 // Murmur2Balancer is a kafkago.Balancer that places keyed records exactly
-// as the Java client's default partitioner does: partition =
-// (murmur2(key) & 0x7fffffff) % partitions, so a Go and a Java producer put
-// the same key on the same partition. A record with a nil key has no
-// partition affinity and is spread round-robin; an empty non-nil key is
-// hashed like any other key, as in Java. It is safe for concurrent use.
+// as the Java client's default partitioner does, so Go and Java producers
+// agree. The partition is (murmur2(key) & 0x7fffffff) % partitions. A
+// record with a nil key has no partition affinity and is spread
+// round-robin; an empty non-nil key is hashed like any other key, as in
+// Java. It is safe for concurrent use.
 type Murmur2Balancer struct {
 	next atomic.Uint32
 }

@@ -44,12 +44,12 @@ func (t *Transport) Pop(ctx context.Context, queue string, timeout time.Duration
 	return t.pop(ctx, queue, timeout, false)
 }
 
-// Receive reserves the next record of the topic queue
-// (babelqueue.Transport): it fetches without committing
-// (process-then-commit), waiting at most timeout, capped by
-// WithMaxWaitTime, and returns (nil, nil) when nothing arrived in time.
-// The headers are deferred: Header reads the record's header list and
-// FillHeaders builds the map, so a record settled at once costs no map.
+// Receive reserves the next record of the topic queue without committing
+// it, or returns (nil, nil) when nothing arrived in time. It waits at most
+// timeout, capped by WithMaxWaitTime; the record is committed only once
+// settled (process-then-commit). The headers are deferred: Header reads the
+// record's header list and FillHeaders builds the map, so a record settled
+// at once costs no map.
 //
 // The body carries the attempts of CONTRACT.md 6: a valid bq-attempts header is
 // authoritative, and when it differs from the body's attempts only that
@@ -59,8 +59,8 @@ func (t *Transport) Pop(ctx context.Context, queue string, timeout time.Duration
 // counts as an empty poll; one that does not is returned. A queue read from
 // the brokers is read by a consumer-group member that fetches each assigned
 // partition ahead within the transport's record budget and stops handing out
-// a partition's records the moment it is revoked (DESIGN.md, sections 3 and
-// 4).
+// a partition's records the moment it is revoked (DESIGN.md, "Group
+// member reader" and "Revocation and Close").
 func (t *Transport) Receive(ctx context.Context, queue string, timeout time.Duration) (*babelqueue.ReceivedMessage, error) {
 	return t.pop(ctx, queue, timeout, true)
 }
@@ -271,7 +271,7 @@ func (t *Transport) Ack(ctx context.Context, msg *babelqueue.ReceivedMessage) er
 	d, ok := recordOf(msg)
 	if ok && d.asg != nil {
 		// A member's delivery: settled while its partition is held, also
-		// during Close's settle window (DESIGN.md, section 4).
+		// during Close's settle window (DESIGN.md, "Revocation and Close").
 		if err := d.asg.m.ack(d); err != nil {
 			return wrapf(err, "commit %s/%d@%d", d.msg.Topic, d.msg.Partition, d.msg.Offset)
 		}
@@ -289,8 +289,8 @@ func (t *Transport) Ack(ctx context.Context, msg *babelqueue.ReceivedMessage) er
 	return nil
 }
 
-// HandBack returns the reserved record unsettled (babelqueue.Transport):
-// it rewinds the consumer of its topic (Rewind).
+// HandBack returns the reserved record unsettled by rewinding the consumer
+// of its topic, as Rewind does.
 func (t *Transport) HandBack(ctx context.Context, msg *babelqueue.ReceivedMessage) error {
 	return t.Rewind(ctx, msg)
 }
@@ -300,7 +300,7 @@ func (t *Transport) HandBack(ctx context.Context, msg *babelqueue.ReceivedMessag
 // queue read from the brokers re-reads the record's partition from it:
 // the records of the partition handed out before it still settle and
 // count, those after it are delivered again and their Acks fail
-// (DESIGN.md, section 3). A Reader (WithReaderFactory) cannot seek, so it is
+// (DESIGN.md, "Group member reader"). A Reader (WithReaderFactory) cannot seek, so it is
 // closed (flushing the commits of the settled prefix, which ends before
 // this record) and dropped; the next Pop opens a new one, which resumes
 // from the group's committed offset, this record included. Every other

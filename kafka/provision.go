@@ -18,13 +18,14 @@ import (
 const DeadLetterSuffix = driver.DefaultDeadLetterSuffix
 
 // EnsureTopics creates, when missing, everything a work topic needs: the
-// topic itself with partitions partitions, one retry topic per configured
-// tier (RetryTopic(topic, n)) created with message.timestamp.type =
-// LogAppendTime so re-inject waits are anchored on the broker's clock, and
-// the dead-letter topic "<topic>.dlq". Retry and dead-letter topics get the
-// partition count the work topic really has (it may already exist with
-// another count). It is idempotent: topics that exist are left as they
-// are. replicationFactor must be positive (1 for a single broker).
+// topic, one retry topic per configured tier, and the dead-letter topic
+// "<topic>.dlq". The work topic gets partitions partitions. Each retry
+// topic (RetryTopic(topic, n)) is created with message.timestamp.type =
+// LogAppendTime, so re-inject waits are anchored on the broker's clock.
+// Retry and dead-letter topics get the partition count the work topic
+// really has (it may already exist with another count). It is idempotent:
+// topics that exist are left as they are. replicationFactor must be
+// positive (1 for a single broker).
 func (t *Transport) EnsureTopics(ctx context.Context, topic string, partitions, replicationFactor int) error {
 	if isBlank(topic) {
 		return ErrEmptyTopic

@@ -34,23 +34,23 @@ func (t *Transport) PublishWithHeaders(ctx context.Context, queue, body string, 
 	return err
 }
 
-// PublishKeyed is Publish with a record key: the key is written byte for
-// byte and picks the partition with murmur2, as the Java client does, so
-// the records of one key keep their order. A nil key writes a keyless
-// (null key) record, exactly as Publish; an empty non-nil key is written as
-// an empty key.
+// PublishKeyed is Publish with a record key, written byte for byte; the
+// records of one key keep their order. The key picks the partition with
+// murmur2, as the Java client does. A nil key writes a keyless (null key)
+// record, exactly as Publish; an empty non-nil key is written as an empty
+// key.
 func (t *Transport) PublishKeyed(ctx context.Context, queue string, key []byte, body string) error {
 	_, err := t.Send(ctx, &driver.Outgoing{Intent: driver.IntentPublish, Queue: queue, Body: body, Key: key})
 	return err
 }
 
-// PublishBatch writes bodies to queue as Publish does, in one call: the
-// records are handed to the writer together, so they travel in as few
-// produce requests as the batch limits allow. It returns once every record
-// was acknowledged, or with an error: driver.SendErrors when the records
-// had different outcomes (one entry per body, as SendBatch), else one
-// error for all of them, matching babelqueue.ErrPublishUnknown when they
-// may be stored. Records keep their relative order per partition.
+// PublishBatch writes bodies to queue as Publish does, in as few produce
+// requests as the batch limits allow. The records are handed to the writer
+// together. It returns once every record was acknowledged, or with an
+// error: driver.SendErrors when the records had different outcomes (one
+// entry per body, as SendBatch), else one error for all of them, matching
+// babelqueue.ErrPublishUnknown when they may be stored. Records keep their
+// relative order per partition.
 func (t *Transport) PublishBatch(ctx context.Context, queue string, bodies ...string) error {
 	if wire.IsBlank(queue) {
 		return ErrEmptyTopic

@@ -50,11 +50,12 @@ func (t *Transport) PublishFrom(ctx context.Context, queue, body string, from *b
 }
 
 // PublishFromWithHeaders writes body like the republish mode of
-// PublishFrom (projection, created_at timestamp, the reserved record's key,
-// its bq-job kept for a body without one) plus the out-of-band headers with
-// the rules of PublishWithHeaders. There is no restore mode and no trace
-// forwarding: the caller passes the headers it wants. A from this transport
-// did not reserve gives a keyless record.
+// PublishFrom, plus out-of-band headers with the rules of
+// PublishWithHeaders. The republish mode writes the projection, the
+// created_at timestamp and the reserved record's key, and keeps its bq-job
+// for a body without one. There is no restore mode and no trace forwarding:
+// the caller passes the headers it wants. A from this transport did not
+// reserve gives a keyless record.
 func (t *Transport) PublishFromWithHeaders(ctx context.Context, queue, body string, from *babelqueue.ReceivedMessage, headers map[string]string) error {
 	if wire.IsBlank(queue) {
 		return ErrEmptyTopic

@@ -17,7 +17,7 @@ import (
 // dead-lettered with a null one. The fetch tap reads each record's key
 // length from the bytes of the reader's own fetches (fetchScanner.onRecord),
 // and keyReader gives a record whose key is empty a non-nil empty Key. See
-// DESIGN.md, section 3, "Keys".
+// DESIGN.md, "Keys".
 
 // recordKey is where a record is and the length of its key: -1 for a null
 // key, 0 for an empty one.

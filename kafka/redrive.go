@@ -32,7 +32,7 @@ func RedriveCursor(dlq string) string { return RedriveCursorPrefix + dlq }
 // ErrRedriveBusy before touching anything); a dry run writes and commits
 // nothing. A discard run (redrive.WithDiscard) writes no copy of a
 // discarded record: the cursor passes it. The cursor, the pending-write protocol and the lock group are
-// described in DESIGN.md, section 6.
+// described in DESIGN.md, "Redrive".
 func (t *Transport) Redrive(ctx context.Context, dlq string, plan redrive.Plan) (*redrive.Result, error) {
 	res := &redrive.Result{DryRun: plan.DryRun}
 	if isBlank(dlq) {

@@ -17,11 +17,11 @@ import (
 )
 
 // ErrRedriveBusy is returned (wrapped) by Redrive, before it reads, writes
-// or commits anything, when another run holds the cursor: a member of the
-// lock group RedriveLockGroup(cursor) exists, or joined at the same time.
-// A run that was killed holds the cursor until its membership expires,
-// the lock's session timeout (6 s) after its last heartbeat. It matches
-// babelqueue.ErrRedriveBusy.
+// or commits anything, when another run holds the cursor. Another run holds
+// it when a member of the lock group RedriveLockGroup(cursor) exists, or
+// joined at the same time. A run that was killed holds the cursor until its
+// membership expires, the lock's session timeout (6 s) after its last
+// heartbeat. It matches babelqueue.ErrRedriveBusy.
 var ErrRedriveBusy = fmt.Errorf("kafka: %w", babelqueue.ErrRedriveBusy)
 
 // RedriveLockSuffix ends the name of the lock group of a redrive cursor.

@@ -26,14 +26,13 @@ func backlogTimeout(every time.Duration) time.Duration {
 }
 
 // WithReinjectBacklogInterval sets how often a running Reinjector samples
-// the backlog of every retry tier it carries and reports it to the
-// driver.ReinjectBacklogHook values of WithReinjectHooks (the first
-// sample is taken when Run starts). The sample reads, per tier topic, the
-// end offsets, the group's committed offsets and the timestamp of the
+// the backlog of every retry tier it carries for its backlog hooks. The
+// hooks are the driver.ReinjectBacklogHook values of WithReinjectHooks; the
+// first sample is taken when Run starts. The sample reads, per tier topic,
+// the end offsets, the group's committed offsets and the timestamp of the
 // oldest record not carried yet, through connections of its own; a
-// Reinjector without such hooks, or without brokers (WithWriter and a
-// group factory only), samples nothing. A non-positive interval is
-// rejected.
+// Reinjector without such hooks, or without brokers (WithWriter and a group
+// factory only), samples nothing. A non-positive interval is rejected.
 func WithReinjectBacklogInterval(d time.Duration) Option {
 	return positive("re-inject backlog interval", d, func(c *config) *time.Duration { return &c.reinjectBacklogEvery })
 }

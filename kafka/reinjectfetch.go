@@ -7,7 +7,7 @@ import "time"
 // it is fetched, so fetching it a little later costs no lateness, while a
 // fetch answered per record costs the broker (and the host it shares) a
 // round trip for every record, in the very bursts whose due records the
-// workers are writing back. See DESIGN.md, section 5.
+// workers are writing back. See DESIGN.md, "Retry tiers and the Reinjector".
 const (
 	// reinjectFetchMinBytes is what a retry partition's fetch waits to
 	// gather before the broker answers it (unless its wait ends first).

@@ -13,17 +13,17 @@ import (
 )
 
 // WithReinjectHooks registers hooks that the transport's Reinjectors report
-// to: every driver.ReinjectHook among them is called once per retry
-// record written back to its work topic, after the broker acknowledged the
-// write and before the retry offset is marked for commit, and once per
-// record of every failed write, with Reinjection.Err set. Values that
-// implement neither hook are ignored. A hook runs on the goroutine that
-// carries the record's partition, which waits for it; a panic in it is
-// recovered and logged, and it never changes what is written or committed.
-// Every driver.ReinjectBacklogHook among them receives the backlog of
-// the retry tiers, sampled while Run runs (see WithReinjectBacklogInterval),
-// and every driver.StaleTierHook the stale tiers the transport finds while
-// it consumes (see WithStaleTierWarning).
+// to; a hook never changes what is written or committed. Every
+// driver.ReinjectHook among them is called once per retry record written
+// back to its work topic, after the broker acknowledged the write and
+// before the retry offset is marked for commit, and once per record of
+// every failed write, with Reinjection.Err set. Values that implement
+// neither hook are ignored. A hook runs on the goroutine that carries the
+// record's partition, which waits for it; a panic in it is recovered and
+// logged. Every driver.ReinjectBacklogHook among them receives the backlog
+// of the retry tiers, sampled while Run runs (see
+// WithReinjectBacklogInterval), and every driver.StaleTierHook the stale
+// tiers the transport finds while it consumes (see WithStaleTierWarning).
 func WithReinjectHooks(hooks ...babelqueue.Hook) Option {
 	return func(c *config) {
 		for _, h := range hooks {

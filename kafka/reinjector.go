@@ -27,7 +27,7 @@ import (
 // the record timestamp is then the broker's append time, read from the
 // batch headers of the Reinjector's own fetches.
 // The per-partition workers, commits and hooks are described in DESIGN.md,
-// section 5.
+// "Retry tiers and the Reinjector".
 type Reinjector struct {
 	t         *Transport
 	groupID   string
@@ -109,22 +109,31 @@ func (t *Transport) NewReinjector(workTopics ...string) (*Reinjector, error) {
 // NewReinjector).
 func (r *Reinjector) GroupID() string { return r.groupID }
 
-// Run consumes the retry topics until ctx is cancelled, then returns nil
-// once every worker has stopped and the commits of written records were
-// flushed. Group errors that heal (a coordinator moving or loading, a
+// Run consumes the retry topics until ctx ends, then returns nil once every
+// worker has stopped and the commits of written records were flushed.
+//
+// A ctx cancelled or past its deadline is a normal stop, even during the
+// connection check or the group join (the stop rule of package
+// babelqueue). Group errors that heal (a coordinator moving or loading, a
 // rebalance, a lost connection) are logged and retried; Run returns an
 // error for one that does not (authentication, authorization, an invalid
 // group id), and at once, wrapping ErrConnectionRejected, when the brokers
-// reject the connection settings. Records fetched but not yet written are left uncommitted for
-// the next run.
+// reject the connection settings. Records fetched but not yet written are
+// left uncommitted for the next run.
 func (r *Reinjector) Run(ctx context.Context) error {
 	if err := r.t.checkConnection(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return wrapf(err, "re-injector: group %q", r.groupID)
 	}
 	writer, closeWriter := r.t.newReinjectWriter()
 	defer closeWriter() // last: closing the member stops the workers first
 	m, err := r.newMember(r.groupID, r.topics)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return wrapf(err, "re-injector: join group %q", r.groupID)
 	}
 	defer m.Close()

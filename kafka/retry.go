@@ -12,18 +12,18 @@ import (
 )
 
 // PublishRetryForAttempt writes the retry copy of the reserved record from
-// to the retry tier n = min(attemptsBefore, N-1) + 1 of the N configured
-// tiers (CONTRACT.md 6.5), as Send of IntentRetry does for the App. The copy carries
-// attempts = attemptsBefore+1 in the bq-attempts header and in the body
-// (only that number changes; a body that cannot hold it is written as
-// received), bq-delay = the tier in milliseconds, bq-original-topic = the
-// record's topic, the record key byte for byte, the delivery's bq-job and
-// every out-of-band header of the delivery (traceparent, tracestate,
-// bq-replay-bypass, bq-redrive-count included), each once, so the header
-// set never grows from hop to hop. Its timestamp is the publish time, from
-// which the Reinjector counts the tier. The caller commits the original
-// afterwards (Ack). With no tiers it returns ErrDelayUnsupported and writes
-// nothing.
+// to the tier TierForAttempt picks, as Send of IntentRetry does
+// (CONTRACT.md 6.5). That is tier min(attemptsBefore, N-1) + 1 of the N
+// configured tiers. The copy carries attempts = attemptsBefore+1 in the
+// bq-attempts header and in the body (only that number changes; a body that
+// cannot hold it is written as received), bq-delay = the tier in
+// milliseconds, bq-original-topic = the record's topic, the record key byte
+// for byte, the delivery's bq-job and every out-of-band header of the
+// delivery (traceparent, tracestate, bq-replay-bypass, bq-redrive-count
+// included), each once, so the header set never grows from hop to hop. Its
+// timestamp is the publish time, from which the Reinjector counts the tier.
+// The caller commits the original afterwards (Ack). With no tiers it
+// returns ErrDelayUnsupported and writes nothing.
 func (t *Transport) PublishRetryForAttempt(ctx context.Context, from *babelqueue.ReceivedMessage, attemptsBefore int) error {
 	if len(t.cfg.tiers) == 0 {
 		return ErrDelayUnsupported
@@ -38,9 +38,9 @@ func (t *Transport) PublishRetryForAttempt(ctx context.Context, from *babelqueue
 }
 
 // PublishRetry writes the reserved record from to the smallest retry tier
-// that covers delay, with attempts (body and bq-attempts) = the delivery's
-// attempts + 1 and bq-delay = delay in milliseconds; otherwise like
-// PublishRetryForAttempt. It returns ErrDelayUnsupported, writing nothing,
+// that covers delay; otherwise it is like PublishRetryForAttempt. attempts
+// (body and bq-attempts) is the delivery's attempts + 1 and bq-delay the
+// delay in milliseconds. It returns ErrDelayUnsupported, writing nothing,
 // when no tier covers delay.
 //
 // Deprecated: CONTRACT.md 6.5 picks the retry tier from the attempt count, not from a
@@ -58,11 +58,12 @@ func (t *Transport) PublishRetry(ctx context.Context, from *babelqueue.ReceivedM
 }
 
 // PublishDelayed writes body to the smallest retry tier of queue whose
-// delay is at least delay, with the CONTRACT.md 6 projection, bq-delay = that tier in
-// milliseconds and bq-original-topic = queue: Send of IntentPublish with a
-// delay. A Reinjector writes it back to queue once the tier has elapsed. It
-// returns ErrDelayUnsupported, writing nothing, when no tier covers delay.
-// A delay of zero or less is a plain Publish.
+// delay is at least delay, as Send of IntentPublish with a delay does. The
+// record has the CONTRACT.md 6 projection, bq-delay = that tier in
+// milliseconds and bq-original-topic = queue. A Reinjector writes it back
+// to queue once the tier has elapsed. It returns ErrDelayUnsupported,
+// writing nothing, when no tier covers delay. A delay of zero or less is a
+// plain Publish.
 func (t *Transport) PublishDelayed(ctx context.Context, queue, body string, delay time.Duration) error {
 	_, err := t.Send(ctx, &driver.Outgoing{Intent: driver.IntentPublish, Queue: queue, Body: body, Delay: delay})
 	return err

@@ -13,13 +13,12 @@ import (
 	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
-// Features reports what the transport does (babelqueue.Transport): keys and
-// headers always, a delayed publish when retry tiers are configured
-// (WithRetryTiers), hand-back by rewind. A retry is a write like any other;
-// the App settles the original afterwards. Ack is non-blocking when the
-// queues are read by group members with a commit interval: it only marks
-// the delivery settled (the commit loop commits), so the App calls it
-// without a settle deadline.
+// Features reports keys and headers always, a delayed publish when retry
+// tiers are configured, and hand-back by rewind. Tiers are configured with
+// WithRetryTiers. A retry is a write like any other; the App settles the
+// original afterwards. Ack is non-blocking when the queues are read by
+// group members with a commit interval: it only marks the delivery settled
+// (the commit loop commits), so the App calls it without a settle deadline.
 func (t *Transport) Features() driver.Features {
 	return driver.Features{
 		Keys:           true,
@@ -39,8 +38,8 @@ func (t *Transport) Features() driver.Features {
 // the bq-job of out.Headers). A delayed publish and a retry with tiers go
 // to a retry tier topic with bq-delay and bq-original-topic, which the
 // Receipt names with the tier's delay; a delay no tier covers fails with
-// ErrDelayUnsupported, writing nothing. DESIGN.md, section 1, lists what
-// each intent writes.
+// ErrDelayUnsupported, writing nothing. DESIGN.md, "What each intent
+// writes", lists what each intent writes.
 func (t *Transport) Send(ctx context.Context, out *driver.Outgoing) (driver.Receipt, error) {
 	r := driver.Receipt{Partition: -1}
 	if out == nil {

@@ -20,23 +20,23 @@ var (
 )
 
 // ReleasesBatch reports whether a SendBatch that returned nil leaves
-// nothing of its Outgoings referenced (driver.BatchReleaser): true with
-// the transport's own kafka-go Writer, whose WriteMessages returns only
-// after every record's batch completed; false with an injected Writer,
+// nothing of its Outgoings referenced (driver.BatchReleaser). It is true
+// with the transport's own kafka-go Writer, whose WriteMessages returns
+// only after every record's batch completed; false with an injected Writer,
 // which may keep the records it was handed.
 func (t *Transport) ReleasesBatch() bool {
 	return t.ownWriter != nil
 }
 
-// SendBatch writes outs as Send writes each (driver.BatchSender), handing
-// every record to the writer in one WriteMessages call, so they travel in
-// as few produce requests as the batch limits allow; it returns once every
-// record was acknowledged, with one Receipt per Outgoing. An Outgoing Send
-// would refuse (a blank queue, a delay no tier covers) fails the call
-// before anything is written. A write refused before anything of it was
-// sent is attempted again as a whole, like a lone Send; once some records
-// were acknowledged and others not, it returns driver.SendErrors, one entry
-// per Outgoing (nil: written; matching babelqueue.ErrPublishUnknown: may be
+// SendBatch writes outs as Send writes each and returns one Receipt per
+// Outgoing once every record was acknowledged (driver.BatchSender). Every
+// record goes to the writer in one WriteMessages call, so they travel in as
+// few produce requests as the batch limits allow. An Outgoing Send would
+// refuse (a blank queue, a delay no tier covers) fails the call before
+// anything is written. A write refused before anything of it was sent is
+// attempted again as a whole, like a lone Send; once some records were
+// acknowledged and others not, it returns driver.SendErrors, one entry per
+// Outgoing (nil: written; matching babelqueue.ErrPublishUnknown: may be
 // stored; else not written) and attempts nothing again, so no record is
 // written twice or behind a later one of its partition.
 func (t *Transport) SendBatch(ctx context.Context, outs []*driver.Outgoing) ([]driver.Receipt, error) {

@@ -12,10 +12,10 @@ func RetryTopic(topic string, n int) string {
 }
 
 // TierForAttempt returns the 1-based tier a retry goes to when the record
-// had attemptsBefore attempts, among tiers tier count (CONTRACT.md 6.5):
+// had attemptsBefore attempts, among tiers tiers (CONTRACT.md 6.5). It is
 // min(attemptsBefore, tiers-1) + 1, so the last tier repeats once the tiers
-// run out. A negative attemptsBefore counts as 0. It returns 0 when tiers is
-// not positive.
+// run out. A negative attemptsBefore counts as 0. It returns 0 when tiers
+// is not positive.
 func TierForAttempt(attemptsBefore, tiers int) int {
 	if tiers <= 0 {
 		return 0
@@ -27,8 +27,8 @@ func TierForAttempt(attemptsBefore, tiers int) int {
 }
 
 // TierForDelay returns the 1-based tier of the smallest tier that is at
-// least delay, or 0 when none is (the delay exceeds the largest tier, or
-// there are no tiers). tiers must be ascending.
+// least delay, or 0 when none is. None is when the delay exceeds the
+// largest tier or there are no tiers. tiers must be ascending.
 func TierForDelay(delay time.Duration, tiers []time.Duration) int {
 	for i, d := range tiers {
 		if d >= delay {
@@ -38,8 +38,8 @@ func TierForDelay(delay time.Duration, tiers []time.Duration) int {
 	return 0
 }
 
-// ReinjectWait returns how long a re-injector waits before carrying a record
-// of a tier of length tier whose timestamp is ts, at time now: until
+// ReinjectWait returns how long, at time now, a re-injector waits before
+// carrying a record stamped ts of a tier of length tier. It waits until
 // ts+tier, clamped to [0, tier], so an old record is carried at once and a
 // future-dated one waits at most one tier.
 func ReinjectWait(ts time.Time, tier time.Duration, now time.Time) time.Duration {

@@ -26,7 +26,7 @@ type Writer interface {
 // Reader is the subset of *kafkago.Reader a transport built with
 // WithReaderFactory consumes through: a group reader without auto-commit.
 // (Built from brokers and a group id, the transport reads through a
-// consumer-group member instead; DESIGN.md, section 3.) A Reader that also implements io.Closer
+// consumer-group member instead; DESIGN.md, "Group member reader".) A Reader that also implements io.Closer
 // is closed when the transport drops it (Rewind, Close). FetchMessage hands
 // the returned record's byte slices (key, value, header values) over to the
 // transport, which reads them without copying for as long as the delivery

@@ -13,9 +13,9 @@ const (
 	// AttrTraceID is the envelope's trace_id, the correlation id every
 	// BabelQueue SDK carries unchanged.
 	AttrTraceID = attribute.Key("babelqueue.trace_id")
-	// AttrOutcome is how the App settled a delivery:
-	// babelqueue.Outcome.String() (handled, retried, dead_lettered,
-	// dropped, released, deleted, handed_back).
+	// AttrOutcome is how the App settled a delivery, as
+	// babelqueue.Outcome.String() names it: handled, retried,
+	// dead_lettered, dropped, released, deleted or handed_back.
 	AttrOutcome = attribute.Key("babelqueue.outcome")
 	// AttrReason is why a delivery was retried, dead-lettered, dropped,
 	// released or deleted: babelqueue.Settlement.Reason (failed,
@@ -29,8 +29,8 @@ const (
 	AttrDelayMS = attribute.Key("babelqueue.delay_ms")
 )
 
-// HeaderRetryLink is the out-of-band header a retry, release or dead-letter
-// copy carries, with the span context of the attempt that wrote it in W3C
-// traceparent form. The process span of the next delivery links to it. It
-// is not a contract header, so the App copies it on like any other.
+// HeaderRetryLink is the out-of-band header naming, in W3C traceparent
+// form, the attempt that wrote a retry, release or dead-letter copy. The
+// process span of the next delivery links to it. It is not a contract
+// header, so the App copies it on like any other.
 const HeaderRetryLink = "babelqueue-retry-link"

@@ -40,7 +40,7 @@
 // behind any other outcome is an exception event.
 //
 // Span attributes follow the OpenTelemetry messaging semantic conventions
-// (semconv v1.40.0): messaging.system, messaging.destination.name,
+// (semconv v1.43.0): messaging.system, messaging.destination.name,
 // messaging.operation.type and messaging.operation.name (send, process),
 // messaging.message.id (meta.id); and the Attr* keys of this package.
 //

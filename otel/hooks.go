@@ -71,12 +71,12 @@ func deliveryOf(ctx context.Context) *delivery {
 }
 
 // OnPublish starts the producer span "send <queue>" of a new message and
-// writes its trace context into out.Headers, unless they already hold a
-// traceparent (the caller's own). A settle write keeps the traceparent of
-// the delivery it copies (the App copied it into out.Headers), so that
-// every attempt stays in the message's trace; a retry, release or dead
-// letter also gets HeaderRetryLink naming the attempt that wrote it.
-// IntentForward is written exactly as received: nothing is added.
+// writes its trace context into out.Headers. A traceparent already there,
+// the caller's own, is kept. A settle write keeps the traceparent of the
+// delivery it copies (the App copied it into out.Headers), so that every
+// attempt stays in the message's trace; a retry, release or dead letter
+// also gets HeaderRetryLink naming the attempt that wrote it. IntentForward
+// is written exactly as received: nothing is added.
 func (h *Hooks) OnPublish(ctx context.Context, out *driver.Outgoing) context.Context {
 	t := h.t
 	switch out.Intent {
@@ -126,9 +126,9 @@ func (h *Hooks) OnPublish(ctx context.Context, out *driver.Outgoing) context.Con
 }
 
 // OnPublished ends the producer span of a new message, counting it in
-// MetricSentMessages (with error.type when the broker did not acknowledge
-// it) and measuring MetricOperationDuration; a settle write becomes an
-// event on the process span of its delivery.
+// MetricSentMessages and measuring MetricOperationDuration. The count has
+// error.type when the broker did not acknowledge the message. A settle
+// write becomes an event on the process span of its delivery.
 func (h *Hooks) OnPublished(ctx context.Context, out *driver.Outgoing, r driver.Receipt, err error) {
 	t := h.t
 	queue := out.Queue
@@ -170,8 +170,8 @@ func (h *Hooks) OnPublished(ctx context.Context, out *driver.Outgoing, r driver.
 }
 
 // OnDelivery starts the process span "process <queue>" of a delivery, a
-// child of the span its traceparent names (a root when it has none),
-// linked to the failed attempt its HeaderRetryLink names. The span is in
+// child of the span its traceparent names. It is a root when there is none,
+// and links to the failed attempt its HeaderRetryLink names. The span is in
 // the context the handler and OnSettle receive.
 func (h *Hooks) OnDelivery(ctx context.Context, d *babelqueue.Delivery) context.Context {
 	t := h.t
@@ -201,10 +201,10 @@ func previousAttempt(sc trace.SpanContext) trace.Link {
 	return trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{attribute.String("babelqueue.link", "previous_attempt")}}
 }
 
-// OnSettle counts the settlement exactly as the App reports it (see the
-// outcome table in README.md), records the handler's duration when it ran,
-// and ends the process span with the outcome. The span's status is Error
-// only for a dead-lettered delivery.
+// OnSettle counts the settlement exactly as the App reports it, records the
+// handler's duration when it ran, and ends the process span. README.md has
+// the outcome table. The span's status is Error only for a dead-lettered
+// delivery.
 func (h *Hooks) OnSettle(ctx context.Context, dl *babelqueue.Delivery, s *babelqueue.Settlement) {
 	t := h.t
 	queue := dl.Queue
@@ -262,8 +262,8 @@ func (h *Hooks) OnSettle(ctx context.Context, dl *babelqueue.Delivery, s *babelq
 	if s.Delay > 0 {
 		attrs = append(attrs, AttrDelayMS.Int64(s.Delay.Milliseconds()))
 	}
-	if s.Attempts > 0 {
-		attrs = append(attrs, AttrAttempt.Int(s.Attempts-1))
+	if s.Deliveries > 0 {
+		attrs = append(attrs, AttrAttempt.Int(s.Deliveries-1))
 	}
 	if dl.URN != "" {
 		attrs = append(attrs, AttrURN.String(dl.URN))
@@ -329,9 +329,9 @@ func handlerFailed(d *delivery, s *babelqueue.Settlement) bool {
 }
 
 // OnRedrive counts a dead letter a Redrive run moved in MetricRedriven,
-// under its target queue; the items it kept, would move (a dry run),
-// found already moved or discarded (a discard run) are not counted. A failed item is an event on the
-// run's span when the run was started with StartRedrive.
+// under its target queue. The items it kept, would move (a dry run), found
+// already moved or discarded (a discard run) are not counted. A failed item
+// is an event on the run's span when the run was started with StartRedrive.
 func (h *Hooks) OnRedrive(ctx context.Context, dlq string, it redrive.Item) {
 	if it.Outcome == redrive.Moved {
 		h.t.m.redriven.Add(ctx, 1, h.t.attrs.at(it.Target))

@@ -47,8 +47,8 @@ const (
 	// destination is the target queue, {message}.
 	MetricRedriven = "babelqueue.messages.redriven"
 	// MetricReinjectLag is how late a re-injected retry record was written
-	// back to its work queue, in seconds: the broker's acknowledgement
-	// minus the record's due time (histogram; negative when early).
+	// back to its work queue, in seconds. It is a histogram of the broker's
+	// acknowledgement minus the record's due time, negative when early.
 	MetricReinjectLag = "babelqueue.reinject.lag"
 )
 

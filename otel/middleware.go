@@ -12,9 +12,9 @@ import (
 )
 
 // Middleware wraps h so that its error or panic is recorded on the process
-// span as an exception event (a panic is re-raised for the App to
-// recover). It is optional: the hooks count every outcome and measure
-// every handler exactly without it.
+// span as an exception event. A panic is re-raised for the App to recover.
+// It is optional: the hooks count every outcome and measure every handler
+// exactly without it.
 //
 // In an App with this Telemetry's hooks, the handler already runs inside
 // the delivery's process span; Middleware adds only the exact handler

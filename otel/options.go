@@ -106,10 +106,10 @@ func WithSystem(system string) Option {
 }
 
 // WithLinkMemory sets how many failed attempts the hooks remember by
-// meta.id, so that the next attempt's span links to the failed one when the
-// retry did not carry HeaderRetryLink (a broker redelivery, such as a
-// Pulsar negative acknowledgement). Zero turns the memory off; a negative
-// value is rejected.
+// meta.id, for links when a retry carries no HeaderRetryLink. That is a
+// broker redelivery, such as a Pulsar negative acknowledgement; the next
+// attempt's span then links to the failed one. Zero turns the memory off; a
+// negative value is rejected.
 func WithLinkMemory(n int) Option {
 	return func(c *config) error {
 		if n < 0 {

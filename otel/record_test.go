@@ -19,7 +19,7 @@ func TestProcessSpanCarriesTheKafkaRecord(t *testing.T) {
 	d := &babelqueue.Delivery{Message: msg, Queue: "orders", URN: testURN}
 	ctx := hooks.OnDelivery(context.Background(), d)
 	hooks.OnSettle(ctx, d, &babelqueue.Settlement{Outcome: babelqueue.OutcomeDeadLettered, Reason: wire.ReasonFailed,
-		Target: "orders.dlq", Attempts: 3, HandlerRan: true, HandlerDuration: time.Second})
+		Target: "orders.dlq", Deliveries: 3, HandlerRan: true, HandlerDuration: time.Second})
 	span := h.only(t, "process orders")
 	wantAttrs(t, span, map[string]string{
 		"messaging.system": "kafka", "messaging.operation.name": "process", "messaging.operation.type": "process",

@@ -11,9 +11,10 @@ import (
 	"github.com/babelqueue/babelqueue-go/core/redrive"
 )
 
-// StartRedrive starts the span "redrive <dlq>" of one redrive run, a child
-// of the span in ctx, and returns the context to run it with and the
-// function that ends the span with the run's result:
+// StartRedrive starts the span "redrive <dlq>" of one redrive run and
+// returns the context to run it with and the function that ends it. The
+// span is a child of the span in ctx; the function ends it with the run's
+// result:
 //
 //	ctx, end := tel.StartRedrive(ctx, "orders.dlq")
 //	res, err := app.Redrive(ctx, "orders.dlq") // an App with WithHooks(tel.Hooks())

@@ -64,11 +64,12 @@ func New(opts ...Option) (*Telemetry, error) {
 	return t, nil
 }
 
-// Hooks returns the one value to register with babelqueue.WithHooks (an
-// App), redrive.WithHooks (a Redrive run on a bare transport)
-// and a binding's re-injector hooks option. Through it Telemetry traces
-// and counts what those report, and nothing else: every outcome comes
-// from the App's own babelqueue.Settlement, never from the traffic.
+// Hooks returns the one value to register with an App, a redrive run and a
+// binding's re-injector. Those take it through babelqueue.WithHooks,
+// redrive.WithHooks (a Redrive run on a bare transport) and a binding's
+// re-injector hooks option. Through it Telemetry traces and counts what
+// those report, and nothing else: every outcome comes from the App's own
+// babelqueue.Settlement, never from the traffic.
 func (t *Telemetry) Hooks() *Hooks { return &t.hooks }
 
 var _ babelqueue.Hook = (*Hooks)(nil)

@@ -162,7 +162,7 @@ func TestIntegrationRoutingByPropertyAndMismatchHook(t *testing.T) {
 	q := uniqueQueue(t)
 	tr := newIntegrationTransport(t, WithSubscriptionType(pulsar.Shared))
 	mismatch := make(chan [2]string, 4)
-	app, err := babelqueue.NewApp(tr, babelqueue.WithPollTimeout(200*time.Millisecond),
+	app, err := babelqueue.NewApp(tr, babelqueue.WithPollTimeout(200*time.Millisecond), babelqueue.WithLegacyURNs(),
 		babelqueue.WithOnRoutingMismatch(func(prop, body string, env *babelqueue.Envelope) {
 			mismatch <- [2]string{prop, body}
 			panic("a failing hook never changes delivery")
@@ -309,7 +309,7 @@ func TestIntegrationPoisonShapes(t *testing.T) {
 	q := uniqueQueue(t)
 	dlqReader := newRawReader(t, c, DeadLetterQueue(q))
 	tr := newIntegrationTransport(t, WithSubscriptionType(pulsar.Shared))
-	app, err := babelqueue.NewApp(tr, babelqueue.WithPollTimeout(200*time.Millisecond))
+	app, err := babelqueue.NewApp(tr, babelqueue.WithPollTimeout(200*time.Millisecond), babelqueue.WithLegacyURNs())
 	if err != nil {
 		t.Fatal(err)
 	}

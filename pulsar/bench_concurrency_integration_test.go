@@ -33,8 +33,8 @@ import (
 // the handlers' 5 ms timers. That fill is measured too, for both sides,
 // under the name pulsar-app-io-bound-entry-per-message-*. Each round's
 // bench-phase lines show where a handler slot's cycle went and the CPU of
-// the machine, the broker and this process (pulsar DESIGN.md, "IO-bound
-// consumption").
+// the machine, the broker and this process (BENCHMARKS.md at the
+// repository root, "Pulsar IO-bound consumption").
 func TestBenchPulsarAppIOBound(t *testing.T) {
 	benchEnabled(t)
 	b := newConsumeBench(t)

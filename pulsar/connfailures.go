@@ -11,8 +11,9 @@ import (
 
 // connFailures remembers why the latest attempt of a client the Transport
 // built to connect to a broker failed, so that a bare "connection error"
-// of a producer or consumer creation can say why (see DESIGN.md, section
-// 5). A connection that becomes ready clears it.
+// of a producer or consumer creation can say why (see DESIGN.md,
+// "Connection-failure reporting"). A connection that becomes ready clears
+// it.
 type connFailures struct {
 	mu     sync.Mutex
 	reason string

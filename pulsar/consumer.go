@@ -25,7 +25,8 @@ type Consumer struct {
 // the Transport's max wait as its poll timeout. opts may set any other App
 // option, such as babelqueue.WithOnRoutingMismatch,
 // babelqueue.WithOnSchemaVersionRejected, babelqueue.WithOnError or
-// babelqueue.WithDeadLetter. Option errors surface from Run.
+// babelqueue.WithDeadLetter. Option errors, and a handler URN that
+// App.Handle rejects, surface from Run.
 func NewConsumer(tr *Transport, queue string, handlers map[string]babelqueue.Handler, opts ...babelqueue.Option) *Consumer {
 	var base []babelqueue.Option
 	if tr != nil {
@@ -49,9 +50,12 @@ func NewConsumer(tr *Transport, queue string, handlers map[string]babelqueue.Han
 	return &Consumer{app: app, queue: queue}
 }
 
-// Run consumes the queue until ctx is cancelled (it then returns nil) or
-// the Transport fails in a way a retry cannot mend, which it returns. A bad
-// message never stops it.
+// Run consumes the queue until ctx ends or the Transport fails in a way a
+// retry cannot mend; a bad message never stops it. It returns nil when ctx
+// ended, else the Transport's error.
+//
+// A ctx cancelled or past its deadline is a normal stop (the stop rule of
+// package babelqueue).
 func (c *Consumer) Run(ctx context.Context) error {
 	if c.err != nil {
 		return c.err

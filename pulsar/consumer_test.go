@@ -160,13 +160,13 @@ func TestConsumerRoutesOnPropertyAndCallsMismatchHook(t *testing.T) {
 	got := make(chan string, 2)
 	hook := make(chan [2]string, 2)
 	c := NewConsumer(s.tr, "orders", map[string]babelqueue.Handler{
-		"urn:property": func(_ context.Context, env *babelqueue.Envelope) error { got <- "property " + env.URN(); return nil },
+		"urn:babel:orders:routed": func(_ context.Context, env *babelqueue.Envelope) error { got <- "property " + env.URN(); return nil },
 		"urn:babel:orders:created": func(_ context.Context, env *babelqueue.Envelope) error {
 			got <- "body " + env.URN()
 			return nil
 		},
 	}, babelqueue.WithOnRoutingMismatch(func(p, b string, _ *babelqueue.Envelope) { hook <- [2]string{p, b}; panic("ignored") }))
-	s.fc.consumer("orders").ch <- &fakeMessage{payload: []byte(envelope), props: map[string]string{"bq-job": "urn:property"}}
+	s.fc.consumer("orders").ch <- &fakeMessage{payload: []byte(envelope), props: map[string]string{"bq-job": "urn:babel:orders:routed"}}
 	runConsumer(t, c)
 	select {
 	case g := <-got:
@@ -178,7 +178,7 @@ func TestConsumerRoutesOnPropertyAndCallsMismatchHook(t *testing.T) {
 	}
 	select {
 	case h := <-hook:
-		if h != [2]string{"urn:property", "urn:babel:orders:created"} {
+		if h != [2]string{"urn:babel:orders:routed", "urn:babel:orders:created"} {
 			t.Errorf("hook got %v", h)
 		}
 	case <-time.After(5 * time.Second):
@@ -296,5 +296,20 @@ func TestAppKeyAndHookHeadersReachEveryWrite(t *testing.T) {
 		if m.Key != "cust-1" || m.OrderingKey != "cust-1" || m.Properties["x-stamp"] != stamps[i] {
 			t.Errorf("write %d: key %q ordering key %q properties %v", i, m.Key, m.OrderingKey, m.Properties)
 		}
+	}
+}
+
+// TestConsumerRunStopsWithNilAtItsDeadline: the stop rule of package
+// babelqueue: a context past its deadline is a normal stop, as a cancelled
+// one is.
+func TestConsumerRunStopsWithNilAtItsDeadline(t *testing.T) {
+	s := newFake(t, WithSubscriptionType(pulsar.Shared), WithMaxWaitTime(10*time.Millisecond))
+	c := NewConsumer(s.tr, "orders", map[string]babelqueue.Handler{
+		"urn:babel:orders:created": func(context.Context, *babelqueue.Envelope) error { return nil },
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := c.Run(ctx); err != nil {
+		t.Errorf("Run = %v, want nil", err)
 	}
 }

@@ -15,11 +15,12 @@ import (
 )
 
 // WithDeduplication makes every producer of the Transport one the broker
-// deduplicates: it carries the stable name producerName (a retry producer
-// built from another client: producerName + "-retry"), every message an
-// explicit sequence id, and a message written again by App.Republish the
-// sequence id of its first write, so that the broker drops the second copy
-// when the first was stored. The broker must deduplicate the topic: set
+// deduplicates, so a message App.Republish writes again is stored once. The
+// producer carries the stable name producerName (a retry producer built
+// from another client: producerName + "-retry"), every message an explicit
+// sequence id, and a message written again the sequence id of its first
+// write, so that the broker drops the second copy when the first was
+// stored. The broker must deduplicate the topic: set
 // brokerDeduplicationEnabled=true, or enable it for the namespace
 // (pulsar-admin namespaces set-deduplication <tenant>/<ns> --enable) or the
 // topic. One producer name belongs to one process at a time: the broker

@@ -40,15 +40,14 @@ import (
 // Producers do not batch: every write waits for the broker's receipt (a
 // synchronous send), which pulsar-client-go flushes at once, so a batching
 // producer would only wrap each message in a batch of one and convert and
-// encode its properties a second time (95 allocations per published
-// message instead of 71, see DESIGN.md). A deduplicating producer
-// (WithDeduplication) sends asynchronously and does not batch either: a
-// batch entry of the client's default builder mixes keys, which a
-// Key_Shared subscription dispatches by one of them, and its key-based
-// builder sends entries whose sequence id ranges overlap, which broker
-// deduplication cannot judge. The other producer settings (send timeout,
-// pending-message bound, compression) are the client's: none of them
-// changes the work per message (DESIGN.md).
+// encode its properties a second time (DESIGN.md, "Producers"). A
+// deduplicating producer (WithDeduplication) sends asynchronously and does
+// not batch either: a batch entry of the client's default builder mixes
+// keys, which a Key_Shared subscription dispatches by one of them, and its
+// key-based builder sends entries whose sequence id ranges overlap, which
+// broker deduplication cannot judge. The other producer settings (send
+// timeout, pending-message bound, compression) are the client's: none of
+// them changes the work per message (DESIGN.md, "Producers").
 //
 // Acknowledgements are the client's default: grouped, sent up to 100 ms
 // (or 1,000 acknowledgements) after Ack returned nil. A consumer killed
@@ -256,8 +255,8 @@ func WithNackRedeliveryDelay(d time.Duration) Option {
 }
 
 // WithMaxWaitTime sets how long Pop waits when it is called with a timeout
-// of zero or less (default DefaultMaxWaitTime); the same name as the Kafka
-// binding's option.
+// of zero or less. The default is DefaultMaxWaitTime; the Kafka binding's
+// option has the same name.
 func WithMaxWaitTime(d time.Duration) Option {
 	return func(c *config) {
 		if d <= 0 {
@@ -379,8 +378,8 @@ func WithTimeouts(connection, operation time.Duration) Option {
 }
 
 // WithProducerOptions lets fn adjust the options of every producer the
-// Transport creates, after the Transport filled in the topic and its own
-// defaults (batching off, see the defaults above).
+// Transport creates. fn runs after the Transport filled in the topic and
+// its own defaults (batching off, see the defaults above).
 func WithProducerOptions(fn func(*pulsar.ProducerOptions)) Option {
 	return func(c *config) {
 		c.producerOptions = fn
@@ -388,9 +387,9 @@ func WithProducerOptions(fn func(*pulsar.ProducerOptions)) Option {
 }
 
 // WithConsumerOptions lets fn adjust the options of every consumer Pop
-// subscribes, after the Transport filled in topic, subscription name and
-// type, initial position and nack delay. Set AckWithResponse to have Ack
-// wait for the broker (see the defaults above).
+// subscribes. fn runs after the Transport filled in topic, subscription
+// name and type, initial position and nack delay. Set AckWithResponse to
+// have Ack wait for the broker (see the defaults above).
 func WithConsumerOptions(fn func(*pulsar.ConsumerOptions)) Option {
 	return func(c *config) {
 		c.consumerOptions = fn

@@ -1,6 +1,7 @@
 package pulsar
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -195,6 +196,40 @@ func (p *prefetcher) take() (*babelqueue.ReceivedMessage, bool) {
 		}
 	}
 	return p.next(), true
+}
+
+// maxHeldForPartition bounds the deliveries takeFrom moves from the ready
+// batches into held while it looks for one partition's next delivery.
+const maxHeldForPartition = (prefetchBatches + 1) * prefetchBatch
+
+// takeFrom returns the first prepared delivery of partition part, ahead of
+// the other partitions' deliveries held before it (each partition keeps
+// its order), when the prefetcher runs and holds one; it looks through
+// the ready batches too, moving them into held up to
+// maxHeldForPartition deliveries. It never waits.
+func (p *prefetcher) takeFrom(part int32) (*babelqueue.ReceivedMessage, bool) {
+	if !p.running.Load() {
+		return nil, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := 0; ; i++ {
+		for ; i < len(p.held); i++ {
+			if rm := p.held[i]; rm.Partition == part {
+				p.held = slices.Delete(p.held, i, i+1)
+				return rm, true
+			}
+		}
+		if len(p.held) >= maxHeldForPartition {
+			return nil, false
+		}
+		select {
+		case b := <-p.ready:
+			p.held = append(p.held, b...)
+		default:
+			return nil, false
+		}
+	}
 }
 
 // takeReady is take in either mode: in direct mode, the next message the

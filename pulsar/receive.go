@@ -55,22 +55,22 @@ func (t *Transport) Receive(ctx context.Context, queue string, timeout time.Dura
 	return t.Pop(ctx, queue, timeout)
 }
 
-// Pop receives the next message of queue, subscribing on the first call for
-// that queue, and waits at most timeout (the max wait of WithMaxWaitTime when
-// timeout is zero or less). It returns (nil, nil) when nothing arrived.
+// Pop receives the next message of queue, or returns (nil, nil) when
+// nothing arrived within timeout. It subscribes on the first call for that
+// queue; a timeout of zero or less means the max wait of WithMaxWaitTime.
 //
-// Headers holds every property of the message. Body is the payload with
-// the CONTRACT.md 5 attempts rule applied: the valid bq-attempts property when present,
-// else the body's attempts, and at least the redelivery count; the body is
-// rewritten, changing only that value, when it holds an integer attempts
-// that differs. A version-gated message (its bq-schema-version property, or
-// its meta.schema_version, is not 1) is returned exactly as received. See
-// DESIGN.md for how the body is read. With a pulsar-client-go consumer,
-// Pop takes the next message from the client's receive channel itself,
-// until the App's concurrent loop asks for ready announcements
-// (NotifyReady): from then on a goroutine per queue prepares messages
-// ahead of Pop, in order, and decodes their bodies for the App
-// (prefetch.go); they stay unsettled until acknowledged.
+// Headers holds every property of the message. Body is the payload with the
+// CONTRACT.md 5 attempts rule applied: the valid bq-attempts property when
+// present, else the body's attempts, and at least the redelivery count; the
+// body is rewritten, changing only that value, when it holds an integer
+// attempts that differs. A version-gated message (its bq-schema-version
+// property, or its meta.schema_version, is not 1) is returned exactly as
+// received. See DESIGN.md, "Attempts on receipt", for how the body is read.
+// With a pulsar-client-go consumer, Pop takes the next message from the
+// client's receive channel itself, until the App's concurrent loop asks for
+// ready announcements (NotifyReady): from then on a goroutine per queue
+// prepares messages ahead of Pop, in order, and decodes their bodies for
+// the App (prefetch.go); they stay unsettled until acknowledged.
 func (t *Transport) Pop(ctx context.Context, queue string, timeout time.Duration) (*babelqueue.ReceivedMessage, error) {
 	s, err := t.consumerFor(queue)
 	if err != nil {

@@ -42,7 +42,7 @@ const (
 var ErrRedriveBusy = fmt.Errorf("pulsar: %w (the dead-letter queue's redrive subscription has a consumer)", babelqueue.ErrRedriveBusy)
 
 // ErrBatchEntryKept is the Err of a dead letter that would have moved but
-// shares a broker batch entry with a message that stays: Pulsar
+// shares a broker batch entry with a message that stays. Pulsar
 // acknowledges a batch entry as a whole, so the entry stays in full.
 var ErrBatchEntryKept = errors.New("pulsar: redrive: kept with its batch entry, which holds a message that stays")
 

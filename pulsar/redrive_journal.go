@@ -12,7 +12,7 @@ import (
 	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
-// RedriveJournalSuffix names the journal topic of a redrive cursor: the
+// RedriveJournalSuffix names the journal topic of a redrive cursor. The
 // journal of cursor c on the dead-letter topic d is d + "." + c +
 // RedriveJournalSuffix.
 const RedriveJournalSuffix = ".journal"

@@ -13,11 +13,11 @@ import (
 	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
-// Features reports what the binding supports: keys (the Pulsar key and
-// ordering key), headers (properties), delayed publish (DeliverAfter), a
-// retry it settles itself (Send of IntentRetry acknowledges or negatively
-// acknowledges the original), HandBack by negative acknowledgement, and an
-// Ack that uses no context.
+// Features reports keys, headers, delayed publish, a retry the binding
+// settles itself, HandBack by negative acknowledgement, and an Ack that
+// uses no context. Keys are the Pulsar key and ordering key, headers are
+// properties, a delay is DeliverAfter, and Send of IntentRetry acknowledges
+// or negatively acknowledges the original.
 func (t *Transport) Features() driver.Features {
 	return driver.Features{
 		Keys:         true,
@@ -68,10 +68,11 @@ func (t *Transport) sendNew(ctx context.Context, out *driver.Outgoing) error {
 	return err
 }
 
-// Publish writes body to the topic of queue with the CONTRACT.md 5 property projection
-// (bq-job, bq-trace-id, bq-message-id, bq-schema-version, bq-source-lang,
-// bq-attempts, each only when the body holds it) and the event time set to
-// meta.created_at. It returns once the broker acknowledged the write.
+// Publish writes body to the topic of queue with the CONTRACT.md 5 property
+// projection and the event time set to meta.created_at. The projection is
+// bq-job, bq-trace-id, bq-message-id, bq-schema-version, bq-source-lang and
+// bq-attempts, each only when the body holds it. It returns once the broker
+// acknowledged the write.
 func (t *Transport) Publish(ctx context.Context, queue, body string) error {
 	return t.publish(ctx, queue, body, nil, 0)
 }

@@ -13,10 +13,10 @@ import (
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 )
 
-// Transport is the Pulsar binding of babelqueue.Transport (CONTRACT.md
-// 5), and a redrive.Redriver (see Redrive). Every write goes through
-// Send; Publish, PublishWithHeaders, PublishDelayed and Retry are thin
-// methods over it, Pop is Receive, Nack is HandBack.
+// Transport is the Pulsar binding of babelqueue.Transport (CONTRACT.md 5)
+// and a redrive.Redriver; see Redrive. Every write goes through Send;
+// Publish, PublishWithHeaders, PublishDelayed and Retry are thin methods
+// over it, Pop is Receive, Nack is HandBack.
 //
 // It creates one producer per topic on first use and one consumer per queue
 // on the first Pop of that queue, and releases all of them on Close. Every

@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// ProcessCPU returns the user and system CPU time this process has used (0
-// when the platform does not tell): benchmarks report CPU per message
+// ProcessCPU returns the user and system CPU time this process has used, or
+// 0 when the platform does not tell. Benchmarks report CPU per message
 // beside their rates, which a loaded host changes less.
 func ProcessCPU() time.Duration {
 	var ru syscall.Rusage

@@ -95,9 +95,9 @@ func (c *FakeClock) Timers() int {
 	return len(c.timers)
 }
 
-// WaitForTimers blocks until at least n timers are waiting to fire, so that
-// a test can Advance only once the code under test is waiting on the clock.
-// It returns ctx.Err() if ctx ends first.
+// WaitForTimers blocks until at least n timers are waiting to fire, or
+// returns ctx.Err() when ctx ends first. A test can then Advance only once
+// the code under test is waiting on the clock.
 func (c *FakeClock) WaitForTimers(ctx context.Context, n int) error {
 	for {
 		c.mu.Lock()

@@ -83,10 +83,10 @@ func WithMemoryClock(c driver.Clock) MemoryOption {
 	}
 }
 
-// WithMemoryRetryTiers configures the delays of driver.IntentRetry (sorted
-// ascending): a retry of a message with Attempt attempts waits tier
-// min(Attempt, N-1)+1 (1-based) and is then delivered to its queue.
-// Without tiers a retry goes to the tail of its queue at once.
+// WithMemoryRetryTiers configures the delays of driver.IntentRetry, sorted
+// ascending. A retry of a message with Attempt attempts waits the 1-based
+// tier min(Attempt, N-1)+1 and is then delivered to its queue. Without
+// tiers a retry goes to the tail of its queue at once.
 func WithMemoryRetryTiers(tiers ...time.Duration) MemoryOption {
 	return func(t *InMemoryTransport) {
 		for _, d := range tiers {
@@ -121,9 +121,9 @@ func WithMemoryPartitions(n int) MemoryOption {
 }
 
 // WithMemoryMaxMessageBytes makes Send refuse a body longer than n bytes
-// with an error matching driver.ErrTooLarge, writing nothing, as a broker
-// refuses a record above its size limit (default: no limit; n must be at
-// least 1).
+// with an error matching driver.ErrTooLarge, writing nothing. A broker
+// refuses a record above its size limit the same way. By default there is
+// no limit; n must be at least 1.
 func WithMemoryMaxMessageBytes(n int) MemoryOption {
 	return func(t *InMemoryTransport) {
 		if n < 1 {
@@ -205,12 +205,12 @@ type memHandle struct {
 	m     *memMessage
 }
 
-// SetFault installs fn, called before every operation with its name (the
-// driver.Intent of a Send, such as "publish", "retry" or "dead_letter", or
-// "Receive", "Ack", "HandBack") and the queue it concerns (for a write,
-// the queue written to). A non-nil error fails the operation, which then
-// changes nothing. nil removes the fault. It lets a test simulate a broker
-// that refuses a write.
+// SetFault installs fn, called before every operation; a non-nil error
+// fails the operation, which then changes nothing. fn gets the operation's
+// name and the queue it concerns: the driver.Intent of a Send, such as
+// "publish", "retry" or "dead_letter", or "Receive", "Ack", "HandBack"; for
+// a write, the queue written to. nil removes the fault. It lets a test
+// simulate a broker that refuses a write.
 func (t *InMemoryTransport) SetFault(fn func(op, queue string) error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -289,9 +289,9 @@ func (t *InMemoryTransport) enqueueLocked(queue string, m *memMessage, due time.
 	t.notifyLocked()
 }
 
-// PartitionFor returns the partition a message with key (non-nil) is
-// stored in: the key's 32-bit FNV-1a hash modulo the partitions
-// (WithMemoryPartitions).
+// PartitionFor returns the partition a message with a non-nil key is stored
+// in: the key's 32-bit FNV-1a hash modulo the partitions of
+// WithMemoryPartitions.
 func (t *InMemoryTransport) PartitionFor(key []byte) int {
 	return partitionOfKey(key, t.partitions)
 }
@@ -516,12 +516,13 @@ func (t *InMemoryTransport) Pop(ctx context.Context, queue string, timeout time.
 
 var _ driver.PartitionReadyReceiver = (*InMemoryTransport)(nil)
 
-// ReceiveReadyFrom reserves the next visible message of partition of
-// queue, without waiting (driver.PartitionReadyReceiver): the first one of
-// that partition in the queue's order, ahead of the other partitions'
-// messages, as a Kafka consumer reads each partition on its own. It
-// returns (nil, false) when the partition has none, or when the transport
-// is closed or a fault (SetFault, op "Receive") refuses the receive.
+// ReceiveReadyFrom reserves, without waiting, the next visible message of
+// partition of queue, ahead of the other partitions' messages
+// (driver.PartitionReadyReceiver). That is the first one of that partition
+// in the queue's order, as a Kafka consumer reads each partition on its
+// own. It returns (nil, false) when the partition has none, or when the
+// transport is closed or a fault (SetFault, op "Receive") refuses the
+// receive.
 func (t *InMemoryTransport) ReceiveReadyFrom(queue string, partition int32) (*driver.ReceivedMessage, bool) {
 	if t.check("Receive", queue) != nil {
 		return nil, false
@@ -607,11 +608,12 @@ func (t *InMemoryTransport) Ack(ctx context.Context, msg *driver.ReceivedMessage
 }
 
 // HandBack puts a reserved message back in its place, before every later
-// message of its queue (the head, for a consumer reading one at a time):
-// unchanged under driver.HandBackRewind (the default), with its redelivery
-// count increased by one under driver.HandBackNack, and not at all under
-// driver.HandBackNone
-// (it then stays reserved, as on a broker that redelivers it later).
+// message of its queue, as the hand-back mode says. For a consumer reading
+// one at a time that is the head. It is unchanged under
+// driver.HandBackRewind (the default), with its redelivery count increased
+// by one under driver.HandBackNack, and not put back at all under
+// driver.HandBackNone: it then stays reserved, as on a broker that
+// redelivers it later.
 func (t *InMemoryTransport) HandBack(ctx context.Context, msg *driver.ReceivedMessage) error {
 	return t.handBackAs(msg, t.features.HandBack)
 }
@@ -684,8 +686,8 @@ func (t *InMemoryTransport) Acked(queue string) int {
 }
 
 // Messages returns a snapshot of the messages of queue waiting to be
-// popped: the visible ones in delivery order, then the delayed ones by due
-// time. Reserved messages are not included.
+// popped, reserved ones not included. The visible ones come in delivery
+// order, then the delayed ones by due time.
 func (t *InMemoryTransport) Messages(queue string) []MemoryMessage {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -723,10 +725,10 @@ func headerMap(hs []wire.Header) map[string]string {
 	return m
 }
 
-// View returns a Transport on the storage of t that states f as its
-// Features and whose writes and hand-backs follow f instead of t's: a
-// stand-in for a binding that supports less (no keys, no headers, no
-// delay, another hand-back), to test an App against it.
+// View returns a Transport on the storage of t whose Features, writes and
+// hand-backs follow f instead of t's. It stands in for a binding that
+// supports less (no keys, no headers, no delay, another hand-back), to test
+// an App against it.
 func (t *InMemoryTransport) View(f driver.Features) driver.Transport {
 	return featureView{t, f}
 }
@@ -747,11 +749,11 @@ func (v featureView) HandBack(ctx context.Context, msg *driver.ReceivedMessage) 
 	return v.handBackAs(msg, v.f.HandBack)
 }
 
-// Committed returns the commit position of partition of queue: the offset
-// of its first message not yet settled (acknowledged), or the offset the
-// next stored message gets when all are. It only advances over the
-// contiguous prefix of settled messages, as a Kafka group's committed
-// offset does; a partition out of range reports -1.
+// Committed returns the commit position of partition of queue, which
+// advances only over the contiguous prefix of settled messages. It is the
+// offset of the first unsettled message, or the offset the next stored
+// message gets when all are settled, as a Kafka group's committed offset
+// is; a partition out of range reports -1.
 func (t *InMemoryTransport) Committed(queue string, partition int) int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()

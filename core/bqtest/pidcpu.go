@@ -11,10 +11,10 @@ import (
 // 100 on every Linux the project runs on.
 const clockTick = 100
 
-// PidCPU returns the user and system CPU time process pid has used so
-// far, read from /proc/<pid>/stat: what a benchmark reports for a broker
-// or a database server beside its own ProcessCPU. It returns 0 when the
-// process is gone or the platform has no /proc.
+// PidCPU returns the user and system CPU time process pid has used so far,
+// read from /proc/<pid>/stat. A benchmark reports it for a broker or a
+// database server beside its own ProcessCPU. It returns 0 when the process
+// is gone or the platform has no /proc.
 func PidCPU(pid int) time.Duration {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {

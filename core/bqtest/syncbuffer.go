@@ -6,7 +6,7 @@ import (
 )
 
 // SyncBuffer is a bytes.Buffer that several goroutines may write and read
-// at once, such as a logger's output read by the test that owns the
+// at once. An example is a logger's output read by the test that owns the
 // logger. The zero value is ready to use.
 type SyncBuffer struct {
 	mu  sync.Mutex

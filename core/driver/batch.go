@@ -21,10 +21,10 @@ type BatchSender interface {
 	SendBatch(ctx context.Context, outs []*Outgoing) ([]Receipt, error)
 }
 
-// SendErrors is the error of a SendBatch in which the writes had different
-// outcomes: entry i is nil when the broker acknowledged outs[i], else the
-// error of that write (matching ErrPublishUnknown when it may be stored,
-// else it was not written).
+// SendErrors is the error of a SendBatch whose writes had different
+// outcomes; entry i is nil when the broker acknowledged outs[i]. Otherwise
+// it is the error of that write: one matching ErrPublishUnknown may be
+// stored, any other was not written.
 type SendErrors []error
 
 func (e SendErrors) Error() string {

@@ -6,15 +6,15 @@ import (
 	"time"
 )
 
-// CallContext is a context.Context for a hot path that makes one bounded
-// call after another, such as a transport's fetch or the App's acknowledge
-// of each delivery. It behaves like the context of
+// CallContext is a re-armable context.Context for a hot path that makes one
+// bounded call after another. Examples are a transport's fetch and the
+// App's acknowledge of each delivery. It behaves like the context of
 // context.WithTimeout(parent, d) (or, when detached, of
-// context.WithTimeout(context.WithoutCancel(parent), d)), but it is re-armed
-// for each call instead of allocating a context, a timer and a cancellation
-// registration on parent every time: a loop that passes the same parent
-// call after call registers on it once, and touches its timer about once
-// per timeout rather than once per call.
+// context.WithTimeout(context.WithoutCancel(parent), d)), but it is
+// re-armed for each call instead of allocating a context, a timer and a
+// cancellation registration on parent every time: a loop that passes the
+// same parent call after call registers on it once, and touches its timer
+// about once per timeout rather than once per call.
 //
 // One goroutine at a time uses it: Arm, one call, Disarm; only then may it
 // be armed again. A callee must not keep it past the call's return. While

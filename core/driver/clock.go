@@ -4,10 +4,11 @@ import (
 	"time"
 )
 
-// Clock is the source of time of the runtime: the App stamps
-// dead_letter.failed_at with Now and waits out its failure backoff on timers
-// from NewTimer, and bqtest.InMemoryTransport makes delayed messages visible by it.
-// SystemClock is the real clock; bqtest.FakeClock lets a test move time by hand.
+// Clock is the runtime's source of time; SystemClock is the real clock and
+// bqtest.FakeClock lets a test move time by hand. The App stamps
+// dead_letter.failed_at with Now and waits out its failure backoff on
+// timers from NewTimer, and bqtest.InMemoryTransport makes delayed messages
+// visible by it.
 type Clock interface {
 	// Now returns the current time.
 	Now() time.Time

@@ -18,19 +18,19 @@ type HeaderSource interface {
 	HeaderMap() map[string]string
 }
 
-// DeferHeaders makes src the source of m's headers instead of the Headers
-// map, which it sets to nil: while Headers stays nil, Header reads through
-// src, and FillHeaders copies every header into Headers once a caller needs
-// the map. A binding calls it before handing the message out, and only for
-// the App's Receive; a binding's own Pop fills them first.
+// DeferHeaders makes src the source of m's headers and sets the Headers map
+// to nil. While Headers stays nil, Header reads through src, and
+// FillHeaders copies every header into Headers once a caller needs the map.
+// A binding calls it before handing the message out, and only for the App's
+// Receive; a binding's own Pop fills them first.
 func (m *ReceivedMessage) DeferHeaders(src HeaderSource) {
 	m.Headers, m.headers = nil, src
 }
 
-// FillHeaders makes Headers hold every header of m, when they were deferred
-// (DeferHeaders) and Headers is still nil; in every case it ends the
-// deferral, so that from then on Headers alone holds m's headers. Like any
-// change of m, it must not run concurrently with another use of m.
+// FillHeaders ends a deferral of m's headers, so that from then on Headers
+// alone holds them. When they were deferred (DeferHeaders) and Headers is
+// still nil, it copies every header into Headers. Like any change of m, it
+// must not run concurrently with another use of m.
 func (m *ReceivedMessage) FillHeaders() {
 	if m.headers != nil {
 		if m.Headers == nil {
@@ -40,10 +40,9 @@ func (m *ReceivedMessage) FillHeaders() {
 	}
 }
 
-// headerView is the headers of the message being handled, as a handler's
-// CloneHeaders returns a copy of the message's headers, read from the
-// deferred source (DeferHeaders) when there is one, else from Headers; nil
-// for a nil message.
+// CloneHeaders returns a copy of the message's headers, or nil for a nil
+// message. It reads them from the deferred source (DeferHeaders) when there
+// is one, else from Headers.
 func (m *ReceivedMessage) CloneHeaders() map[string]string {
 	switch {
 	case m == nil:

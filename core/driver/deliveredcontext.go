@@ -10,10 +10,10 @@ import (
 // holds its delivered message.
 type MessageContextKey struct{}
 
-// DeliveredContext is the context of the handler of one delivery: the
-// values, deadline and cancellation of its parent, and under
-// MessageContextKey the delivered message itself (not a copy: neither the
-// App nor a binding changes a delivered message's headers).
+// DeliveredContext is the context of the handler of one delivery: its
+// parent's values, deadline and cancellation, and the delivered message
+// under MessageContextKey. The message is not a copy: neither the App nor a
+// binding changes a delivered message's headers.
 type DeliveredContext struct {
 	context.Context
 	Message *ReceivedMessage
@@ -28,10 +28,10 @@ func (c *DeliveredContext) Value(key any) any {
 	return c.Context.Value(key)
 }
 
-// DecodedWithContext is Decoded, and the DeliveredContext of m under
-// parent, made in the same allocation as the Envelope: one allocation per
-// delivery instead of two (none on the App's side when the binding called
-// Predecode).
+// DecodedWithContext returns Decoded and the DeliveredContext of m under
+// parent, made in one allocation with the Envelope. That is one allocation
+// per delivery instead of two, and none on the App's side when the binding
+// called Predecode.
 func (m *ReceivedMessage) DecodedWithContext(parent context.Context) (*wire.Envelope, *DeliveredContext, error) {
 	d := m.pre
 	if d != nil {

@@ -13,10 +13,10 @@ import (
 // IntentRestore).
 func (i Intent) Verbatim() bool { return i == IntentForward || i == IntentRestore }
 
-// KeepsRoute reports whether a bq-job in Outgoing.Headers wins over the
-// URN of the body (IntentRetry, IntentRelease, IntentDeadLetter): the copy
-// of a delivered message keeps the route it was delivered on, so that it
-// reaches the same handler even when its header and body disagree.
+// KeepsRoute reports whether a bq-job in Outgoing.Headers wins over the URN
+// of the body, as for IntentRetry, IntentRelease and IntentDeadLetter. The
+// copy of a delivered message keeps the route it was delivered on, so that
+// it reaches the same handler even when its header and body disagree.
 func (i Intent) KeepsRoute() bool {
 	return i == IntentRetry || i == IntentRelease || i == IntentDeadLetter
 }

@@ -2,12 +2,12 @@ package driver
 
 import "errors"
 
-// ErrTooLarge marks a write the broker can never accept because of its size:
-// nothing was written, and writing the same bytes again fails the same way.
-// A binding wraps it only into errors of that kind (Kafka's
-// MessageSizeTooLarge and RecordListTooLarge refusals and kafka-go's
-// client-side size check, Pulsar's MessageTooBig), never into a transient
-// one. The App answers a settle write refused this way with a bounded dead
+// ErrTooLarge marks a write the broker can never accept because of its
+// size; writing the same bytes again fails the same way. Nothing was
+// written. A binding wraps it only into errors of that kind, never into a
+// transient one: Kafka's MessageSizeTooLarge and RecordListTooLarge
+// refusals and kafka-go's client-side size check, Pulsar's MessageTooBig.
+// The App answers a settle write refused this way with a bounded dead
 // letter (wire.ReasonOversize) instead of handing the original back.
 var ErrTooLarge = errors.New("babelqueue: message larger than the broker accepts")
 

@@ -13,15 +13,14 @@ type predecoded struct {
 	ctx DeliveredContext
 }
 
-// Predecode decodes Body now, for a binding that reads messages ahead of
-// the App on a goroutine of its own (a prefetching Pop): the App's consume
-// loop then uses that result instead of decoding Body itself, so a body is
-// still decoded once per delivery, but off the consume loop. The result
-// counts only as long as Body is unchanged: a message whose Body is
-// changed after Predecode (a binding's attempts rule, a decorator) is
-// decoded again by the App. Calling it is optional, and it must be done
-// before the message is handed out, not concurrently with another use of
-// the message.
+// Predecode decodes Body now, off the App's consume loop, which then uses
+// that result instead of decoding Body itself. It is for a binding that
+// reads messages ahead of the App on a goroutine of its own (a prefetching
+// Pop); a body is still decoded once per delivery. The result counts only
+// as long as Body is unchanged: a message whose Body is changed after
+// Predecode (a binding's attempts rule, a decorator) is decoded again by
+// the App. Calling it is optional, and it must be done before the message
+// is handed out, not concurrently with another use of the message.
 func (m *ReceivedMessage) Predecode() {
 	d := &predecoded{body: m.Body}
 	d.err = wire.DecodeStringInto(&d.env, m.Body)

@@ -13,16 +13,16 @@ type known struct {
 	body string
 }
 
-// SetProjection records p as the projection of out.Body (the App sets it
-// for an envelope it just encoded, wire.ProjectFresh), so that a binding
-// need not parse the body again. p must equal wire.ProjectBody(out.Body).
+// SetProjection records p as the projection of out.Body, so that a binding
+// need not parse the body again. The App sets it for an envelope it just
+// encoded (wire.ProjectFresh). p must equal wire.ProjectBody(out.Body).
 func SetProjection(out *Outgoing, p wire.Projection) {
 	out.proj = known{p: p, body: out.Body}
 }
 
-// Projection returns the contract projection of out.Body: the one given
-// by SetProjection while Body is still the body it was given for, else
-// wire.ProjectString of it (whose strings share the memory of Body).
+// Projection returns the contract projection of out.Body. That is the one
+// given by SetProjection while Body is still the body it was given for,
+// else wire.ProjectString of it, whose strings share the memory of Body.
 func (out *Outgoing) Projection() wire.Projection {
 	if b := out.proj.body; len(b) == len(out.Body) && len(b) > 0 && unsafe.StringData(b) == unsafe.StringData(out.Body) {
 		return out.proj.p

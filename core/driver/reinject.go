@@ -37,9 +37,9 @@ type Reinjection struct {
 }
 
 // ReinjectBacklogHook is called by a binding's re-injector each time it
-// samples the backlog of its retry tiers (the Kafka binding: every
-// WithReinjectBacklogInterval while Run runs), with one entry per tier
-// queue it carries. The slice and its entries are the hook's only for the
+// samples the backlog of its retry tiers, with one entry per tier queue it
+// carries. The Kafka binding samples every WithReinjectBacklogInterval
+// while Run runs. The slice and its entries are the hook's only for the
 // call.
 type ReinjectBacklogHook interface {
 	OnReinjectBacklog(ctx context.Context, tiers []ReinjectBacklog)

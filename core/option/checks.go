@@ -21,10 +21,11 @@ func NonNil[T comparable](e *Errors, dst *T, what string, v T) {
 	*dst = v
 }
 
-// Identifier sets *dst to name when it is a plain identifier (an ASCII
-// letter or underscore, then letters, digits and underscores: safe to
-// splice into SQL as a table name), and otherwise records
-// "<what> <name quoted> is not a plain identifier".
+// Identifier sets *dst to name when it is a plain identifier, safe to
+// splice into SQL as a table name, and otherwise records a problem. A plain
+// identifier is an ASCII letter or underscore, then letters, digits and
+// underscores; the problem reads "<what> <name quoted> is not a plain
+// identifier".
 func Identifier(e *Errors, dst *string, what, name string) {
 	if !PlainIdentifier(name) {
 		e.Fail("%s %q is not a plain identifier", what, name)

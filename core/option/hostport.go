@@ -50,9 +50,10 @@ func validPort(p string) bool {
 	return n >= 1 && n <= 65535
 }
 
-// validHostName reports whether h is made of letters, digits, '-', '_'
-// and '.', at most 253 of them, not starting with '-' or '.'; an IPv4
-// address is one.
+// validHostName reports whether h is a host name or IPv4 address.
+//
+// That is letters, digits, '-', '_' and '.', at most 253 of them, not
+// starting with '-' or '.'.
 func validHostName(h string) bool {
 	if len(h) > 253 || h[0] == '-' || h[0] == '.' {
 		return false

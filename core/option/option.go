@@ -28,8 +28,9 @@ type Errors struct {
 // ": " (for example "outbox").
 func Prefixed(prefix string) Errors { return Errors{prefix: prefix} }
 
-// Invalid returns a problem of an option: "prefix: " (when prefix is not
-// empty), ErrInvalidOption (wrapped), ": " and format filled with args.
+// Invalid returns a problem of an option, wrapping ErrInvalidOption. It
+// reads "prefix: " when prefix is not empty, then ErrInvalidOption, ": "
+// and format filled with args.
 func Invalid(prefix, format string, args ...any) error {
 	if prefix != "" {
 		prefix += ": "

@@ -35,9 +35,9 @@ const (
 	// AlreadyMoved: an interrupted run had already written its copy
 	// to the target; this run settled it without writing it again.
 	AlreadyMoved Outcome = "already_moved"
-	// AlreadyKept: an interrupted run had already written it back to
-	// the tail of the DLQ (it stays); this run passed it without writing it
-	// again, and the copy at the tail is examined in its turn.
+	// AlreadyKept: an interrupted run had already written it back to the
+	// tail of the DLQ, so this run passed it without writing it again. The
+	// copy at the tail stays and is examined in its turn.
 	AlreadyKept Outcome = "already_kept"
 	// Failed: a write or acknowledge failed; Err says which, and
 	// Disposition where the message is.

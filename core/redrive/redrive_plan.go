@@ -114,10 +114,10 @@ func WithDryRun() Option {
 	return func(p *Plan) { p.DryRun = true }
 }
 
-// WithDiscard makes the run a discard: each selected dead letter is
-// settled in the DLQ (acknowledged, committed past) and written nowhere;
-// it is reported as Discarded with its body, key and headers, so that the
-// caller can keep a record of it. Target, the replay bypass and the
+// WithDiscard makes the run a discard: each selected dead letter is settled
+// in the DLQ and written nowhere. Settled means acknowledged or committed
+// past. It is reported as Discarded with its body, key and headers, so that
+// the caller can keep a record of it. Target, the replay bypass and the
 // replay-count guard do not apply. A dry run reports WouldDiscard.
 func WithDiscard() Option {
 	return func(p *Plan) { p.Discard = true }
@@ -210,9 +210,10 @@ func WithCursor(name string) Option {
 	return func(p *Plan) { p.Cursor = name }
 }
 
-// WithProgress reports the run as it goes: onTotal (may be nil)
-// once with the number of messages to examine, when the binding knows it,
-// and onItem (may be nil) after each examined message was settled.
+// WithProgress reports the run as it goes, through onTotal and onItem;
+// either may be nil. onTotal is called once with the number of messages to
+// examine, when the binding knows it, and onItem after each examined
+// message was settled.
 func WithProgress(onTotal func(n int), onItem func(item Item)) Option {
 	return func(p *Plan) { p.OnTotal, p.Progress = onTotal, onItem }
 }
@@ -325,11 +326,11 @@ func discarded(it Item, msg *driver.ReceivedMessage) Item {
 	return it
 }
 
-// MovedHeaders returns the out-of-band headers of the moved copy of from:
-// from's headers that are not contract (bq-) headers, such as
-// traceparent, plus bq-redrive-count (from's, plus one) and, with the
-// replay bypass, bq-replay-bypass=true. The binding projects the contract
-// headers from the cleared body as for any publish.
+// MovedHeaders returns the out-of-band headers of the moved copy of from,
+// with bq-redrive-count one above from's. These are from's headers that are
+// not contract (bq-) headers, such as traceparent, plus bq-redrive-count
+// and, with the replay bypass, bq-replay-bypass=true. The binding projects
+// the contract headers from the cleared body as for any publish.
 func (p *Plan) MovedHeaders(from *driver.ReceivedMessage) map[string]string {
 	h := make(map[string]string, len(from.Headers)+2)
 	for k, v := range from.Headers {

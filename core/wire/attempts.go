@@ -27,10 +27,10 @@ func ParseAttemptsHeader(raw string) (n int, ok bool) {
 	return v, true
 }
 
-// ReconcileKafka returns the attempts of a Kafka delivery (CONTRACT.md 6): a valid
-// bq-attempts header is authoritative, even when lower than the body's
-// count; otherwise the body's attempts stands. present reports whether the
-// header was delivered at all.
+// ReconcileKafka returns the attempts of a Kafka delivery: a valid
+// bq-attempts header wins, even when lower than the body's count
+// (CONTRACT.md 6). Otherwise the body's attempts stands. present reports
+// whether the header was delivered at all.
 func ReconcileKafka(bodyAttempts int, header string, present bool) int {
 	if present {
 		if n, ok := ParseAttemptsHeader(header); ok {
@@ -40,9 +40,10 @@ func ReconcileKafka(bodyAttempts int, header string, present bool) int {
 	return bodyAttempts
 }
 
-// ReconcilePulsar returns the attempts of a Pulsar delivery (CONTRACT.md 5): the valid
-// bq-attempts property when present, else the body's attempts, and then at
-// least redeliveryCount (0-based, 0 on first delivery).
+// ReconcilePulsar returns the attempts of a Pulsar delivery: the valid
+// bq-attempts property when present, else the body's attempts, and at least
+// redeliveryCount. redeliveryCount is 0-based, 0 on the first delivery
+// (CONTRACT.md 5).
 func ReconcilePulsar(bodyAttempts int, property string, present bool, redeliveryCount int) int {
 	n := ReconcileKafka(bodyAttempts, property, present)
 	if redeliveryCount > n {

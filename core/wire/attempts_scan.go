@@ -1,10 +1,10 @@
 package wire
 
-// BodyAttempts returns the top-level attempts of a JSON object body when
-// it is a plain integer between 0 and MaxAttemptsValue (the last member
-// wins when the key repeats, as encoding/json reads it), and whether there
-// is one. It is the one reading of a body's attempts that the App and the
-// bindings share.
+// BodyAttempts returns the top-level attempts of a JSON object body, and
+// whether there is one that is a plain integer between 0 and
+// MaxAttemptsValue. The last member wins when the key repeats, as
+// encoding/json reads it. It is the one reading of a body's attempts that
+// the App and the bindings share.
 //
 // It looks first at the end of the body: every SDK writes attempts as the
 // last member, and in valid JSON a final `"attempts":<digits>}` can only

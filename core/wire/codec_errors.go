@@ -16,17 +16,18 @@ var (
 	// ErrInvalidData is returned by Make when the data does not encode to a
 	// JSON object.
 	ErrInvalidData = errors.New("babelqueue: data is not a JSON object")
-	// ErrInvalidEnvelope is returned by Encode for an envelope that a
-	// consumer would not accept (a blank job or trace id, negative attempts,
-	// a schema version other than 1), and by the body editors for a negative
-	// attempts value. Encode never writes a body that Decode rejects.
+	// ErrInvalidEnvelope is returned by Encode for an envelope a consumer
+	// would not accept, so Encode never writes a body that Decode rejects.
+	// Such an envelope has a blank job or trace id, negative attempts, or a
+	// schema version other than 1. The body editors return it for a
+	// negative attempts value.
 	ErrInvalidEnvelope = errors.New("babelqueue: invalid envelope")
 )
 
 // SchemaVersionError is the error for a message whose schema version is not
-// the one this SDK reads: either the bq-schema-version header (Source
-// "header") or the body's meta.schema_version (Source "body"). It wraps
-// ErrUnsupportedSchemaVersion.
+// the one this SDK reads. The version is the bq-schema-version header
+// (Source "header") or the body's meta.schema_version (Source "body"). It
+// wraps ErrUnsupportedSchemaVersion.
 type SchemaVersionError struct {
 	// Version is the rejected value as it appeared: the header text, or the
 	// JSON text of meta.schema_version.

@@ -38,7 +38,8 @@ type DeadLetter struct {
 	FailedAt int64
 	// OriginalQueue is the queue the message was consumed from.
 	OriginalQueue string
-	// Attempts is the counted number of deliveries (equal to the body's
+	// Attempts is how many times the message was delivered before it was
+	// dead-lettered, the last delivery included (equal to the body's
 	// attempts).
 	Attempts int
 	// Lang is the dead-lettering SDK; an empty Lang is written as "go".
@@ -167,14 +168,14 @@ func DeadLetterOf(body []byte) (*DeadLetter, bool) {
 	return parseDeadLetter(body, l.m.valStart), true
 }
 
-// AnnotateDeadLetter returns a copy of body ready for the dead-letter queue
-// (CONTRACT.md 4.1): attempts is set to dl.Attempts and a dead_letter block is
-// added, or the existing one replaced in place (its unknown keys are kept
-// after the known ones). Every other byte of body is unchanged; a missing
-// attempts key or dead_letter block is inserted after the last member, in
-// that order. body must be a JSON object (else the error wraps ErrPoison);
-// a dl.Attempts outside [0, MaxAttemptsValue] is rejected with
-// ErrInvalidEnvelope.
+// AnnotateDeadLetter returns a copy of body for the dead-letter queue,
+// changing only attempts and the dead_letter block (CONTRACT.md 4.1).
+// attempts is set to dl.Attempts and a dead_letter block is added, or the
+// existing one replaced in place, its unknown keys kept after the known
+// ones. A missing attempts key or dead_letter block is inserted after the
+// last member, in that order. body must be a JSON object (else the error
+// wraps ErrPoison); a dl.Attempts outside [0, MaxAttemptsValue] is rejected
+// with ErrInvalidEnvelope.
 func AnnotateDeadLetter(body []byte, dl DeadLetter) ([]byte, error) {
 	b, err := SetAttempts(body, dl.Attempts)
 	if err != nil {
@@ -198,11 +199,12 @@ func setDeadLetterBlock(b []byte, dl DeadLetter) ([]byte, error) {
 	return withMember(b, l, "dead_letter", block), nil
 }
 
-// ClearDeadLetter returns a copy of body for a redrive (CONTRACT.md 8): the
-// dead_letter block is removed and attempts set to 0 (added after the last
-// member when missing). Every other byte is unchanged; removing a block that
-// AnnotateDeadLetter appended restores the bytes before it. body must be a
-// JSON object, else the error wraps ErrPoison.
+// ClearDeadLetter returns a copy of body for a redrive, with the
+// dead_letter block removed and attempts set to 0 (CONTRACT.md 8). A
+// missing attempts is added after the last member. Every other byte is
+// unchanged; removing a block that AnnotateDeadLetter appended restores the
+// bytes before it. body must be a JSON object, else the error wraps
+// ErrPoison.
 func ClearDeadLetter(body []byte) ([]byte, error) {
 	l, err := locateTop(body, "dead_letter")
 	if err != nil {

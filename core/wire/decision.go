@@ -35,10 +35,10 @@ type Decision struct {
 	Counted int
 }
 
-// Decide applies the max-attempts rule to a retryable outcome: with
-// counted = reconciled+1, it retries while counted < maxAttempts, and
-// otherwise dead-letters, or drops when deadLetter is false. A maxAttempts
-// below 1 is treated as 1 (no retry).
+// Decide applies the max-attempts rule to a retryable outcome: it retries
+// while reconciled+1 < maxAttempts, and otherwise dead-letters, or drops
+// when deadLetter is false. A maxAttempts below 1 is treated as 1 (no
+// retry).
 func Decide(reconciled, maxAttempts int, deadLetter bool) Decision {
 	if maxAttempts < 1 {
 		maxAttempts = 1

@@ -258,11 +258,10 @@ func Decode(body []byte) (*Envelope, error) {
 	return newEnvelope(string(body), p), nil
 }
 
-// decodeString is Decode of a body the caller holds as a string (the Body
-// of a ReceivedMessage): the Envelope refers to src instead of a copy.
 // DecodeStringInto decodes src into e, as Decode does, for a caller that
-// holds the Envelope in storage of its own (a binding decoding ahead of
-// the App). e is overwritten; on an error it is left unset.
+// holds the Envelope in storage of its own. Such a caller is a binding
+// decoding ahead of the App. The Envelope refers to src instead of a copy.
+// e is overwritten; on an error it is left unset.
 func DecodeStringInto(e *Envelope, src string) error { return decodeStringInto(e, src) }
 
 func decodeString(src string) (*Envelope, error) {

@@ -34,8 +34,8 @@ func (e *Envelope) Encode() ([]byte, error) {
 }
 
 // AppendEncode appends the body Encode returns to dst and returns the
-// extended slice (dst unchanged on error), so that a caller encoding many
-// envelopes can write them into one buffer.
+// extended slice; dst is unchanged on error. A caller encoding many
+// envelopes can so write them into one buffer.
 func (e *Envelope) AppendEncode(dst []byte) ([]byte, error) {
 	if err := e.check(); err != nil {
 		return dst, err

@@ -43,7 +43,14 @@ type Envelope struct {
 	TraceID string
 	// Meta is the meta object.
 	Meta Meta
-	// Attempts is the retry counter (0 on first publish).
+	// Attempts is the contract's retry counter: on a delivery, how many
+	// earlier deliveries failed and were retried (0 on the first).
+	//
+	// A delivery repeated without a retry (a crash before the acknowledge, a
+	// hand-back) is not counted. In a dead letter it is the number of
+	// deliveries counted, the last included, equal to DeadLetter.Attempts.
+	// Logs and hooks say "deliveries" for this counter plus one: the
+	// delivery in hand included.
 	Attempts int
 	// DeadLetter is the dead_letter block of a dead-lettered message, or nil.
 	DeadLetter *DeadLetter
@@ -96,12 +103,12 @@ func (e *Envelope) Data() []byte {
 	return []byte(e.data)
 }
 
-// DataMap decodes data into a new map, as encoding/json does into an `any`
-// with UseNumber: numbers come back as json.Number, so an integer keeps
-// every digit (12345678901234567890 stays exact); nested objects are
-// map[string]any and arrays []any. The data was validated when the envelope
-// was made or decoded, so the error is always nil today; it is kept so that
-// callers handle it should the rules ever tighten.
+// DataMap decodes data into a new map in which every integer keeps its
+// digits, as encoding/json does into an `any` with UseNumber. Numbers come
+// back as json.Number, so 12345678901234567890 stays exact; nested objects
+// are map[string]any and arrays []any. The data was validated when the
+// envelope was made or decoded, so the error is always nil today; it is
+// kept so that callers handle it should the rules ever tighten.
 func (e *Envelope) DataMap() (map[string]any, error) {
 	m, ok := treeOf(e.dataJSON()).(map[string]any)
 	if !ok {

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Contract header (Kafka) and property (Pulsar) names.
+// Contract names of Kafka headers and Pulsar properties.
 const (
 	HeaderJob           = "bq-job"
 	HeaderTraceID       = "bq-trace-id"
@@ -35,10 +35,9 @@ type Header struct {
 	Value string
 }
 
-// MergeHeaders returns contract followed by the entries of extra whose key
-// and value are not blank and whose key is not already in contract (the
-// contract wins a collision); the extra entries come in key order. contract
-// itself is kept as given.
+// MergeHeaders returns contract followed by the non-blank entries of extra,
+// in key order; the contract wins a collision. An entry is blank when its
+// key or its value is. contract itself is kept as given.
 func MergeHeaders(contract []Header, extra map[string]string) []Header {
 	if len(extra) == 0 {
 		return contract

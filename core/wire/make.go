@@ -60,7 +60,7 @@ func Make(job string, data any, opts ...MakeOption) (*Envelope, error) {
 	m.cfg.apply(opts)
 	raw, err := encodeData(data)
 	if err != nil {
-		return nil, fmt.Errorf("babelqueue: making %s: %w", job, err)
+		return nil, within("making "+job, err)
 	}
 	switch traceBlank, idBlank := IsBlank(m.cfg.traceID), IsBlank(m.cfg.id); {
 	case traceBlank && idBlank:

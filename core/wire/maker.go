@@ -6,11 +6,11 @@ import (
 	"unsafe"
 )
 
-// Maker builds many envelopes as Make does, byte for byte, for a caller
-// that only encodes each before making the next (a batch publish): it
-// reuses one envelope and one data buffer, and writes the random ids of
-// all its envelopes into shared blocks, so that a batch costs a few
-// allocations instead of three per envelope.
+// Maker builds many envelopes byte for byte as Make does, for a caller that
+// encodes each before making the next, as a batch publish does. It reuses
+// one envelope and one data buffer, and writes the random ids of all its
+// envelopes into shared blocks, so that a batch costs a few allocations
+// instead of three per envelope.
 //
 // The envelope Make returns is valid until the Maker's next Make; its ids
 // are strings that stay valid and unchanged for good (id blocks are
@@ -38,9 +38,9 @@ const maxMakerData = 64 << 10
 const maxIDBlock = 64 << 10
 
 // Make builds the envelope Make(job, data, opts...) would build, valid
-// until the next call; left is how many envelopes the caller still
-// expects to make with m, this one included, so that a new id block is
-// sized for them (at least 1 is assumed).
+// until the next call. left is how many envelopes the caller still expects
+// to make with m, this one included, so that a new id block is sized for
+// them (at least 1 is assumed).
 func (m *Maker) Make(left int, job string, data any, opts ...MakeOption) (*Envelope, error) {
 	if IsBlank(job) {
 		return nil, fmt.Errorf("%w: job is blank", ErrInvalidEnvelope)
@@ -57,7 +57,7 @@ func (m *Maker) Make(left int, job string, data any, opts ...MakeOption) (*Envel
 	out, err := appendData(m.data[:0], data)
 	if err != nil {
 		*c = makeConfig{}
-		return nil, fmt.Errorf("babelqueue: making %s: %w", job, err)
+		return nil, within("making "+job, err)
 	}
 	m.data = out
 	switch traceBlank, idBlank := IsBlank(c.traceID), IsBlank(c.id); {

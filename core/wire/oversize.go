@@ -2,15 +2,16 @@ package wire
 
 import "unicode/utf8"
 
-// ReasonOversize is the dead_letter.reason (and Settlement.Reason) of a
-// bounded dead letter: the retry copy or dead letter of a message was
-// refused by the broker as larger than it ever accepts, so a small record
-// naming the original took its place. The original stays in its topic.
+// ReasonOversize is the dead_letter.reason and Settlement.Reason of a
+// bounded dead letter. The broker refused the message's retry copy or dead
+// letter as larger than it ever accepts, so a small record naming the
+// original took its place. The original stays in its topic.
 const ReasonOversize = "oversize"
 
-// MaxOversizeText is the longest text, in bytes, a bounded dead letter keeps
-// of each string it holds (URN, ids, errors); longer text is cut at a
-// character boundary and ends in "…". It bounds the record to a few KiB.
+// MaxOversizeText is the longest text, in bytes, a bounded dead letter
+// keeps of each string it holds, such as the URN, ids and errors. Longer
+// text is cut at a character boundary and ends in "…". It bounds the record
+// to a few KiB.
 const MaxOversizeText = 2048
 
 // Oversize describes the original message of a bounded dead letter and why

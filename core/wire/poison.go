@@ -7,8 +7,8 @@ import (
 )
 
 // PoisonBody returns the dead-letter body of a poison message, byte for
-// byte as the Python SDK builds it for the same body and block (CONTRACT.md
-// 4.2). dl.Reason is forced to ReasonPoison.
+// byte as the Python SDK builds it for the same body and block. dl.Reason
+// is forced to ReasonPoison (CONTRACT.md 4.2).
 //
 //   - A body that is one strict JSON object (valid UTF-8) with no top-level
 //     dead_letter member and no unpaired surrogate escape (\ud800 not

@@ -5,10 +5,10 @@ import (
 	"unicode/utf8"
 )
 
-// ProjectFresh returns the projection of the body Encode writes for e, and
-// true, when e was built by Make (not decoded) and every projected string
-// is valid UTF-8, so that it equals ProjectBody of that body without
-// parsing it; else false.
+// ProjectFresh returns ProjectBody of the body Encode writes for e without
+// parsing it, and true, when it can. It can when e was built by Make, not
+// decoded, and every projected string is valid UTF-8; else it returns
+// false.
 func ProjectFresh(e *Envelope) (Projection, bool) {
 	if e == nil || e.src != "" || !utf8.ValidString(e.Job) || !utf8.ValidString(e.TraceID) ||
 		!utf8.ValidString(e.Meta.ID) || !utf8.ValidString(e.Meta.Lang) {

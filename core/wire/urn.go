@@ -10,13 +10,13 @@ import (
 // ErrInvalidURN is matched by the error of ValidURN.
 var ErrInvalidURN = errors.New("babelqueue: invalid URN")
 
-// ValidURN checks urn against the URN rule of the BabelQueue family:
-// "urn:<namespace>:<name>[:<name>...]", the "urn" scheme in any case, a
-// namespace that is not empty, at least one part after it, no empty
-// part, and no space or control character anywhere (so
-// "urn:babel:orders:created" is valid; "not-a-urn", "urn:babel",
-// "urn:babel: bad" and "urn:babel:" are not). The error wraps
-// ErrInvalidURN and says why.
+// ValidURN checks urn against the URN rule of the BabelQueue family,
+// "urn:<namespace>:<name>[:<name>...]"; the error wraps ErrInvalidURN and
+// says why. The rule asks for the "urn" scheme in any case, a namespace
+// that is not empty, at least one part after it, no empty part, and no
+// space or control character anywhere. So "urn:babel:orders:created" is
+// valid; "not-a-urn", "urn:babel", "urn:babel: bad" and "urn:babel:" are
+// not.
 func ValidURN(urn string) error {
 	bad := func(why string) error {
 		return fmt.Errorf("%w %q: %s (want urn:<namespace>:<name>)", ErrInvalidURN, urn, why)

@@ -84,7 +84,7 @@ func Run(ctx context.Context, cfg Config) (*Accounting, error) {
 	brokers := broker.Addrs()
 	say("broker: embedded Kafka-protocol broker (kfake) on %s", brokers[0])
 	say("topics: %s, %s, %s (3 partitions), %s, %s", workTopic, kafka.RetryTopic(workTopic, 1), kafka.RetryTopic(workTopic, 2), dlqTopic, resultsTopic)
-	say("app: max attempts %d, retry tiers %v, a Reinjector carrying the tiers back", maxAttempts, tiers)
+	say("app: at most %d deliveries per message (WithMaxAttempts), retry tiers %v, a Reinjector carrying the tiers back", maxAttempts, tiers)
 	say("")
 
 	// The Reinjector runs in a consumer group of its own; the App's

@@ -26,8 +26,8 @@ func TestDemoAccountsForEveryMessage(t *testing.T) {
 		"-> orders.retry.1, due in 1s", // a first failure goes to tier 1
 		"-> orders.retry.2, due in 2s", // a second one to tier 2
 		"reinjector: carried a record from orders.retry.2 back to orders",
-		"reinjector backlog: orders.retry.1=", // the backlog samples
-		"attempt 3 on orders         handled", // a flaky order handled after both tiers
+		"reinjector backlog: orders.retry.1=",  // the backlog samples
+		"delivery 3 on orders         handled", // a flaky order handled after both tiers
 		"dead_lettered (failed: shipping address rejected by the carrier) -> orders.dlq",
 		"DLQ summary: orders.dlq holds 4 dead letters",
 		`dead_letter: {"reason":"unknown_urn"`, // the dead_letter block itself

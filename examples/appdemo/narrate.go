@@ -47,7 +47,10 @@ func (n *narrator) printf(format string, args ...any) {
 }
 
 // OnSettle prints one line per settled delivery: which message, which
-// attempt, and where the App sent it.
+// delivery of it, and where the App sent it.
+//
+// The delivery is Settlement.Deliveries: 1 on the first, the handler's
+// env.Attempts + 1.
 func (n *narrator) OnSettle(_ context.Context, d *babelqueue.Delivery, s *babelqueue.Settlement) {
 	id := "?"
 	if d.Envelope != nil {
@@ -57,7 +60,7 @@ func (n *narrator) OnSettle(_ context.Context, d *babelqueue.Delivery, s *babelq
 			}
 		}
 	}
-	line := fmt.Sprintf("%-6s attempt %d on %-14s %s", id, s.Attempts, d.Queue, s.Outcome)
+	line := fmt.Sprintf("%-6s delivery %d on %-14s %s", id, s.Deliveries, d.Queue, s.Outcome)
 	switch s.Outcome {
 	case babelqueue.OutcomeRetried:
 		line += fmt.Sprintf(" (%s: %v) -> %s, due in %v", s.Reason, s.Err, s.Target, s.Delay)

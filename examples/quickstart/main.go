@@ -71,7 +71,7 @@ func run(ctx context.Context, brokers string, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	app.Handle("urn:babel:orders:created", func(ctx context.Context, env *babelqueue.Envelope) error {
+	err = app.Handle("urn:babel:orders:created", func(ctx context.Context, env *babelqueue.Envelope) error {
 		var order struct {
 			OrderID int64 `json:"order_id"`
 		}
@@ -81,6 +81,9 @@ func run(ctx context.Context, brokers string, log *slog.Logger) error {
 		log.Info("order created", "order_id", order.OrderID, "retries_before", env.Attempts)
 		return nil
 	})
+	if err != nil {
+		return err // a URN that Publish would refuse
+	}
 
 	// The re-injector carries due records from the tiers back to orders, in
 	// a consumer group of its own (orders-workers.reinject): sharing the

@@ -16,10 +16,11 @@ import (
 type TxHandler func(ctx context.Context, tx *sql.Tx, env *babelqueue.Envelope) error
 
 // WrapTx returns a handler that records meta.id as done inside the same
-// transaction as h's writes: the transaction inserts the id's done record
-// (kept for ttl; 0: until forgotten), runs h with it and commits. The effect
-// and the mark commit or roll back together, so the effect happens exactly
-// once however often the message is delivered, even across crashes:
+// transaction as h's writes, so the effect happens exactly once. The
+// transaction inserts the id's done record (kept for ttl; 0: until
+// forgotten), runs h with it and commits. The effect and the mark commit or
+// roll back together, so the effect happens exactly once however often the
+// message is delivered, even across crashes:
 //
 //   - an id already done is skipped (acknowledged, h not run);
 //   - h's error rolls the transaction back (the id stays unmarked) and is

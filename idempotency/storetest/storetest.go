@@ -193,9 +193,9 @@ func expectState(t *testing.T, s idempotency.Store, id, token string, lease time
 	}
 }
 
-// Overhead returns the mean time Wrap adds per message over store: n
-// deliveries of distinct ids through a wrapped no-op handler (a claim and a
-// completion each), one after the other.
+// Overhead returns the mean time Wrap adds per message over store. It runs
+// n deliveries of distinct ids through a wrapped no-op handler, one after
+// the other, each a claim and a completion.
 func Overhead(ctx context.Context, store idempotency.Store, n int) (time.Duration, error) {
 	h, err := idempotency.Wrap(store, func(context.Context, *babelqueue.Envelope) error { return nil })
 	if err != nil {

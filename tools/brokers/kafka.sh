@@ -32,11 +32,11 @@ KAFKA_PASSWORD="${BQ_KAFKA_SASL_PASSWORD:-bq-secret}"
 # every produce acknowledgement and fetch answer, for 5-330 ms about once a
 # second on this 2-core host (G1 shrinks the young generation towards its
 # pause goal, so it collects more often the slower it runs); those stops
-# decided the re-injector bench's p99 (kafka/DESIGN.md, section 5). A fixed
-# G1 young generation made them rarer but longer. ZGC keeps more of the
+# decided the re-injector bench's p99 (kafka/DESIGN.md, "Retry tiers and
+# the Reinjector"). A fixed G1 young generation made them rarer but longer. ZGC keeps more of the
 # 512 MiB cap in use between its cycles (PSS about 640 MiB against 460).
 # No proactive cycles (-XX:-ZProactive): on 2 cores each one held every
-# produce request for 25-250 ms (kafka/DESIGN.md, section 5).
+# produce request for 25-250 ms.
 KAFKA_HEAP="${BQ_KAFKA_HEAP:--Xms128m -Xmx512m}"
 KAFKA_GC="${BQ_KAFKA_GC:--XX:+UseZGC -XX:-ZProactive}"
 KAFKA_START_TIMEOUT="${BQ_KAFKA_START_TIMEOUT:-180}"

@@ -87,11 +87,12 @@ func ReleasePlan(mods []Module, set []string, tagged func(tag string) bool) ([]s
 
 // Releasable returns the directories of the modules that are released:
 // every module except the examples (examples/...) and modules that hold
-// only integration tests (a directory named integration, as otel/integration).
+// only integration tests (a directory named integration, as otel/integration,
+// and interop, the tests against the other SDKs).
 func Releasable(mods []Module) []string {
 	var out []string
 	for _, m := range mods {
-		if strings.HasPrefix(m.Dir, "examples/") || m.Dir == "integration" || strings.HasSuffix(m.Dir, "/integration") {
+		if strings.HasPrefix(m.Dir, "examples/") || m.Dir == "integration" || m.Dir == "interop" || strings.HasSuffix(m.Dir, "/integration") {
 			continue
 		}
 		out = append(out, m.Dir)

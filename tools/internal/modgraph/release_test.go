@@ -16,6 +16,7 @@ func TestReleasePlan(t *testing.T) {
 		mod("otel", "core", "kafka"),
 		mod("examples/orderstatus", "core"),
 		mod("otel/integration", "core", "kafka", "otel"),
+		mod("interop", "brokertest", "core", "kafka"),
 	}
 	none := func(string) bool { return false }
 	got, err := ReleasePlan(mods, Releasable(mods), none)
