@@ -16,9 +16,9 @@ import (
 
 	kafkago "github.com/segmentio/kafka-go"
 
+	"github.com/babelqueue/babelqueue-go/brokertest"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/babelqueue/babelqueue-go/core/driver"
-	"github.com/babelqueue/babelqueue-go/brokertest"
 )
 
 // The broker benchmarks run only with BQ_BENCH=1 (make bench). Each is
@@ -429,4 +429,3 @@ type stampClock struct {
 
 func (c *stampClock) set(t time.Time) { c.now.Store(t.UnixNano()) }
 func (c *stampClock) Now() time.Time  { return time.Unix(0, c.now.Load()) }
-
