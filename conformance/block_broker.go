@@ -9,7 +9,7 @@ import (
 )
 
 func init() {
-	register("kafka.property_projection", "KafkaProjector", runKafkaProjection)
+	register("kafka.property_projection", "KafkaProjector", runProjection(kafkaProjection, func(blk projectionBlock) map[string]string { return blk.Headers }))
 	register("kafka.attempts_reconciliation", "KafkaReconciler", runKafkaReconciliation)
 	register("kafka.schema_version_gate", "KafkaVersionGate", runVersionGate(func(b Binding) (gateFunc, bool) {
 		g, ok := b.(KafkaVersionGate)
@@ -18,7 +18,7 @@ func init() {
 		}
 		return g.AdmitKafka, true
 	}))
-	register("pulsar.property_projection", "PulsarProjector", runPulsarProjection)
+	register("pulsar.property_projection", "PulsarProjector", runProjection(pulsarProjection, func(blk projectionBlock) map[string]string { return blk.Properties }))
 	register("pulsar.attempts_reconciliation", "PulsarReconciler", runPulsarReconciliation)
 	register("pulsar.schema_version_gate", "PulsarVersionGate", runVersionGate(func(b Binding) (gateFunc, bool) {
 		g, ok := b.(PulsarVersionGate)
@@ -71,52 +71,64 @@ type projectionBlock struct {
 	Properties   map[string]string `json:"properties"`
 }
 
-func runKafkaProjection(_ context.Context, s *Suite, raw json.RawMessage, b Binding) ([]namedCase, bool, error) {
-	var blk projectionBlock
-	if err := decodeBlock(raw, &blk); err != nil {
-		return nil, false, err
-	}
-	p, ok := b.(KafkaProjector)
-	if !ok {
-		return nil, false, nil
-	}
-	return []namedCase{{name: blk.EnvelopeFile, run: func() error {
-		body, err := s.ReadFile(blk.EnvelopeFile)
-		if err != nil {
-			return err
+// projectFunc returns the header set a binding projects from an envelope
+// body.
+type projectFunc func(body []byte) ([]Header, error)
+
+// runProjection runs a canonical property_projection block: the binding's
+// projection of the envelope file must be exactly the block's set, as
+// want picks it (Kafka headers or Pulsar properties).
+func runProjection(capability func(Binding) (projectFunc, bool), want func(projectionBlock) map[string]string) blockRunner {
+	return func(_ context.Context, s *Suite, raw json.RawMessage, b Binding) ([]namedCase, bool, error) {
+		var blk projectionBlock
+		if err := decodeBlock(raw, &blk); err != nil {
+			return nil, false, err
 		}
-		got, err := p.KafkaHeaders(body)
-		if err != nil {
-			return fmt.Errorf("project: %w", err)
+		project, ok := capability(b)
+		if !ok {
+			return nil, false, nil
 		}
-		return compareHeaderSet(got, blk.Headers)
-	}}}, true, nil
+		return []namedCase{{name: blk.EnvelopeFile, run: func() error {
+			body, err := s.ReadFile(blk.EnvelopeFile)
+			if err != nil {
+				return err
+			}
+			got, err := project(body)
+			if err != nil {
+				return fmt.Errorf("project: %w", err)
+			}
+			return compareHeaderSet(got, want(blk))
+		}}}, true, nil
+	}
 }
 
-func runPulsarProjection(_ context.Context, s *Suite, raw json.RawMessage, b Binding) ([]namedCase, bool, error) {
-	var blk projectionBlock
-	if err := decodeBlock(raw, &blk); err != nil {
-		return nil, false, err
+// kafkaProjection is the projection of a KafkaProjector.
+func kafkaProjection(b Binding) (projectFunc, bool) {
+	p, ok := b.(KafkaProjector)
+	if !ok {
+		return nil, false
 	}
+	return p.KafkaHeaders, true
+}
+
+// pulsarProjection is the projection of a PulsarProjector, its property
+// map as a list in key order.
+func pulsarProjection(b Binding) (projectFunc, bool) {
 	p, ok := b.(PulsarProjector)
 	if !ok {
-		return nil, false, nil
+		return nil, false
 	}
-	return []namedCase{{name: blk.EnvelopeFile, run: func() error {
-		body, err := s.ReadFile(blk.EnvelopeFile)
-		if err != nil {
-			return err
-		}
+	return func(body []byte) ([]Header, error) {
 		got, err := p.PulsarProperties(body)
 		if err != nil {
-			return fmt.Errorf("project: %w", err)
+			return nil, err
 		}
 		list := make([]Header, 0, len(got))
 		for _, k := range sortedKeys(got) {
 			list = append(list, Header{Key: k, Value: got[k]})
 		}
-		return compareHeaderSet(list, blk.Properties)
-	}}}, true, nil
+		return list, nil
+	}, true
 }
 
 // attemptsValue is header_attempts/property: null or absent = absent, an
