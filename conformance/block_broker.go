@@ -10,7 +10,7 @@ import (
 
 func init() {
 	register("kafka.property_projection", "KafkaProjector", runProjection(kafkaProjection, func(blk projectionBlock) map[string]string { return blk.Headers }))
-	register("kafka.attempts_reconciliation", "KafkaReconciler", runKafkaReconciliation)
+	register("kafka.attempts_reconciliation", "KafkaReconciler", runReconciliation(kafkaReconciliation))
 	register("kafka.schema_version_gate", "KafkaVersionGate", runVersionGate(func(b Binding) (gateFunc, bool) {
 		g, ok := b.(KafkaVersionGate)
 		if !ok {
@@ -19,7 +19,7 @@ func init() {
 		return g.AdmitKafka, true
 	}))
 	register("pulsar.property_projection", "PulsarProjector", runProjection(pulsarProjection, func(blk projectionBlock) map[string]string { return blk.Properties }))
-	register("pulsar.attempts_reconciliation", "PulsarReconciler", runPulsarReconciliation)
+	register("pulsar.attempts_reconciliation", "PulsarReconciler", runReconciliation(pulsarReconciliation))
 	register("pulsar.schema_version_gate", "PulsarVersionGate", runVersionGate(func(b Binding) (gateFunc, bool) {
 		g, ok := b.(PulsarVersionGate)
 		if !ok {
@@ -156,56 +156,70 @@ func (a *attemptsValue) UnmarshalJSON(b []byte) error {
 }
 
 type reconciliationBlock struct {
-	Cases []struct {
-		Name             string        `json:"name"`
-		BodyAttempts     int           `json:"body_attempts"`
-		HeaderAttempts   attemptsValue `json:"header_attempts"`
-		Property         attemptsValue `json:"property_attempts"`
-		RedeliveryCount  int           `json:"redelivery_count"`
-		ExpectedAttempts int           `json:"expected_attempts"`
-	} `json:"cases"`
+	Cases []reconciliationCase `json:"cases"`
 }
 
-func runKafkaReconciliation(_ context.Context, _ *Suite, raw json.RawMessage, b Binding) ([]namedCase, bool, error) {
-	var blk reconciliationBlock
-	if err := decodeBlock(raw, &blk); err != nil {
-		return nil, false, err
+// reconciliationCase is one case of an attempts_reconciliation block.
+type reconciliationCase struct {
+	Name             string        `json:"name"`
+	BodyAttempts     int           `json:"body_attempts"`
+	HeaderAttempts   attemptsValue `json:"header_attempts"`
+	Property         attemptsValue `json:"property_attempts"`
+	RedeliveryCount  int           `json:"redelivery_count"`
+	ExpectedAttempts int           `json:"expected_attempts"`
+}
+
+// reconcileFunc returns the attempts a binding reconciles for one case of
+// a reconciliation block, and how the case reads in a failure.
+type reconcileFunc func(c reconciliationCase) (got int, describe string)
+
+// runReconciliation runs a canonical attempts_reconciliation block: the
+// binding's reconciled attempts of each case must be its expected ones.
+func runReconciliation(capability func(Binding) (reconcileFunc, bool)) blockRunner {
+	return func(_ context.Context, _ *Suite, raw json.RawMessage, b Binding) ([]namedCase, bool, error) {
+		var blk reconciliationBlock
+		if err := decodeBlock(raw, &blk); err != nil {
+			return nil, false, err
+		}
+		reconcile, ok := capability(b)
+		if !ok {
+			return nil, false, nil
+		}
+		var out []namedCase
+		for i, c := range blk.Cases {
+			out = append(out, namedCase{name: caseName(c.Name, i), run: func() error {
+				if got, what := reconcile(c); got != c.ExpectedAttempts {
+					return fmt.Errorf("%s: attempts = %d, want %d", what, got, c.ExpectedAttempts)
+				}
+				return nil
+			}})
+		}
+		return out, true, nil
 	}
+}
+
+// kafkaReconciliation is the attempts rule of a KafkaReconciler.
+func kafkaReconciliation(b Binding) (reconcileFunc, bool) {
 	r, ok := b.(KafkaReconciler)
 	if !ok {
-		return nil, false, nil
+		return nil, false
 	}
-	var out []namedCase
-	for i, c := range blk.Cases {
-		out = append(out, namedCase{name: caseName(c.Name, i), run: func() error {
-			if got := r.ReconcileKafka(c.BodyAttempts, c.HeaderAttempts.raw, c.HeaderAttempts.present); got != c.ExpectedAttempts {
-				return fmt.Errorf("body %d, header %s: attempts = %d, want %d", c.BodyAttempts, describeAttempts(c.HeaderAttempts), got, c.ExpectedAttempts)
-			}
-			return nil
-		}})
-	}
-	return out, true, nil
+	return func(c reconciliationCase) (int, string) {
+		return r.ReconcileKafka(c.BodyAttempts, c.HeaderAttempts.raw, c.HeaderAttempts.present),
+			fmt.Sprintf("body %d, header %s", c.BodyAttempts, describeAttempts(c.HeaderAttempts))
+	}, true
 }
 
-func runPulsarReconciliation(_ context.Context, _ *Suite, raw json.RawMessage, b Binding) ([]namedCase, bool, error) {
-	var blk reconciliationBlock
-	if err := decodeBlock(raw, &blk); err != nil {
-		return nil, false, err
-	}
+// pulsarReconciliation is the attempts rule of a PulsarReconciler.
+func pulsarReconciliation(b Binding) (reconcileFunc, bool) {
 	r, ok := b.(PulsarReconciler)
 	if !ok {
-		return nil, false, nil
+		return nil, false
 	}
-	var out []namedCase
-	for i, c := range blk.Cases {
-		out = append(out, namedCase{name: caseName(c.Name, i), run: func() error {
-			if got := r.ReconcilePulsar(c.BodyAttempts, c.Property.raw, c.Property.present, c.RedeliveryCount); got != c.ExpectedAttempts {
-				return fmt.Errorf("body %d, property %s, redelivery %d: attempts = %d, want %d", c.BodyAttempts, describeAttempts(c.Property), c.RedeliveryCount, got, c.ExpectedAttempts)
-			}
-			return nil
-		}})
-	}
-	return out, true, nil
+	return func(c reconciliationCase) (int, string) {
+		return r.ReconcilePulsar(c.BodyAttempts, c.Property.raw, c.Property.present, c.RedeliveryCount),
+			fmt.Sprintf("body %d, property %s, redelivery %d", c.BodyAttempts, describeAttempts(c.Property), c.RedeliveryCount)
+	}, true
 }
 
 func describeAttempts(a attemptsValue) string {
