@@ -170,7 +170,7 @@ docanchors: ## Fail when a comment or document names a DESIGN.md heading that do
 
 # The packages whose exported doc comments open with a sentence of at most
 # 25 words (CONTRIBUTING.md, "Code").
-DOC_COMMENT_PACKAGES := core core/driver core/wire core/redrive core/bqtest core/option kafka pulsar idempotency idempotency/sqlstore idempotency/redisstore idempotency/storetest schema otel
+DOC_COMMENT_PACKAGES := core core/driver core/wire core/redrive core/bqtest core/option core/gdpr kafka pulsar idempotency idempotency/sqlstore idempotency/redisstore idempotency/storetest schema otel
 
 .PHONY: doccomments
 doccomments: ## Fail when an exported doc comment of DOC_COMMENT_PACKAGES opens with a sentence over 25 words.

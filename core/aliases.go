@@ -16,7 +16,8 @@ type (
 	// Meta is an Envelope's meta block; see wire.Meta.
 	Meta = wire.Meta
 	// MakeOption sets a field of the Envelope Make builds (wire.WithQueue,
-	// wire.WithTraceID, wire.WithID, wire.WithCreatedAt).
+	// wire.WithTraceID, wire.WithID, wire.WithCreatedAt, wire.WithMeta,
+	// wire.WithMetaExt).
 	MakeOption = wire.MakeOption
 	// Transport is the broker binding an App runs on; see driver.Transport.
 	Transport = driver.Transport

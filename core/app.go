@@ -152,6 +152,9 @@ func (a *App) PublishWithHeaders(ctx context.Context, urn string, data any, head
 	if err := a.validatePayload(urn, env); err != nil {
 		return "", within("publish "+urn+" to "+queue, err)
 	}
+	if env, err = a.protectOutgoing(urn, env); err != nil {
+		return "", fmt.Errorf("babelqueue: publish %s to %s: %w", urn, queue, err)
+	}
 	raw, err := env.Encode()
 	if err != nil {
 		return "", within("publish "+urn+" to "+queue, err)

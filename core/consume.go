@@ -302,6 +302,10 @@ func (a *App) settle(ctx context.Context, msg *ReceivedMessage, d *Delivery) (ou
 	}
 
 	route := env.URN()
+	if dropped := env.DroppedKeys(); dropped != nil {
+		a.reportWarning(ctx, "babelqueue: envelope keys ignored", a.deliveryErr(msg, env, route, &wire.DroppedKeysError{Pointers: dropped}),
+			a.attrs(msg, env, route, slog.Any("keys", dropped))...)
+	}
 	if h, ok := msg.Header(wire.HeaderJob); ok && !wire.IsBlank(h) {
 		route = h
 		if h != env.URN() && a.cfg.onMismatch != nil {
@@ -318,7 +322,11 @@ func (a *App) settle(ctx context.Context, msg *ReceivedMessage, d *Delivery) (ou
 	if h == nil {
 		return a.settleUnknownURN(ctx, msg, env, route)
 	}
-	if out, invalid := a.settleInvalidPayload(ctx, msg, env, route); invalid {
+	henv, out, ok := a.unprotectIncoming(ctx, msg, env, route)
+	if !ok {
+		return out
+	}
+	if out, invalid := a.settleInvalidPayload(ctx, msg, henv, route); invalid {
 		return out
 	}
 
@@ -326,7 +334,7 @@ func (a *App) settle(ctx context.Context, msg *ReceivedMessage, d *Delivery) (ou
 	if d != nil {
 		began = a.cfg.clock.Now()
 	}
-	herr := runHandler(hctx, h, env)
+	herr := runHandler(hctx, h, henv)
 	var took time.Duration
 	if d != nil {
 		took = a.cfg.clock.Now().Sub(began)

@@ -48,6 +48,17 @@ var (
 	// ErrInvalidPayload matches a payload rejected by the App's
 	// PayloadValidator.
 	ErrInvalidPayload = errors.New("babelqueue: invalid payload")
+	// ErrForbiddenKey matches a producer meta entry Make refuses (a core
+	// or forbidden meta key); see wire.WithMeta.
+	ErrForbiddenKey = wire.ErrForbiddenKey
+	// ErrDroppedKeys matches the warning of a delivery whose body carries
+	// keys its envelope ignores. The warning is a *wire.DroppedKeysError
+	// passed to WithOnWarning; the message is handled as usual.
+	ErrDroppedKeys = wire.ErrDroppedKeys
+	// ErrDecryptFailed matches a consumed message whose protected fields
+	// the App's FieldProtector could not decrypt (Settlement.Reason
+	// wire.ReasonDecryptFailed); the protector's own error is wrapped too.
+	ErrDecryptFailed = errors.New("babelqueue: protected fields cannot be decrypted")
 	// ErrBatchAborted is the error of a batch message that was not written
 	// because an earlier message of the same batch failed. A transport that
 	// writes one message at a time stops at the first failure, so that no
@@ -71,3 +82,31 @@ var (
 	// bindings wrap.
 	ErrPublishUnknown = driver.ErrPublishUnknown
 )
+
+// DeliveryError is an error about one delivered message, as reported to
+// the OnError and OnWarning hooks.
+type DeliveryError struct {
+	// Queue is the queue the message was read from.
+	Queue string
+	// URN is the message's route, empty when the body could not be read.
+	URN string
+	// MessageID is meta.id, empty when the body could not be read.
+	MessageID string
+	// Err is what happened.
+	Err error
+}
+
+// Error describes the message and the error.
+func (e *DeliveryError) Error() string {
+	s := "babelqueue: queue " + e.Queue
+	if e.MessageID != "" {
+		s += ", message " + e.MessageID
+	}
+	if e.URN != "" {
+		s += " (" + e.URN + ")"
+	}
+	return s + ": " + e.Err.Error()
+}
+
+// Unwrap returns Err.
+func (e *DeliveryError) Unwrap() error { return e.Err }

@@ -117,7 +117,8 @@ type Settlement struct {
 	Outcome Outcome
 	// Reason is why a message was retried, dead-lettered or dropped:
 	// wire.ReasonFailed, wire.ReasonUnknownURN, wire.ReasonPoison,
-	// wire.ReasonInvalidPayload, wire.ReasonVersionGated, or
+	// wire.ReasonInvalidPayload, wire.ReasonDecryptFailed,
+	// wire.ReasonVersionGated, or
 	// wire.ReasonOversize when its retry copy or dead letter was refused
 	// as too large (ErrTooLarge) and a bounded dead letter took its place
 	// (dead-lettered; dropped with dead-lettering off; Err wraps the

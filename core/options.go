@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/gdpr"
 	"github.com/babelqueue/babelqueue-go/core/option"
 	"github.com/babelqueue/babelqueue-go/core/wire"
 )
@@ -105,6 +106,7 @@ type config struct {
 	hooks            hookSet
 	conc             concurrencyConfig
 	payloadValidator PayloadValidator
+	protector        gdpr.FieldProtector
 	legacyURNs       bool // WithLegacyURNs
 
 	suffixSet bool    // WithDeadLetterSuffix was given

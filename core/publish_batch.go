@@ -242,6 +242,9 @@ func (a *App) batchOutgoing(out *driver.Outgoing, m *BatchMessage, b *batchBuild
 	if err := a.validatePayload(m.URN, env); err != nil {
 		return "", fmt.Errorf("%s to %s: %w", m.URN, queue, err)
 	}
+	if env, err = a.protectOutgoing(m.URN, env); err != nil {
+		return "", fmt.Errorf("%s to %s: %w", m.URN, queue, err)
+	}
 	body, err := b.encode(env, left)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", m.URN, err)

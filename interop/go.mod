@@ -8,6 +8,7 @@ require (
 	github.com/babelqueue/babelqueue-go/core v0.1.0
 	github.com/babelqueue/babelqueue-go/kafka v0.1.0
 	github.com/babelqueue/babelqueue-go/pulsar v0.1.0
+	github.com/babelqueue/babelqueue-go/schema v0.1.0
 	github.com/google/go-cmp v0.7.0
 	github.com/segmentio/kafka-go v0.4.51
 )
@@ -42,6 +43,7 @@ require (
 	github.com/prometheus/client_model v0.6.1 // indirect
 	github.com/prometheus/common v0.55.0 // indirect
 	github.com/prometheus/procfs v0.15.1 // indirect
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
 	github.com/sirupsen/logrus v1.9.3 // indirect
 	github.com/spaolacci/murmur3 v1.1.0 // indirect
 	github.com/x448/float16 v0.8.4 // indirect

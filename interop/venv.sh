@@ -16,7 +16,7 @@ hash="$(sha256sum "$req" | cut -c1-16)"
 dir="${XDG_CACHE_HOME:-$HOME/.cache}/babelqueue/interop-venv-$hash"
 log() { echo "interop venv: $*" >&2; }
 
-if [ -f "$dir/.complete" ] && "$dir/bin/python" -c 'import babelqueue, confluent_kafka, pulsar' 2>/dev/null; then
+if [ -f "$dir/.complete" ] && "$dir/bin/python" -c 'import babelqueue, confluent_kafka, pulsar, cryptography' 2>/dev/null; then
   echo "$dir"
   exit 0
 fi
@@ -40,6 +40,6 @@ mkdir -p "$(dirname "$dir")"
 log "creating $dir"
 python3 -m venv "$dir"
 "$dir/bin/python" -m pip install --quiet --disable-pip-version-check -r "$req"
-"$dir/bin/python" -c 'import babelqueue, confluent_kafka, pulsar; print("interop venv: babelqueue", babelqueue.__version__)' >&2
+"$dir/bin/python" -c 'import babelqueue, confluent_kafka, pulsar, cryptography; print("interop venv: babelqueue", babelqueue.__version__)' >&2
 touch "$dir/.complete"
 echo "$dir"

@@ -357,6 +357,7 @@ func (h *Hooks) OnReinject(ctx context.Context, r *driver.Reinjection) {
 
 // settleErrorType is the error.type of a settled delivery: the reason of
 // one retried, dead-lettered or dropped (failed, unknown_urn, poison,
+// invalid_payload, decrypt_failed,
 // version_gated); settle_failed for one handed back because a settle call
 // failed; none otherwise (handled, released, deleted, or handed back as
 // the consumer stopped).

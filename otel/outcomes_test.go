@@ -18,6 +18,7 @@ import (
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/babelqueue/babelqueue-go/core/bqtest"
 	"github.com/babelqueue/babelqueue-go/core/driver"
+	"github.com/babelqueue/babelqueue-go/core/gdpr"
 )
 
 // handlerTime is how long every handler of these tests runs, on the fake
@@ -30,6 +31,22 @@ const handlerErrType = "*errors.errorString"
 // gatedBody is an envelope of schema version 2, which the version gate
 // rejects.
 const gatedBody = `{"job":"` + testURN + `","trace_id":"t1","data":{},"meta":{"id":"m1","queue":"orders","lang":"php","schema_version":2,"created_at":1},"attempts":0}`
+
+// undecryptableBody carries a protected field no key opens.
+const undecryptableBody = `{"job":"` + testURN + `","trace_id":"t1","data":{"email":"AAAA"},"meta":{"id":"m1","queue":"orders","lang":"php","schema_version":1,"created_at":1},"attempts":0}`
+
+// undecryptable is a field protector for testURN's email.
+func undecryptable() babelqueue.Option {
+	c, err := gdpr.NewAESGCM(make([]byte, 16))
+	if err != nil {
+		panic(err)
+	}
+	p, err := gdpr.NewProtector(gdpr.PathsByURN{testURN: gdpr.NewPaths("email")}, c)
+	if err != nil {
+		panic(err)
+	}
+	return babelqueue.WithFieldProtector(p)
+}
 
 // settled is what one delivery of an outcome case must end with.
 type settled struct {
@@ -90,6 +107,12 @@ func outcomeCases() []outcomeCase {
 		{name: "dead_lettered/unknown_urn", noRoute: true, opts: []babelqueue.Option{strategy(babelqueue.StrategyDeadLetter)},
 			want:     []settled{{outcome: "dead_lettered", reason: "unknown_urn", target: "orders.dlq"}},
 			counters: []string{"consumed outcome=dead_lettered reason=unknown_urn error=unknown_urn", "dead_lettered reason=unknown_urn target=orders.dlq"}},
+		{name: "retried/decrypt_failed", body: undecryptableBody, opts: []babelqueue.Option{undecryptable()}, mem: []bqtest.MemoryOption{tiers},
+			want:     []settled{{outcome: "retried", reason: "decrypt_failed", target: "orders", delayMS: "60000"}},
+			counters: []string{"consumed outcome=retried reason=decrypt_failed error=decrypt_failed", "retried reason=decrypt_failed target=orders"}},
+		{name: "dead_lettered/decrypt_failed", body: undecryptableBody, opts: []babelqueue.Option{one, undecryptable()},
+			want:     []settled{{outcome: "dead_lettered", reason: "decrypt_failed", target: "orders.dlq"}},
+			counters: []string{"consumed outcome=dead_lettered reason=decrypt_failed error=decrypt_failed", "dead_lettered reason=decrypt_failed target=orders.dlq"}},
 		{name: "dead_lettered/poison", body: "not json",
 			want:     []settled{{outcome: "dead_lettered", reason: "poison", target: "orders.dlq"}},
 			counters: []string{"consumed outcome=dead_lettered reason=poison error=poison", "dead_lettered reason=poison target=orders.dlq", "poison"}},

@@ -23,8 +23,9 @@ const (
 )
 
 // prefetcher serves a queue's Pops from the client's receive channel, in
-// one of two modes, and keeps the order the client received the messages
-// in (Pop calls one after another get them in that order).
+// one of two modes, and keeps each partition's order: Pop calls one after
+// another get a partition's messages in the order the client received
+// them.
 //
 // It starts direct: Pop itself takes the next message from the channel on
 // the consume loop's goroutine, as a raw Receive does, and the App decodes
@@ -41,6 +42,16 @@ const (
 // with the handler and the acknowledgement. It hands them over in batches
 // of what the client had ready, so that the goroutines wake each other once
 // per batch rather than once per message.
+//
+// Once it has prepared messages of more than one partition (mixed), it
+// hands them out across the partitions in turn: each Pop (and ReceiveReady)
+// gets the first held delivery of the partition it handed out least
+// recently, looking through the ready batches too, up to
+// maxHeldForPartition deliveries held. The client's channel may begin with
+// a long run of one partition's messages (each partition consumer of the
+// client feeds it on its own); handed out in that order, they would fill
+// the App's pending bound with one partition while the others wait for
+// the receive order to get past the run (pulsar/DESIGN.md, "Receive").
 //
 // A prepared delivery is still only received: until Pop hands it out and
 // it is acknowledged, it is as unsettled as one in the client's receiver
@@ -66,6 +77,14 @@ type prefetcher struct {
 
 	mu   sync.Mutex
 	held []*babelqueue.ReceivedMessage // taken from ready, not yet handed out, in order
+
+	// mixed is set by run once it prepared deliveries of two partitions.
+	// Under mu, turns[part] is the value of handed when a delivery of
+	// partition part was last handed out (0: never), for the partitions
+	// below maxTurnPartitions.
+	mixed  atomic.Bool
+	turns  []uint64
+	handed uint64
 
 	// waiting counts the Pops waiting for a batch (popPrepared); notify,
 	// when set (Transport.NotifyReady), is called after a batch is queued
@@ -111,6 +130,18 @@ func (p *prefetcher) start() {
 
 func (p *prefetcher) run(queue, group string, s *consumerSlot, in <-chan pulsar.ConsumerMessage) {
 	defer close(p.done)
+	first, mixed := int32(-1), false
+	saw := func(rm *babelqueue.ReceivedMessage) *babelqueue.ReceivedMessage {
+		if !mixed {
+			if first < 0 {
+				first = rm.Partition
+			} else if rm.Partition != first {
+				mixed = true
+				p.mixed.Store(true)
+			}
+		}
+		return rm
+	}
 	for {
 		// A message already waiting is taken without the two-way select
 		// (which locks both channels); the select is for an empty channel.
@@ -130,7 +161,7 @@ func (p *prefetcher) run(queue, group string, s *consumerSlot, in <-chan pulsar.
 		}
 		batch := make([]*babelqueue.ReceivedMessage, 0, prefetchBatch)
 		if cm.Message != nil {
-			batch = append(batch, prepared(queue, group, s, cm.Message))
+			batch = append(batch, saw(prepared(queue, group, s, cm.Message)))
 		}
 	more:
 		for len(batch) < prefetchBatch {
@@ -140,7 +171,7 @@ func (p *prefetcher) run(queue, group string, s *consumerSlot, in <-chan pulsar.
 					break more
 				}
 				if cm.Message != nil {
-					batch = append(batch, prepared(queue, group, s, cm.Message))
+					batch = append(batch, saw(prepared(queue, group, s, cm.Message)))
 				}
 			default:
 				break more
@@ -195,7 +226,7 @@ func (p *prefetcher) take() (*babelqueue.ReceivedMessage, bool) {
 			return nil, false
 		}
 	}
-	return p.next(), true
+	return p.nextLocked(), true
 }
 
 // maxHeldForPartition bounds the deliveries takeFrom moves from the ready
@@ -216,7 +247,7 @@ func (p *prefetcher) takeFrom(part int32) (*babelqueue.ReceivedMessage, bool) {
 	for i := 0; ; i++ {
 		for ; i < len(p.held); i++ {
 			if rm := p.held[i]; rm.Partition == part {
-				p.held = slices.Delete(p.held, i, i+1)
+				p.removeLocked(i)
 				return rm, true
 			}
 		}
@@ -279,16 +310,76 @@ func (p *prefetcher) got(b []*babelqueue.ReceivedMessage) *babelqueue.ReceivedMe
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.held = append(p.held, b...)
-	return p.next()
+	return p.nextLocked()
 }
 
-// next removes and returns the first held delivery; p.mu is held and held
-// is not empty.
-func (p *prefetcher) next() *babelqueue.ReceivedMessage {
-	rm := p.held[0]
-	p.held[0] = nil
-	p.held = p.held[1:]
+// maxTurnPartitions bounds the partitions whose turn the prefetcher keeps;
+// a delivery of a partition at or beyond it counts as never handed out.
+const maxTurnPartitions = 1 << 12
+
+// nextLocked removes and returns the held delivery to hand out next: the
+// first one until run has seen two partitions; then the first delivery of
+// the partition handed out least recently (never comes first, then the
+// receive order), after moving the ready batches into held up to
+// maxHeldForPartition deliveries. p.mu is held and held is not empty.
+func (p *prefetcher) nextLocked() *babelqueue.ReceivedMessage {
+	if !p.mixed.Load() {
+		rm := p.held[0]
+		p.removeLocked(0)
+		return rm
+	}
+	for len(p.held) < maxHeldForPartition {
+		select {
+		case b := <-p.ready:
+			p.held = append(p.held, b...)
+			continue
+		default:
+		}
+		break
+	}
+	// Every delivery of one partition has the same turn, so the first one
+	// is kept: the partition's order holds.
+	best, bestTurn := 0, ^uint64(0)
+	for i, rm := range p.held {
+		if t := p.turnLocked(rm.Partition); t < bestTurn {
+			best, bestTurn = i, t
+			if t == 0 {
+				break
+			}
+		}
+	}
+	rm := p.held[best]
+	p.removeLocked(best)
 	return rm
+}
+
+// turnLocked returns when a delivery of partition part was last handed
+// out (0: never). p.mu is held.
+func (p *prefetcher) turnLocked(part int32) uint64 {
+	if i := int(part); i >= 0 && i < len(p.turns) {
+		return p.turns[i]
+	}
+	return 0
+}
+
+// removeLocked removes held delivery i, which is being handed out, and
+// records its partition's turn. p.mu is held.
+func (p *prefetcher) removeLocked(i int) {
+	part := int(p.held[i].Partition)
+	if i == 0 {
+		p.held[0] = nil
+		p.held = p.held[1:]
+	} else {
+		p.held = slices.Delete(p.held, i, i+1)
+	}
+	if part < 0 || part >= maxTurnPartitions {
+		return
+	}
+	if part >= len(p.turns) {
+		p.turns = append(p.turns, make([]uint64, part+1-len(p.turns))...)
+	}
+	p.handed++
+	p.turns[part] = p.handed
 }
 
 // halt stops the prefetcher and waits until its goroutine, if it ever

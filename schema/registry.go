@@ -3,7 +3,9 @@
 // babelqueue.PayloadValidator: pass it to babelqueue.WithPayloadValidator
 // and an App refuses to publish an invalid payload and dead-letters a
 // consumed one (reason invalid_payload) without retrying it. URNs without
-// a schema are not checked.
+// a schema are not checked. It is also a gdpr.PathSource: the properties
+// its schemas mark x-gdpr-sensitive are the fields a gdpr.Protector
+// encrypts (see SensitivePaths).
 package schema
 
 import (
@@ -19,6 +21,7 @@ import (
 	"sync"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/gdpr"
 	"github.com/babelqueue/babelqueue-go/core/wire"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -34,13 +37,14 @@ const URNKey = "x-babelqueue-urn"
 // Registry maps URNs to compiled schemas. It is safe for concurrent use;
 // registering is meant for start-up, validating for any time.
 type Registry struct {
-	mu      sync.RWMutex
-	schemas map[string]*jsonschema.Schema
+	mu        sync.RWMutex
+	schemas   map[string]*jsonschema.Schema
+	sensitive map[string]*gdpr.Paths
 }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{schemas: make(map[string]*jsonschema.Schema)}
+	return &Registry{schemas: make(map[string]*jsonschema.Schema), sensitive: make(map[string]*gdpr.Paths)}
 }
 
 // Register compiles schema (a JSON document, draft-07 unless its $schema
@@ -70,6 +74,9 @@ func (r *Registry) Register(urn string, schema []byte) error {
 		return fmt.Errorf("%w: %s registered twice", ErrSchema, urn)
 	}
 	r.schemas[urn] = sch
+	if p := sensitiveSet(doc); p != nil {
+		r.sensitive[urn] = p
+	}
 	return nil
 }
 

@@ -17,6 +17,11 @@ const (
 	// (babelqueue.WithPayloadValidator); the message is dead-lettered at
 	// once, never retried.
 	ReasonInvalidPayload = "invalid_payload"
+	// ReasonDecryptFailed: the protected fields of the data could not be
+	// decrypted (babelqueue.WithFieldProtector): a wrong or deleted key, or
+	// a tampered value. The message is retried, then dead-lettered; its
+	// handler never runs on unreadable data.
+	ReasonDecryptFailed = "decrypt_failed"
 	// ReasonVersionGated is the Settlement.Reason of a message the version
 	// gate rejected. It is never written as dead_letter.reason: such a
 	// message goes to its dead-letter queue unchanged.
@@ -27,8 +32,8 @@ const (
 // It is written with its keys in the order reason, error, exception,
 // failed_at, original_queue, attempts, lang.
 type DeadLetter struct {
-	// Reason is ReasonFailed, ReasonUnknownURN, ReasonPoison or
-	// ReasonInvalidPayload.
+	// Reason is ReasonFailed, ReasonUnknownURN, ReasonPoison,
+	// ReasonInvalidPayload or ReasonDecryptFailed.
 	Reason string
 	// Error is the error text, or nil (written as null).
 	Error *string

@@ -42,6 +42,8 @@ type parsed struct {
 	createdAt int64
 	attempts  int
 	dl        vspan
+	ext       vspan // meta.ext
+	dropped   uint8 // see Envelope.dropped
 }
 
 // keyBytes returns the unescaped key of m as bytes (no copy when the key has
@@ -98,7 +100,8 @@ func parse(body []byte) (parsed, error) {
 		key := string(keyBytes(body, m))
 		if key == keyMeta {
 			// The last meta counts: forget what an earlier one held.
-			version, p.id, p.queue, p.lang, p.createdAt = vspan{}, vspan{}, vspan{}, vspan{}, 0
+			version, p.id, p.queue, p.lang, p.createdAt, p.ext = vspan{}, vspan{}, vspan{}, vspan{}, 0, vspan{}
+			p.dropped &^= dropForbidden &^ dropTimestamp
 			if m.valStart < len(body) && body[m.valStart] == '{' {
 				// Read meta's members while validating it, instead of
 				// validating it as a value and walking it again.
@@ -139,6 +142,8 @@ func parse(body []byte) (parsed, error) {
 			attempts = spanOf(m)
 		case keyDeadLetter:
 			p.dl = spanOf(m)
+		case "timestamp":
+			p.dropped |= dropTimestamp
 		}
 	}
 	if it.err != nil {
@@ -154,6 +159,9 @@ func parse(body []byte) (parsed, error) {
 	switch {
 	case nonBlankString(body, p.job):
 		p.jobKey = keyJob
+		if urn.ok {
+			p.dropped |= dropURN
+		}
 	case nonBlankString(body, urn):
 		p.job, p.jobKey = urn, keyURN
 	default:
@@ -204,6 +212,10 @@ func parseMeta(b []byte, open, depth int, p *parsed, version *vspan) (int, error
 			p.lang = spanOf(m)
 		case "created_at":
 			p.createdAt, _ = parseInt64(b[m.valStart:m.valEnd])
+		case "ext":
+			p.ext = spanOf(m)
+		case "max_retries", "attempts", "source", "ts":
+			p.dropped |= forbiddenMetaBit(string(keyBytes(b, m)))
 		}
 	}
 	return mi.end, mi.err
@@ -306,8 +318,12 @@ func fillEnvelope(e *Envelope, src string, p parsed) {
 			SchemaVersion: SchemaVersion,
 			CreatedAt:     p.createdAt,
 		},
-		data: src[p.data.start:p.data.end],
-		src:  src,
+		data:    src[p.data.start:p.data.end],
+		src:     src,
+		dropped: p.dropped,
+	}
+	if p.ext.ok {
+		e.ext = src[p.ext.start:p.ext.end]
 	}
 	if p.dl.ok && src[p.dl.start] == '{' {
 		e.DeadLetter = parseDeadLetter(unsafe.Slice(unsafe.StringData(src), len(src)), p.dl.start)

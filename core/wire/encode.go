@@ -54,7 +54,7 @@ func (e *Envelope) AppendEncode(dst []byte) ([]byte, error) {
 // envelope built by Make (exact but for escaped characters and a dead
 // letter).
 func (e *Envelope) EncodedSizeHint() int {
-	return 160 + len(e.data) + len(e.Job) + len(e.TraceID) + len(e.Meta.ID) + len(e.Meta.Queue)
+	return 160 + len(e.data) + len(e.metaExtra) + len(e.Job) + len(e.TraceID) + len(e.Meta.ID) + len(e.Meta.Queue)
 }
 
 func (e *Envelope) check() error {
@@ -91,6 +91,7 @@ func (e *Envelope) appendFresh(dst []byte) []byte {
 	dst = appendInt(dst, int64(e.Meta.SchemaVersion))
 	dst = append(dst, `,"created_at":`...)
 	dst = appendInt(dst, e.Meta.CreatedAt)
+	dst = append(dst, e.metaExtra...)
 	dst = append(dst, `},"attempts":`...)
 	dst = appendInt(dst, int64(e.Attempts))
 	if e.DeadLetter != nil {
@@ -147,6 +148,10 @@ func (e *Envelope) patch() ([]byte, error) {
 		} else {
 			b, err = setDeadLetterBlock(b, *e.DeadLetter)
 		}
+	}
+	if e.dropped&dropForbidden != 0 && err == nil {
+		// Decode dropped them: the envelope does not carry them on.
+		b, err = withoutForbidden(b, e.dropped)
 	}
 	if err != nil {
 		// The received bytes were validated by Decode, so this is a bug.

@@ -55,8 +55,11 @@ type Envelope struct {
 	// DeadLetter is the dead_letter block of a dead-lettered message, or nil.
 	DeadLetter *DeadLetter
 
-	data string // raw JSON object of data ("" means {})
-	src  string // the received body; "" for an envelope built by Make
+	data      string // raw JSON object of data ("" means {})
+	src       string // the received body; "" for an envelope built by Make
+	ext       string // raw JSON of meta.ext; "" for none
+	metaExtra string // the producer meta entries of a new envelope: `,"k":v...`
+	dropped   uint8  // the keys Decode ignored (see DroppedKeys)
 }
 
 // snapshot holds the decoded field values of a decoded envelope, so that

@@ -23,6 +23,10 @@ type MakeOption func(*makeConfig)
 type makeConfig struct {
 	queue, traceID, id string
 	createdAt          time.Time
+	meta               []metaEntry // producer meta entries (WithMeta, WithMetaExt)
+	ext                []metaEntry // the entries of meta.ext (WithMetaExt)
+	extAt              int         // 1 + the index of the ext entry in meta; 0 for none
+	err                error       // the first refused option
 }
 
 // WithQueue sets meta.queue.
@@ -58,6 +62,9 @@ func Make(job string, data any, opts ...MakeOption) (*Envelope, error) {
 	// shares one allocation with the envelope.
 	m := new(madeEnvelope)
 	m.cfg.apply(opts)
+	if err := m.cfg.err; err != nil {
+		return nil, fmt.Errorf("babelqueue: making %s: %w", job, err)
+	}
 	raw, err := encodeData(data)
 	if err != nil {
 		return nil, within("making "+job, err)
@@ -90,6 +97,7 @@ func (c *makeConfig) fill(env *Envelope, job, raw string) {
 	if c.createdAt.IsZero() {
 		c.createdAt = time.Now()
 	}
+	extra, ext := c.metaExtraJSON()
 	*env = Envelope{
 		Job:     job,
 		TraceID: c.traceID,
@@ -100,7 +108,9 @@ func (c *makeConfig) fill(env *Envelope, job, raw string) {
 			SchemaVersion: SchemaVersion,
 			CreatedAt:     c.createdAt.UnixMilli(),
 		},
-		data: raw,
+		data:      raw,
+		metaExtra: extra,
+		ext:       ext,
 	}
 	*c = makeConfig{}
 }

@@ -49,6 +49,54 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+class AesGcmCipher:
+    """The AES-GCM cipher the SDK's gdpr module documents (nonce first, standard base64)."""
+
+    def __init__(self, key_hex: str) -> None:
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+        self._aead = AESGCM(bytes.fromhex(key_hex))
+
+    def encrypt(self, plaintext: bytes) -> str:
+        import os
+
+        nonce = os.urandom(12)
+        return base64.b64encode(nonce + self._aead.encrypt(nonce, plaintext, None)).decode("ascii")
+
+    def decrypt(self, ciphertext: str) -> bytes:
+        raw = base64.b64decode(ciphertext)
+        return self._aead.decrypt(raw[:12], raw[12:], None)
+
+
+def make_envelope(m: Dict[str, Any], queue: str) -> Dict[str, Any]:
+    """``EnvelopeCodec.make`` of one spec message: ``meta`` entries passed through, and the data
+    protected first (``gdpr.protect``) when the message has ``protect`` {key_hex, schema}."""
+    import copy
+
+    from babelqueue import EnvelopeCodec
+    from babelqueue.gdpr import protect
+
+    data = copy.deepcopy(m.get("data", {}))
+    if m.get("protect"):
+        protect(data, m["protect"]["schema"], AesGcmCipher(m["protect"]["key_hex"]))
+    return EnvelopeCodec.make(m["urn"], data, queue=queue, meta=m.get("meta"))
+
+
+def unprotected(spec: Dict[str, Any], envelope: Any) -> Any:
+    """The handler's view of data: with ``unprotect`` {key_hex, schema} in the spec, a copy of
+    the data after ``gdpr.unprotect`` (a DecryptError propagates, failing the handler); the
+    decoded envelope itself is left as received, so a retry re-encodes the ciphertext."""
+    import copy
+
+    from babelqueue.gdpr import unprotect
+
+    if not spec.get("unprotect") or envelope is None:
+        return None
+    data = copy.deepcopy(envelope.get("data"))
+    unprotect(data, spec["unprotect"]["schema"], AesGcmCipher(spec["unprotect"]["key_hex"]))
+    return data
+
+
 def deadline(spec: Dict[str, Any]) -> float:
     return time.time() + float(spec.get("timeout", 60))
 
@@ -92,7 +140,7 @@ def cmd_kafka_publish(spec: Dict[str, Any]) -> None:
 
     transport = kafka_transport(spec)
     for m in spec["messages"]:
-        env = EnvelopeCodec.make(m["urn"], m.get("data", {}), queue=spec["topic"])
+        env = make_envelope(m, spec["topic"])
         if m.get("created_at") is not None:
             env["meta"]["created_at"] = m["created_at"]
         body = EnvelopeCodec.encode(env)
@@ -166,6 +214,7 @@ def cmd_kafka_consume(spec: Dict[str, Any]) -> None:
     def handler(data: Any, meta: Any, envelope: Any) -> None:
         seen["envelope"] = envelope
         seen["at"] = now_ms()
+        seen["clear"] = unprotected(spec, envelope)
         if spec.get("fail"):
             raise RuntimeError("python handler failed")
 
@@ -181,7 +230,8 @@ def cmd_kafka_consume(spec: Dict[str, Any]) -> None:
         seen.clear()
         record = kafka_record(received.handle)
         app.dispatch(received)
-        emit({"record": record, "envelope": seen.get("envelope"), "at": seen.get("at", now_ms()), "settled_at": now_ms()})
+        emit({"record": record, "envelope": seen.get("envelope"), "clear": seen.get("clear"), "at": seen.get("at", now_ms()),
+              "settled_at": now_ms()})
         done += 1
     transport.close()
 
@@ -251,6 +301,20 @@ def cmd_reencode(spec: Dict[str, Any]) -> None:
                      for b in spec["bodies"]]})
 
 
+def cmd_gdpr(spec: Dict[str, Any]) -> None:
+    """Run ``gdpr.protect`` or ``gdpr.unprotect`` (``op``) on ``data`` with ``schema`` and the
+    AES-GCM key ``key_hex``; emit the resulting data, or the error's type and text."""
+    from babelqueue.gdpr import protect, unprotect
+
+    data = spec["data"]
+    try:
+        (protect if spec["op"] == "protect" else unprotect)(data, spec["schema"], AesGcmCipher(spec["key_hex"]))
+    except Exception as exc:  # noqa: BLE001 - reported to the Go side
+        emit({"error": type(exc).__name__, "message": str(exc)})
+        return
+    emit({"data": data})
+
+
 # -- Pulsar ------------------------------------------------------------------
 
 
@@ -282,7 +346,7 @@ def cmd_pulsar_publish(spec: Dict[str, Any]) -> None:
 
     transport = pulsar_transport(spec)
     for m in spec["messages"]:
-        env = EnvelopeCodec.make(m["urn"], m.get("data", {}), queue=spec["topic"])
+        env = make_envelope(m, spec["topic"])
         body = EnvelopeCodec.encode(env)
         transport.publish(spec["topic"], body)
         emit({"body": b64(body.encode("utf-8")), "id": env["meta"]["id"], "at": now_ms()})
@@ -341,6 +405,7 @@ def cmd_pulsar_consume(spec: Dict[str, Any]) -> None:
     def handler(data: Any, meta: Any, envelope: Any) -> None:
         seen["envelope"] = envelope
         seen["at"] = now_ms()
+        seen["clear"] = unprotected(spec, envelope)
         if spec.get("fail"):
             raise RuntimeError("python handler failed")
 
@@ -359,7 +424,8 @@ def cmd_pulsar_consume(spec: Dict[str, Any]) -> None:
         seen.clear()
         record = pulsar_record(received.handle)
         app.dispatch(received)
-        emit({"record": record, "envelope": seen.get("envelope"), "at": seen.get("at", now_ms()), "settled_at": now_ms()})
+        emit({"record": record, "envelope": seen.get("envelope"), "clear": seen.get("clear"), "at": seen.get("at", now_ms()),
+              "settled_at": now_ms()})
         done += 1
     transport.close()
 
@@ -373,6 +439,7 @@ COMMANDS = {
     "kafka-redrive": cmd_kafka_redrive,
     "poison-record": cmd_poison_record,
     "reencode": cmd_reencode,
+    "gdpr": cmd_gdpr,
     "pulsar-publish": cmd_pulsar_publish,
     "pulsar-send-raw": cmd_pulsar_send_raw,
     "pulsar-read": cmd_pulsar_read,

@@ -263,6 +263,9 @@ func readPublishLines(r io.Reader, urn string) ([]publishItem, error) {
 			if err := wire.ValidURN(env.URN()); err != nil {
 				return nil, usagef("stdin line %d: %v", n, err)
 			}
+			if err := wire.CheckOutbound(line); err != nil {
+				return nil, usagef("stdin line %d: %v", n, err)
+			}
 			items = append(items, publishItem{env: append([]byte(nil), line...)})
 			continue
 		}

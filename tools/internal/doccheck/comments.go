@@ -63,14 +63,12 @@ func FirstSentences(root string, dirs []string, max int) ([]Finding, Stats, erro
 	var st Stats
 	for _, dir := range dirs {
 		fset := token.NewFileSet()
-		pkgs, err := parser.ParseDir(fset, filepath.Join(root, dir), func(fi os.FileInfo) bool {
-			return !strings.HasSuffix(fi.Name(), "_test.go")
-		}, parser.ParseComments)
+		pkgs, err := parseDir(fset, filepath.Join(root, dir))
 		if err != nil {
 			return nil, st, err
 		}
-		for _, pkg := range pkgs {
-			if strings.HasSuffix(pkg.Name, "_test") {
+		for pkgName, files := range pkgs {
+			if strings.HasSuffix(pkgName, "_test") {
 				continue
 			}
 			var p doc.Package
@@ -91,7 +89,7 @@ func FirstSentences(root string, dirs []string, max int) ([]Finding, Stats, erro
 					out = append(out, Finding{File: rel, Line: at.Line, Name: name, Words: n, Asides: a})
 				}
 			}
-			for _, f := range pkg.Files {
+			for _, f := range files {
 				for _, decl := range f.Decls {
 					switch d := decl.(type) {
 					case *ast.FuncDecl:
@@ -152,6 +150,28 @@ func FirstSentences(root string, dirs []string, max int) ([]Finding, Stats, erro
 		return out[i].Line < out[j].Line
 	})
 	return out, st, nil
+}
+
+// parseDir parses the non-test Go files of dir with their comments, grouped
+// by package name; build tags are not considered.
+func parseDir(fset *token.FileSet, dir string) (map[string][]*ast.File, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	pkgs := map[string][]*ast.File{}
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.ParseComments)
+		if err != nil {
+			return nil, err
+		}
+		pkgs[f.Name.Name] = append(pkgs[f.Name.Name], f)
+	}
+	return pkgs, nil
 }
 
 func receiverName(e ast.Expr) string {

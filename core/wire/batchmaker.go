@@ -51,6 +51,10 @@ func (m *Maker) Make(left int, job string, data any, opts ...MakeOption) (*Envel
 	c := m.cfg
 	*c = makeConfig{}
 	c.apply(opts)
+	if err := c.err; err != nil {
+		*c = makeConfig{}
+		return nil, fmt.Errorf("babelqueue: making %s: %w", job, err)
+	}
 	if cap(m.data) > maxMakerData {
 		m.data = nil
 	}
