@@ -9,8 +9,8 @@ import (
 )
 
 func init() {
-	register("kafka.property_projection", "KafkaProjector", runKafkaProjection)
-	register("kafka.attempts_reconciliation", "KafkaReconciler", runKafkaReconciliation)
+	register("kafka.property_projection", "KafkaProjector", runProjection(kafkaProjection, func(blk projectionBlock) map[string]string { return blk.Headers }))
+	register("kafka.attempts_reconciliation", "KafkaReconciler", runReconciliation(kafkaReconciliation))
 	register("kafka.schema_version_gate", "KafkaVersionGate", runVersionGate(func(b Binding) (gateFunc, bool) {
 		g, ok := b.(KafkaVersionGate)
 		if !ok {
@@ -18,8 +18,8 @@ func init() {
 		}
 		return g.AdmitKafka, true
 	}))
-	register("pulsar.property_projection", "PulsarProjector", runPulsarProjection)
-	register("pulsar.attempts_reconciliation", "PulsarReconciler", runPulsarReconciliation)
+	register("pulsar.property_projection", "PulsarProjector", runProjection(pulsarProjection, func(blk projectionBlock) map[string]string { return blk.Properties }))
+	register("pulsar.attempts_reconciliation", "PulsarReconciler", runReconciliation(pulsarReconciliation))
 	register("pulsar.schema_version_gate", "PulsarVersionGate", runVersionGate(func(b Binding) (gateFunc, bool) {
 		g, ok := b.(PulsarVersionGate)
 		if !ok {
@@ -71,52 +71,64 @@ type projectionBlock struct {
 	Properties   map[string]string `json:"properties"`
 }
 
-func runKafkaProjection(_ context.Context, s *Suite, raw json.RawMessage, b Binding) ([]namedCase, bool, error) {
-	var blk projectionBlock
-	if err := decodeBlock(raw, &blk); err != nil {
-		return nil, false, err
-	}
-	p, ok := b.(KafkaProjector)
-	if !ok {
-		return nil, false, nil
-	}
-	return []namedCase{{name: blk.EnvelopeFile, run: func() error {
-		body, err := s.ReadFile(blk.EnvelopeFile)
-		if err != nil {
-			return err
+// projectFunc returns the header set a binding projects from an envelope
+// body.
+type projectFunc func(body []byte) ([]Header, error)
+
+// runProjection runs a canonical property_projection block: the binding's
+// projection of the envelope file must be exactly the block's set, as
+// want picks it (Kafka headers or Pulsar properties).
+func runProjection(capability func(Binding) (projectFunc, bool), want func(projectionBlock) map[string]string) blockRunner {
+	return func(_ context.Context, s *Suite, raw json.RawMessage, b Binding) ([]namedCase, bool, error) {
+		var blk projectionBlock
+		if err := decodeBlock(raw, &blk); err != nil {
+			return nil, false, err
 		}
-		got, err := p.KafkaHeaders(body)
-		if err != nil {
-			return fmt.Errorf("project: %w", err)
+		project, ok := capability(b)
+		if !ok {
+			return nil, false, nil
 		}
-		return compareHeaderSet(got, blk.Headers)
-	}}}, true, nil
+		return []namedCase{{name: blk.EnvelopeFile, run: func() error {
+			body, err := s.ReadFile(blk.EnvelopeFile)
+			if err != nil {
+				return err
+			}
+			got, err := project(body)
+			if err != nil {
+				return fmt.Errorf("project: %w", err)
+			}
+			return compareHeaderSet(got, want(blk))
+		}}}, true, nil
+	}
 }
 
-func runPulsarProjection(_ context.Context, s *Suite, raw json.RawMessage, b Binding) ([]namedCase, bool, error) {
-	var blk projectionBlock
-	if err := decodeBlock(raw, &blk); err != nil {
-		return nil, false, err
+// kafkaProjection is the projection of a KafkaProjector.
+func kafkaProjection(b Binding) (projectFunc, bool) {
+	p, ok := b.(KafkaProjector)
+	if !ok {
+		return nil, false
 	}
+	return p.KafkaHeaders, true
+}
+
+// pulsarProjection is the projection of a PulsarProjector, its property
+// map as a list in key order.
+func pulsarProjection(b Binding) (projectFunc, bool) {
 	p, ok := b.(PulsarProjector)
 	if !ok {
-		return nil, false, nil
+		return nil, false
 	}
-	return []namedCase{{name: blk.EnvelopeFile, run: func() error {
-		body, err := s.ReadFile(blk.EnvelopeFile)
-		if err != nil {
-			return err
-		}
+	return func(body []byte) ([]Header, error) {
 		got, err := p.PulsarProperties(body)
 		if err != nil {
-			return fmt.Errorf("project: %w", err)
+			return nil, err
 		}
 		list := make([]Header, 0, len(got))
 		for _, k := range sortedKeys(got) {
 			list = append(list, Header{Key: k, Value: got[k]})
 		}
-		return compareHeaderSet(list, blk.Properties)
-	}}}, true, nil
+		return list, nil
+	}, true
 }
 
 // attemptsValue is header_attempts/property: null or absent = absent, an
@@ -144,56 +156,70 @@ func (a *attemptsValue) UnmarshalJSON(b []byte) error {
 }
 
 type reconciliationBlock struct {
-	Cases []struct {
-		Name             string        `json:"name"`
-		BodyAttempts     int           `json:"body_attempts"`
-		HeaderAttempts   attemptsValue `json:"header_attempts"`
-		Property         attemptsValue `json:"property_attempts"`
-		RedeliveryCount  int           `json:"redelivery_count"`
-		ExpectedAttempts int           `json:"expected_attempts"`
-	} `json:"cases"`
+	Cases []reconciliationCase `json:"cases"`
 }
 
-func runKafkaReconciliation(_ context.Context, _ *Suite, raw json.RawMessage, b Binding) ([]namedCase, bool, error) {
-	var blk reconciliationBlock
-	if err := decodeBlock(raw, &blk); err != nil {
-		return nil, false, err
+// reconciliationCase is one case of an attempts_reconciliation block.
+type reconciliationCase struct {
+	Name             string        `json:"name"`
+	BodyAttempts     int           `json:"body_attempts"`
+	HeaderAttempts   attemptsValue `json:"header_attempts"`
+	Property         attemptsValue `json:"property_attempts"`
+	RedeliveryCount  int           `json:"redelivery_count"`
+	ExpectedAttempts int           `json:"expected_attempts"`
+}
+
+// reconcileFunc returns the attempts a binding reconciles for one case of
+// a reconciliation block, and how the case reads in a failure.
+type reconcileFunc func(c reconciliationCase) (got int, describe string)
+
+// runReconciliation runs a canonical attempts_reconciliation block: the
+// binding's reconciled attempts of each case must be its expected ones.
+func runReconciliation(capability func(Binding) (reconcileFunc, bool)) blockRunner {
+	return func(_ context.Context, _ *Suite, raw json.RawMessage, b Binding) ([]namedCase, bool, error) {
+		var blk reconciliationBlock
+		if err := decodeBlock(raw, &blk); err != nil {
+			return nil, false, err
+		}
+		reconcile, ok := capability(b)
+		if !ok {
+			return nil, false, nil
+		}
+		var out []namedCase
+		for i, c := range blk.Cases {
+			out = append(out, namedCase{name: caseName(c.Name, i), run: func() error {
+				if got, what := reconcile(c); got != c.ExpectedAttempts {
+					return fmt.Errorf("%s: attempts = %d, want %d", what, got, c.ExpectedAttempts)
+				}
+				return nil
+			}})
+		}
+		return out, true, nil
 	}
+}
+
+// kafkaReconciliation is the attempts rule of a KafkaReconciler.
+func kafkaReconciliation(b Binding) (reconcileFunc, bool) {
 	r, ok := b.(KafkaReconciler)
 	if !ok {
-		return nil, false, nil
+		return nil, false
 	}
-	var out []namedCase
-	for i, c := range blk.Cases {
-		out = append(out, namedCase{name: caseName(c.Name, i), run: func() error {
-			if got := r.ReconcileKafka(c.BodyAttempts, c.HeaderAttempts.raw, c.HeaderAttempts.present); got != c.ExpectedAttempts {
-				return fmt.Errorf("body %d, header %s: attempts = %d, want %d", c.BodyAttempts, describeAttempts(c.HeaderAttempts), got, c.ExpectedAttempts)
-			}
-			return nil
-		}})
-	}
-	return out, true, nil
+	return func(c reconciliationCase) (int, string) {
+		return r.ReconcileKafka(c.BodyAttempts, c.HeaderAttempts.raw, c.HeaderAttempts.present),
+			fmt.Sprintf("body %d, header %s", c.BodyAttempts, describeAttempts(c.HeaderAttempts))
+	}, true
 }
 
-func runPulsarReconciliation(_ context.Context, _ *Suite, raw json.RawMessage, b Binding) ([]namedCase, bool, error) {
-	var blk reconciliationBlock
-	if err := decodeBlock(raw, &blk); err != nil {
-		return nil, false, err
-	}
+// pulsarReconciliation is the attempts rule of a PulsarReconciler.
+func pulsarReconciliation(b Binding) (reconcileFunc, bool) {
 	r, ok := b.(PulsarReconciler)
 	if !ok {
-		return nil, false, nil
+		return nil, false
 	}
-	var out []namedCase
-	for i, c := range blk.Cases {
-		out = append(out, namedCase{name: caseName(c.Name, i), run: func() error {
-			if got := r.ReconcilePulsar(c.BodyAttempts, c.Property.raw, c.Property.present, c.RedeliveryCount); got != c.ExpectedAttempts {
-				return fmt.Errorf("body %d, property %s, redelivery %d: attempts = %d, want %d", c.BodyAttempts, describeAttempts(c.Property), c.RedeliveryCount, got, c.ExpectedAttempts)
-			}
-			return nil
-		}})
-	}
-	return out, true, nil
+	return func(c reconciliationCase) (int, string) {
+		return r.ReconcilePulsar(c.BodyAttempts, c.Property.raw, c.Property.present, c.RedeliveryCount),
+			fmt.Sprintf("body %d, property %s, redelivery %d", c.BodyAttempts, describeAttempts(c.Property), c.RedeliveryCount)
+	}, true
 }
 
 func describeAttempts(a attemptsValue) string {

@@ -10,8 +10,8 @@ import (
 func init() {
 	register("babelqueue_go.blank", "BlankRule", runBlank)
 	register("babelqueue_go.attempts_header", "AttemptsHeaderParser", runAttemptsHeader)
-	register("babelqueue_go.kafka_attempts_raw", "KafkaReconciler", runKafkaReconciliation)
-	register("babelqueue_go.pulsar_attempts_raw", "PulsarReconciler", runPulsarReconciliation)
+	register("babelqueue_go.kafka_attempts_raw", "KafkaReconciler", runReconciliation(kafkaReconciliation))
+	register("babelqueue_go.pulsar_attempts_raw", "PulsarReconciler", runReconciliation(pulsarReconciliation))
 	register("babelqueue_go.max_attempts", "AttemptsDecider", runMaxAttempts)
 	register("babelqueue_go.header_merge", "HeaderMerger", runHeaderMerge)
 }

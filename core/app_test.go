@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/babelqueue/babelqueue-go/core/bqtest"
+	"github.com/babelqueue/babelqueue-go/core/internal/testmsg"
 	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
@@ -32,33 +33,17 @@ func testApp(t Transport, opts ...Option) *App {
 	return a
 }
 
-// envBody returns the encoded envelope of urn with the given attempts.
+// envBody returns the encoded envelope of urn with the given attempts
+// (testmsg.Body).
 func envBody(t *testing.T, urn string, attempts int, opts ...MakeOption) string {
 	t.Helper()
-	env, err := Make(urn, map[string]any{"n": 1}, append([]MakeOption{WithQueue("orders")}, opts...)...)
-	if err != nil {
-		t.Fatalf("Make: %v", err)
-	}
-	b, err := env.Encode()
-	if err != nil {
-		t.Fatalf("Encode: %v", err)
-	}
-	if attempts != 0 {
-		b, err = wire.SetAttempts(b, attempts)
-		if err != nil {
-			t.Fatalf("SetAttempts: %v", err)
-		}
-	}
-	return string(b)
+	return testmsg.Body(t, urn, attempts, opts...)
 }
 
+// mustDecode decodes body or fails the test (testmsg.Decode).
 func mustDecode(t *testing.T, body string) *Envelope {
 	t.Helper()
-	env, err := Decode([]byte(body))
-	if err != nil {
-		t.Fatalf("Decode(%s): %v", body, err)
-	}
-	return env
+	return testmsg.Decode(t, body)
 }
 
 func drain(t *testing.T, a *App, queues ...string) int {

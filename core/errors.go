@@ -82,3 +82,31 @@ var (
 	// bindings wrap.
 	ErrPublishUnknown = driver.ErrPublishUnknown
 )
+
+// DeliveryError is an error about one delivered message, as reported to
+// the OnError and OnWarning hooks.
+type DeliveryError struct {
+	// Queue is the queue the message was read from.
+	Queue string
+	// URN is the message's route, empty when the body could not be read.
+	URN string
+	// MessageID is meta.id, empty when the body could not be read.
+	MessageID string
+	// Err is what happened.
+	Err error
+}
+
+// Error describes the message and the error.
+func (e *DeliveryError) Error() string {
+	s := "babelqueue: queue " + e.Queue
+	if e.MessageID != "" {
+		s += ", message " + e.MessageID
+	}
+	if e.URN != "" {
+		s += " (" + e.URN + ")"
+	}
+	return s + ": " + e.Err.Error()
+}
+
+// Unwrap returns Err.
+func (e *DeliveryError) Unwrap() error { return e.Err }

@@ -74,24 +74,24 @@ type laneSet struct {
 	// the same way, so a parked worker waits on this channel alone.
 	wake chan struct{}
 
-	mu        sync.Mutex
-	lanes     laneTable
-	ready     []*lane // scheduled lanes no worker runs yet, in order; each holds a pending message
-	pending   int     // received and not yet settled or handed back
-	receiving bool    // a worker holds the receiver role
-	started   uint64  // receives started so far (the receiver role is held by one worker at a time)
-	returned  uint64  // receives returned so far
-	parked    int     // workers waiting for a token on wake
-	stopping  bool
-	seq       uint64
-	released  map[string]struct{}
-	rr        driver.ReadyReceiver // the transport's receive that never waits, or nil (lanes_refill.go)
-	rn        driver.ReadyNotifier // rr when it also announces ready messages, or nil
-	// pr is the transport's receive that never waits for one partition,
+	mu          sync.Mutex
+	lanes       laneTable
+	ready       []*lane // scheduled lanes no worker runs yet, in order; each holds a pending message
+	pending     int     // received and not yet settled or handed back
+	receiving   bool    // a worker holds the receiver role
+	started     uint64  // receives started so far (the receiver role is held by one worker at a time)
+	returned    uint64  // receives returned so far
+	parked      int     // workers waiting for a token on wake
+	stopping    bool
+	seq         uint64
+	released    map[string]struct{}
+	readyRecv   driver.ReadyReceiver // the transport's receive that never waits, or nil (lanes_refill.go)
+	readyNotify driver.ReadyNotifier // readyRecv when it also announces ready messages, or nil
+	// partRecv is the transport's receive that never waits for one partition,
 	// or nil: a partition lane that settled its last message takes its
 	// partition's next one through it (lanes_refill.go).
-	pr        driver.PartitionReadyReceiver
-	notifying bool // rn calls onReady for this queue
+	partRecv  driver.PartitionReadyReceiver
+	notifying bool // readyNotify calls onReady for this queue
 	// readyMissed: onReady came while the receiver role was held; the
 	// worker that gives the role up acts on it (lanes_refill.go).
 	readyMissed bool
@@ -136,9 +136,9 @@ func (a *App) consumeLanes(ctx context.Context, queue string) error {
 		wake:     make(chan struct{}, n),
 		released: make(map[string]struct{}),
 	}
-	s.rr, _ = a.t.(driver.ReadyReceiver)
-	s.rn, _ = a.t.(driver.ReadyNotifier)
-	s.pr, _ = a.t.(driver.PartitionReadyReceiver)
+	s.readyRecv, _ = a.t.(driver.ReadyReceiver)
+	s.readyNotify, _ = a.t.(driver.ReadyNotifier)
+	s.partRecv, _ = a.t.(driver.PartitionReadyReceiver)
 	s.lanes.init(s.max)
 	// Handlers run on a context that outlives ctx by the settle timeout:
 	// those running when the loop stops get that long to finish.
@@ -185,7 +185,7 @@ func (a *App) consumeLanes(ctx context.Context, queue string) error {
 	s.handBackWaiting(hctx)
 	s.mu.Lock()
 	if s.notifying {
-		s.rn.NotifyReady(queue, nil)
+		s.readyNotify.NotifyReady(queue, nil)
 		s.notifying = false
 	}
 	s.mu.Unlock()
@@ -261,10 +261,10 @@ func (s *laneSet) next(fail context.CancelCauseFunc) *lane {
 			s.pending--
 			continue
 		}
-		if s.rn != nil && !s.notifying {
+		if s.readyNotify != nil && !s.notifying {
 			// Read once, the queue has its binding state: ask it to
 			// announce ready messages from now on.
-			s.notifying = s.rn.NotifyReady(s.queue, s.onReady)
+			s.notifying = s.readyNotify.NotifyReady(s.queue, s.onReady)
 		}
 		l := s.admitLocked(msg, receive)
 		if l == nil {

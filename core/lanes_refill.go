@@ -29,7 +29,7 @@ func (s *laneSet) refillLocked() {
 	if s.receiving || s.pending >= s.max {
 		return
 	}
-	if s.rr == nil || s.halted() {
+	if s.readyRecv == nil || s.halted() {
 		s.wakeOneLocked()
 		return
 	}
@@ -65,7 +65,7 @@ func (s *laneSet) receiveReadyLocked() bool {
 	s.started++
 	receive := s.started
 	s.mu.Unlock()
-	msg, ok := s.rr.ReceiveReady(s.queue)
+	msg, ok := s.readyRecv.ReceiveReady(s.queue)
 	s.mu.Lock()
 	s.receiving = false
 	s.returned = receive
@@ -120,7 +120,7 @@ func (s *laneSet) missedReadyLocked() {
 // filed as a receiver files it. s.mu held; released while the transport
 // is called.
 func (s *laneSet) refillLaneLocked(l *lane) {
-	if s.pr == nil || l.key.kind != laneByPartition || len(l.waiting) > 0 || l.scheduled || l.paused ||
+	if s.partRecv == nil || l.key.kind != laneByPartition || len(l.waiting) > 0 || l.scheduled || l.paused ||
 		l.handingBack || s.receiving || s.pending >= s.max || s.halted() {
 		return
 	}
@@ -130,7 +130,7 @@ func (s *laneSet) refillLaneLocked(l *lane) {
 	s.started++
 	receive := s.started
 	s.mu.Unlock()
-	msg, ok := s.pr.ReceiveReadyFrom(s.queue, l.key.part)
+	msg, ok := s.partRecv.ReceiveReadyFrom(s.queue, l.key.part)
 	s.mu.Lock()
 	s.receiving = false
 	s.returned = receive

@@ -14,6 +14,7 @@ import (
 
 	kafkago "github.com/segmentio/kafka-go"
 
+	"github.com/babelqueue/babelqueue-go/brokertest"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/babelqueue/babelqueue-go/core/wire"
 )
@@ -184,7 +185,7 @@ func TestBenchKafkaPublishBatch(t *testing.T) {
 	}
 	benchLine("kafka-publish-batch-throughput", ours, rawRate)
 	fmt.Printf("bench: kafka-publish-batch-cpu-us-per-record ours=%.2f raw=%.2f ratio=%.2f\n",
-		median(cpus[0]), median(cpus[1]), median(cpus[0])/median(cpus[1]))
+		brokertest.Median(cpus[0]), brokertest.Median(cpus[1]), brokertest.Median(cpus[0])/brokertest.Median(cpus[1]))
 }
 
 // perRequest is records per produce request, 0 when none was sent.

@@ -6,11 +6,10 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/babelqueue/babelqueue-go/brokertest"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	kafkago "github.com/segmentio/kafka-go"
 )
@@ -64,34 +63,13 @@ func TestBenchKafkaAppIOBound(t *testing.T) {
 		rates, cpus = append(rates, r), append(cpus, cpu)
 		// What bare goroutines sleeping 5 ms reach on this machine right
 		// after: the nominal ceiling is not reachable on a loaded host.
-		bare = append(bare, bareSleepRate(inFlight, latency, 2*time.Second))
+		bare = append(bare, brokertest.BareSleepRate(inFlight, latency, 2*time.Second))
 		vsBare = append(vsBare, r/bare[len(bare)-1])
 	}
-	ours := median(rates)
+	ours := brokertest.Median(rates)
 	fmt.Printf("bench: kafka-app-io-bound-throughput ours=%.0f ceiling=%.0f ratio=%.2f\n", ours, ceiling, ours/ceiling)
-	fmt.Printf("bench: kafka-app-io-bound-vs-bare-sleep ours=%.0f raw=%.0f ratio=%.2f\n", ours, median(bare), median(vsBare))
-	fmt.Printf("bench: kafka-app-io-bound-cpu-us-per-record value=%.1f\n", median(cpus))
-}
-
-// bareSleepRate returns how many sleeps of d per second n goroutines that
-// do nothing else complete within run.
-func bareSleepRate(n int, d, run time.Duration) float64 {
-	var count atomic.Int64
-	var wg sync.WaitGroup
-	start := time.Now()
-	end := start.Add(run)
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for time.Now().Before(end) {
-				time.Sleep(d)
-				count.Add(1)
-			}
-		}()
-	}
-	wg.Wait()
-	return float64(count.Load()) / time.Since(start).Seconds()
+	fmt.Printf("bench: kafka-app-io-bound-vs-bare-sleep ours=%.0f raw=%.0f ratio=%.2f\n", ours, brokertest.Median(bare), brokertest.Median(vsBare))
+	fmt.Printf("bench: kafka-app-io-bound-cpu-us-per-record value=%.1f\n", brokertest.Median(cpus))
 }
 
 // TestBenchKafkaConsumeConcurrent compares an App with 64 handlers at once
@@ -127,6 +105,6 @@ func TestBenchKafkaConsumeConcurrent(t *testing.T) {
 		rawCPU, oursCPU = append(rawCPU, cpu[0]), append(oursCPU, cpu[1])
 		fmt.Printf("bench-round: kafka-consume-concurrent-throughput round=%d ours=%.0f raw=%.0f ratio=%.2f cpu-us-per-record ours=%.1f raw=%.1f\n", round+1, r[1], r[0], r[1]/r[0], cpu[1], cpu[0])
 	}
-	benchLine("kafka-consume-concurrent-throughput", median(ours), median(raw))
-	fmt.Printf("bench: kafka-consume-concurrent-cpu-us-per-record ours=%.1f raw=%.1f ratio=%.2f\n", median(oursCPU), median(rawCPU), median(oursCPU)/median(rawCPU))
+	benchLine("kafka-consume-concurrent-throughput", brokertest.Median(ours), brokertest.Median(raw))
+	fmt.Printf("bench: kafka-consume-concurrent-cpu-us-per-record ours=%.1f raw=%.1f ratio=%.2f\n", brokertest.Median(oursCPU), brokertest.Median(rawCPU), brokertest.Median(oursCPU)/brokertest.Median(rawCPU))
 }

@@ -16,6 +16,7 @@ import (
 
 	kafkago "github.com/segmentio/kafka-go"
 
+	"github.com/babelqueue/babelqueue-go/brokertest"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/babelqueue/babelqueue-go/core/driver"
 )
@@ -137,10 +138,10 @@ func TestBenchKafkaPublish(t *testing.T) {
 		oursBytes, rawBytes = append(oursBytes, bytes[0]), append(rawBytes, bytes[1])
 		raw128Rates, ratios128 = append(raw128Rates, r[2]), append(ratios128, r[0]/r[2])
 	}
-	fmt.Printf("bench: kafka-publish-throughput ours=%.0f raw=%.0f ratio=%.2f\n", median(oursRates), median(rawRates), median(ratios))
-	fmt.Printf("bench: kafka-publish-cpu-us-per-record ours=%.1f raw=%.1f ratio=%.2f\n", median(oursCPU), median(rawCPU), median(oursCPU)/median(rawCPU))
-	fmt.Printf("bench: kafka-publish-alloc-bytes-per-record ours=%.0f raw=%.0f ratio=%.2f\n", median(oursBytes), median(rawBytes), median(oursBytes)/median(rawBytes))
-	fmt.Printf("bench: kafka-publish-throughput-raw-batch128 ours=%.0f raw=%.0f ratio=%.2f\n", median(oursRates), median(raw128Rates), median(ratios128))
+	fmt.Printf("bench: kafka-publish-throughput ours=%.0f raw=%.0f ratio=%.2f\n", brokertest.Median(oursRates), brokertest.Median(rawRates), brokertest.Median(ratios))
+	fmt.Printf("bench: kafka-publish-cpu-us-per-record ours=%.1f raw=%.1f ratio=%.2f\n", brokertest.Median(oursCPU), brokertest.Median(rawCPU), brokertest.Median(oursCPU)/brokertest.Median(rawCPU))
+	fmt.Printf("bench: kafka-publish-alloc-bytes-per-record ours=%.0f raw=%.0f ratio=%.2f\n", brokertest.Median(oursBytes), brokertest.Median(rawBytes), brokertest.Median(oursBytes)/brokertest.Median(rawBytes))
+	fmt.Printf("bench: kafka-publish-throughput-raw-batch128 ours=%.0f raw=%.0f ratio=%.2f\n", brokertest.Median(oursRates), brokertest.Median(raw128Rates), brokertest.Median(ratios128))
 
 	const seq = 300
 	lat := make([]time.Duration, 0, seq)
@@ -197,11 +198,11 @@ func TestBenchKafkaConsume(t *testing.T) {
 		fmt.Printf("bench-round: kafka-consume-throughput round=%d raw=%.0f transport=%.0f app=%.0f cpu-us-per-record raw=%.1f transport=%.1f app=%.1f\n",
 			round+1, last(sides[0].rates), last(sides[1].rates), last(sides[2].rates), last(sides[0].cpu), last(sides[1].cpu), last(sides[2].cpu))
 	}
-	rawRate, popRate, appRate := median(sides[0].rates), median(sides[1].rates), median(sides[2].rates)
+	rawRate, popRate, appRate := brokertest.Median(sides[0].rates), brokertest.Median(sides[1].rates), brokertest.Median(sides[2].rates)
 	benchLine("kafka-consume-transport-throughput", popRate, rawRate)
 	oursRate := appRate
 	benchLine("kafka-consume-throughput", oursRate, rawRate)
-	rawCPU, popCPU, appCPU := median(sides[0].cpu), median(sides[1].cpu), median(sides[2].cpu)
+	rawCPU, popCPU, appCPU := brokertest.Median(sides[0].cpu), brokertest.Median(sides[1].cpu), brokertest.Median(sides[2].cpu)
 	fmt.Printf("bench: kafka-consume-transport-cpu-us-per-record ours=%.1f raw=%.1f ratio=%.2f\n", popCPU, rawCPU, popCPU/rawCPU)
 	fmt.Printf("bench: kafka-consume-cpu-us-per-record ours=%.1f raw=%.1f ratio=%.2f\n", appCPU, rawCPU, appCPU/rawCPU)
 }
@@ -428,14 +429,3 @@ type stampClock struct {
 
 func (c *stampClock) set(t time.Time) { c.now.Store(t.UnixNano()) }
 func (c *stampClock) Now() time.Time  { return time.Unix(0, c.now.Load()) }
-
-// median returns the median of xs (the mean of the middle two for an even
-// count); it sorts xs.
-func median(xs []float64) float64 {
-	sort.Float64s(xs)
-	n := len(xs)
-	if n%2 == 1 {
-		return xs[n/2]
-	}
-	return (xs[n/2-1] + xs[n/2]) / 2
-}

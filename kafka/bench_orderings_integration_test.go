@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/babelqueue/babelqueue-go/brokertest"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	kafkago "github.com/segmentio/kafka-go"
 )
@@ -87,11 +88,11 @@ func TestBenchKafkaAppIOBoundOrderings(t *testing.T) {
 			fmt.Printf("bench-round: %s round=%d ours=%.0f ceiling=%.0f ratio=%.2f load-average=%s\n", name, round+1, r, ceiling, r/ceiling, loadAverage())
 			rates = append(rates, r)
 		}
-		ours := median(rates)
+		ours := brokertest.Median(rates)
 		fmt.Printf("bench: %s ours=%.0f ceiling=%.0f ratio=%.2f\n", name, ours, ceiling, ours/ceiling)
 	}
 	// What 6 bare goroutines sleeping 5 ms reach on this host right after:
 	// the ceiling a loaded host leaves.
-	bare := bareSleepRate(inFlight, latency, 2*time.Second)
+	bare := brokertest.BareSleepRate(inFlight, latency, 2*time.Second)
 	fmt.Printf("bench: kafka-app-io-bound-order-bare-sleep ours=%.0f ceiling=%.0f ratio=%.2f\n", bare, ceiling, bare/ceiling)
 }

@@ -12,15 +12,10 @@ import (
 	"github.com/babelqueue/babelqueue-go/core/bqtest"
 )
 
-// TestIntegrationAppConcurrentKeepsPerKeyOrder: 50 keys × 200 numbers on
-// 6 partitions, handled 32 at a time with OrderKey by handlers that take
-// 0–5 ms: every key is handled in its publish order.
-func TestIntegrationAppConcurrentKeepsPerKeyOrder(t *testing.T) {
-	const keys, n, inFlight = 50, 200, 32
-	topic := uniq("it-app-conc")
-	tr := itTransport(t, WithGroupID(uniq("g")))
-	ensure(t, tr, topic, 6)
-	ctx := bgCtx(t, 3*time.Minute)
+// publishKeyedSeq publishes keys × n numbered messages to topic, each
+// key's in order (bqtest.PublishKeyedSeq), through an App of its own.
+func publishKeyedSeq(ctx context.Context, t *testing.T, topic string, keys, n int) {
+	t.Helper()
 	pub, err := babelqueue.NewApp(itTransport(t), quiet)
 	if err != nil {
 		t.Fatal(err)
@@ -31,6 +26,18 @@ func TestIntegrationAppConcurrentKeepsPerKeyOrder(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestIntegrationAppConcurrentKeepsPerKeyOrder: 50 keys × 200 numbers on
+// 6 partitions, handled 32 at a time with OrderKey by handlers that take
+// 0–5 ms: every key is handled in its publish order.
+func TestIntegrationAppConcurrentKeepsPerKeyOrder(t *testing.T) {
+	const keys, n, inFlight = 50, 200, 32
+	topic := uniq("it-app-conc")
+	tr := itTransport(t, WithGroupID(uniq("g")))
+	ensure(t, tr, topic, 6)
+	ctx := bgCtx(t, 3*time.Minute)
+	publishKeyedSeq(ctx, t, topic, keys, n)
 
 	order := bqtest.NewKeyOrder()
 	app, err := babelqueue.NewApp(tr, quiet, babelqueue.WithPollTimeout(time.Second), babelqueue.WithConcurrency(inFlight, babelqueue.OrderKey))
@@ -85,16 +92,7 @@ func TestIntegrationAppPartitionOrderKeepsEachPartitionsOrder(t *testing.T) {
 	tr := itTransport(t, WithGroupID(group))
 	ensure(t, tr, topic, partitions)
 	ctx := bgCtx(t, 3*time.Minute)
-	pub, err := babelqueue.NewApp(itTransport(t), quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := bqtest.PublishKeyedSeq(ctx, keys, n, func(ctx context.Context, key []byte, m bqtest.KeyedSeq) error {
-		_, err := pub.Publish(ctx, "urn:it:seq", m, babelqueue.ToQueue(topic), babelqueue.WithKey(key))
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	publishKeyedSeq(ctx, t, topic, keys, n)
 
 	order := bqtest.NewKeyOrder()
 	gauge := &partitionGauge{running: map[int32]int{}}

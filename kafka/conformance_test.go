@@ -198,7 +198,7 @@ func (b conformanceBinding) ReinjectHeaders(in []conformance.Header) (string, []
 }
 
 func (conformanceBinding) ReinjectWait(recordTime, now time.Time, tier time.Duration) time.Duration {
-	return ReinjectWait(recordTime, tier, now)
+	return reinjectWait(recordTime, tier, now)
 }
 
 func (b conformanceBinding) PublishFromRecord(ctx context.Context, in conformance.PublishFromInput) (conformance.KafkaRecord, error) {

@@ -91,15 +91,3 @@ func ExampleTierForAttempt() {
 	// 4 orders.retry.4
 	// 5 orders.retry.4
 }
-
-// A delayed publish takes the smallest tier that covers the delay.
-func ExampleTierForDelay() {
-	for _, d := range []time.Duration{time.Second, 5 * time.Second, 6 * time.Second, time.Hour} {
-		fmt.Println(d, kafka.TierForDelay(d, kafka.DefaultRetryTiers))
-	}
-	// Output:
-	// 1s 1
-	// 5s 1
-	// 6s 2
-	// 1h0m0s 0
-}

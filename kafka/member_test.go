@@ -10,6 +10,8 @@ import (
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/babelqueue/babelqueue-go/core/driver"
 )
 
 func waitUntil(t *testing.T, what string, cond func() bool) {
@@ -71,6 +73,24 @@ func (mr *memberTestRig) state(p int) asgState {
 	return asgRetired
 }
 
+// revokeHoldingOne puts 20 records in partition 0, receives the first,
+// waits until the reader buffered more ahead, and ends the generation in
+// the background. It returns once the revocation started, with the
+// delivery held and a channel closed when the generation has ended.
+func (mr *memberTestRig) revokeHoldingOne(t *testing.T) (*driver.ReceivedMessage, chan struct{}) {
+	t.Helper()
+	appendRecords(t, mr.rig, 0, 20)
+	held, err := mr.tr.Receive(context.Background(), "orders", time.Second)
+	if err != nil || held == nil {
+		t.Fatalf("Receive = %v, %v", held, err)
+	}
+	waitUntil(t, "records buffered ahead", func() bool { return mr.buffered() > 5 })
+	ended := make(chan struct{})
+	go func() { mr.gen.End(); close(ended) }()
+	waitUntil(t, "the revocation to start", func() bool { return mr.state(0) != asgLive })
+	return held, ended
+}
+
 func (mr *memberTestRig) buffered() int {
 	m := mr.member()
 	m.mu.Lock()
@@ -81,15 +101,7 @@ func (mr *memberTestRig) buffered() int {
 func TestMemberRevocationStopsDispatchAndCommitsTheSettledPrefix(t *testing.T) {
 	mr := newMemberRig(t)
 	ctx := context.Background()
-	appendRecords(t, mr.rig, 0, 20)
-	held, err := mr.tr.Receive(ctx, "orders", time.Second)
-	if err != nil || held == nil {
-		t.Fatalf("Receive = %v, %v", held, err)
-	}
-	waitUntil(t, "records buffered ahead", func() bool { return mr.buffered() > 5 })
-	ended := make(chan struct{})
-	go func() { mr.gen.End(); close(ended) }()
-	waitUntil(t, "the revocation to start", func() bool { return mr.state(0) != asgLive })
+	held, ended := mr.revokeHoldingOne(t)
 	if m, err := mr.tr.Receive(ctx, "orders", 50*time.Millisecond); err != nil || m != nil {
 		t.Fatalf("Receive after revocation = %v, %v; want nothing handed out", m, err)
 	}

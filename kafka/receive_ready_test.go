@@ -95,15 +95,7 @@ func TestReceiveReadyTakesFromReceiveSequence(t *testing.T) {
 func TestReceiveReadyNeverHandsOutARevokedPartition(t *testing.T) {
 	mr := newMemberRig(t)
 	ctx := context.Background()
-	appendRecords(t, mr.rig, 0, 20)
-	held, err := mr.tr.Receive(ctx, "orders", time.Second)
-	if err != nil || held == nil {
-		t.Fatalf("Receive = %v, %v", held, err)
-	}
-	waitUntil(t, "records buffered ahead", func() bool { return mr.buffered() > 5 })
-	ended := make(chan struct{})
-	go func() { mr.gen.End(); close(ended) }()
-	waitUntil(t, "the revocation to start", func() bool { return mr.state(0) != asgLive })
+	held, ended := mr.revokeHoldingOne(t)
 	if m, ok := mr.tr.ReceiveReady("orders"); ok || m != nil {
 		t.Fatalf("ReceiveReady after the revocation started handed out %s", readyKey(m))
 	}

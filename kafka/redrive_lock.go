@@ -18,7 +18,7 @@ import (
 
 // ErrRedriveBusy is returned (wrapped) by Redrive, before it reads, writes
 // or commits anything, when another run holds the cursor. Another run holds
-// it when a member of the lock group RedriveLockGroup(cursor) exists, or
+// it when a member of the lock group "<cursor>.lock" exists, or
 // joined at the same time. A run that was killed holds the cursor until its
 // membership expires, the lock's session timeout (6 s) after its last
 // heartbeat. It matches babelqueue.ErrRedriveBusy.
@@ -27,11 +27,11 @@ var ErrRedriveBusy = fmt.Errorf("kafka: %w", babelqueue.ErrRedriveBusy)
 // RedriveLockSuffix ends the name of the lock group of a redrive cursor.
 const RedriveLockSuffix = ".lock"
 
-// RedriveLockGroup returns the consumer group a run on cursor joins for
+// redriveLockGroup returns the consumer group a run on cursor joins for
 // its whole duration: "<cursor>.lock". The cursor group itself stays
 // without members (its offsets are committed outside a generation, which
 // the broker refuses for a group with members).
-func RedriveLockGroup(cursor string) string { return cursor + RedriveLockSuffix }
+func redriveLockGroup(cursor string) string { return cursor + RedriveLockSuffix }
 
 // Timings of the lock membership.
 const (
@@ -73,7 +73,7 @@ type redriveLock struct {
 // member. cancel is called with the cause when the membership is lost
 // while the run goes on.
 func acquireRedriveLock(ctx context.Context, client *kafkago.Client, cursor string, cancel context.CancelCauseFunc) (*redriveLock, error) {
-	group := RedriveLockGroup(cursor)
+	group := redriveLockGroup(cursor)
 	busy := func(detail string) error {
 		return fmt.Errorf("%w: lock group %q %s (a run that was killed holds it until its session expires, %s after its last heartbeat)",
 			ErrRedriveBusy, group, detail, redriveLockSession)

@@ -24,8 +24,8 @@ func TestRedriveLockBusyWhileRunning(t *testing.T) { scenarioLockBusyWhileRunnin
 func TestRedriveLockDeadRunExpires(t *testing.T) { scenarioLockDeadRunExpires(t, embEnv(t)) }
 
 func TestRedriveLockGroupName(t *testing.T) {
-	if got := RedriveLockGroup(RedriveCursor("orders.dlq")); got != "bq-redrive.orders.dlq.lock" {
-		t.Errorf("RedriveLockGroup = %q", got)
+	if got := redriveLockGroup(RedriveCursor("orders.dlq")); got != "bq-redrive.orders.dlq.lock" {
+		t.Errorf("redriveLockGroup = %q", got)
 	}
 }
 

@@ -2,8 +2,6 @@ package kafka
 
 import (
 	"context"
-	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,34 +24,9 @@ func TestBacklogTimeoutIsBoundedByTheInterval(t *testing.T) {
 // accepts connections and never answers gives every tier an error and
 // zero counts, within the sample's bound; a panicking hook is recovered.
 func TestBacklogSampleOfAnUnansweringBrokerReportsErrors(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var held []net.Conn // accepted, held open, never answered
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			held = append(held, c)
-			mu.Unlock()
-		}
-	}()
-	defer func() {
-		ln.Close()
-		<-done
-		for _, c := range held {
-			c.Close()
-		}
-	}()
+	addr := unansweringBroker(t)
 	var got []driver.ReinjectBacklog
-	tr, err := New(WithBrokers(ln.Addr().String()), WithGroupID("g"), WithRetryTiers(time.Second, 2*time.Second),
+	tr, err := New(WithBrokers(addr), WithGroupID("g"), WithRetryTiers(time.Second, 2*time.Second),
 		WithReinjectHooks(panicky{}, backlogFunc(func(tiers []driver.ReinjectBacklog) { got = tiers })))
 	if err != nil {
 		t.Fatal(err)

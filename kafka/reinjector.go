@@ -18,7 +18,7 @@ import (
 // of its own, or retried and delayed records are never delivered again.
 //
 // For every record it waits until the record timestamp + the tier, clamped
-// to [now, now+tier] (ReinjectWait); writes the value and key byte for byte,
+// to [now, now+tier]; writes the value and key byte for byte,
 // every header but bq-delay and bq-original-topic, to the topic
 // bq-original-topic names; and commits the retry offset only after the
 // broker acknowledged that write (at-least-once). Partitions wait
@@ -287,7 +287,7 @@ func (w *partitionWorker) run(ctx context.Context) {
 
 // due is when a record stamped ts becomes due, seen at now: ts + the tier,
 // but at most now + the tier (a future-dated record waits one tier), as
-// ReinjectWait clamps it.
+// reinjectWait clamps it.
 func (w *partitionWorker) due(ts, now time.Time) time.Time {
 	if ts.After(now) {
 		ts = now

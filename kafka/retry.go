@@ -46,7 +46,7 @@ func (t *Transport) PublishRetryForAttempt(ctx context.Context, from *babelqueue
 // Deprecated: CONTRACT.md 6.5 picks the retry tier from the attempt count, not from a
 // delay. Use PublishRetryForAttempt.
 func (t *Transport) PublishRetry(ctx context.Context, from *babelqueue.ReceivedMessage, delay time.Duration) error {
-	n := TierForDelay(delay, t.cfg.tiers)
+	n := tierForDelay(delay, t.cfg.tiers)
 	if n == 0 {
 		return fmt.Errorf("%w: delay %v", ErrDelayUnsupported, delay)
 	}

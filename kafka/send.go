@@ -128,7 +128,7 @@ func (t *Transport) sendDelayed(ctx context.Context, out *driver.Outgoing) (driv
 // delayedRecord builds the record of a delayed publish, to the smallest
 // tier that covers out.Delay, and the receipt naming it.
 func (t *Transport) delayedRecord(out *driver.Outgoing) (kafkago.Message, driver.Receipt, error) {
-	n := TierForDelay(out.Delay, t.cfg.tiers)
+	n := tierForDelay(out.Delay, t.cfg.tiers)
 	if n == 0 {
 		return kafkago.Message{}, driver.Receipt{Partition: -1}, fmt.Errorf("%w: delay %v", ErrDelayUnsupported, out.Delay)
 	}

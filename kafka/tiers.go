@@ -26,10 +26,10 @@ func TierForAttempt(attemptsBefore, tiers int) int {
 	return min(attemptsBefore, tiers-1) + 1
 }
 
-// TierForDelay returns the 1-based tier of the smallest tier that is at
+// tierForDelay returns the 1-based tier of the smallest tier that is at
 // least delay, or 0 when none is. None is when the delay exceeds the
 // largest tier or there are no tiers. tiers must be ascending.
-func TierForDelay(delay time.Duration, tiers []time.Duration) int {
+func tierForDelay(delay time.Duration, tiers []time.Duration) int {
 	for i, d := range tiers {
 		if d >= delay {
 			return i + 1
@@ -38,11 +38,11 @@ func TierForDelay(delay time.Duration, tiers []time.Duration) int {
 	return 0
 }
 
-// ReinjectWait returns how long, at time now, a re-injector waits before
+// reinjectWait returns how long, at time now, a re-injector waits before
 // carrying a record stamped ts of a tier of length tier. It waits until
 // ts+tier, clamped to [0, tier], so an old record is carried at once and a
 // future-dated one waits at most one tier.
-func ReinjectWait(ts time.Time, tier time.Duration, now time.Time) time.Duration {
+func reinjectWait(ts time.Time, tier time.Duration, now time.Time) time.Duration {
 	w := ts.Add(tier).Sub(now)
 	if w < 0 {
 		return 0

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/babelqueue/babelqueue-go/brokertest"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 )
 
@@ -84,15 +85,15 @@ func ioBoundRounds(b *consumeBench, name string) {
 		vsRaw = append(vsRaw, rates[len(rates)-1]/rawRates[len(rawRates)-1])
 		// What bare goroutines sleeping 5 ms reach on this machine right
 		// after: the nominal ceiling is not reachable on a loaded host.
-		bare = append(bare, bareSleepRate(inFlight, latency, 2*time.Second))
+		bare = append(bare, brokertest.BareSleepRate(inFlight, latency, 2*time.Second))
 		vsBare = append(vsBare, rates[len(rates)-1]/bare[len(bare)-1])
 	}
-	ours := median(rates)
+	ours := brokertest.Median(rates)
 	fmt.Printf("bench: %s-throughput ours=%.0f ceiling=%.0f ratio=%.2f\n", name, ours, ceiling, ours/ceiling)
-	fmt.Printf("bench: %s-vs-bare-sleep ours=%.0f raw=%.0f ratio=%.2f\n", name, ours, median(bare), median(vsBare))
-	fmt.Printf("bench: %s-vs-raw-client ours=%.0f raw=%.0f ratio=%.2f\n", name, ours, median(rawRates), median(vsRaw))
+	fmt.Printf("bench: %s-vs-bare-sleep ours=%.0f raw=%.0f ratio=%.2f\n", name, ours, brokertest.Median(bare), brokertest.Median(vsBare))
+	fmt.Printf("bench: %s-vs-raw-client ours=%.0f raw=%.0f ratio=%.2f\n", name, ours, brokertest.Median(rawRates), brokertest.Median(vsRaw))
 	if len(cpus) > 0 {
-		fmt.Printf("bench: %s-cpu-us-per-record value=%.1f\n", name, median(cpus))
+		fmt.Printf("bench: %s-cpu-us-per-record value=%.1f\n", name, brokertest.Median(cpus))
 	}
 }
 
@@ -109,27 +110,6 @@ func TestBenchPulsarConsumeConcurrent(t *testing.T) {
 	pairedMetrics([]string{"pulsar-consume-concurrent-throughput", "pulsar-consume-concurrent-cpu-throughput"}, 5,
 		func() []float64 { return b.ours(benchConsumeMessages, 0, nil, conc) },
 		func() []float64 { return b.raw(benchConsumeMessages) })
-}
-
-// bareSleepRate returns how many sleeps of d per second n goroutines that
-// do nothing else complete within run.
-func bareSleepRate(n int, d, run time.Duration) float64 {
-	var count atomic.Int64
-	var wg sync.WaitGroup
-	start := time.Now()
-	end := start.Add(run)
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for time.Now().Before(end) {
-				time.Sleep(d)
-				count.Add(1)
-			}
-		}()
-	}
-	wg.Wait()
-	return float64(count.Load()) / time.Since(start).Seconds()
 }
 
 // rawConcurrent consumes n messages (keyed as the App's rounds) with a raw

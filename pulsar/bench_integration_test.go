@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
+	"github.com/babelqueue/babelqueue-go/brokertest"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/babelqueue/babelqueue-go/core/bqtest"
 	"github.com/babelqueue/babelqueue-go/core/wire"
@@ -136,7 +136,7 @@ func pairedMetrics(names []string, rounds int, ours, raw func() []float64) {
 		if len(ratios[i]) == 0 {
 			continue
 		}
-		fmt.Printf("bench: %s ours=%.0f raw=%.0f ratio=%.2f\n", name, median(oursV[i]), median(rawV[i]), median(ratios[i]))
+		fmt.Printf("bench: %s ours=%.0f raw=%.0f ratio=%.2f\n", name, brokertest.Median(oursV[i]), brokertest.Median(rawV[i]), brokertest.Median(ratios[i]))
 	}
 }
 
@@ -150,12 +150,11 @@ func rates(n int, wall, cpu time.Duration, cpuKnown bool) []float64 {
 	return out
 }
 
-func median(v []float64) float64 {
-	sort.Float64s(v)
-	if len(v)%2 == 1 {
-		return v[len(v)/2]
-	}
-	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+// processCPU returns bqtest.ProcessCPU, and false where the platform does
+// not tell the process's CPU time.
+func processCPU() (time.Duration, bool) {
+	d := bqtest.ProcessCPU()
+	return d, d > 0
 }
 
 func benchProducerOptions(topic string) pulsar.ProducerOptions {
@@ -244,9 +243,9 @@ func TestBenchPulsarPublishThroughput(t *testing.T) {
 		for _, v := range allocs[side] {
 			n, b, broker = append(n, v[0]), append(b, v[1]), append(broker, v[2])
 		}
-		fmt.Printf("bench-alloc: pulsar-publish side=%s allocs-per-msg=%.1f bytes-per-msg=%.0f\n", side, median(n), median(b))
+		fmt.Printf("bench-alloc: pulsar-publish side=%s allocs-per-msg=%.1f bytes-per-msg=%.0f\n", side, brokertest.Median(n), brokertest.Median(b))
 		if brokerPID > 0 {
-			fmt.Printf("bench-broker: pulsar-publish side=%s broker-cpu-us-per-msg=%.1f\n", side, median(broker))
+			fmt.Printf("bench-broker: pulsar-publish side=%s broker-cpu-us-per-msg=%.1f\n", side, brokertest.Median(broker))
 		}
 	}
 }

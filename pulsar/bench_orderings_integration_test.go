@@ -167,9 +167,9 @@ func TestBenchPulsarAppIOBoundOrderings(t *testing.T) {
 				name, round+1, subscriptionTypeName(c.st), r, ceiling, r/ceiling, loadAverage())
 			rates = append(rates, r)
 		}
-		ours := median(rates)
+		ours := brokertest.Median(rates)
 		fmt.Printf("bench: %s ours=%.0f ceiling=%.0f ratio=%.2f\n", name, ours, ceiling, ours/ceiling)
 	}
-	bare := bareSleepRate(inFlight, latency, 2*time.Second)
+	bare := brokertest.BareSleepRate(inFlight, latency, 2*time.Second)
 	fmt.Printf("bench: pulsar-app-io-bound-order-bare-sleep ours=%.0f ceiling=%.0f ratio=%.2f\n", bare, ceiling, bare/ceiling)
 }

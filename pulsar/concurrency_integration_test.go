@@ -14,6 +14,23 @@ import (
 	"github.com/babelqueue/babelqueue-go/core/driver"
 )
 
+// publishKeyedSeq publishes keys × n numbered messages to q, each key's in
+// order (bqtest.PublishKeyedSeq), through an App of its own on a Shared
+// subscription.
+func publishKeyedSeq(ctx context.Context, t *testing.T, q string, keys, n int) {
+	t.Helper()
+	pub, err := babelqueue.NewApp(newIntegrationTransport(t, WithSubscriptionType(pulsar.Shared)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bqtest.PublishKeyedSeq(ctx, keys, n, func(ctx context.Context, key []byte, m bqtest.KeyedSeq) error {
+		_, err := pub.Publish(ctx, "urn:it:seq", m, babelqueue.ToQueue(q), babelqueue.WithKey(key))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // testConcurrentPerKeyOrder publishes 50 keys × 200 numbers with keys,
 // each key's numbers in order, and handles them 32 at a time with
 // OrderKey by handlers that take 0–5 ms on a subscription of type st:
@@ -25,18 +42,9 @@ func testConcurrentPerKeyOrder(t *testing.T, st pulsar.SubscriptionType) {
 	if _, err := tr.consumerFor(q); err != nil { // subscribe before publishing
 		t.Fatal(err)
 	}
-	pub, err := babelqueue.NewApp(newIntegrationTransport(t, WithSubscriptionType(pulsar.Shared)))
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if err := bqtest.PublishKeyedSeq(ctx, keys, n, func(ctx context.Context, key []byte, m bqtest.KeyedSeq) error {
-		_, err := pub.Publish(ctx, "urn:it:seq", m, babelqueue.ToQueue(q), babelqueue.WithKey(key))
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	publishKeyedSeq(ctx, t, q, keys, n)
 
 	order := bqtest.NewKeyOrder()
 	app, err := babelqueue.NewApp(tr, babelqueue.WithPollTimeout(time.Second), babelqueue.WithConcurrency(inFlight, babelqueue.OrderKey))
@@ -82,18 +90,9 @@ func TestIntegrationAppConcurrentKeepsPartitionOrderFailover(t *testing.T) {
 	if _, err := tr.consumerFor(q); err != nil { // subscribe before publishing
 		t.Fatal(err)
 	}
-	pub, err := babelqueue.NewApp(newIntegrationTransport(t, WithSubscriptionType(pulsar.Shared)))
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if err := bqtest.PublishKeyedSeq(ctx, keys, n, func(ctx context.Context, key []byte, m bqtest.KeyedSeq) error {
-		_, err := pub.Publish(ctx, "urn:it:seq", m, babelqueue.ToQueue(q), babelqueue.WithKey(key))
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	publishKeyedSeq(ctx, t, q, keys, n)
 
 	order := bqtest.NewKeyOrder()
 	keyed := order.Handler(2 * time.Millisecond)
