@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -127,6 +128,24 @@ func TestOptionsRejectBadValues(t *testing.T) {
 	tel, err := New(nil, WithLinkMemory(0))
 	if err != nil || tel.cfg.system != DefaultSystem || tel.links.cap != 0 {
 		t.Errorf("defaults: %v, system %q", err, tel.cfg.system)
+	}
+}
+
+// TestNewReportsEveryOptionProblem passes several bad options at once and
+// checks that the one error names each of them, not only the first.
+func TestNewReportsEveryOptionProblem(t *testing.T) {
+	_, err := New(WithSystem(""), WithLinkMemory(-3), WithPropagator(nil))
+	if !errors.Is(err, babelqueue.ErrInvalidOption) {
+		t.Fatalf("New returned %v, want ErrInvalidOption", err)
+	}
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok || len(joined.Unwrap()) != 3 {
+		t.Fatalf("New returned %v, want three joined option errors", err)
+	}
+	for _, want := range []string{"blank messaging system", "negative link memory -3", "nil propagator"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not report %q", err, want)
+		}
 	}
 }
 
