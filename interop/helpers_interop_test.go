@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +23,7 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/babelqueue/babelqueue-go/brokertest"
+	"github.com/babelqueue/babelqueue-go/brokertest/kafkaread"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/babelqueue/babelqueue-go/kafka"
 )
@@ -422,57 +422,7 @@ func runReinjector(t testing.TB, tr *kafka.Transport, topics ...string) {
 // elapsed. Records come sorted by partition then offset.
 func readKafka(t testing.TB, topic string, want int, within, settle time.Duration) []kafkago.Message {
 	t.Helper()
-	bs := kafkaBrokers(t)
-	ctx, cancel := context.WithTimeout(context.Background(), within)
-	defer cancel()
-	client := &kafkago.Client{Addr: kafkago.TCP(bs...), Transport: &kafkago.Transport{}}
-	meta, err := client.Metadata(ctx, &kafkago.MetadataRequest{Topics: []string{topic}})
-	if err != nil || len(meta.Topics) != 1 || meta.Topics[0].Error != nil {
-		t.Fatalf("metadata of %s: %v %+v", topic, err, meta)
-	}
-	var (
-		mu   sync.Mutex
-		got  []kafkago.Message
-		full = make(chan struct{})
-		once sync.Once
-		wg   sync.WaitGroup
-	)
-	rctx, rcancel := context.WithCancel(ctx)
-	for _, p := range meta.Topics[0].Partitions {
-		wg.Add(1)
-		go func(p int) {
-			defer wg.Done()
-			r := kafkago.NewReader(kafkago.ReaderConfig{Brokers: bs, Topic: topic, Partition: p, MinBytes: 1, MaxBytes: 10 << 20, MaxWait: 100 * time.Millisecond})
-			defer r.Close()
-			for {
-				m, err := r.ReadMessage(rctx)
-				if err != nil {
-					return
-				}
-				mu.Lock()
-				got = append(got, m)
-				if len(got) >= want {
-					once.Do(func() { close(full) })
-				}
-				mu.Unlock()
-			}
-		}(p.ID)
-	}
-	select {
-	case <-full:
-		time.Sleep(settle)
-	case <-ctx.Done():
-	}
-	rcancel()
-	wg.Wait()
-	mu.Lock()
-	defer mu.Unlock()
-	sort.Slice(got, func(i, j int) bool {
-		if got[i].Partition != got[j].Partition {
-			return got[i].Partition < got[j].Partition
-		}
-		return got[i].Offset < got[j].Offset
-	})
+	got := kafkaread.All(t, kafkaBrokers(t), topic, want, within, settle)
 	if len(got) < want {
 		t.Fatalf("%s holds %d records within %v, want %d", topic, len(got), within, want)
 	}
