@@ -38,6 +38,18 @@ func itTransport(t testing.TB, opts ...Option) *Transport {
 }
 
 // ensure creates topic (partitions), its retry tiers and its DLQ.
+// itApp creates topic with the given partitions on tr's broker and returns
+// an App on tr whose default queue is topic.
+func itApp(t testing.TB, tr *Transport, topic string, partitions int) *babelqueue.App {
+	t.Helper()
+	ensure(t, tr, topic, partitions)
+	app, err := babelqueue.NewApp(tr, babelqueue.WithDefaultQueue(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return app
+}
+
 func ensure(t testing.TB, tr *Transport, topic string, partitions int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
