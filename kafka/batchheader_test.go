@@ -92,7 +92,16 @@ func requestFrame(apiKey, version int16, corr int32, bodyLen int) []byte {
 func tapAll(t testing.TB, request, response []byte, chunk int) []batchHeader {
 	t.Helper()
 	var got []batchHeader
-	tap := newFetchTap(&scriptConn{r: bytes.NewReader(response), chunk: chunk}, func(h batchHeader) { got = append(got, h) }, nil)
+	tapThrough(t, request, response, chunk, func(h batchHeader) { got = append(got, h) }, nil)
+	return got
+}
+
+// tapThrough writes request to a fetchTap made with onBatch and onRecord in
+// pieces of chunk bytes, then reads response through it (in reads of chunk
+// bytes) to the end.
+func tapThrough(t testing.TB, request, response []byte, chunk int, onBatch func(batchHeader), onRecord func(recordKey)) {
+	t.Helper()
+	tap := newFetchTap(&scriptConn{r: bytes.NewReader(response), chunk: chunk}, onBatch, onRecord)
 	for p := request; len(p) > 0; {
 		n := min(chunk, len(p))
 		if _, err := tap.Write(p[:n]); err != nil {
@@ -103,7 +112,7 @@ func tapAll(t testing.TB, request, response []byte, chunk int) []batchHeader {
 	buf := make([]byte, 4096)
 	for {
 		if _, err := tap.Read(buf); errors.Is(err, io.EOF) {
-			return got
+			return
 		} else if err != nil {
 			t.Fatal(err)
 		}

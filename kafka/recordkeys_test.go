@@ -5,8 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
-	"errors"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -24,22 +22,8 @@ import (
 func tapKeys(t testing.TB, request, response []byte, chunk int) []recordKey {
 	t.Helper()
 	var got []recordKey
-	tap := newFetchTap(&scriptConn{r: bytes.NewReader(response), chunk: chunk}, nil, func(k recordKey) { got = append(got, k) })
-	for p := request; len(p) > 0; {
-		n := min(chunk, len(p))
-		if _, err := tap.Write(p[:n]); err != nil {
-			t.Fatal(err)
-		}
-		p = p[n:]
-	}
-	buf := make([]byte, 4096)
-	for {
-		if _, err := tap.Read(buf); errors.Is(err, io.EOF) {
-			return got
-		} else if err != nil {
-			t.Fatal(err)
-		}
-	}
+	tapThrough(t, request, response, chunk, nil, func(k recordKey) { got = append(got, k) })
+	return got
 }
 
 // keyedBatch encodes records at base with the given keys (nil: a null key)
