@@ -50,6 +50,26 @@ func itApp(t testing.TB, tr *Transport, topic string, partitions int) *babelqueu
 	return app
 }
 
+// startReinjector starts tr's re-injector of topic under ctx. The returned
+// stop cancels it, waits for Run to return and fails the test when Run
+// returned an error.
+func startReinjector(t testing.TB, ctx context.Context, tr *Transport, topic string) (stop func()) {
+	t.Helper()
+	r, err := tr.NewReinjector(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(rctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Reinjector.Run: %v", err)
+		}
+	}
+}
+
 func ensure(t testing.TB, tr *Transport, topic string, partitions int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
