@@ -594,20 +594,7 @@ func TestIntegrationSecondReinjectorJoiningMidWaitLosesNothing(t *testing.T) {
 	ensure(t, pub, topic, 3)
 	ctx := bgCtx(t, 120*time.Second)
 	start := func() func() {
-		tr := itTransport(t, WithReinjectGroupID(group), tiers)
-		r, err := tr.NewReinjector(topic)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rctx, stop := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- r.Run(rctx) }()
-		return func() {
-			stop()
-			if err := <-done; err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		}
+		return startReinjector(t, ctx, itTransport(t, WithReinjectGroupID(group), tiers), topic)
 	}
 	stopA := start()
 	defer stopA()

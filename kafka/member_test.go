@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"testing"
 	"time"
 
@@ -159,40 +158,9 @@ func TestMemberConcurrentAcksCommitMonotonically(t *testing.T) {
 	for p := range 3 {
 		appendRecords(t, mr.rig, p, per)
 	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	seen := map[string]int{}
-	errs := make(chan error, 8)
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				m, err := mr.tr.Receive(ctx, "orders", 100*time.Millisecond)
-				if err != nil {
-					errs <- err
-					return
-				}
-				if m == nil {
-					return
-				}
-				d, _ := recordOf(m)
-				mu.Lock()
-				seen[fmt.Sprintf("%d@%d", d.msg.Partition, d.msg.Offset)]++
-				mu.Unlock()
-				time.Sleep(time.Duration(rand.IntN(200)) * time.Microsecond)
-				if err := mr.tr.Ack(ctx, m); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	seen := receiveAndAckAll(t, ctx, mr.tr, 8, 100*time.Millisecond, func() {
+		time.Sleep(time.Duration(rand.IntN(200)) * time.Microsecond)
+	})
 	if len(seen) != 3*per {
 		t.Fatalf("%d distinct records handed out, want %d", len(seen), 3*per)
 	}
