@@ -135,25 +135,17 @@ func TestAppStopKeepsTheAckOfARunningHandler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	started, release := make(chan struct{}), make(chan struct{})
-	var calls atomic.Int32
-	app.Handle("urn:babel:orders:created", func(context.Context, *babelqueue.Envelope) error {
-		if calls.Add(1) == 1 {
-			close(started)
-			<-release
-			return nil
-		}
-		return errors.New("only the first record may be handled")
-	})
+	fb := newFirstCallBlocks()
+	app.Handle("urn:babel:orders:created", fb.handle)
 	for i := range 3 {
 		mr.log.append("orders", 0, kafkago.Message{Key: fmt.Appendf(nil, "k%d", i), Value: []byte(envelope(t, 0))})
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	consumed := make(chan error, 1)
 	go func() { consumed <- app.Consume(ctx, "orders") }()
-	<-started
+	<-fb.started
 	stopWithWaitingHandedBack(t, mr.member(), cancel)
-	close(release)
+	close(fb.release)
 	if err := <-consumed; err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +155,7 @@ func TestAppStopKeepsTheAckOfARunningHandler(t *testing.T) {
 	if out := logs.String(); strings.Contains(out, "level=ERROR") {
 		t.Fatalf("an ERROR was logged:\n%s", out)
 	}
-	if n := calls.Load(); n != 1 {
+	if n := fb.calls.Load(); n != 1 {
 		t.Fatalf("handler ran %d times, want 1", n)
 	}
 	next, err := mr.tr.Receive(context.Background(), "orders", time.Second)
@@ -237,4 +229,24 @@ func TestMemberCommitOfAHandedBackAssignmentGoesThroughItsSuccessor(t *testing.T
 	if c := mr.offsets.get("orders", 0); c != 2 {
 		t.Fatalf("a commit of the handed-back assignment moved the offset to %d, want it to stay 2", c)
 	}
+}
+
+// firstCallBlocks is a handler whose first call closes started and waits
+// for release, then succeeds; every later call fails. calls counts them.
+type firstCallBlocks struct {
+	started, release chan struct{}
+	calls            atomic.Int32
+}
+
+func newFirstCallBlocks() *firstCallBlocks {
+	return &firstCallBlocks{started: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (f *firstCallBlocks) handle(context.Context, *babelqueue.Envelope) error {
+	if f.calls.Add(1) == 1 {
+		close(f.started)
+		<-f.release
+		return nil
+	}
+	return errors.New("only the first record may be handled")
 }
