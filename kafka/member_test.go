@@ -34,6 +34,24 @@ type memberTestRig struct {
 
 func memberRig(t *testing.T) *rig { return newMemberRig(t).rig }
 
+// wantCommitted fails the test unless partition of "orders" is committed
+// at next (the next offset to read).
+func (mr *memberTestRig) wantCommitted(t *testing.T, partition, next int) {
+	t.Helper()
+	if c := mr.offsets.get("orders", partition); c != int64(next) {
+		t.Fatalf("partition %d: committed next offset %d, want %d", partition, c, next)
+	}
+}
+
+// wantBudgetEmpty fails the test unless the read-ahead budget holds no
+// record and no byte.
+func (mr *memberTestRig) wantBudgetEmpty(t *testing.T) {
+	t.Helper()
+	if r, b := mr.tr.budget.held(); r != 0 || b != 0 {
+		t.Fatalf("budget holds %d records, %d bytes", r, b)
+	}
+}
+
 func newMemberRig(t *testing.T, opts ...Option) *memberTestRig {
 	t.Helper()
 	rg := &rig{t: t, log: newFakeLog(), offsets: newFakeOffsets()}
@@ -113,12 +131,8 @@ func TestMemberRevocationStopsDispatchAndCommitsTheSettledPrefix(t *testing.T) {
 		t.Fatalf("Ack within the revoke timeout: %v", err)
 	}
 	<-ended
-	if c := mr.offsets.get("orders", 0); c != 1 {
-		t.Fatalf("committed next offset %d, want 1", c)
-	}
-	if r, b := mr.tr.budget.held(); r != 0 || b != 0 {
-		t.Fatalf("budget holds %d records, %d bytes after the revocation", r, b)
-	}
+	mr.wantCommitted(t, 0, 1)
+	mr.wantBudgetEmpty(t)
 }
 
 func TestMemberAckAfterRevocationCommitsNothing(t *testing.T) {
@@ -139,9 +153,7 @@ func TestMemberAckAfterRevocationCommitsNothing(t *testing.T) {
 			t.Fatalf("Ack %s after revocation = %v, want ErrRevoked", k, err)
 		}
 	}
-	if c := mr.offsets.get("orders", 1); c != 1 {
-		t.Fatalf("committed next offset %d, want 1", c)
-	}
+	mr.wantCommitted(t, 1, 1)
 	// The next generation (this member again) reads the rest again.
 	gen2 := newFakeGen(mr.log, mr.offsets, map[string][]int{"orders": {1}})
 	mr.group.gens <- gen2
