@@ -25,6 +25,7 @@ import (
 	"github.com/babelqueue/babelqueue-go/brokertest"
 	"github.com/babelqueue/babelqueue-go/brokertest/kafkaread"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
 	"github.com/babelqueue/babelqueue-go/kafka"
 )
 
@@ -115,25 +116,8 @@ type peer struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	lines  chan []byte
-	stderr *lockedBuffer
+	stderr *bqtest.SyncBuffer
 	done   chan error
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // startPeer starts `peer.py command spec`; its stdout lines arrive on
@@ -154,7 +138,7 @@ func startPeer(t testing.TB, command string, spec any) *peer {
 		specArg = "@" + f
 	}
 	cmd := exec.Command(pythonBin(t), filepath.Join("peer", "peer.py"), command, specArg)
-	p := &peer{name: command, cmd: cmd, lines: make(chan []byte, 4096), stderr: &lockedBuffer{}, done: make(chan error, 1)}
+	p := &peer{name: command, cmd: cmd, lines: make(chan []byte, 4096), stderr: &bqtest.SyncBuffer{}, done: make(chan error, 1)}
 	cmd.Stderr = p.stderr
 	if p.stdin, err = cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
