@@ -5,9 +5,7 @@ package integration
 import (
 	"context"
 	"log/slog"
-	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -111,19 +109,7 @@ func TestKafkaProcessSpanNamesTheRecord(t *testing.T) {
 func TestPulsarProcessSpanNamesPartitionAndSubscription(t *testing.T) {
 	queue := brokertest.Topic(t, "otel-rec")
 	sub := brokertest.Topic(t, "sub")
-	req, err := http.NewRequest(http.MethodPut, brokertest.PulsarAdminURL(t)+"/admin/v2/persistent/public/default/"+queue+"/partitions", strings.NewReader("2"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		t.Fatalf("create partitioned %s: %s", queue, resp.Status)
-	}
+	brokertest.PulsarPartitionedTopic(t, queue, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	// A second subscription, made before the publish, reads where each
