@@ -362,20 +362,7 @@ func newApp(t testing.TB, tr babelqueue.Transport, opts ...babelqueue.Option) *b
 // runApp consumes queues with app until the test ends.
 func runApp(t testing.TB, app *babelqueue.App, queues ...string) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- app.Consume(ctx, queues...) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("Consume: %v", err)
-			}
-		case <-time.After(20 * time.Second):
-			t.Error("Consume did not stop")
-		}
-	})
+	bqtest.RunUntilCleanup(t, "Consume", 20*time.Second, func(ctx context.Context) error { return app.Consume(ctx, queues...) })
 }
 
 // runReinjector runs our re-injector over topic's tiers until the test ends.
@@ -385,20 +372,7 @@ func runReinjector(t testing.TB, tr *kafka.Transport, topics ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("Reinjector.Run: %v", err)
-			}
-		case <-time.After(20 * time.Second):
-			t.Error("Reinjector did not stop")
-		}
-	})
+	bqtest.RunUntilCleanup(t, "Reinjector.Run", 20*time.Second, func(ctx context.Context) error { return r.Run(ctx) })
 }
 
 // readKafka reads every partition of topic from the start without a

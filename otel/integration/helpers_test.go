@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
 	bqotel "github.com/babelqueue/babelqueue-go/otel"
 )
 
@@ -219,20 +220,7 @@ func (h *harness) observations(t *testing.T, name string, want map[string]string
 // consume runs app.Consume(queue) until the end of the test.
 func consume(t *testing.T, app *babelqueue.App, queue string) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- app.Consume(ctx, queue) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("Consume: %v", err)
-			}
-		case <-time.After(20 * time.Second):
-			t.Error("Consume did not stop")
-		}
-	})
+	bqtest.RunUntilCleanup(t, "Consume", 20*time.Second, func(ctx context.Context) error { return app.Consume(ctx, queue) })
 }
 
 // closeWithin closes at cleanup and fails the test when close does not
