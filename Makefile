@@ -130,7 +130,7 @@ outbox-kill: ## Outbox SIGKILL test: 10,000 rows relayed from PostgreSQL to Kafk
 	@BQ_BROKERS="kafka postgres" $(BROKERS) $(GO) run ./outbox/integration/cmd/bqoutboxkill -rows 10000 -kills 12 -timeout 5m
 
 .PHONY: fuzz
-fuzz: ## Run every fuzz target for FUZZTIME (default 10s) each.
+fuzz: ## Run every fuzz target for FUZZTIME (default 10s) each; failing inputs are kept in the package's testdata/fuzz.
 	@for m in $(MODULES); do \
 	  for pkg in $$(cd $$m && $(GO) list ./...); do \
 	    dir=$$(cd $$m && $(GO) list -f '{{.Dir}}' $$pkg); \
@@ -139,6 +139,12 @@ fuzz: ## Run every fuzz target for FUZZTIME (default 10s) each.
 	    done; \
 	  done; \
 	done
+
+.PHONY: fuzz-ci
+fuzz-ci: ## Every fuzz target for FUZZTIME_CI (default 4s) each, so that a parser change that panics fails CI (about 2-3 min in all).
+	@start=$$(date +%s); $(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME_CI); echo "== fuzz-ci took $$(( $$(date +%s) - start ))s"
+
+FUZZTIME_CI ?= 4s
 
 .PHONY: lint
 lint: verify-versions modgraph readmecheck tidy-check sizecheck docsize docanchors doccomments ## gofmt check, go vet, staticcheck (pinned), actionlint (pinned), version list, module graph, README table and Quick start, tidy go.mod files, no large file, design-document anchors, doc comment openings.
@@ -227,21 +233,35 @@ chaos: ## Chaos suite, full: per broker 10,000 envelopes, 22 SIGKILLs, a broker 
 	@$(MAKE) --no-print-directory cluster-tests
 
 .PHONY: chaos-short
-chaos-short: ## Chaos suite, short (for CI): per broker 3,000 envelopes, 6 SIGKILLs, a broker kill -9 and restart; the same with 16 handlers per consumer (no broker restart); a producer SIGKILLed 5 times mid-publish.
+chaos-short: ## Chaos suite, short (CI runs chaos-ci instead): per broker 3,000 envelopes, 6 SIGKILLs, a broker kill -9 and restart; the same with 16 handlers per consumer (no broker restart); a producer SIGKILLed 5 times mid-publish.
 	@$(MAKE) --no-print-directory chaos-run CHAOS_RUNS='run -scenario concurrent -concurrency 16 -n 3000 -kills 6 -duration 75s -broker-restart no;run -n 3000 -kills 6 -duration 75s;producer-kill -n 1500 -kills 5 -duration 20s'
 
+.PHONY: chaos-ci
+chaos-ci: ## Chaos suite, CI-sized (every kind of proof once, 20-30 min): per broker SIGKILLs with a broker kill -9 and restart and 16 handlers per consumer, redrive-kill, redrive-restart, SIGTERM, producer-kill and the leak check; Pulsar restart-exclusive; then the restart tests and the three-node Kafka cluster scenarios.
+	@$(if $(filter kafka,$(CHAOS_BROKER_LIST)),$(MAKE) --no-print-directory chaos-run CHAOS_BROKER_LIST=kafka CHAOS_RUNS='$(CHAOS_CI_KAFKA)')
+	@$(if $(filter pulsar,$(CHAOS_BROKER_LIST)),$(MAKE) --no-print-directory chaos-run CHAOS_BROKER_LIST=pulsar CHAOS_RUNS='$(CHAOS_CI_PULSAR)')
+	@$(MAKE) --no-print-directory restart-tests
+	@$(if $(filter kafka,$(CHAOS_BROKER_LIST)),$(MAKE) --no-print-directory cluster-tests)
+
+# chaos-ci's scenarios: ';' separates scenarios run on brokers started for
+# them alone, '+' joins scenarios that share one broker start (those that
+# never kill it, and Kafka's two redrive scenarios: a Kafka broker restarted
+# on its data serves at once). Pulsar's run on its Shared subscription with
+# a broker restart is restart-shared.
+CHAOS_CI_KAFKA := run -scenario concurrent-restart -concurrency 16 -n 1500 -kills 4 -duration 40s;redrive-chaos -n 1000 -kills 4 -duration 20s+redrive-chaos -n 1000 -kills 0 -duration 20s;run -graceful -n 1000 -kills 4 -duration 30s+producer-kill -n 800 -kills 3 -duration 12s+leak -cycles 10
+CHAOS_CI_PULSAR := run -scenario restart-shared -concurrency 16 -n 1500 -kills 4 -duration 40s;run -scenario restart-exclusive -subscription exclusive -n 1000 -kills 2 -duration 30s;redrive-chaos -n 1000 -kills 4 -duration 20s;redrive-chaos -n 1000 -kills 0 -duration 20s;run -graceful -n 1000 -kills 4 -duration 30s+producer-kill -n 800 -kills 3 -duration 12s+leak -cycles 10
+
 .PHONY: chaos-run
-chaos-run: # CHAOS_RUNS: ';'-separated bqchaos command lines, run on each broker of CHAOS_BROKER_LIST in turn, each on brokers started for it alone.
+chaos-run: # CHAOS_RUNS: ';'-separated groups of '+'-joined bqchaos command lines, run on each broker of CHAOS_BROKER_LIST in turn; each group on brokers started for it alone.
 	@mkdir -p $(CHAOS_BIN)
 	$(GO) build -o $(CHAOS_BIN)/bqchaos ./chaos/cmd/bqchaos
 	$(GO) build -o $(CHAOS_BIN)/bq ./tools/cmd/bq
 	@for b in $(CHAOS_BROKER_LIST); do \
 	  echo "== chaos $$b"; \
 	  bash -c 'set -e; IFS=";" read -r -a runs <<<"$$3"; \
-	    for r in "$${runs[@]}"; do read -r -a a <<<"$$r"; start=$$(date +%s); \
-	      echo "== bqchaos $${a[*]} -broker $$1"; \
-	      env $(CHAOS_ENV) BQ_BROKERS="$$1" $(BROKERS) "$$0" "$${a[@]}" -broker "$$1" $$( [ "$${a[0]}" = run ] && echo -bq "$$2" ); \
-	      echo "== took $$(( $$(date +%s) - start ))s"; done' \
+	    for r in "$${runs[@]}"; do start=$$(date +%s); \
+	      env $(CHAOS_ENV) BQ_BROKERS="$$1" $(BROKERS) $(CURDIR)/chaos/rungroup.sh "$$0" "$$2" "$$1" "$$r"; \
+	      echo "== group took $$(( $$(date +%s) - start ))s (broker start included)"; done' \
 	    $(CHAOS_BIN)/bqchaos $$b $(CHAOS_BIN)/bq '$(CHAOS_RUNS)' || exit 1; \
 	done
 
@@ -250,4 +270,4 @@ setup: ## Install what the tests need besides Go when missing (Debian/Ubuntu: Ja
 	@.ci/setup.sh
 
 .PHONY: ci
-ci: setup lint test conformance proxytest integration interop outbox-kill chaos-short ## Everything CI runs, from a fresh Debian machine: setup, lint, unit tests, conformance, the release proxy test, real-broker integration tests, the Python SDK interop scenarios, the outbox SIGKILL test (20-45 s), the short chaos run.
+ci: setup lint test fuzz-ci conformance proxytest integration interop outbox-kill chaos-ci ## Everything CI runs, from a fresh Debian machine: setup, lint, unit tests, every fuzz target briefly, conformance, the release proxy test, real-broker integration tests, the Python SDK interop scenarios, the outbox SIGKILL test (20-45 s), the CI-sized chaos suite with the restart and cluster tests.

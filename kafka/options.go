@@ -271,10 +271,41 @@ func WithReaderFactory(f func(queue string) Reader) Option {
 	return func(c *config) { c.readerFactory = f }
 }
 
-// WithWriter makes every write go through w (a fake in tests) instead of a
-// Writer built by the transport. The caller owns w: Close leaves it open.
+// WithWriter makes every write go through w instead of a Writer built by the
+// transport; w must make one attempt per call. The caller owns w: Close
+// leaves it open.
+//
+// One attempt per WriteMessages is what lets a failed publish be classified
+// as refused or unknown (publish_outcome.go). New therefore refuses a
+// *kafkago.Writer whose MaxAttempts is not 1 (0 means kafka-go's default,
+// 10), also behind wrappers that expose it with an Unwrap() Writer method.
 func WithWriter(w Writer) Option {
-	return func(c *config) { c.writer = w }
+	return func(c *config) {
+		if n, ok := writerAttempts(w); ok && n != 1 {
+			c.fail("WithWriter: the kafka-go Writer has MaxAttempts %d (0 is kafka-go's default, 10); set it to 1: the transport retries only writes known to be refused", n)
+			return
+		}
+		c.writer = w
+	}
+}
+
+// writerAttempts returns the MaxAttempts of the kafka-go Writer that w is
+// or wraps (through Unwrap() Writer), and false when w is none.
+func writerAttempts(w Writer) (int, bool) {
+	for range 16 { // bounded: a wrapper chain that loops is not followed forever
+		switch v := w.(type) {
+		case *kafkago.Writer:
+			if v == nil {
+				return 0, false
+			}
+			return v.MaxAttempts, true
+		case interface{ Unwrap() Writer }:
+			w = v.Unwrap()
+		default:
+			return 0, false
+		}
+	}
+	return 0, false
 }
 
 // WithRetryTiers configures the delays of the retry-topic pattern

@@ -50,7 +50,8 @@ func (w *partitionWorker) reinjection(out, in *kafkago.Message, due, written tim
 		}
 	}
 	return driver.Reinjection{
-		Tier: w.topic, TierIndex: w.tierIndex, Queue: out.Topic, Delay: delay,
+		Tier: w.topic, TierIndex: w.tierIndex, Partition: in.Partition, Offset: in.Offset,
+		Queue: out.Topic, Delay: delay,
 		Lag: written.Sub(due), Err: err,
 	}
 }

@@ -93,10 +93,10 @@ func TestReinjectHooksReportTierDelayAndLag(t *testing.T) {
 	rg.waitRecords("orders", 4)
 	got := log.wait(t, 4)
 	want := []driver.Reinjection{
-		{Tier: "orders.retry.1", TierIndex: 1, Queue: "orders", Delay: 1234 * time.Millisecond, Lag: 2 * time.Second},
-		{Tier: "orders.retry.1", TierIndex: 1, Queue: "orders", Delay: tier1, Lag: 2 * time.Second},
-		{Tier: "orders.retry.1", TierIndex: 1, Queue: "orders", Delay: tier1, Lag: 5 * time.Second},
-		{Tier: "orders.retry.2", TierIndex: 2, Queue: "orders", Delay: tier2, Lag: 10 * time.Second},
+		{Tier: "orders.retry.1", TierIndex: 1, Partition: 1, Offset: 0, Queue: "orders", Delay: 1234 * time.Millisecond, Lag: 2 * time.Second},
+		{Tier: "orders.retry.1", TierIndex: 1, Partition: 0, Offset: 1, Queue: "orders", Delay: tier1, Lag: 2 * time.Second},
+		{Tier: "orders.retry.1", TierIndex: 1, Partition: 0, Offset: 0, Queue: "orders", Delay: tier1, Lag: 5 * time.Second},
+		{Tier: "orders.retry.2", TierIndex: 2, Partition: 0, Offset: 0, Queue: "orders", Delay: tier2, Lag: 10 * time.Second},
 	}
 	if diff := cmp.Diff(want, got, cmpopts.EquateErrors()); diff != "" {
 		t.Fatalf("re-injections (-want +got):\n%s", diff)
@@ -158,7 +158,7 @@ func TestReinjectHooksReportFailedWritesAndSurvivePanics(t *testing.T) {
 	rg.waitTimers(1) // backing off after the failed write
 	failures := log.wait(t, 2)
 	for i, ev := range failures {
-		want := driver.Reinjection{Tier: "orders.retry.1", TierIndex: 1, Queue: "orders", Delay: time.Second, Lag: 59 * time.Second, Err: down}
+		want := driver.Reinjection{Tier: "orders.retry.1", TierIndex: 1, Offset: int64(i), Queue: "orders", Delay: time.Second, Lag: 59 * time.Second, Err: down}
 		if diff := cmp.Diff(want, ev, cmpopts.EquateErrors()); diff != "" {
 			t.Errorf("failure %d (-want +got):\n%s", i, diff)
 		}
@@ -170,9 +170,15 @@ func TestReinjectHooksReportFailedWritesAndSurvivePanics(t *testing.T) {
 	rg.waitRecords("orders", 2)
 	rg.waitCommitted("orders.retry.1", 0, 2) // the panics changed nothing
 	got := log.wait(t, 4)
+	// The successful write reports the same records, at the same
+	// positions, as the failed one: a record carried twice is told from
+	// two records by its tier, partition and offset.
 	var ok int
 	for _, ev := range got {
 		if ev.Err == nil {
+			if ev.Partition != 0 || ev.Offset != int64(ok) {
+				t.Errorf("carried record %d reported at %d/%d, want 0/%d", ok, ev.Partition, ev.Offset, ok)
+			}
 			ok++
 			if ev.Lag != 59*time.Second+100*time.Millisecond {
 				t.Errorf("lag %v, want 59.1s", ev.Lag)

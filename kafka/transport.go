@@ -16,6 +16,9 @@ import (
 // WriteMessages returns once every record was acknowledged by the broker, or
 // with an error. It must not change the records' byte slices: a new
 // message's value and header values are read-only views of its strings.
+// It makes one attempt per call (a kafka-go Writer: MaxAttempts 1; see
+// WithWriter), so that a failed write can be classified as refused or
+// unknown.
 type Writer interface {
 	WriteMessages(ctx context.Context, msgs ...kafkago.Message) error
 }

@@ -49,12 +49,14 @@ func TestIntegrationOversizeDeadLetterIsBounded(t *testing.T) {
 	var handled atomic.Int32
 	var mu sync.Mutex
 	var reported []error
-	app, err := babelqueue.NewApp(tr, babelqueue.WithPollTimeout(200*time.Millisecond),
+	app, err := babelqueue.NewApp(tr, babelqueue.WithPollTimeout(200*time.Millisecond), babelqueue.WithLegacyURNs(),
 		babelqueue.WithOnError(func(err error) { mu.Lock(); reported = append(reported, err); mu.Unlock() }))
 	if err != nil {
 		t.Fatal(err)
 	}
-	app.Handle("urn:a", func(context.Context, *babelqueue.Envelope) error { handled.Add(1); return nil })
+	if err := app.Handle("urn:a", func(context.Context, *babelqueue.Envelope) error { handled.Add(1); return nil }); err != nil {
+		t.Fatal(err)
+	}
 	actx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- app.Consume(actx, q) }()

@@ -89,6 +89,7 @@ func (t *Transport) Redrive(ctx context.Context, dlq string, plan redrive.Plan) 
 		after:     make(map[string]string),
 		guards:    make(map[string]bool),
 		highest:   make(map[string]pulsar.MessageID),
+		recent:    newRecentAcks(maxRecentAcks),
 	}
 	defer r.close()
 	if err := r.open(ctx); err != nil {
@@ -118,6 +119,9 @@ type redriveRun struct {
 	moved     map[string]bool            // sources already copied (from the journal)
 	copied    map[string]bool            // sources whose copy a recovery scan found (not journaled)
 	from      map[string]string          // partition topic -> encoded ID the run's first copies land after
+	recent    *recentAcks                // sources this run acknowledged with a copy in a target
+	inherited map[string]bool            // sources an earlier clean run acknowledged last (its closing record's Recent)
+	base      string                     // the journal ID of that closing record ("" when none)
 	journaled bool                       // this run wrote a journal record
 	recovered bool                       // the journal named work to carry on
 
@@ -175,7 +179,8 @@ func (r *redriveRun) open(ctx context.Context) error {
 		return err
 	}
 	r.moved, r.copied, r.from = rec.moved, rec.copied, rec.from
-	r.recovered = rec.interrupted || len(rec.moved) > 0
+	r.inherited, r.base = rec.recent, rec.base
+	r.recovered = rec.interrupted || len(rec.moved) > 0 || len(rec.recent) > 0
 	for _, g := range rec.guards {
 		r.guards[g] = true
 	}
@@ -343,16 +348,19 @@ func idAfter(a, b pulsar.MessageID) bool {
 // rescan handles a redelivery (m, see observe) within a run. A Pulsar
 // broker killed with -9 can forget acknowledgements it had confirmed (it
 // persists a cursor's position lazily), and then delivers again dead
-// letters this run already moved. rescan settles the batch in hand, then
-// collects the sources of every copy written to the targets since the
-// run's first position (from; the guard subscriptions keep them), so that
-// such a dead letter is acknowledged without being copied again.
+// letters this run already moved. rescan settles the batch in hand. While
+// the run remembers every source it acknowledged with a copy (recent has
+// forgotten none), examine recognises such a dead letter and nothing is
+// read. Past that bound it collects the sources of every copy written to
+// the targets since the run's first position (from; the guard
+// subscriptions keep them), so that such a dead letter is acknowledged
+// without being copied again.
 func (r *redriveRun) rescan(ctx context.Context, m pulsar.Message) error {
 	r.rewoundAt = nil
 	if err := r.settle(ctx); err != nil {
 		return err
 	}
-	if !r.plan.DryRun && len(r.from) > 0 {
+	if !r.plan.DryRun && len(r.from) > 0 && r.recent.evicted {
 		r.t.warn(fmt.Sprintf("redrive: %s delivered %s again (a reconnect; acknowledgements the broker forgot are redelivered): scanning %d target partitions for copies already written", r.topic, m.ID(), len(r.from)))
 		for part, from := range r.from {
 			found, err := copiesWritten(ctx, r.c, part, from, nil)
@@ -406,7 +414,7 @@ func (r *redriveRun) examine(group []pulsar.Message) bool {
 	moves, keeps := 0, 0
 	for _, m := range group {
 		e := &redriveEntry{msg: m, rm: rawReceived(r.dlq, r.cons, m), source: sourceOf(m)}
-		if r.moved[e.source] || r.copied[e.source] {
+		if r.moved[e.source] || r.copied[e.source] || r.inherited[e.source] || r.recent.has(e.source) {
 			e.act = actAck
 			e.item = redrive.Item{Outcome: redrive.AlreadyMoved}
 			if env, err := babelqueue.Decode([]byte(e.rm.Body)); err == nil {
@@ -529,6 +537,10 @@ func (r *redriveRun) settle(ctx context.Context) error {
 			if e.act == actAck {
 				delete(r.moved, e.source)
 				delete(r.copied, e.source)
+				delete(r.inherited, e.source)
+			}
+			if e.act == actMove || e.act == actAck {
+				r.recent.add(e.source)
 			}
 		}
 		r.plan.Report(r.res, e.item)
@@ -566,6 +578,10 @@ func (r *redriveRun) writeCopies(ctx context.Context, moves []*redriveEntry) err
 	}
 	rec.Guards = r.guardList()
 	rec.From = maps.Clone(r.from)
+	// Carried even once every inherited source was read again: their
+	// acknowledgements by this run may be forgotten too, and their copies
+	// lie before this run's from.
+	rec.Base = r.base
 	if _, err := writeJournal(ctx, r.journal, rec); err != nil {
 		return fmt.Errorf("%w: %w", babelqueue.ErrSettle, err)
 	}
@@ -667,12 +683,15 @@ func (r *redriveRun) producer(topic string) (pulsar.Producer, error) {
 
 // finish ends a run that settled everything with a journal record naming
 // no pending batch, so that the next run scans nothing, then removes the
-// guard subscriptions no record needs any more.
+// guard subscriptions no record needs any more. The record names the
+// sources acknowledged last (Recent): a broker killed with -9 after the
+// run ended may deliver those dead letters again, and the next run then
+// acknowledges them without a copy.
 func (r *redriveRun) finish(ctx context.Context) error {
 	if r.plan.DryRun || (!r.journaled && !r.recovered && len(r.guards) == 0) {
 		return nil
 	}
-	rec := journalRecord{Moved: movedList(r.moved), Guards: r.guardList()}
+	rec := journalRecord{Moved: movedList(r.moved), Guards: r.guardList(), Recent: r.recentList()}
 	last, err := writeJournal(ctx, r.journal, rec)
 	if err != nil {
 		return fmt.Errorf("%w: %w", babelqueue.ErrSettle, err)
@@ -689,7 +708,7 @@ func (r *redriveRun) finish(ctx context.Context) error {
 		}
 		delete(r.guards, g)
 	}
-	if id, err := writeJournal(ctx, r.journal, journalRecord{Moved: rec.Moved, Guards: r.guardList()}); err != nil {
+	if id, err := writeJournal(ctx, r.journal, journalRecord{Moved: rec.Moved, Guards: r.guardList(), Recent: rec.Recent}); err != nil {
 		errs = append(errs, err)
 	} else {
 		last = id
@@ -712,6 +731,22 @@ func (r *redriveRun) trimJournal(last pulsar.MessageID) {
 	if err := r.retain.Seek(last); err != nil {
 		r.t.warn("redrive: trimming journal " + r.journalTopic() + ": " + err.Error())
 	}
+}
+
+// recentList returns the sources a closing record names as acknowledged
+// last: this run's, newest first, then those it inherited and did not
+// read again, at most maxJournalMoved in all.
+func (r *redriveRun) recentList() []string {
+	out := r.recent.newest(maxJournalMoved)
+	for s := range r.inherited {
+		if len(out) == maxJournalMoved {
+			break
+		}
+		if !r.recent.has(s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // guardList returns the targets holding a guard subscription, sorted.

@@ -108,3 +108,96 @@ func TestIntegrationRedriveForgottenAcknowledgementsWithinARun(t *testing.T) {
 		t.Fatalf("target holds %d copies, want each of the %d dead letters once", len(got), len(ids))
 	}
 }
+
+// TestIntegrationRedriveForgottenAcknowledgementsAfterACleanRun is a run
+// that ends cleanly on a broker that then forgets its acknowledgements (as
+// a standalone killed with -9 just after the run does; here the redrive
+// subscription is reset to its start). The next run finds the sources in
+// the closing record (Recent) and acknowledges the dead letters without a
+// copy: every dead letter is in the target once.
+func TestIntegrationRedriveForgottenAcknowledgementsAfterACleanRun(t *testing.T) {
+	c := rawClient(t)
+	queue := uniqueQueue(t)
+	dlq := DeadLetterQueue(queue)
+	ids := make([]string, RedriveBatchMax+RedriveBatchMax/2)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("c%03d", i)
+	}
+	seedDLQ(t, c, dlq, queue, urnA, ids...)
+
+	res, err := runRedrive(t, newIntegrationTransport(t, WithSubscriptionType(pulsar.Shared)), dlq)
+	if err != nil || res.Moved != len(ids) {
+		t.Fatalf("clean run: moved %d, %v; want %d", res.Moved, err, len(ids))
+	}
+	admin(t, http.MethodPost, dlq+"/subscription/"+DefaultRedriveCursor+"/resetcursor/0")
+
+	res, err = runRedrive(t, newIntegrationTransport(t, WithSubscriptionType(pulsar.Shared)), dlq)
+	if err != nil {
+		t.Fatalf("next run: %v", err)
+	}
+	if res.Moved != 0 || res.Recovered != len(ids) {
+		t.Fatalf("next run: moved %d, already moved %d; want 0 and %d", res.Moved, res.Recovered, len(ids))
+	}
+	got := idsOf(t, drainAll(t, c, queue, "check", 3*time.Second))
+	slices.Sort(got)
+	if !slices.Equal(got, ids) {
+		t.Fatalf("target holds %d copies, want each of the %d dead letters once", len(got), len(ids))
+	}
+}
+
+// TestIntegrationRedriveForgottenAcknowledgementsCarriedThroughAnInterruption:
+// a clean run, then a broker that forgets its acknowledgements, then a run
+// interrupted before the copies of its first batch of new moves (after it
+// acknowledged the first run's dead letters again without a copy), then a
+// broker that forgets again. The third run reads the first run's closing
+// record through the interrupted run's Base: every dead letter, old and
+// new, is in the target once.
+func TestIntegrationRedriveForgottenAcknowledgementsCarriedThroughAnInterruption(t *testing.T) {
+	c := rawClient(t)
+	queue := uniqueQueue(t)
+	dlq := DeadLetterQueue(queue)
+	old := make([]string, RedriveBatchMax/2)
+	for i := range old {
+		old[i] = fmt.Sprintf("o%03d", i)
+	}
+	fresh := make([]string, RedriveBatchMax/2)
+	for i := range fresh {
+		fresh[i] = fmt.Sprintf("n%03d", i)
+	}
+	seedDLQ(t, c, dlq, queue, urnA, old...)
+	res, err := runRedrive(t, newIntegrationTransport(t, WithSubscriptionType(pulsar.Shared)), dlq)
+	if err != nil || res.Moved != len(old) {
+		t.Fatalf("clean run: moved %d, %v; want %d", res.Moved, err, len(old))
+	}
+	seedDLQ(t, c, dlq, queue, urnA, fresh...)
+	reset := func() { admin(t, http.MethodPost, dlq+"/subscription/"+DefaultRedriveCursor+"/resetcursor/0") }
+	reset()
+
+	killed := newIntegrationTransport(t, WithSubscriptionType(pulsar.Shared))
+	errKilled := errors.New("killed")
+	killed.redriveFault = func(s string) error {
+		if s == "journaled" {
+			return errKilled
+		}
+		return nil
+	}
+	if _, err := runRedrive(t, killed, dlq); !errors.Is(err, errKilled) {
+		t.Fatalf("interrupted run: %v, want the fault", err)
+	}
+	_ = killed.Close()
+	reset()
+
+	res, err = runRedrive(t, newIntegrationTransport(t, WithSubscriptionType(pulsar.Shared)), dlq)
+	if err != nil {
+		t.Fatalf("third run: %v", err)
+	}
+	if res.Moved != len(fresh) || res.Recovered != len(old) {
+		t.Fatalf("third run: moved %d, already moved %d; want %d and %d", res.Moved, res.Recovered, len(fresh), len(old))
+	}
+	got := idsOf(t, drainAll(t, c, queue, "check", 3*time.Second))
+	slices.Sort(got)
+	want := slices.Sorted(slices.Values(append(slices.Clone(fresh), old...)))
+	if !slices.Equal(got, want) {
+		t.Fatalf("target holds %d copies, want each of the %d dead letters once", len(got), len(want))
+	}
+}

@@ -51,6 +51,17 @@ type journalRecord struct {
 	// and acknowledges, without copying it again, every dead letter whose
 	// copy it finds. The guard subscriptions keep those messages.
 	From map[string]string `json:"from,omitempty"`
+	// Recent, in a closing record (Pending empty), are the sources of the
+	// last dead letters the run acknowledged with their copy in a target,
+	// newest first (at most maxJournalMoved): a broker killed with -9 after
+	// the run ended can forget those acknowledgements and deliver the dead
+	// letters again, and the next run then acknowledges them without a
+	// copy.
+	Recent []string `json:"recent,omitempty"`
+	// Base, in the records of a run that still carries the Recent of an
+	// earlier closing record, is that record's serialized message ID in
+	// the journal (base64), so that a run recovering this one reads it.
+	Base string `json:"base,omitempty"`
 	// At is when the record was written (Unix milliseconds), for people.
 	At int64 `json:"at"`
 }
@@ -97,30 +108,37 @@ func sourceOf(m pulsar.Message) string {
 	return m.Topic() + "@" + m.ID().String()
 }
 
-// lastJournalRecord returns the last record of the journal topic, or nil
-// when the journal is empty.
-func lastJournalRecord(ctx context.Context, c pulsar.Client, topic string) (*journalRecord, error) {
+// lastJournalRecord returns the last record of the journal topic and its
+// serialized message ID, or nil when the journal is empty.
+func lastJournalRecord(ctx context.Context, c pulsar.Client, topic string) (*journalRecord, string, error) {
+	return journalRecordAt(ctx, c, topic, pulsar.LatestMessageID())
+}
+
+// journalRecordAt returns the record of the journal topic at start (the
+// last one for pulsar.LatestMessageID()) and its serialized message ID, or
+// nil when there is none.
+func journalRecordAt(ctx context.Context, c pulsar.Client, topic string, start pulsar.MessageID) (*journalRecord, string, error) {
 	r, err := c.CreateReader(pulsar.ReaderOptions{
 		Topic:                   topic,
-		StartMessageID:          pulsar.LatestMessageID(),
+		StartMessageID:          start,
 		StartMessageIDInclusive: true,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("pulsar: redrive: open journal %s: %w", topic, err)
+		return nil, "", fmt.Errorf("pulsar: redrive: open journal %s: %w", topic, err)
 	}
 	defer r.Close()
 	if !r.HasNext() {
-		return nil, nil
+		return nil, "", nil
 	}
 	m, err := r.Next(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("pulsar: redrive: read journal %s: %w", topic, err)
+		return nil, "", fmt.Errorf("pulsar: redrive: read journal %s: %w", topic, err)
 	}
 	rec, err := decodeJournal(m.Payload())
 	if err != nil {
-		return nil, fmt.Errorf("%w (journal %s, message %s)", err, topic, m.ID())
+		return nil, "", fmt.Errorf("%w (journal %s, message %s)", err, topic, m.ID())
 	}
-	return &rec, nil
+	return &rec, encodeID(m.ID()), nil
 }
 
 // copiesWritten scans topic from after (exclusive) to its end and returns
@@ -181,7 +199,12 @@ type journalRecovery struct {
 	// interrupted run's From: acknowledged when read, never journaled.
 	copied map[string]bool
 	// from is the record's From, the new run's scan start.
-	from        map[string]string
+	from map[string]string
+	// recent are the sources a closing record names as acknowledged last
+	// (its own Recent, or that of the record named by Base): acknowledged
+	// without a copy when read again. base is that closing record's ID.
+	recent      map[string]bool
+	base        string
 	guards      []string
 	interrupted bool
 }
@@ -189,10 +212,12 @@ type journalRecovery struct {
 // recoverJournal reads the last journal record. When it names a pending
 // batch (an interrupted run), it scans each target partition from the
 // run's From (the pending batch's After when the record has none) and
-// collects the sources of the copies written there.
+// collects the sources of the copies written there. A closing record's
+// Recent (or, from a run's batch record, that of the closing record it
+// names as Base) are returned as recent: no target is read for them.
 func recoverJournal(ctx context.Context, c pulsar.Client, journal string) (journalRecovery, error) {
-	out := journalRecovery{moved: map[string]bool{}, copied: map[string]bool{}, from: map[string]string{}}
-	rec, err := lastJournalRecord(ctx, c, journal)
+	out := journalRecovery{moved: map[string]bool{}, copied: map[string]bool{}, from: map[string]string{}, recent: map[string]bool{}}
+	rec, id, err := lastJournalRecord(ctx, c, journal)
 	if err != nil || rec == nil {
 		return out, err
 	}
@@ -200,6 +225,30 @@ func recoverJournal(ctx context.Context, c pulsar.Client, journal string) (journ
 		out.moved[s] = true
 	}
 	out.guards = rec.Guards
+	recent, base := rec.Recent, id
+	if len(rec.Pending) > 0 {
+		recent, base = nil, rec.Base
+		if rec.Base != "" {
+			at, err := decodeID(rec.Base)
+			if err != nil {
+				return journalRecovery{}, err
+			}
+			closing, _, err := journalRecordAt(ctx, c, journal, at)
+			if err != nil {
+				return journalRecovery{}, err
+			}
+			if closing == nil {
+				return journalRecovery{}, fmt.Errorf("pulsar: redrive: journal %s: the closing record %s named by the last record is gone", journal, rec.Base)
+			}
+			recent = closing.Recent
+		}
+	}
+	for _, s := range recent {
+		out.recent[s] = true
+	}
+	if len(out.recent) > 0 {
+		out.base = base
+	}
 	if len(rec.Pending) == 0 {
 		return out, nil
 	}

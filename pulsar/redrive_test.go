@@ -128,7 +128,7 @@ func entryOf(t *testing.T, entry int64, size int32, urns ...string) []pulsar.Mes
 
 func newExamineRun(opts ...redrive.Option) *redriveRun {
 	return &redriveRun{plan: redrive.NewPlan(opts...), res: &redrive.Result{}, dlq: "q.dlq",
-		moved: map[string]bool{}}
+		moved: map[string]bool{}, recent: newRecentAcks(maxRecentAcks)}
 }
 
 func actions(r *redriveRun) []redriveAction {

@@ -20,6 +20,11 @@ type Reinjection struct {
 	// its 1-based position among the configured tiers.
 	Tier      string
 	TierIndex int
+	// Partition and Offset locate the retry record in Tier (the Kafka
+	// binding: its partition and offset), so that a record carried twice
+	// (one position reported twice) can be told from two records.
+	Partition int
+	Offset    int64
 	// Queue is the work queue it was written back to.
 	Queue string
 	// Delay is the record's delay (its bq-delay, else the tier's).

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -26,8 +27,10 @@ import (
 // the work topic by a redriver process (`bqchaos redriver`: the library
 // Redrive, paced), which the driver SIGKILLs K times at random moments
 // (redrive-kill) while the broker is killed with -9 and started again once;
-// with -kills 0 only the broker restart interrupts it (redrive-restart). A
-// redriver that fails is started again. At the end every dead letter must
+// with -kills 0 only the broker restart interrupts it (redrive-restart),
+// and the broker is killed with -9 once more right after the redrive ended
+// cleanly, before a last redriver run (-kill-after-end). A redriver that
+// fails is started again. At the end every dead letter must
 // be in the work topic exactly once: the redrive contract promises no loss
 // and no duplicate.
 
@@ -37,6 +40,7 @@ func redriverMain(args []string) int {
 	broker := fs.String("broker", "", "kafka or pulsar")
 	run := fs.String("run", "", "run id (the work topic is chaos-<run>)")
 	pause := fs.Duration("item-pause", 0, "pause after each examined dead letter (paces the run)")
+	poll := fs.Duration("poll", time.Second, "how long the redrive waits for another dead letter before it ends")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -49,7 +53,7 @@ func redriverMain(args []string) int {
 	defer s.close()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	res, err := redrive.Run(ctx, s.transport(), s.dlq(), redrive.WithPollTimeout(3*time.Second),
+	res, err := redrive.Run(ctx, s.transport(), s.dlq(), redrive.WithPollTimeout(*poll),
 		redrive.WithProgress(nil, func(redrive.Item) { time.Sleep(*pause) }))
 	fmt.Fprintf(os.Stderr, "redrive: examined=%d moved=%d recovered=%d resumed=%v err=%v\n", res.Examined, res.Moved, res.Recovered, res.Resumed, err)
 	if err != nil {
@@ -110,18 +114,29 @@ func redriveChaosMain(args []string) int {
 	duration := fs.Duration("duration", 30*time.Second, "span the kills and the broker restart fall in (the redrive is paced to last about that long)")
 	scripts := fs.String("scripts", "tools/brokers", "directory of the broker scripts (kafka.sh, pulsar.sh)")
 	dir := fs.String("dir", "", "directory for the redriver logs (default: a new temporary one, removed after a passing run)")
+	afterEnd := fs.String("kill-after-end", "auto", "kill -9 the broker again right after the redrive ended cleanly, then run the redriver once more: auto (yes with -kills 0), yes, no")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	var killAfterEnd bool
+	switch *afterEnd {
+	case "auto":
+		killAfterEnd = *kills == 0
+	case "yes", "no":
+		killAfterEnd = *afterEnd == "yes"
+	default:
+		fmt.Fprintln(os.Stderr, "bqchaos redrive-chaos: -kill-after-end is auto, yes or no")
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ctx, cancel := context.WithTimeout(context.Background(), *duration+12*time.Minute)
 	defer cancel()
 	return inRunDir(*dir, "bqchaos-redrive-", "redrive", "logs", func(dir string) (int, error) {
-		return redriveChaos(ctx, *broker, dir, filepath.Join(*scripts, *broker+".sh"), *n, *kills, *duration, log)
+		return redriveChaos(ctx, *broker, dir, filepath.Join(*scripts, *broker+".sh"), *n, *kills, *duration, killAfterEnd, log)
 	})
 }
 
-func redriveChaos(ctx context.Context, broker, dir, script string, n, kills int, duration time.Duration, log *slog.Logger) (int, error) {
+func redriveChaos(ctx context.Context, broker, dir, script string, n, kills int, duration time.Duration, killAfterEnd bool, log *slog.Logger) (int, error) {
 	run := fmt.Sprintf("d%x", time.Now().UnixNano()/1e6)
 	s, err := newSide(broker, run, log)
 	if err != nil {
@@ -233,6 +248,47 @@ func redriveChaos(ctx context.Context, broker, dir, script string, n, kills int,
 			}
 		}
 	}
+	restarts := 1
+	var downAfter time.Duration
+	afterEnd := "-"
+	if killAfterEnd {
+		// The window a clean end leaves: the broker may forget the
+		// acknowledgements of the last batches (confirmed seconds ago, the
+		// redriver's last poll), and deliver those dead letters again to
+		// the next run, which must not copy them a second time.
+		restarts++
+		t0 := time.Now()
+		if err := runScript(ctx, script, "kill", time.Minute); err != nil {
+			return 1, err
+		}
+		sleepCtx(ctx, time.Duration(2000+rnd.IntN(3000))*time.Millisecond)
+		if err := runScript(ctx, script, "start", 5*time.Minute); err != nil {
+			return 1, err
+		}
+		downAfter = time.Since(t0)
+		log.Info("broker restarted after the clean end", "down", downAfter.Round(100*time.Millisecond))
+		for attempt := 1; ; attempt++ {
+			if cmd, done, err = start(); err != nil {
+				return 1, err
+			}
+			var werr error
+			select {
+			case werr = <-done:
+			case <-ctx.Done():
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				return 1, ctx.Err()
+			}
+			if werr == nil {
+				afterEnd = redriverSummary(filepath.Join(dir, fmt.Sprintf("redriver.%d.log", inc)))
+				break
+			}
+			crashes++
+			if attempt == 30 {
+				return 1, errors.New("the redrive after the clean end did not finish")
+			}
+			sleepCtx(ctx, 2*time.Second)
+		}
+	}
 	stored, err := storedIDs(ctx, s)
 	if err != nil {
 		return 1, err
@@ -249,14 +305,31 @@ func redriveChaos(ctx context.Context, broker, dir, script string, n, kills int,
 	if kills == 0 {
 		scenario = "redrive-restart"
 	}
-	fmt.Printf("chaos: broker=%s scenario=%s dead_lettered=%d redriven=%d lost=%d duplicates=%d kills=%d broker_restarts=1\n",
-		broker, scenario, n, redriven, n-redriven, dups, killed)
-	fmt.Fprintf(os.Stderr, "chaos detail: scenario=%s redriver_runs=%d crashes=%d broker_down=%s stored_records=%d\n",
-		scenario, inc, crashes, down.Round(100*time.Millisecond), sum(stored))
+	fmt.Printf("chaos: broker=%s scenario=%s dead_lettered=%d redriven=%d lost=%d duplicates=%d kills=%d broker_restarts=%d\n",
+		broker, scenario, n, redriven, n-redriven, dups, killed, restarts)
+	fmt.Fprintf(os.Stderr, "chaos detail: scenario=%s redriver_runs=%d crashes=%d broker_down=%s broker_down_after_end=%s after_end_run=%q stored_records=%d\n",
+		scenario, inc, crashes, down.Round(100*time.Millisecond), downAfter.Round(100*time.Millisecond), afterEnd, sum(stored))
 	if redriven != n || dups != 0 {
 		return 1, nil
 	}
 	return 0, nil
+}
+
+// redriverSummary returns the result line a redriver wrote to its log
+// ("examined=.. moved=.. recovered=.."): after the clean end, recovered
+// counts the dead letters the broker delivered again and the run
+// acknowledged without a copy.
+func redriverSummary(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "redrive: "); ok {
+			return rest
+		}
+	}
+	return "no result line"
 }
 
 // auditWorkTopic creates the durable subscription chaos-audit on the work

@@ -30,6 +30,10 @@ type countingWriter struct {
 	lastUnix atomic.Int64
 }
 
+// Unwrap returns the wrapped writer, so that kafka.WithWriter can check its
+// attempts per call.
+func (c *countingWriter) Unwrap() bqkafka.Writer { return c.w }
+
 func (c *countingWriter) WriteMessages(ctx context.Context, msgs ...kafkago.Message) error {
 	err := c.w.WriteMessages(ctx, msgs...)
 	if err != nil {
@@ -167,7 +171,19 @@ type tierMismatch struct {
 	counts    map[string]int64
 }
 
-func (m *tierMismatch) OnReinject(_ context.Context, r *driver.Reinjection) {
+// OnReinject logs each carried record's position at debug level (-v), so
+// that a record carried twice shows as one tier, partition and offset
+// logged twice, and checks its delay against its tier's duration.
+func (m *tierMismatch) OnReinject(ctx context.Context, r *driver.Reinjection) {
+	if m.log.Enabled(ctx, slog.LevelDebug) {
+		if r.Err != nil {
+			m.log.Debug("bq reinject: write back failed", "tier", r.Tier, "partition", r.Partition, "offset", r.Offset,
+				"queue", r.Queue, "err", r.Err)
+		} else {
+			m.log.Debug("bq reinject: carried", "tier", r.Tier, "partition", r.Partition, "offset", r.Offset,
+				"queue", r.Queue, "lag", r.Lag)
+		}
+	}
 	want, ok := m.durations[r.Tier]
 	if !ok || r.Err != nil || r.Delay == want {
 		return
@@ -325,7 +341,7 @@ func newReinjectCmd() *cobra.Command {
 	httpAddr := fs.String("http", "127.0.0.1:9464", `listen address of /healthz and /metrics ("" disables)`)
 	unhealthyAfter := fs.Duration("unhealthy-after", 10*time.Second, "/healthz fails once the broker has not answered for this long")
 	backlogEvery := fs.Duration("backlog-interval", bqkafka.DefaultReinjectBacklogInterval, "how often the tiers' backlog is sampled for /metrics; /healthz fails when no sample succeeds within it plus a slack")
-	verbose := fs.BoolP("verbose", "v", false, "log the re-injector's activity on stderr")
+	verbose := fs.BoolP("verbose", "v", false, "log the re-injector's activity on stderr, with the tier, partition and offset of every record carried")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx, out, errOut := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 		if len(*topics) == 0 {
@@ -370,6 +386,7 @@ func newReinjectCmd() *cobra.Command {
 			Addr:         kafkago.TCP(k.brokers...),
 			Balancer:     &bqkafka.Murmur2Balancer{},
 			RequiredAcks: kafkago.RequireAll,
+			MaxAttempts:  1, // the re-injector repeats a failed write itself
 			BatchTimeout: 5 * time.Millisecond,
 			WriteTimeout: cf.timeout,
 			Transport:    k.client.Transport,
