@@ -39,10 +39,7 @@ func TestMissingSkipsOutsideCI(t *testing.T) {
 
 func TestMissingFailsInCI(t *testing.T) {
 	t.Setenv(EnvCI, "true")
-	cases := map[string]struct {
-		unset string
-		call  func(testing.TB)
-	}{
+	cases := map[string]missingCase{
 		"kafka":       {EnvKafkaBrokers, func(tb testing.TB) { KafkaBrokers(tb) }},
 		"sasl-broker": {EnvKafkaSASLBrokers, func(tb testing.TB) { KafkaSASL(tb) }},
 		"sasl-user":   {EnvKafkaSASLUser, func(tb testing.TB) { KafkaSASL(tb) }},
@@ -50,19 +47,7 @@ func TestMissingFailsInCI(t *testing.T) {
 		"pulsar":      {EnvPulsarURL, func(tb testing.TB) { PulsarURL(tb) }},
 		"admin":       {EnvPulsarAdminURL, func(tb testing.TB) { PulsarAdminURL(tb) }},
 	}
-	for name, c := range cases {
-		t.Run(name, func(t *testing.T) {
-			setAll(t)
-			t.Setenv(c.unset, "   ")
-			f := run("T", c.call)
-			if f.fatal == "" || f.skip != "" {
-				t.Fatalf("want a failure, got fatal=%q skip=%q", f.fatal, f.skip)
-			}
-			if !strings.Contains(f.fatal, c.unset) || !strings.Contains(f.fatal, "CI") {
-				t.Errorf("message %q should name %s and CI", f.fatal, c.unset)
-			}
-		})
-	}
+	checkMissingFailsInCI(t, setAll, "   ", cases)
 }
 
 func TestAllSet(t *testing.T) {

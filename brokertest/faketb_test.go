@@ -3,6 +3,7 @@ package brokertest
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -42,3 +43,30 @@ func run(name string, fn func(tb testing.TB)) *fakeTB {
 }
 
 func (f *fakeTB) ended() bool { return f.fatal != "" || f.skip != "" }
+
+// missingCase is one variable left unset and the helper call that must
+// then fail.
+type missingCase struct {
+	unset string
+	call  func(testing.TB)
+}
+
+// checkMissingFailsInCI runs each case in a subtest: set sets every
+// variable, the case's one is overwritten with blank, and its call must
+// fail (not skip) with a message naming the variable and CI.
+func checkMissingFailsInCI(t *testing.T, set func(*testing.T), blank string, cases map[string]missingCase) {
+	t.Helper()
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			set(t)
+			t.Setenv(c.unset, blank)
+			f := run("T", c.call)
+			if f.fatal == "" || f.skip != "" {
+				t.Fatalf("want a failure, got fatal=%q skip=%q", f.fatal, f.skip)
+			}
+			if !strings.Contains(f.fatal, c.unset) || !strings.Contains(f.fatal, "CI") {
+				t.Errorf("message %q should name %s and CI", f.fatal, c.unset)
+			}
+		})
+	}
+}

@@ -88,10 +88,7 @@ func TestSecureAllSet(t *testing.T) {
 
 func TestSecureMissingFailsInCI(t *testing.T) {
 	t.Setenv(EnvCI, "true")
-	cases := map[string]struct {
-		unset string
-		call  func(testing.TB)
-	}{
+	cases := map[string]missingCase{
 		"kafka-tls":          {EnvKafkaTLSBrokers, func(tb testing.TB) { KafkaTLS(tb) }},
 		"kafka-tls-ca":       {EnvKafkaTLSCA, func(tb testing.TB) { KafkaTLS(tb) }},
 		"kafka-sasl-tls":     {EnvKafkaSASLTLSBrokers, func(tb testing.TB) { KafkaSASLTLS(tb) }},
@@ -101,19 +98,7 @@ func TestSecureMissingFailsInCI(t *testing.T) {
 		"pulsar-tls-ca":      {EnvPulsarTLSCA, func(tb testing.TB) { PulsarTLS(tb) }},
 		"pulsar-token":       {EnvPulsarToken, func(tb testing.TB) { PulsarToken(tb) }},
 	}
-	for name, c := range cases {
-		t.Run(name, func(t *testing.T) {
-			setAllSecure(t)
-			t.Setenv(c.unset, "")
-			f := run("T", c.call)
-			if f.fatal == "" || f.skip != "" {
-				t.Fatalf("want a failure, got fatal=%q skip=%q", f.fatal, f.skip)
-			}
-			if !strings.Contains(f.fatal, c.unset) || !strings.Contains(f.fatal, "CI") {
-				t.Errorf("message %q should name %s and CI", f.fatal, c.unset)
-			}
-		})
-	}
+	checkMissingFailsInCI(t, func(t *testing.T) { setAllSecure(t) }, "", cases)
 }
 
 func TestSecureMissingSkipsOutsideCI(t *testing.T) {

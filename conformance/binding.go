@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -21,6 +22,31 @@ type Binding interface {
 // turns a skip into a pass.
 type Explainer interface {
 	NotImplemented(block string) string
+}
+
+// BlockBroker names the broker a block belongs to: "kafka" for kafka.* and
+// babelqueue_go.kafka_* blocks, "pulsar" for their Pulsar twins, and ""
+// for every other block.
+func BlockBroker(block string) string {
+	for _, b := range []string{"kafka", "pulsar"} {
+		if strings.HasPrefix(block, b+".") || strings.HasPrefix(block, "babelqueue_go."+b+"_") {
+			return b
+		}
+	}
+	return ""
+}
+
+// BrokerSkip is the skip reason of a broker binding's column: "Kafka block"
+// or "Pulsar block" for a block of the other broker, else "core rule: see
+// core" (a rule the transport takes from core unchanged).
+func BrokerSkip(broker, block string) string {
+	switch other := BlockBroker(block); {
+	case other == "kafka" && broker != "kafka":
+		return "Kafka block"
+	case other == "pulsar" && broker != "pulsar":
+		return "Pulsar block"
+	}
+	return "core rule: see core"
 }
 
 // Header is one out-of-band header (Kafka) or property (Pulsar).

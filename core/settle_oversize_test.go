@@ -3,7 +3,6 @@ package babelqueue
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -32,38 +31,9 @@ func (s *settlements) list() []Settlement {
 	return append([]Settlement(nil), s.all...)
 }
 
-// boundedLetter is the decoded bounded dead letter (wire.OversizeBody).
-type boundedLetter struct {
-	Job      string `json:"job"`
-	TraceID  string `json:"trace_id"`
-	Meta     struct{ ID string }
-	Oversize struct {
-		Reason      string `json:"reason"`
-		WriteError  string `json:"write_error"`
-		Size        int    `json:"size"`
-		RefusedSize int    `json:"refused_size"`
-		Topic       string `json:"topic"`
-		Partition   *int   `json:"partition"`
-		Offset      *int64 `json:"offset"`
-		MessageID   string `json:"message_id"`
-	} `json:"oversize"`
-	DeadLetter struct {
-		Reason        string  `json:"reason"`
-		Error         *string `json:"error"`
-		OriginalQueue string  `json:"original_queue"`
-		Attempts      int     `json:"attempts"`
-		Lang          string  `json:"lang"`
-	} `json:"dead_letter"`
-	Data json.RawMessage `json:"data"`
-}
-
-func decodeBounded(t *testing.T, body string) boundedLetter {
+func decodeBounded(t *testing.T, body string) bqtest.BoundedLetter {
 	t.Helper()
-	var b boundedLetter
-	if err := json.Unmarshal([]byte(body), &b); err != nil {
-		t.Fatalf("bounded dead letter is not JSON: %v: %s", err, body)
-	}
-	return b
+	return bqtest.DecodeBoundedLetter(t, []byte(body))
 }
 
 // TestOversizePoisonIsDeadLetteredBounded: a poison body whose wrapped dead

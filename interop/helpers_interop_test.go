@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -24,7 +23,9 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/babelqueue/babelqueue-go/brokertest"
+	"github.com/babelqueue/babelqueue-go/brokertest/kafkaread"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
 	"github.com/babelqueue/babelqueue-go/kafka"
 )
 
@@ -115,25 +116,8 @@ type peer struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	lines  chan []byte
-	stderr *lockedBuffer
+	stderr *bqtest.SyncBuffer
 	done   chan error
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // startPeer starts `peer.py command spec`; its stdout lines arrive on
@@ -154,7 +138,7 @@ func startPeer(t testing.TB, command string, spec any) *peer {
 		specArg = "@" + f
 	}
 	cmd := exec.Command(pythonBin(t), filepath.Join("peer", "peer.py"), command, specArg)
-	p := &peer{name: command, cmd: cmd, lines: make(chan []byte, 4096), stderr: &lockedBuffer{}, done: make(chan error, 1)}
+	p := &peer{name: command, cmd: cmd, lines: make(chan []byte, 4096), stderr: &bqtest.SyncBuffer{}, done: make(chan error, 1)}
 	cmd.Stderr = p.stderr
 	if p.stdin, err = cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
@@ -378,20 +362,7 @@ func newApp(t testing.TB, tr babelqueue.Transport, opts ...babelqueue.Option) *b
 // runApp consumes queues with app until the test ends.
 func runApp(t testing.TB, app *babelqueue.App, queues ...string) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- app.Consume(ctx, queues...) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("Consume: %v", err)
-			}
-		case <-time.After(20 * time.Second):
-			t.Error("Consume did not stop")
-		}
-	})
+	bqtest.RunUntilCleanup(t, "Consume", 20*time.Second, func(ctx context.Context) error { return app.Consume(ctx, queues...) })
 }
 
 // runReinjector runs our re-injector over topic's tiers until the test ends.
@@ -401,20 +372,7 @@ func runReinjector(t testing.TB, tr *kafka.Transport, topics ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("Reinjector.Run: %v", err)
-			}
-		case <-time.After(20 * time.Second):
-			t.Error("Reinjector did not stop")
-		}
-	})
+	bqtest.RunUntilCleanup(t, "Reinjector.Run", 20*time.Second, func(ctx context.Context) error { return r.Run(ctx) })
 }
 
 // readKafka reads every partition of topic from the start without a
@@ -422,57 +380,7 @@ func runReinjector(t testing.TB, tr *kafka.Transport, topics ...string) {
 // elapsed. Records come sorted by partition then offset.
 func readKafka(t testing.TB, topic string, want int, within, settle time.Duration) []kafkago.Message {
 	t.Helper()
-	bs := kafkaBrokers(t)
-	ctx, cancel := context.WithTimeout(context.Background(), within)
-	defer cancel()
-	client := &kafkago.Client{Addr: kafkago.TCP(bs...), Transport: &kafkago.Transport{}}
-	meta, err := client.Metadata(ctx, &kafkago.MetadataRequest{Topics: []string{topic}})
-	if err != nil || len(meta.Topics) != 1 || meta.Topics[0].Error != nil {
-		t.Fatalf("metadata of %s: %v %+v", topic, err, meta)
-	}
-	var (
-		mu   sync.Mutex
-		got  []kafkago.Message
-		full = make(chan struct{})
-		once sync.Once
-		wg   sync.WaitGroup
-	)
-	rctx, rcancel := context.WithCancel(ctx)
-	for _, p := range meta.Topics[0].Partitions {
-		wg.Add(1)
-		go func(p int) {
-			defer wg.Done()
-			r := kafkago.NewReader(kafkago.ReaderConfig{Brokers: bs, Topic: topic, Partition: p, MinBytes: 1, MaxBytes: 10 << 20, MaxWait: 100 * time.Millisecond})
-			defer r.Close()
-			for {
-				m, err := r.ReadMessage(rctx)
-				if err != nil {
-					return
-				}
-				mu.Lock()
-				got = append(got, m)
-				if len(got) >= want {
-					once.Do(func() { close(full) })
-				}
-				mu.Unlock()
-			}
-		}(p.ID)
-	}
-	select {
-	case <-full:
-		time.Sleep(settle)
-	case <-ctx.Done():
-	}
-	rcancel()
-	wg.Wait()
-	mu.Lock()
-	defer mu.Unlock()
-	sort.Slice(got, func(i, j int) bool {
-		if got[i].Partition != got[j].Partition {
-			return got[i].Partition < got[j].Partition
-		}
-		return got[i].Offset < got[j].Offset
-	})
+	got := kafkaread.All(t, kafkaBrokers(t), topic, want, within, settle)
 	if len(got) < want {
 		t.Fatalf("%s holds %d records within %v, want %d", topic, len(got), within, want)
 	}

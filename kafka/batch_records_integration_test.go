@@ -22,11 +22,7 @@ func TestIntegrationPublishBatchReusesRecordSlabs(t *testing.T) {
 	const workers, batches, batch = 4, 5, 50
 	tr := itTransport(t)
 	topic := uniq("batch-slabs")
-	ensure(t, tr, topic, 3)
-	app, err := babelqueue.NewApp(tr, babelqueue.WithDefaultQueue(topic))
-	if err != nil {
-		t.Fatal(err)
-	}
+	app := itApp(t, tr, topic, 3)
 	ctx := bgCtx(t, time.Minute)
 	var mu sync.Mutex
 	want := map[string]bool{}

@@ -92,7 +92,16 @@ func requestFrame(apiKey, version int16, corr int32, bodyLen int) []byte {
 func tapAll(t testing.TB, request, response []byte, chunk int) []batchHeader {
 	t.Helper()
 	var got []batchHeader
-	tap := newFetchTap(&scriptConn{r: bytes.NewReader(response), chunk: chunk}, func(h batchHeader) { got = append(got, h) }, nil)
+	tapThrough(t, request, response, chunk, func(h batchHeader) { got = append(got, h) }, nil)
+	return got
+}
+
+// tapThrough writes request to a fetchTap made with onBatch and onRecord in
+// pieces of chunk bytes, then reads response through it (in reads of chunk
+// bytes) to the end.
+func tapThrough(t testing.TB, request, response []byte, chunk int, onBatch func(batchHeader), onRecord func(recordKey)) {
+	t.Helper()
+	tap := newFetchTap(&scriptConn{r: bytes.NewReader(response), chunk: chunk}, onBatch, onRecord)
 	for p := request; len(p) > 0; {
 		n := min(chunk, len(p))
 		if _, err := tap.Write(p[:n]); err != nil {
@@ -103,7 +112,7 @@ func tapAll(t testing.TB, request, response []byte, chunk int) []batchHeader {
 	buf := make([]byte, 4096)
 	for {
 		if _, err := tap.Read(buf); errors.Is(err, io.EOF) {
-			return got
+			return
 		} else if err != nil {
 			t.Fatal(err)
 		}
@@ -464,17 +473,30 @@ func FuzzFetchTap(f *testing.F) {
 // through a fetchTap and straight from the connection.
 func BenchmarkFetchTap(b *testing.B) {
 	t0 := time.UnixMilli(1_700_000_000_000)
+	record := func(offset int64) protocol.Record {
+		return protocol.Record{Offset: offset, Time: t0, Value: protocol.NewBytes(make([]byte, 1024))}
+	}
+	benchFetchTap(b, "", 0, record, "batch header", func(c net.Conn, seen *int) *fetchTap {
+		return newFetchTap(c, func(batchHeader) { *seen++ }, nil)
+	})
+}
+
+// benchFetchTap builds a fetch response of about 1 MiB of batches of ten
+// records made by record, compressed with codec, and runs prefix+"raw"
+// (reading it) and prefix+"tapped" (reading it through tap). The tapped
+// run fails when tap never counted a sighting of what.
+func benchFetchTap(b *testing.B, prefix string, codec compress.Compression, record func(offset int64) protocol.Record, what string, tap func(c net.Conn, seen *int) *fetchTap) {
 	var records []byte
 	for base := int64(0); len(records) < 1<<20; base += 10 {
 		recs := make([]protocol.Record, 10)
 		for i := range recs {
-			recs[i] = protocol.Record{Offset: base + int64(i), Time: t0, Value: protocol.NewBytes(make([]byte, 1024))}
+			recs[i] = record(base + int64(i))
 		}
-		var buf bytes.Buffer
-		if _, err := (&protocol.RecordSet{Version: 2, Records: protocol.NewRecordReader(recs...)}).WriteTo(&buf); err != nil {
+		var rb bytes.Buffer
+		if _, err := (&protocol.RecordSet{Version: 2, Attributes: protocol.Attributes(codec), Records: protocol.NewRecordReader(recs...)}).WriteTo(&rb); err != nil {
 			b.Fatal(err)
 		}
-		batch := buf.Bytes()[4:]
+		batch := rb.Bytes()[4:]
 		binary.BigEndian.PutUint64(batch, uint64(base))
 		records = append(records, batch...)
 	}
@@ -490,24 +512,24 @@ func BenchmarkFetchTap(b *testing.B) {
 			}
 		}
 	}
-	b.Run("raw", func(b *testing.B) {
+	b.Run(prefix+"raw", func(b *testing.B) {
 		b.SetBytes(int64(len(resp)))
 		for b.Loop() {
 			read(b, &scriptConn{r: bytes.NewReader(resp), chunk: 1 << 20})
 		}
 	})
-	b.Run("tapped", func(b *testing.B) {
+	b.Run(prefix+"tapped", func(b *testing.B) {
 		b.SetBytes(int64(len(resp)))
-		headers := 0
+		seen := 0
 		for b.Loop() {
-			tap := newFetchTap(&scriptConn{r: bytes.NewReader(resp), chunk: 1 << 20}, func(batchHeader) { headers++ }, nil)
-			if _, err := tap.Write(req); err != nil {
+			t := tap(&scriptConn{r: bytes.NewReader(resp), chunk: 1 << 20}, &seen)
+			if _, err := t.Write(req); err != nil {
 				b.Fatal(err)
 			}
-			read(b, tap)
+			read(b, t)
 		}
-		if headers == 0 {
-			b.Fatal("no batch header read")
+		if seen == 0 {
+			b.Fatal("no " + what + " read")
 		}
 	})
 }

@@ -28,11 +28,7 @@ func TestIntegrationAppPublishBatch(t *testing.T) {
 	const n, keys, partitions = 60, 6, 3
 	tr := itTransport(t)
 	topic := uniq("batch-app")
-	ensure(t, tr, topic, partitions)
-	app, err := babelqueue.NewApp(tr, babelqueue.WithDefaultQueue(topic))
-	if err != nil {
-		t.Fatal(err)
-	}
+	app := itApp(t, tr, topic, partitions)
 	msgs := make([]babelqueue.BatchMessage, n)
 	for i := range msgs {
 		msgs[i] = babelqueue.BatchMessage{URN: "urn:babel:orders:created", Data: map[string]int{"seq": i},

@@ -219,14 +219,8 @@ func TestBenchKafkaReinjectLateness(t *testing.T) {
 	pub := itTransport(t, WithRetryTiers(tier), WithClock(stamp))
 	ensure(t, tr, topic, partitions)
 	ctx := bgCtx(t, 2*time.Minute)
-	r, err := tr.NewReinjector(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- r.Run(rctx) }()
-	defer func() { stop(); <-done }()
+	stopReinjector := startReinjector(t, ctx, tr, topic)
+	defer stopReinjector()
 
 	// Read the work topic and note when each record arrives.
 	var mu sync.Mutex

@@ -43,10 +43,7 @@ var _ conformance.Explainer = conformanceBinding{}
 // NotImplemented says why the kafka column skips a block: a Pulsar block,
 // or a rule the transport takes from core unchanged (the core column).
 func (conformanceBinding) NotImplemented(block string) string {
-	if strings.HasPrefix(block, "pulsar.") || strings.HasPrefix(block, "babelqueue_go.pulsar_") {
-		return "Pulsar block"
-	}
-	return "core rule: see core"
+	return conformance.BrokerSkip("kafka", block)
 }
 
 type memTransport struct {

@@ -41,19 +41,7 @@ func runApp(t *testing.T, app *babelqueue.App, topic string) {
 func runReinjector(t *testing.T, topic string, opts ...Option) {
 	t.Helper()
 	tr := itTransport(t, append([]Option{WithGroupID(uniq("reinject"))}, opts...)...)
-	r, err := tr.NewReinjector(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	t.Cleanup(startReinjector(t, context.Background(), tr, topic))
 }
 
 func TestIntegrationAppRetriesThroughTiersThenDeadLetters(t *testing.T) {

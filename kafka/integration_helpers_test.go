@@ -6,14 +6,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"sort"
-	"sync"
 	"testing"
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/babelqueue/babelqueue-go/brokertest"
+	"github.com/babelqueue/babelqueue-go/brokertest/kafkaread"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 )
 
@@ -39,6 +38,38 @@ func itTransport(t testing.TB, opts ...Option) *Transport {
 }
 
 // ensure creates topic (partitions), its retry tiers and its DLQ.
+// itApp creates topic with the given partitions on tr's broker and returns
+// an App on tr whose default queue is topic.
+func itApp(t testing.TB, tr *Transport, topic string, partitions int) *babelqueue.App {
+	t.Helper()
+	ensure(t, tr, topic, partitions)
+	app, err := babelqueue.NewApp(tr, babelqueue.WithDefaultQueue(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return app
+}
+
+// startReinjector starts tr's re-injector of topic under ctx. The returned
+// stop cancels it, waits for Run to return and fails the test when Run
+// returned an error.
+func startReinjector(t testing.TB, ctx context.Context, tr *Transport, topic string) (stop func()) {
+	t.Helper()
+	r, err := tr.NewReinjector(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(rctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Reinjector.Run: %v", err)
+		}
+	}
+}
+
 func ensure(t testing.TB, tr *Transport, topic string, partitions int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -54,57 +85,7 @@ func ensure(t testing.TB, tr *Transport, topic string, partitions int) {
 // then offset.
 func readTopic(t testing.TB, topic string, want int, within, settle time.Duration) []kafkago.Message {
 	t.Helper()
-	bs := brokerList(t)
-	client := adminClient(t)
-	ctx, cancel := context.WithTimeout(context.Background(), within)
-	defer cancel()
-	meta, err := client.Metadata(ctx, &kafkago.MetadataRequest{Topics: []string{topic}})
-	if err != nil || len(meta.Topics) != 1 || meta.Topics[0].Error != nil {
-		t.Fatalf("metadata of %s: %v %+v", topic, err, meta)
-	}
-	var (
-		mu   sync.Mutex
-		got  []kafkago.Message
-		full = make(chan struct{})
-		once sync.Once
-		wg   sync.WaitGroup
-	)
-	rctx, rcancel := context.WithCancel(ctx)
-	for _, p := range meta.Topics[0].Partitions {
-		wg.Add(1)
-		go func(p int) {
-			defer wg.Done()
-			r := kafkago.NewReader(kafkago.ReaderConfig{Brokers: bs, Topic: topic, Partition: p, MinBytes: 1, MaxBytes: 10 << 20, MaxWait: 100 * time.Millisecond})
-			defer r.Close()
-			for {
-				m, err := r.ReadMessage(rctx)
-				if err != nil {
-					return
-				}
-				mu.Lock()
-				got = append(got, m)
-				if len(got) >= want {
-					once.Do(func() { close(full) })
-				}
-				mu.Unlock()
-			}
-		}(p.ID)
-	}
-	select {
-	case <-full:
-		time.Sleep(settle)
-	case <-ctx.Done():
-	}
-	rcancel()
-	wg.Wait()
-	mu.Lock()
-	defer mu.Unlock()
-	sort.Slice(got, func(i, j int) bool {
-		if got[i].Partition != got[j].Partition {
-			return got[i].Partition < got[j].Partition
-		}
-		return got[i].Offset < got[j].Offset
-	})
+	got := kafkaread.All(t, brokerList(t), topic, want, within, settle)
 	return got
 }
 

@@ -200,19 +200,8 @@ func TestIntegrationKeyKeptThroughRetryReinjectAndDLQ(t *testing.T) {
 		Headers: append(toKafkaHeaders(hs), h("traceparent", "00-tp-01"), h("x-other", "kept on retry"))})
 
 	reinject := itTransport(t, WithGroupID(uniq("reinject")), WithRetryTiers(time.Second))
-	r, err := reinject.NewReinjector(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- r.Run(rctx) }()
-	defer func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	stopReinjector := startReinjector(t, ctx, reinject, topic)
+	defer stopReinjector()
 
 	m := popWithin(t, tr, topic, 20*time.Second)
 	if err := tr.PublishRetryForAttempt(ctx, m, 0); err != nil {
@@ -275,14 +264,8 @@ func TestIntegrationHeadersDoNotGrowAcrossHops(t *testing.T) {
 	ensure(t, tr, topic, 1)
 	ctx := bgCtx(t, 120*time.Second)
 	reinject := itTransport(t, WithGroupID(uniq("reinject")), tiers)
-	r, err := reinject.NewReinjector(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- r.Run(rctx) }()
-	defer func() { stop(); <-done }()
+	stopReinjector := startReinjector(t, ctx, reinject, topic)
+	defer stopReinjector()
 	if err := tr.PublishWithHeaders(ctx, topic, envelope(t, 0), map[string]string{"traceparent": "00-x-y-01", "tracestate": "a=b", "baggage": "k=v"}); err != nil {
 		t.Fatal(err)
 	}
@@ -334,14 +317,8 @@ func TestIntegrationTiersEndToEndOverThreePartitions(t *testing.T) {
 	ensure(t, tr, topic, 3)
 	ctx := bgCtx(t, 120*time.Second)
 	reinject := itTransport(t, WithGroupID(uniq("reinject")), tiers)
-	r, err := reinject.NewReinjector(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- r.Run(rctx) }()
-	defer func() { stop(); <-done }()
+	stopReinjector := startReinjector(t, ctx, reinject, topic)
+	defer stopReinjector()
 
 	body := envelope(t, 0)
 	for p := 0; p < 3; p++ {
@@ -617,20 +594,7 @@ func TestIntegrationSecondReinjectorJoiningMidWaitLosesNothing(t *testing.T) {
 	ensure(t, pub, topic, 3)
 	ctx := bgCtx(t, 120*time.Second)
 	start := func() func() {
-		tr := itTransport(t, WithReinjectGroupID(group), tiers)
-		r, err := tr.NewReinjector(topic)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rctx, stop := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- r.Run(rctx) }()
-		return func() {
-			stop()
-			if err := <-done; err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		}
+		return startReinjector(t, ctx, itTransport(t, WithReinjectGroupID(group), tiers), topic)
 	}
 	stopA := start()
 	defer stopA()

@@ -281,39 +281,7 @@ func TestConcurrentReceiveAndAck(t *testing.T) {
 	for p := range 3 {
 		appendRecords(t, rg, p, perPartition)
 	}
-	var mu sync.Mutex
-	seen := make(map[string]int)
-	var wg sync.WaitGroup
-	errs := make(chan error, 4)
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				m, err := rg.tr.Receive(ctx, "orders", 50*time.Millisecond)
-				if err != nil {
-					errs <- err
-					return
-				}
-				if m == nil {
-					return // the queue is drained
-				}
-				d, _ := recordOf(m)
-				mu.Lock()
-				seen[fmt.Sprintf("%d@%d", d.msg.Partition, d.msg.Offset)]++
-				mu.Unlock()
-				if err := rg.tr.Ack(ctx, m); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	seen := receiveAndAckAll(t, ctx, rg.tr, 4, 50*time.Millisecond, nil)
 	if len(seen) != 3*perPartition {
 		t.Fatalf("%d distinct records handed out, want %d", len(seen), 3*perPartition)
 	}
@@ -325,4 +293,49 @@ func TestConcurrentReceiveAndAck(t *testing.T) {
 	for p := range 3 {
 		waitUntil(t, fmt.Sprintf("partition %d to be committed", p), func() bool { return rg.offsets.get("orders", p) == perPartition })
 	}
+}
+
+// receiveAndAckAll drains "orders" of tr from workers goroutines, each
+// receiving with wait and acknowledging what it got (after pause, when not
+// nil), until a Receive returns nothing. It returns how many times each
+// partition@offset was handed out; a Receive or Ack error fails the test.
+func receiveAndAckAll(t *testing.T, ctx context.Context, tr *Transport, workers int, wait time.Duration, pause func()) map[string]int {
+	t.Helper()
+	var mu sync.Mutex
+	seen := make(map[string]int)
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				m, err := tr.Receive(ctx, "orders", wait)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if m == nil {
+					return // the queue is drained
+				}
+				d, _ := recordOf(m)
+				mu.Lock()
+				seen[fmt.Sprintf("%d@%d", d.msg.Partition, d.msg.Offset)]++
+				mu.Unlock()
+				if pause != nil {
+					pause()
+				}
+				if err := tr.Ack(ctx, m); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	return seen
 }

@@ -4,11 +4,9 @@ package kafka
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,26 +44,18 @@ func TestIntegrationConcurrentAppStopKeepsTheRunningAck(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			started, release := make(chan struct{}), make(chan struct{})
-			var calls atomic.Int32
-			app.Handle("urn:it:handback", func(context.Context, *babelqueue.Envelope) error {
-				if calls.Add(1) == 1 {
-					close(started)
-					<-release
-					return nil
-				}
-				return errors.New("only the first record may be handled")
-			})
+			fb := newFirstCallBlocks()
+			app.Handle("urn:it:handback", fb.handle)
 			cctx, cancel := context.WithCancel(ctx)
 			consumed := make(chan error, 1)
 			go func() { consumed <- app.Consume(cctx, topic) }()
 			select {
-			case <-started:
+			case <-fb.started:
 			case <-ctx.Done():
 				t.Fatal("the first record was not handled")
 			}
 			stopWithWaitingHandedBack(t, tr.memberOf(topic), cancel)
-			close(release)
+			close(fb.release)
 			if err := <-consumed; err != nil {
 				t.Fatal(err)
 			}
@@ -75,7 +65,7 @@ func TestIntegrationConcurrentAppStopKeepsTheRunningAck(t *testing.T) {
 			if out := logs.String(); strings.Contains(out, "level=ERROR") {
 				t.Fatalf("an ERROR was logged:\n%s", out)
 			}
-			if n := calls.Load(); n != 1 {
+			if n := fb.calls.Load(); n != 1 {
 				t.Fatalf("handler ran %d times, want 1", n)
 			}
 

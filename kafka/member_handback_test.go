@@ -36,9 +36,7 @@ func TestMemberHandBackKeepsTheAcksBelowIt(t *testing.T) {
 			if err := mr.tr.Ack(ctx, got["0@0"]); err != nil {
 				t.Fatalf("Ack of a delivery below the handed-back ones: %v", err)
 			}
-			if c := mr.offsets.get("orders", 0); c != 1 {
-				t.Fatalf("committed next offset %d, want 1", c)
-			}
+			mr.wantCommitted(t, 0, 1)
 			for _, want := range []string{"0@1", "0@2"} {
 				m, err := mr.tr.Receive(ctx, "orders", time.Second)
 				if err != nil || m == nil {
@@ -51,12 +49,8 @@ func TestMemberHandBackKeepsTheAcksBelowIt(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if c := mr.offsets.get("orders", 0); c != 3 {
-				t.Fatalf("committed next offset %d, want 3", c)
-			}
-			if r, b := mr.tr.budget.held(); r != 0 || b != 0 {
-				t.Fatalf("budget holds %d records, %d bytes", r, b)
-			}
+			mr.wantCommitted(t, 0, 3)
+			mr.wantBudgetEmpty(t)
 		})
 	}
 }
@@ -82,9 +76,7 @@ func TestMemberHandBackCarriesASettledRecordBelowIt(t *testing.T) {
 	if err := mr.tr.Ack(ctx, got["0@0"]); err != nil {
 		t.Fatalf("Ack of a delivery below the hand-back: %v", err)
 	}
-	if c := mr.offsets.get("orders", 0); c != 2 {
-		t.Fatalf("committed next offset %d, want 2", c)
-	}
+	mr.wantCommitted(t, 0, 2)
 	again := popAll(t, mr.rig, 2)
 	if again["0@2"] == nil || again["0@3"] == nil {
 		t.Fatalf("delivered again %v, want 0@2 and 0@3", again)
@@ -112,12 +104,8 @@ func TestMemberHandBackDuringRevocationKeepsTheCarriedAcks(t *testing.T) {
 		t.Fatalf("Ack within the revoke timeout: %v", err)
 	}
 	<-ended
-	if c := mr.offsets.get("orders", 0); c != 1 {
-		t.Fatalf("committed next offset %d, want 1", c)
-	}
-	if r, b := mr.tr.budget.held(); r != 0 || b != 0 {
-		t.Fatalf("budget holds %d records, %d bytes after the revocation", r, b)
-	}
+	mr.wantCommitted(t, 0, 1)
+	mr.wantBudgetEmpty(t)
 }
 
 // TestAppStopKeepsTheAckOfARunningHandler (issue 14): a concurrent App
@@ -135,35 +123,25 @@ func TestAppStopKeepsTheAckOfARunningHandler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	started, release := make(chan struct{}), make(chan struct{})
-	var calls atomic.Int32
-	app.Handle("urn:babel:orders:created", func(context.Context, *babelqueue.Envelope) error {
-		if calls.Add(1) == 1 {
-			close(started)
-			<-release
-			return nil
-		}
-		return errors.New("only the first record may be handled")
-	})
+	fb := newFirstCallBlocks()
+	app.Handle("urn:babel:orders:created", fb.handle)
 	for i := range 3 {
 		mr.log.append("orders", 0, kafkago.Message{Key: fmt.Appendf(nil, "k%d", i), Value: []byte(envelope(t, 0))})
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	consumed := make(chan error, 1)
 	go func() { consumed <- app.Consume(ctx, "orders") }()
-	<-started
+	<-fb.started
 	stopWithWaitingHandedBack(t, mr.member(), cancel)
-	close(release)
+	close(fb.release)
 	if err := <-consumed; err != nil {
 		t.Fatal(err)
 	}
-	if c := mr.offsets.get("orders", 0); c != 1 {
-		t.Fatalf("committed next offset %d, want 1", c)
-	}
+	mr.wantCommitted(t, 0, 1)
 	if out := logs.String(); strings.Contains(out, "level=ERROR") {
 		t.Fatalf("an ERROR was logged:\n%s", out)
 	}
-	if n := calls.Load(); n != 1 {
+	if n := fb.calls.Load(); n != 1 {
 		t.Fatalf("handler ran %d times, want 1", n)
 	}
 	next, err := mr.tr.Receive(context.Background(), "orders", time.Second)
@@ -228,13 +206,31 @@ func TestMemberCommitOfAHandedBackAssignmentGoesThroughItsSuccessor(t *testing.T
 	if err := m.commit(mr.gen, []*assignment{next}); err != nil {
 		t.Fatal(err)
 	}
-	if c := mr.offsets.get("orders", 0); c != 2 {
-		t.Fatalf("committed next offset %d, want 2", c)
-	}
+	mr.wantCommitted(t, 0, 2)
 	if err := m.commit(mr.gen, []*assignment{old.asg}); err != nil {
 		t.Fatal(err)
 	}
 	if c := mr.offsets.get("orders", 0); c != 2 {
 		t.Fatalf("a commit of the handed-back assignment moved the offset to %d, want it to stay 2", c)
 	}
+}
+
+// firstCallBlocks is a handler whose first call closes started and waits
+// for release, then succeeds; every later call fails. calls counts them.
+type firstCallBlocks struct {
+	started, release chan struct{}
+	calls            atomic.Int32
+}
+
+func newFirstCallBlocks() *firstCallBlocks {
+	return &firstCallBlocks{started: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (f *firstCallBlocks) handle(context.Context, *babelqueue.Envelope) error {
+	if f.calls.Add(1) == 1 {
+		close(f.started)
+		<-f.release
+		return nil
+	}
+	return errors.New("only the first record may be handled")
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"testing"
 	"time"
 
@@ -34,6 +33,24 @@ type memberTestRig struct {
 }
 
 func memberRig(t *testing.T) *rig { return newMemberRig(t).rig }
+
+// wantCommitted fails the test unless partition of "orders" is committed
+// at next (the next offset to read).
+func (mr *memberTestRig) wantCommitted(t *testing.T, partition, next int) {
+	t.Helper()
+	if c := mr.offsets.get("orders", partition); c != int64(next) {
+		t.Fatalf("partition %d: committed next offset %d, want %d", partition, c, next)
+	}
+}
+
+// wantBudgetEmpty fails the test unless the read-ahead budget holds no
+// record and no byte.
+func (mr *memberTestRig) wantBudgetEmpty(t *testing.T) {
+	t.Helper()
+	if r, b := mr.tr.budget.held(); r != 0 || b != 0 {
+		t.Fatalf("budget holds %d records, %d bytes", r, b)
+	}
+}
 
 func newMemberRig(t *testing.T, opts ...Option) *memberTestRig {
 	t.Helper()
@@ -114,12 +131,8 @@ func TestMemberRevocationStopsDispatchAndCommitsTheSettledPrefix(t *testing.T) {
 		t.Fatalf("Ack within the revoke timeout: %v", err)
 	}
 	<-ended
-	if c := mr.offsets.get("orders", 0); c != 1 {
-		t.Fatalf("committed next offset %d, want 1", c)
-	}
-	if r, b := mr.tr.budget.held(); r != 0 || b != 0 {
-		t.Fatalf("budget holds %d records, %d bytes after the revocation", r, b)
-	}
+	mr.wantCommitted(t, 0, 1)
+	mr.wantBudgetEmpty(t)
 }
 
 func TestMemberAckAfterRevocationCommitsNothing(t *testing.T) {
@@ -140,9 +153,7 @@ func TestMemberAckAfterRevocationCommitsNothing(t *testing.T) {
 			t.Fatalf("Ack %s after revocation = %v, want ErrRevoked", k, err)
 		}
 	}
-	if c := mr.offsets.get("orders", 1); c != 1 {
-		t.Fatalf("committed next offset %d, want 1", c)
-	}
+	mr.wantCommitted(t, 1, 1)
 	// The next generation (this member again) reads the rest again.
 	gen2 := newFakeGen(mr.log, mr.offsets, map[string][]int{"orders": {1}})
 	mr.group.gens <- gen2
@@ -159,40 +170,9 @@ func TestMemberConcurrentAcksCommitMonotonically(t *testing.T) {
 	for p := range 3 {
 		appendRecords(t, mr.rig, p, per)
 	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	seen := map[string]int{}
-	errs := make(chan error, 8)
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				m, err := mr.tr.Receive(ctx, "orders", 100*time.Millisecond)
-				if err != nil {
-					errs <- err
-					return
-				}
-				if m == nil {
-					return
-				}
-				d, _ := recordOf(m)
-				mu.Lock()
-				seen[fmt.Sprintf("%d@%d", d.msg.Partition, d.msg.Offset)]++
-				mu.Unlock()
-				time.Sleep(time.Duration(rand.IntN(200)) * time.Microsecond)
-				if err := mr.tr.Ack(ctx, m); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	seen := receiveAndAckAll(t, ctx, mr.tr, 8, 100*time.Millisecond, func() {
+		time.Sleep(time.Duration(rand.IntN(200)) * time.Microsecond)
+	})
 	if len(seen) != 3*per {
 		t.Fatalf("%d distinct records handed out, want %d", len(seen), 3*per)
 	}

@@ -4,7 +4,6 @@ package kafka
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
 )
 
 // TestIntegrationOversizeDeadLetterDoesNotStopThePartition: a raw producer
@@ -65,31 +65,10 @@ func TestIntegrationOversizeDeadLetterDoesNotStopThePartition(t *testing.T) {
 				t.Fatalf("dlq holds %d records, want 1", len(dlq))
 			}
 			d := dlq[0]
-			var b struct {
-				Job      string `json:"job"`
-				Meta     struct{ ID string }
-				Oversize struct {
-					Reason     string `json:"reason"`
-					WriteError string `json:"write_error"`
-					Size       int    `json:"size"`
-					Refused    int    `json:"refused_size"`
-					Topic      string `json:"topic"`
-					Partition  *int   `json:"partition"`
-					Offset     *int64 `json:"offset"`
-				} `json:"oversize"`
-				DeadLetter struct {
-					Reason        string  `json:"reason"`
-					Error         *string `json:"error"`
-					OriginalQueue string  `json:"original_queue"`
-					Attempts      int     `json:"attempts"`
-				} `json:"dead_letter"`
-			}
-			if err := json.Unmarshal(d.Value, &b); err != nil {
-				t.Fatalf("bounded dead letter: %v: %.300s", err, d.Value)
-			}
+			b := bqtest.DecodeBoundedLetter(t, d.Value)
 			o := b.Oversize
 			if len(d.Value) > 8<<10 || b.Job != "urn:babel:orders:created" || b.Meta.ID != "id-big" || o.Reason != "poison" ||
-				o.Size != 900_000 || o.Refused < 1_200_000 || o.Topic != topic || o.Partition == nil || *o.Partition != 0 ||
+				o.Size != 900_000 || o.RefusedSize < 1_200_000 || o.Topic != topic || o.Partition == nil || *o.Partition != 0 ||
 				o.Offset == nil || *o.Offset != 0 || !strings.Contains(o.WriteError, "too large") {
 				t.Errorf("bounded dead letter (%d bytes): %s", len(d.Value), d.Value)
 			}

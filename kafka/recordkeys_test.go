@@ -5,8 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
-	"errors"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -24,22 +22,8 @@ import (
 func tapKeys(t testing.TB, request, response []byte, chunk int) []recordKey {
 	t.Helper()
 	var got []recordKey
-	tap := newFetchTap(&scriptConn{r: bytes.NewReader(response), chunk: chunk}, nil, func(k recordKey) { got = append(got, k) })
-	for p := request; len(p) > 0; {
-		n := min(chunk, len(p))
-		if _, err := tap.Write(p[:n]); err != nil {
-			t.Fatal(err)
-		}
-		p = p[n:]
-	}
-	buf := make([]byte, 4096)
-	for {
-		if _, err := tap.Read(buf); errors.Is(err, io.EOF) {
-			return got
-		} else if err != nil {
-			t.Fatal(err)
-		}
-	}
+	tapThrough(t, request, response, chunk, nil, func(k recordKey) { got = append(got, k) })
+	return got
 }
 
 // keyedBatch encodes records at base with the given keys (nil: a null key)
@@ -204,53 +188,13 @@ func FuzzFetchTapKeys(f *testing.F) {
 // record's key length, and straight from the connection.
 func BenchmarkFetchTapKeys(b *testing.B) {
 	for _, codec := range []compress.Compression{0, compress.Lz4} {
-		var records []byte
-		for base := int64(0); len(records) < 1<<20; base += 10 {
-			recs := make([]protocol.Record, 10)
-			for i := range recs {
-				value := make([]byte, 1024)
-				_, _ = rand.Read(value) // as little compressible as a real payload can be
-				recs[i] = protocol.Record{Offset: base + int64(i), Key: protocol.NewBytes([]byte("order-42")), Value: protocol.NewBytes(value)}
-			}
-			var rb bytes.Buffer
-			if _, err := (&protocol.RecordSet{Version: 2, Attributes: protocol.Attributes(codec), Records: protocol.NewRecordReader(recs...)}).WriteTo(&rb); err != nil {
-				b.Fatal(err)
-			}
-			batch := rb.Bytes()[4:]
-			binary.BigEndian.PutUint64(batch, uint64(base))
-			records = append(records, batch...)
+		record := func(offset int64) protocol.Record {
+			value := make([]byte, 1024)
+			_, _ = rand.Read(value) // as little compressible as a real payload can be
+			return protocol.Record{Offset: offset, Key: protocol.NewBytes([]byte("order-42")), Value: protocol.NewBytes(value)}
 		}
-		resp := fetchResponse(10, 7, []string{"t"}, [][]fetchPart{{{id: 0, records: records}}})
-		req := requestFrame(fetchAPIKey, 10, 7, 0)
-		buf := make([]byte, 4096)
-		read := func(b *testing.B, c net.Conn) {
-			for {
-				if _, err := c.Read(buf); errors.Is(err, io.EOF) {
-					return
-				} else if err != nil {
-					b.Fatal(err)
-				}
-			}
-		}
-		b.Run(codec.String()+"/raw", func(b *testing.B) {
-			b.SetBytes(int64(len(resp)))
-			for b.Loop() {
-				read(b, &scriptConn{r: bytes.NewReader(resp), chunk: 1 << 20})
-			}
-		})
-		b.Run(codec.String()+"/tapped", func(b *testing.B) {
-			b.SetBytes(int64(len(resp)))
-			n := 0
-			for b.Loop() {
-				tap := newFetchTap(&scriptConn{r: bytes.NewReader(resp), chunk: 1 << 20}, nil, func(recordKey) { n++ })
-				if _, err := tap.Write(req); err != nil {
-					b.Fatal(err)
-				}
-				read(b, tap)
-			}
-			if n == 0 {
-				b.Fatal("no record key read")
-			}
+		benchFetchTap(b, codec.String()+"/", codec, record, "record key", func(c net.Conn, seen *int) *fetchTap {
+			return newFetchTap(c, nil, func(recordKey) { *seen++ })
 		})
 	}
 }

@@ -73,19 +73,8 @@ func TestIntegrationReinjectBacklogPerTier(t *testing.T) {
 	rec := &backlogRecorder{}
 	group := uniq("reinject")
 	tr := itTransport(t, WithReinjectGroupID(group), tiers, WithReinjectHooks(rec), WithReinjectBacklogInterval(200*time.Millisecond))
-	r, err := tr.NewReinjector(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- r.Run(rctx) }()
-	defer func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	stopReinjector := startReinjector(t, ctx, tr, topic)
+	defer stopReinjector()
 
 	first := rec.waitFor(t, 30*time.Second, func(s []driver.ReinjectBacklog) bool {
 		return len(s) == 2 && s[0].Err == nil && s[1].Err == nil && s[0].Backlog == 0 && s[1].Backlog == 3

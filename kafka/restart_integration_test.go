@@ -25,11 +25,7 @@ import (
 func TestRestartPublishOutcomes(t *testing.T) {
 	tr := itTransport(t)
 	topic := uniq("restart")
-	ensure(t, tr, topic, 3)
-	app, err := babelqueue.NewApp(tr, babelqueue.WithDefaultQueue(topic))
-	if err != nil {
-		t.Fatal(err)
-	}
+	app := itApp(t, tr, topic, 3)
 
 	var (
 		mu      sync.Mutex

@@ -17,11 +17,7 @@ import (
 func TestIntegrationSendBatchWriterByShare(t *testing.T) {
 	tr := itTransport(t)
 	topic := uniq("batch-writers")
-	ensure(t, tr, topic, 3)
-	app, err := babelqueue.NewApp(tr, babelqueue.WithDefaultQueue(topic))
-	if err != nil {
-		t.Fatal(err)
-	}
+	app := itApp(t, tr, topic, 3)
 	ctx := bgCtx(t, time.Minute)
 	batch := func(n int, opts ...babelqueue.PublishOption) []babelqueue.BatchMessage {
 		msgs := make([]babelqueue.BatchMessage, n)

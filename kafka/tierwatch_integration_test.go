@@ -71,19 +71,8 @@ func TestIntegrationStaleTierWarnsWithoutAReinjector(t *testing.T) {
 		t.Errorf("no warning logged:\n%s", logs.String())
 	}
 
-	r, err := tr.NewReinjector(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rctx, rstop := context.WithCancel(ctx)
-	rdone := make(chan error, 1)
-	go func() { rdone <- r.Run(rctx) }()
-	defer func() {
-		rstop()
-		if err := <-rdone; err != nil {
-			t.Errorf("Reinjector.Run: %v", err)
-		}
-	}()
+	stopReinjector := startReinjector(t, ctx, tr, topic)
+	defer stopReinjector()
 	select {
 	case got := <-handled:
 		if got != 1 {

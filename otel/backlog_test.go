@@ -9,6 +9,8 @@ import (
 	"github.com/babelqueue/babelqueue-go/core/driver"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/babelqueue/babelqueue-go/otel/internal/oteltest"
 )
 
 // TestReinjectBacklogGaugesShowTheLatestSample: each tier's backlog,
@@ -26,12 +28,12 @@ func TestReinjectBacklogGaugesShowTheLatestSample(t *testing.T) {
 		{Tier: "orders.retry.1", TierIndex: 1, Queue: "orders", Group: "bq-reinject", Backlog: 3, OldestAge: 2 * time.Second, OldestLag: time.Second},
 		{Tier: "orders.retry.2", TierIndex: 2, Queue: "orders", Group: "bq-reinject", Err: errors.New("broker unreachable")},
 	})
-	rm := h.collect(t)
+	rm := h.Collect(t)
 	want := map[string]float64{
 		MetricReinjectBacklog: 3, MetricReinjectOldestAge: 2, MetricReinjectOldestLag: 1,
 	}
 	for name, v := range want {
-		m, ok := findMetric(rm, name)
+		m, ok := oteltest.FindMetric(rm, name)
 		if !ok {
 			t.Fatalf("%s not observed", name)
 		}

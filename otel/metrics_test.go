@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,8 @@ import (
 	"github.com/babelqueue/babelqueue-go/core/driver"
 	"github.com/babelqueue/babelqueue-go/core/redrive"
 	"github.com/babelqueue/babelqueue-go/core/wire"
+
+	"github.com/babelqueue/babelqueue-go/otel/internal/oteltest"
 )
 
 // TestInstrumentsHaveUnitsAndDescriptions feeds every hook directly (as
@@ -44,9 +47,9 @@ func TestInstrumentsHaveUnitsAndDescriptions(t *testing.T) {
 		MetricDeadLettered: "{message}", MetricPoison: "{message}", MetricVersionGated: "{message}",
 		MetricRedriven: "{message}", MetricProcessDuration: "s", MetricOperationDuration: "s", MetricReinjectLag: "s",
 	}
-	rm := h.collect(t)
+	rm := h.Collect(t)
 	for name, unit := range want {
-		got, ok := findMetric(rm, name)
+		got, ok := oteltest.FindMetric(rm, name)
 		if !ok {
 			t.Errorf("%s not recorded", name)
 			continue
@@ -55,10 +58,10 @@ func TestInstrumentsHaveUnitsAndDescriptions(t *testing.T) {
 			t.Errorf("%s: unit %q description %q, want unit %q and a description", name, got.Unit, got.Description, unit)
 		}
 	}
-	if n := h.count(t, MetricRedriven, map[string]string{"messaging.system": "kafka", "messaging.destination.name": "q"}); n != 3 {
+	if n := h.Count(t, MetricRedriven, map[string]string{"messaging.system": "kafka", "messaging.destination.name": "q"}); n != 3 {
 		t.Errorf("redriven = %d, want 3", n)
 	}
-	if n, sum := h.observations(t, MetricProcessDuration, map[string]string{"babelqueue.urn": testURN, "error.type": "_OTHER"}); n != 1 || math.Abs(sum-0.02) > 1e-9 {
+	if n, sum := h.Observations(t, MetricProcessDuration, map[string]string{"babelqueue.urn": testURN, "error.type": "_OTHER"}); n != 1 || math.Abs(sum-0.02) > 1e-9 {
 		t.Errorf("handler duration: %d observations summing to %v, want 1 of 0.02s", n, sum)
 	}
 }
@@ -81,10 +84,10 @@ func TestSettleWithoutDeliveryStillCounts(t *testing.T) {
 			t.Errorf("%s = %d, want %d", k, got[k], v)
 		}
 	}
-	if n, sum := h.observations(t, MetricProcessDuration, map[string]string{"error.type": "_OTHER"}); n != 1 || sum != 1 {
+	if n, sum := h.Observations(t, MetricProcessDuration, map[string]string{"error.type": "_OTHER"}); n != 1 || sum != 1 {
 		t.Errorf("handler duration: %d observations summing %v, want 1 of 1s", n, sum)
 	}
-	if spans := h.spans.GetSpans(); len(spans) != 0 {
+	if spans := h.Spans.GetSpans(); len(spans) != 0 {
 		t.Errorf("%d spans ended without a delivery", len(spans))
 	}
 }
@@ -105,7 +108,7 @@ func TestReinjectLagPerWorkQueue(t *testing.T) {
 		n     uint64
 		sum   float64
 	}{{"orders", 2, 1.75}, {"payments", 1, 3}} {
-		n, sum := h.observations(t, MetricReinjectLag, map[string]string{"messaging.system": "kafka", "messaging.destination.name": c.queue})
+		n, sum := h.Observations(t, MetricReinjectLag, map[string]string{"messaging.system": "kafka", "messaging.destination.name": c.queue})
 		if n != c.n || math.Abs(sum-c.sum) > 1e-9 {
 			t.Errorf("%s: %d observations summing %vs, want %d summing %vs", c.queue, n, sum, c.n, c.sum)
 		}
@@ -127,6 +130,24 @@ func TestOptionsRejectBadValues(t *testing.T) {
 	tel, err := New(nil, WithLinkMemory(0))
 	if err != nil || tel.cfg.system != DefaultSystem || tel.links.cap != 0 {
 		t.Errorf("defaults: %v, system %q", err, tel.cfg.system)
+	}
+}
+
+// TestNewReportsEveryOptionProblem passes several bad options at once and
+// checks that the one error names each of them, not only the first.
+func TestNewReportsEveryOptionProblem(t *testing.T) {
+	_, err := New(WithSystem(""), WithLinkMemory(-3), WithPropagator(nil))
+	if !errors.Is(err, babelqueue.ErrInvalidOption) {
+		t.Fatalf("New returned %v, want ErrInvalidOption", err)
+	}
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok || len(joined.Unwrap()) != 3 {
+		t.Fatalf("New returned %v, want three joined option errors", err)
+	}
+	for _, want := range []string{"blank messaging system", "negative link memory -3", "nil propagator"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not report %q", err, want)
+		}
 	}
 }
 
@@ -173,7 +194,7 @@ func TestAttrCacheIsBoundedAndExact(t *testing.T) {
 	// still those asked for.
 	for _, urn := range []string{"urn:babel:u3", "urn:babel:u1400"} {
 		h.tel.m.poison.Add(context.Background(), 1, c.at("q", AttrURN.String(urn)))
-		if n := h.count(t, MetricPoison, map[string]string{"babelqueue.urn": urn, "messaging.destination.name": "q", "messaging.system": DefaultSystem}); n != 1 {
+		if n := h.Count(t, MetricPoison, map[string]string{"babelqueue.urn": urn, "messaging.destination.name": "q", "messaging.system": DefaultSystem}); n != 1 {
 			t.Errorf("%s counted %d, want 1", urn, n)
 		}
 	}

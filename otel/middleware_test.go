@@ -11,6 +11,8 @@ import (
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/babelqueue/babelqueue-go/core/bqtest"
+
+	"github.com/babelqueue/babelqueue-go/otel/internal/oteltest"
 )
 
 // TestMiddlewareWithoutHooksMakesItsOwnSpan: a handler wrapped in
@@ -31,8 +33,8 @@ func TestMiddlewareWithoutHooksMakesItsOwnSpan(t *testing.T) {
 	if _, err := app.Drain(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	spans := h.ended("process orders")
-	send := h.only(t, "send orders")
+	spans := h.Ended("process orders")
+	send := h.Only(t, "send orders")
 	if len(spans) != 3 { // the default three attempts
 		t.Fatalf("%d process spans, want 3", len(spans))
 	}
@@ -41,10 +43,10 @@ func TestMiddlewareWithoutHooksMakesItsOwnSpan(t *testing.T) {
 			t.Errorf("middleware span: parent %v status %v events %v", s.Parent.SpanID(), s.Status, s.Events)
 		}
 	}
-	if n, _ := h.observations(t, MetricProcessDuration, map[string]string{"error.type": handlerErrType}); n != 3 {
+	if n, _ := h.Observations(t, MetricProcessDuration, map[string]string{"error.type": handlerErrType}); n != 3 {
 		t.Errorf("handler duration observations = %d, want 3", n)
 	}
-	if n := h.count(t, MetricConsumedMessages, nil); n != 0 {
+	if n := h.Count(t, MetricConsumedMessages, nil); n != 0 {
 		t.Errorf("consumed = %d without the hooks, want 0 (only the App knows outcomes)", n)
 	}
 }
@@ -65,8 +67,8 @@ func TestMiddlewareWithHooksRecordsPanicOnceOnTheDeliverySpan(t *testing.T) {
 		t.Fatal(err)
 	}
 	drain(t, app)
-	p := h.only(t, "process orders")
-	wantAttrs(t, p, map[string]string{"babelqueue.outcome": "retried", "babelqueue.reason": "failed"})
+	p := h.Only(t, "process orders")
+	oteltest.WantAttrs(t, p, map[string]string{"babelqueue.outcome": "retried", "babelqueue.reason": "failed"})
 	exceptions := 0
 	for _, e := range p.Events {
 		if e.Name == "exception" {
@@ -76,7 +78,7 @@ func TestMiddlewareWithHooksRecordsPanicOnceOnTheDeliverySpan(t *testing.T) {
 	if exceptions != 1 {
 		t.Errorf("%d exception events, want 1 (events %v)", exceptions, p.Events)
 	}
-	if n, sum := h.observations(t, MetricProcessDuration, nil); n != 1 || math.Abs(sum-1) > 1e-9 {
+	if n, sum := h.Observations(t, MetricProcessDuration, nil); n != 1 || math.Abs(sum-1) > 1e-9 {
 		t.Errorf("handler duration: %d observations summing %v, want 1 of 1s", n, sum)
 	}
 }

@@ -19,6 +19,8 @@ import (
 	"github.com/babelqueue/babelqueue-go/core/bqtest"
 	"github.com/babelqueue/babelqueue-go/core/driver"
 	"github.com/babelqueue/babelqueue-go/core/gdpr"
+
+	"github.com/babelqueue/babelqueue-go/otel/internal/oteltest"
 )
 
 // handlerTime is how long every handler of these tests runs, on the fake
@@ -244,7 +246,7 @@ func runOutcome(t *testing.T, tc outcomeCase, wrapped bool) {
 		}
 	}
 	for result, errType := range map[string]string{"success": "", "error": handlerErrType} {
-		n, sum := h.observations(t, MetricProcessDuration, map[string]string{"babelqueue.urn": testURN, "error.type": errType, "messaging.operation.name": "process"})
+		n, sum := h.Observations(t, MetricProcessDuration, map[string]string{"babelqueue.urn": testURN, "error.type": errType, "messaging.operation.name": "process"})
 		wantSum := float64(byResult[result]) * handlerTime.Seconds()
 		if int(n) != byResult[result] || math.Abs(sum-wantSum) > 1e-9 {
 			t.Errorf("handler duration{%s}: %d observations summing %vs, want %d summing %vs", result, n, sum, byResult[result], wantSum)
@@ -253,12 +255,12 @@ func runOutcome(t *testing.T, tc outcomeCase, wrapped bool) {
 
 	// One ended process span per delivery, carrying its outcome; Error
 	// only when dead-lettered.
-	spans := h.ended("process orders")
+	spans := h.Ended("process orders")
 	if len(spans) != len(tc.want) {
-		t.Fatalf("%d process spans, want %d (all: %v)", len(spans), len(tc.want), spanNames(h.spans.GetSpans()))
+		t.Fatalf("%d process spans, want %d (all: %v)", len(spans), len(tc.want), oteltest.SpanNames(h.Spans.GetSpans()))
 	}
 	for i, s := range tc.want {
-		got := attrs(spans[i])
+		got := oteltest.Attrs(spans[i])
 		for k, v := range map[string]string{"babelqueue.outcome": s.outcome, "babelqueue.reason": s.reason, "babelqueue.target": s.target, "babelqueue.delay_ms": s.delayMS} {
 			if got[k] != v {
 				t.Errorf("span %d: %s = %q, want %q (all: %v)", i, k, got[k], v, got)
@@ -313,7 +315,7 @@ func pointKey(metric string, kv map[string]string) string {
 func (h *harness) counters(t testing.TB) map[string]int64 {
 	t.Helper()
 	out := map[string]int64{}
-	for _, sm := range h.collect(t).ScopeMetrics {
+	for _, sm := range h.Collect(t).ScopeMetrics {
 		for _, m := range sm.Metrics {
 			sum, ok := m.Data.(metricdata.Sum[int64])
 			if !ok || m.Name == MetricSentMessages {

@@ -7,6 +7,8 @@ import (
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/babelqueue/babelqueue-go/core/wire"
+
+	"github.com/babelqueue/babelqueue-go/otel/internal/oteltest"
 )
 
 // TestProcessSpanCarriesTheKafkaRecord: partition, offset, key and group of
@@ -20,17 +22,17 @@ func TestProcessSpanCarriesTheKafkaRecord(t *testing.T) {
 	ctx := hooks.OnDelivery(context.Background(), d)
 	hooks.OnSettle(ctx, d, &babelqueue.Settlement{Outcome: babelqueue.OutcomeDeadLettered, Reason: wire.ReasonFailed,
 		Target: "orders.dlq", Deliveries: 3, HandlerRan: true, HandlerDuration: time.Second})
-	span := h.only(t, "process orders")
-	wantAttrs(t, span, map[string]string{
+	span := h.Only(t, "process orders")
+	oteltest.WantAttrs(t, span, map[string]string{
 		"messaging.system": "kafka", "messaging.operation.name": "process", "messaging.operation.type": "process",
 		"messaging.destination.name": "orders", "messaging.destination.partition.id": "2", "messaging.kafka.offset": "417",
 		"messaging.kafka.message.key": "order-7", "messaging.consumer.group.name": "billing", "error.type": "failed",
 	})
-	if n := h.count(t, MetricConsumedMessages, map[string]string{"messaging.consumer.group.name": "billing",
+	if n := h.Count(t, MetricConsumedMessages, map[string]string{"messaging.consumer.group.name": "billing",
 		"babelqueue.outcome": "dead_lettered", "error.type": "failed"}); n != 1 {
 		t.Errorf("%s{group, dead_lettered} = %d, want 1", MetricConsumedMessages, n)
 	}
-	if n, _ := h.observations(t, MetricProcessDuration, map[string]string{"messaging.consumer.group.name": "billing", "error.type": "_OTHER"}); n != 1 {
+	if n, _ := h.Observations(t, MetricProcessDuration, map[string]string{"messaging.consumer.group.name": "billing", "error.type": "_OTHER"}); n != 1 {
 		t.Errorf("%s{group} = %d observations, want 1", MetricProcessDuration, n)
 	}
 }
@@ -43,17 +45,17 @@ func TestProcessSpanCarriesThePulsarDelivery(t *testing.T) {
 	msg := &babelqueue.ReceivedMessage{Queue: "orders", Key: []byte("order-7"), Partition: 1, Group: "workers"}
 	d := &babelqueue.Delivery{Message: msg, Queue: "orders", URN: testURN}
 	hooks.OnSettle(hooks.OnDelivery(context.Background(), d), d, &babelqueue.Settlement{Outcome: babelqueue.OutcomeHandled, HandlerRan: true})
-	span := h.only(t, "process orders")
-	wantAttrs(t, span, map[string]string{
+	span := h.Only(t, "process orders")
+	oteltest.WantAttrs(t, span, map[string]string{
 		"messaging.system": "pulsar", "messaging.destination.partition.id": "1", "messaging.consumer.group.name": "workers",
 	})
-	got := attrs(span)
+	got := oteltest.Attrs(span)
 	for _, k := range []string{"messaging.kafka.offset", "messaging.kafka.message.key"} {
 		if v, ok := got[k]; ok {
 			t.Errorf("%s = %q on a Pulsar delivery", k, v)
 		}
 	}
-	if n := h.count(t, MetricConsumedMessages, map[string]string{"messaging.consumer.group.name": "workers", "babelqueue.outcome": "handled"}); n != 1 {
+	if n := h.Count(t, MetricConsumedMessages, map[string]string{"messaging.consumer.group.name": "workers", "babelqueue.outcome": "handled"}); n != 1 {
 		t.Errorf("%s{subscription} = %d, want 1", MetricConsumedMessages, n)
 	}
 }
@@ -65,7 +67,7 @@ func TestBinaryKafkaKeyIsNotReported(t *testing.T) {
 	hooks := h.tel.Hooks()
 	d := &babelqueue.Delivery{Message: &babelqueue.ReceivedMessage{Queue: "orders", Key: []byte{0xff, 0xfe}, Offset: 5}, Queue: "orders"}
 	hooks.OnSettle(hooks.OnDelivery(context.Background(), d), d, &babelqueue.Settlement{Outcome: babelqueue.OutcomeHandled})
-	got := attrs(h.only(t, "process orders"))
+	got := oteltest.Attrs(h.Only(t, "process orders"))
 	if _, ok := got["messaging.kafka.message.key"]; ok || got["messaging.kafka.offset"] != "5" || got["messaging.destination.partition.id"] != "0" {
 		t.Errorf("attributes %v", got)
 	}
@@ -82,7 +84,7 @@ func TestGenericDeliveryAddsNothing(t *testing.T) {
 	hooks := h.tel.Hooks()
 	d := &babelqueue.Delivery{Message: &babelqueue.ReceivedMessage{Queue: "orders", Key: []byte("k"), Partition: 3, Offset: 9}, Queue: "orders"}
 	hooks.OnSettle(hooks.OnDelivery(context.Background(), d), d, &babelqueue.Settlement{Outcome: babelqueue.OutcomeHandled})
-	got := attrs(h.only(t, "process orders"))
+	got := oteltest.Attrs(h.Only(t, "process orders"))
 	for _, k := range []string{"messaging.destination.partition.id", "messaging.kafka.offset", "messaging.kafka.message.key", "messaging.consumer.group.name", "error.type"} {
 		if v, ok := got[k]; ok {
 			t.Errorf("%s = %q on a generic delivery", k, v)

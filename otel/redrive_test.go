@@ -11,6 +11,8 @@ import (
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/babelqueue/babelqueue-go/core/bqtest"
 	"github.com/babelqueue/babelqueue-go/core/redrive"
+
+	"github.com/babelqueue/babelqueue-go/otel/internal/oteltest"
 )
 
 // deadLetters leaves n dead letters in orders.dlq.
@@ -43,7 +45,7 @@ func TestAppRedriveCountsEachMoveUnderItsTarget(t *testing.T) {
 	if err != nil || res.Moved != 3 || mem.Len("orders.dlq") != 3 {
 		t.Fatalf("dry run: %v, %+v", err, res)
 	}
-	if n := h.count(t, MetricRedriven, nil); n != 0 {
+	if n := h.Count(t, MetricRedriven, nil); n != 0 {
 		t.Errorf("a dry run counted %d redriven", n)
 	}
 
@@ -58,16 +60,16 @@ func TestAppRedriveCountsEachMoveUnderItsTarget(t *testing.T) {
 		t.Fatalf("Redrive to audit: %v, %+v", err, res)
 	}
 	for target, want := range map[string]int64{"orders": 2, "audit": 1} {
-		if n := h.count(t, MetricRedriven, map[string]string{"messaging.destination.name": target}); n != want {
+		if n := h.Count(t, MetricRedriven, map[string]string{"messaging.destination.name": target}); n != want {
 			t.Errorf("redriven{%s} = %d, want %d", target, n, want)
 		}
 	}
-	runs := h.ended("redrive orders.dlq")
+	runs := h.Ended("redrive orders.dlq")
 	if len(runs) != 2 {
 		t.Fatalf("%d redrive spans, want 2", len(runs))
 	}
-	wantAttrs(t, runs[0], map[string]string{"babelqueue.redrive.dry_run": "true", "babelqueue.redrive.moved": "3"})
-	wantAttrs(t, runs[1], map[string]string{"babelqueue.redrive.dry_run": "false", "babelqueue.redrive.moved": "2", "babelqueue.redrive.examined": "2"})
+	oteltest.WantAttrs(t, runs[0], map[string]string{"babelqueue.redrive.dry_run": "true", "babelqueue.redrive.moved": "3"})
+	oteltest.WantAttrs(t, runs[1], map[string]string{"babelqueue.redrive.dry_run": "false", "babelqueue.redrive.moved": "2", "babelqueue.redrive.examined": "2"})
 
 	// A discard run counts nothing as redriven; its span says how many.
 	mem.Publish(context.Background(), "orders.dlq", "{poison")
@@ -77,11 +79,11 @@ func TestAppRedriveCountsEachMoveUnderItsTarget(t *testing.T) {
 	if err != nil || res.Discarded != 1 || mem.Len("orders.dlq") != 0 {
 		t.Fatalf("discard: %v, %+v", err, res)
 	}
-	if n := h.count(t, MetricRedriven, nil); n != 3 {
+	if n := h.Count(t, MetricRedriven, nil); n != 3 {
 		t.Errorf("redriven = %d after a discard, want 3", n)
 	}
-	runs = h.ended("redrive orders.dlq")
-	wantAttrs(t, runs[len(runs)-1], map[string]string{"babelqueue.redrive.discarded": "1", "babelqueue.redrive.moved": "0"})
+	runs = h.Ended("redrive orders.dlq")
+	oteltest.WantAttrs(t, runs[len(runs)-1], map[string]string{"babelqueue.redrive.discarded": "1", "babelqueue.redrive.moved": "0"})
 }
 
 // ownRedrive is a transport running redrives itself, as the Kafka and
@@ -106,10 +108,10 @@ func TestRedriveHooksReachABindingsOwnRedrive(t *testing.T) {
 	if err == nil || res.Moved != 1 {
 		t.Fatalf("Redrive: %v, %+v", err, res)
 	}
-	if n := h.count(t, MetricRedriven, map[string]string{"messaging.destination.name": "orders"}); n != 1 {
+	if n := h.Count(t, MetricRedriven, map[string]string{"messaging.destination.name": "orders"}); n != 1 {
 		t.Errorf("redriven{orders} = %d, want 1 (the already moved one is not counted again)", n)
 	}
-	span := h.only(t, "redrive orders.dlq")
+	span := h.Only(t, "redrive orders.dlq")
 	if span.Status.Code != codes.Error || !hasEvent(span, "babelqueue.redrive_failed") {
 		t.Errorf("redrive span status %v events %v, want an error and the failed item", span.Status, span.Events)
 	}

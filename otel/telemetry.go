@@ -1,6 +1,8 @@
 package otel
 
 import (
+	"errors"
+
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
@@ -26,18 +28,22 @@ type Telemetry struct {
 }
 
 // New returns a Telemetry configured by opts (see the defaults in
-// options.go). A rejected option gives an error wrapping
-// babelqueue.ErrInvalidOption; a failure to create an instrument is
-// returned as well.
+// options.go). Every rejected option is reported, joined with errors.Join,
+// each wrapping babelqueue.ErrInvalidOption; a failure to create an
+// instrument is returned as well.
 func New(opts ...Option) (*Telemetry, error) {
 	cfg := defaultConfig()
+	var errs []error
 	for _, o := range opts {
 		if o == nil {
 			continue
 		}
 		if err := o(&cfg); err != nil {
-			return nil, err
+			errs = append(errs, err)
 		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	tp := cfg.tp
 	if tp == nil {

@@ -16,6 +16,8 @@ import (
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/babelqueue/babelqueue-go/core/bqtest"
 	"github.com/babelqueue/babelqueue-go/core/driver"
+
+	"github.com/babelqueue/babelqueue-go/otel/internal/oteltest"
 )
 
 const testURN = "urn:babel:orders:created"
@@ -63,17 +65,17 @@ func TestPublishStartsProducerSpanAndInjectsTraceparent(t *testing.T) {
 	mem := bqtest.NewInMemoryTransport()
 	app := newApp(h, mem)
 
-	ctx, parent := h.tp.Tracer("test").Start(context.Background(), "caller")
+	ctx, parent := h.TP.Tracer("test").Start(context.Background(), "caller")
 	id, err := app.Publish(ctx, testURN, map[string]any{"order_id": 1})
 	parent.End()
 	if err != nil {
 		t.Fatal(err)
 	}
-	send := h.only(t, "send orders")
+	send := h.Only(t, "send orders")
 	if send.SpanKind != trace.SpanKindProducer || send.Parent.SpanID() != parent.SpanContext().SpanID() {
 		t.Errorf("send span kind %v parent %v, want a producer child of the caller's span", send.SpanKind, send.Parent.SpanID())
 	}
-	wantAttrs(t, send, map[string]string{
+	oteltest.WantAttrs(t, send, map[string]string{
 		"messaging.system":           "kafka",
 		"messaging.destination.name": "orders",
 		"messaging.operation.type":   "send",
@@ -81,7 +83,7 @@ func TestPublishStartsProducerSpanAndInjectsTraceparent(t *testing.T) {
 		"messaging.message.id":       id,
 		"babelqueue.urn":             testURN,
 	})
-	if attrs(send)["babelqueue.trace_id"] == "" {
+	if oteltest.Attrs(send)["babelqueue.trace_id"] == "" {
 		t.Error("no babelqueue.trace_id attribute")
 	}
 	msgs := mem.Messages("orders")
@@ -92,7 +94,7 @@ func TestPublishStartsProducerSpanAndInjectsTraceparent(t *testing.T) {
 	if sc.SpanID() != send.SpanContext.SpanID() || sc.TraceID() != send.SpanContext.TraceID() {
 		t.Errorf("traceparent %q does not name the send span", msgs[0].Headers["traceparent"])
 	}
-	if n := h.count(t, MetricSentMessages, map[string]string{"messaging.destination.name": "orders", "messaging.system": "kafka"}); n != 1 {
+	if n := h.Count(t, MetricSentMessages, map[string]string{"messaging.destination.name": "orders", "messaging.system": "kafka"}); n != 1 {
 		t.Errorf("%s = %d, want 1", MetricSentMessages, n)
 	}
 }
@@ -113,7 +115,7 @@ func TestPublishKeepsCallersTraceparentAndHeaders(t *testing.T) {
 	if len(headers) != 2 {
 		t.Errorf("the caller's header map was changed: %v", headers)
 	}
-	wantAttrs(t, h.only(t, "send orders"), map[string]string{"messaging.system": DefaultSystem})
+	oteltest.WantAttrs(t, h.Only(t, "send orders"), map[string]string{"messaging.system": DefaultSystem})
 }
 
 // TestPublishFailureMarksSendSpanAndCountsItWithErrorType: a publish the
@@ -133,15 +135,15 @@ func TestPublishFailureMarksSendSpanAndCountsItWithErrorType(t *testing.T) {
 	if _, err := app.Publish(context.Background(), testURN, nil); !errors.Is(err, boom) {
 		t.Fatalf("Publish: %v, want %v", err, boom)
 	}
-	send := h.only(t, "send orders")
+	send := h.Only(t, "send orders")
 	if send.Status.Code != codes.Error || !hasEvent(send, "exception") {
 		t.Errorf("failed publish: status %v, events %v", send.Status, send.Events)
 	}
-	wantAttrs(t, send, map[string]string{"error.type": handlerErrType})
-	if n := h.count(t, MetricSentMessages, map[string]string{"error.type": handlerErrType, "messaging.operation.name": "send"}); n != 1 {
+	oteltest.WantAttrs(t, send, map[string]string{"error.type": handlerErrType})
+	if n := h.Count(t, MetricSentMessages, map[string]string{"error.type": handlerErrType, "messaging.operation.name": "send"}); n != 1 {
 		t.Errorf("%s{error.type} = %d after a failed publish, want 1", MetricSentMessages, n)
 	}
-	if n, _ := h.observations(t, MetricOperationDuration, map[string]string{"error.type": handlerErrType, "messaging.operation.type": "send"}); n != 1 {
+	if n, _ := h.Observations(t, MetricOperationDuration, map[string]string{"error.type": handlerErrType, "messaging.operation.type": "send"}); n != 1 {
 		t.Errorf("%s{error.type} = %d observations after a failed publish, want 1", MetricOperationDuration, n)
 	}
 }
@@ -155,18 +157,18 @@ func TestDelayedPublishCarriesTraceAndDelay(t *testing.T) {
 	if _, err := app.Publish(context.Background(), testURN, nil, babelqueue.WithDelay(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	send := h.only(t, "send orders")
-	wantAttrs(t, send, map[string]string{"babelqueue.delay_ms": "60000"})
+	send := h.Only(t, "send orders")
+	oteltest.WantAttrs(t, send, map[string]string{"babelqueue.delay_ms": "60000"})
 	if msgs := mem.Messages("orders"); len(msgs) != 1 || msgs[0].Headers["traceparent"] != formatLink(send.SpanContext) {
 		t.Fatalf("the delayed message does not carry the send span's traceparent: %+v", msgs)
 	}
 	drain(t, app)
-	if n := len(h.ended("process orders")); n != 0 {
+	if n := len(h.Ended("process orders")); n != 0 {
 		t.Fatalf("%d process spans before the delay passed", n)
 	}
 	clock.Advance(time.Minute)
 	drain(t, app)
-	p := h.only(t, "process orders")
+	p := h.Only(t, "process orders")
 	if p.Parent.SpanID() != send.SpanContext.SpanID() || p.SpanContext.TraceID() != send.SpanContext.TraceID() {
 		t.Errorf("process span parent %v, want the producer span %v", p.Parent.SpanID(), send.SpanContext.SpanID())
 	}
@@ -177,7 +179,7 @@ func TestProcessSpanIsChildOfProducerAndParentOfHandlerSpans(t *testing.T) {
 	mem := bqtest.NewInMemoryTransport()
 	app := newApp(h, mem)
 	app.Handle(testURN, func(ctx context.Context, env *babelqueue.Envelope) error {
-		_, s := h.tp.Tracer("test").Start(ctx, "work")
+		_, s := h.TP.Tracer("test").Start(ctx, "work")
 		s.End()
 		return nil
 	})
@@ -186,13 +188,13 @@ func TestProcessSpanIsChildOfProducerAndParentOfHandlerSpans(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The consumer's own span is not the parent of its deliveries.
-	ctx, consumer := h.tp.Tracer("test").Start(context.Background(), "consumer")
+	ctx, consumer := h.TP.Tracer("test").Start(context.Background(), "consumer")
 	if _, err := app.Drain(ctx); err != nil {
 		t.Fatal(err)
 	}
 	consumer.End()
 
-	send, process, work := h.only(t, "send orders"), h.only(t, "process orders"), h.only(t, "work")
+	send, process, work := h.Only(t, "send orders"), h.Only(t, "process orders"), h.Only(t, "work")
 	if process.SpanKind != trace.SpanKindConsumer {
 		t.Errorf("process kind %v, want consumer", process.SpanKind)
 	}
@@ -205,7 +207,7 @@ func TestProcessSpanIsChildOfProducerAndParentOfHandlerSpans(t *testing.T) {
 	if len(process.Links) != 0 {
 		t.Errorf("first attempt has links %v", process.Links)
 	}
-	wantAttrs(t, process, map[string]string{
+	oteltest.WantAttrs(t, process, map[string]string{
 		"messaging.system":           DefaultSystem,
 		"messaging.destination.name": "orders",
 		"messaging.operation.type":   "process",
@@ -231,19 +233,19 @@ func TestMessageWithoutTraceContextStartsATraceItsRetryContinues(t *testing.T) {
 	if err := mem.Publish(context.Background(), "orders", string(raw)); err != nil {
 		t.Fatal(err)
 	}
-	ctx, consumer := h.tp.Tracer("test").Start(context.Background(), "consumer")
+	ctx, consumer := h.TP.Tracer("test").Start(context.Background(), "consumer")
 	if _, err := app.Drain(ctx); err != nil {
 		t.Fatal(err)
 	}
 	consumer.End()
-	process := h.ended("process orders")
+	process := h.Ended("process orders")
 	if len(process) != 2 {
 		t.Fatalf("%d process spans, want 2", len(process))
 	}
 	if process[0].Parent.IsValid() {
 		t.Errorf("a delivery without traceparent has parent %v, want a root span", process[0].Parent.SpanID())
 	}
-	if process[1].Parent.SpanID() != process[0].SpanContext.SpanID() || !linkedTo(process[1], process[0].SpanContext) {
+	if process[1].Parent.SpanID() != process[0].SpanContext.SpanID() || !oteltest.LinkedTo(process[1], process[0].SpanContext) {
 		t.Errorf("the retry is not a linked child of the attempt that failed")
 	}
 }
@@ -266,8 +268,8 @@ func TestRetryThenDeadLetterKeepsOneTrace(t *testing.T) {
 	}
 	drain(t, app)
 
-	send := h.only(t, "send orders")
-	process := h.ended("process orders")
+	send := h.Only(t, "send orders")
+	process := h.Ended("process orders")
 	if len(process) != 2 || len(seen) != 2 {
 		t.Fatalf("%d process spans and %d handler calls, want 2", len(process), len(seen))
 	}
@@ -279,15 +281,15 @@ func TestRetryThenDeadLetterKeepsOneTrace(t *testing.T) {
 			t.Errorf("attempt %d: the handler's error is not an exception event: %v", i, p.Events)
 		}
 	}
-	wantAttrs(t, process[0], map[string]string{"babelqueue.attempt": "0", "babelqueue.outcome": "retried", "babelqueue.reason": "failed"})
-	wantAttrs(t, process[1], map[string]string{"babelqueue.attempt": "1", "babelqueue.outcome": "dead_lettered", "babelqueue.reason": "failed", "babelqueue.target": "orders.dlq"})
+	oteltest.WantAttrs(t, process[0], map[string]string{"babelqueue.attempt": "0", "babelqueue.outcome": "retried", "babelqueue.reason": "failed"})
+	oteltest.WantAttrs(t, process[1], map[string]string{"babelqueue.attempt": "1", "babelqueue.outcome": "dead_lettered", "babelqueue.reason": "failed", "babelqueue.target": "orders.dlq"})
 	if process[0].Status.Code != codes.Unset || process[1].Status.Code != codes.Error {
 		t.Errorf("statuses %v, %v: want unset, then error", process[0].Status, process[1].Status)
 	}
 	if !hasEvent(process[0], "babelqueue.retry") || !hasEvent(process[1], "babelqueue.dead_letter") {
 		t.Errorf("settle writes are not events of their attempts: %v / %v", process[0].Events, process[1].Events)
 	}
-	if !linkedTo(process[1], process[0].SpanContext) {
+	if !oteltest.LinkedTo(process[1], process[0].SpanContext) {
 		t.Errorf("the retry does not link to the failed attempt")
 	}
 	original := formatLink(send.SpanContext)
@@ -302,8 +304,8 @@ func TestRetryThenDeadLetterKeepsOneTrace(t *testing.T) {
 	// Reading the dead-letter queue continues the message's trace.
 	app.Handle(testURN, ok)
 	drain(t, app, "orders.dlq")
-	dlq := h.only(t, "process orders.dlq")
-	if dlq.Parent.SpanID() != send.SpanContext.SpanID() || !linkedTo(dlq, process[1].SpanContext) {
+	dlq := h.Only(t, "process orders.dlq")
+	if dlq.Parent.SpanID() != send.SpanContext.SpanID() || !oteltest.LinkedTo(dlq, process[1].SpanContext) {
 		t.Errorf("the dead letter's delivery is not a child of the send span linked to the last attempt")
 	}
 }
@@ -322,17 +324,17 @@ func TestRetryLinkCrossesProcessesInHeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	drain(t, appA)
-	failed := h.only(t, "process orders")
+	failed := h.Only(t, "process orders")
 
 	clock.Advance(time.Minute)
 	appB := newAppOf(second.tel, mem, babelqueue.WithClock(clock))
 	appB.Handle(testURN, ok)
 	drain(t, appB)
-	retried := second.only(t, "process orders")
-	if !linkedTo(retried, failed.SpanContext) || retried.SpanContext.TraceID() != failed.SpanContext.TraceID() {
+	retried := second.Only(t, "process orders")
+	if !oteltest.LinkedTo(retried, failed.SpanContext) || retried.SpanContext.TraceID() != failed.SpanContext.TraceID() {
 		t.Errorf("the retry in another process is not linked to the failed attempt in its trace: links %v", retried.Links)
 	}
-	wantAttrs(t, retried, map[string]string{"babelqueue.attempt": "1", "babelqueue.outcome": "handled"})
+	oteltest.WantAttrs(t, retried, map[string]string{"babelqueue.attempt": "1", "babelqueue.outcome": "handled"})
 }
 
 // TestRedeliveryLinksFromMemory: a message handed back after a failed
@@ -360,12 +362,12 @@ func TestRedeliveryLinksFromMemory(t *testing.T) {
 		}
 		mem.SetFault(nil)
 		drain(t, app)
-		process := h.ended("process orders")
+		process := h.Ended("process orders")
 		if len(process) != 2 {
 			t.Fatalf("%d process spans, want 2", len(process))
 		}
-		wantAttrs(t, process[0], map[string]string{"babelqueue.outcome": "handed_back"})
-		if linked := linkedTo(process[1], process[0].SpanContext); linked != (memory > 0) {
+		oteltest.WantAttrs(t, process[0], map[string]string{"babelqueue.outcome": "handed_back"})
+		if linked := oteltest.LinkedTo(process[1], process[0].SpanContext); linked != (memory > 0) {
 			t.Errorf("link memory %d: redelivery linked %v", memory, linked)
 		}
 	}
@@ -405,7 +407,7 @@ func TestDeferredHeadersAreReadWithoutBeingBuilt(t *testing.T) {
 	if filled {
 		t.Error("the hooks built the deferred headers of a handled message")
 	}
-	p, send := h.only(t, "process orders"), h.only(t, "send orders")
+	p, send := h.Only(t, "process orders"), h.Only(t, "send orders")
 	if p.Parent.SpanID() != send.SpanContext.SpanID() {
 		t.Errorf("the process span's parent was not read from the deferred headers")
 	}
@@ -431,7 +433,7 @@ func TestTransportWithoutHeadersStillWorks(t *testing.T) {
 		t.Fatal(err)
 	}
 	drain(t, app)
-	process := h.ended("process orders")
+	process := h.Ended("process orders")
 	if len(process) != 2 || calls.Load() != 2 {
 		t.Fatalf("%d process spans, %d handler calls; want 2 and 2", len(process), calls.Load())
 	}
@@ -442,8 +444,8 @@ func TestTransportWithoutHeadersStillWorks(t *testing.T) {
 	}
 	// Without headers the retry cannot carry the link: it comes from the
 	// link memory.
-	if !linkedTo(process[1], process[0].SpanContext) {
+	if !oteltest.LinkedTo(process[1], process[0].SpanContext) {
 		t.Errorf("the retry does not link to the failed attempt")
 	}
-	wantAttrs(t, process[1], map[string]string{"babelqueue.outcome": "handled", "babelqueue.attempt": "1"})
+	oteltest.WantAttrs(t, process[1], map[string]string{"babelqueue.outcome": "handled", "babelqueue.attempt": "1"})
 }

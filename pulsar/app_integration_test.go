@@ -17,26 +17,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
 	"github.com/babelqueue/babelqueue-go/core/redrive"
 )
 
 // runApp consumes queue with app until the end of the test.
 func runApp(t *testing.T, app *babelqueue.App, queue string) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- app.Consume(ctx, queue) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("Consume = %v", err)
-			}
-		case <-time.After(15 * time.Second):
-			t.Error("Consume did not stop")
-		}
-	})
+	bqtest.RunUntilCleanup(t, "Consume", 15*time.Second, func(ctx context.Context) error { return app.Consume(ctx, queue) })
 }
 
 // recorder collects what handlers and hooks saw.

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
-	"net/http"
 	"os"
 	"runtime"
 	"strings"
@@ -19,26 +18,6 @@ import (
 	"github.com/babelqueue/babelqueue-go/brokertest"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 )
-
-// createPartitioned creates topic (in public/default) with partitions
-// partitions through the admin API.
-func createPartitioned(t *testing.T, topic string, partitions int) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodPut, brokertest.PulsarAdminURL(t)+"/admin/v2/persistent/public/default/"+topic+"/partitions",
-		strings.NewReader(fmt.Sprint(partitions)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		t.Fatalf("create partitioned %s: %s", topic, resp.Status)
-	}
-}
 
 // loadAverage returns the host's one-minute load average as /proc/loadavg
 // gives it, or "?" where there is none.
@@ -95,7 +74,7 @@ func (b *consumeBench) fillPartitioned(topic string, n, keys int) {
 func (b *consumeBench) oursPartitioned(partitions, n, keys int, delay time.Duration, st pulsar.SubscriptionType, appOpts ...babelqueue.Option) float64 {
 	t := b.t
 	q := uniqueQueue(t)
-	createPartitioned(t, q, partitions)
+	brokertest.PulsarPartitionedTopic(t, q, partitions)
 	tr := newIntegrationTransport(t, WithSubscriptionType(st), WithRepublishRetries())
 	defer tr.Close()
 	if _, err := tr.consumerFor(q); err != nil { // subscribe before the fill

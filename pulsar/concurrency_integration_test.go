@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/babelqueue/babelqueue-go/brokertest"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/babelqueue/babelqueue-go/core/bqtest"
 	"github.com/babelqueue/babelqueue-go/core/driver"
@@ -85,7 +86,7 @@ func TestIntegrationAppConcurrentKeepsPerKeyOrderFailover(t *testing.T) {
 func TestIntegrationAppConcurrentKeepsPartitionOrderFailover(t *testing.T) {
 	const partitions, keys, n, inFlight = 6, 30, 100, 6
 	q := uniqueQueue(t)
-	createPartitioned(t, q, partitions)
+	brokertest.PulsarPartitionedTopic(t, q, partitions)
 	tr := newIntegrationTransport(t, WithSubscriptionType(pulsar.Failover), WithRepublishRetries())
 	if _, err := tr.consumerFor(q); err != nil { // subscribe before publishing
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
@@ -35,10 +34,7 @@ var _ conformance.Explainer = conformanceBinding{}
 // NotImplemented says why the pulsar column skips a block: a Kafka block,
 // or a rule the transport takes from core unchanged (the core column).
 func (conformanceBinding) NotImplemented(block string) string {
-	if strings.HasPrefix(block, "kafka.") || strings.HasPrefix(block, "babelqueue_go.kafka_") {
-		return "Kafka block"
-	}
-	return "core rule: see core"
+	return conformance.BrokerSkip("pulsar", block)
 }
 
 // PulsarProperties publishes body and returns the properties written.

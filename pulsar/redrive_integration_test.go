@@ -464,19 +464,7 @@ func TestIntegrationRedriveInterruptedToPartitionedTarget(t *testing.T) {
 	queue := uniqueQueue(t)
 	dlq := DeadLetterQueue(queue)
 	target := queue + "-parted"
-	req, err := http.NewRequest(http.MethodPut, brokertest.PulsarAdminURL(t)+"/admin/v2/persistent/public/default/"+target+"/partitions", strings.NewReader("3"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		t.Fatalf("create partitioned %s: %s", target, resp.Status)
-	}
+	brokertest.PulsarPartitionedTopic(t, target, 3)
 	var ids []string
 	for i := range 12 {
 		ids = append(ids, fmt.Sprintf("p%02d", i))

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/babelqueue/babelqueue-go/conformance"
@@ -51,10 +50,10 @@ var (
 // blocks exercise a broker transport's own code, which the kafka and
 // pulsar columns of the matrix run.
 func (Binding) NotImplemented(block string) string {
-	switch {
-	case strings.HasPrefix(block, "kafka.") || strings.HasPrefix(block, "babelqueue_go.kafka_"):
+	switch conformance.BlockBroker(block) {
+	case "kafka":
 		return "Kafka transport code: see kafka"
-	case strings.HasPrefix(block, "pulsar.") || strings.HasPrefix(block, "babelqueue_go.pulsar_"):
+	case "pulsar":
 		return "Pulsar transport code: see pulsar"
 	}
 	return ""

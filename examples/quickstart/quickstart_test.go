@@ -1,35 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/babelqueue/babelqueue-go/brokertest/devkafka"
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
 	kafkago "github.com/segmentio/kafka-go"
 )
-
-// syncBuffer is a bytes.Buffer the handlers and the test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestQuickstart runs the README's Quick start on the embedded broker:
 // it creates its topics, handles the order it publishes, and returns nil
@@ -40,7 +21,7 @@ func TestQuickstart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	var logs syncBuffer
+	var logs bqtest.SyncBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -5,9 +5,7 @@ package integration
 import (
 	"context"
 	"log/slog"
-	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +17,8 @@ import (
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/babelqueue/babelqueue-go/kafka"
 	"github.com/babelqueue/babelqueue-go/pulsar"
+
+	"github.com/babelqueue/babelqueue-go/otel/internal/oteltest"
 )
 
 // handled counts the deliveries a handler saw, by meta.id.
@@ -48,12 +48,12 @@ func (h *handled) n() int {
 func processSpans(t *testing.T, h *harness, rec *handled, queue string, n int) map[string]tracetest.SpanStub {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
-	for (rec.n() < n || len(h.ended("process "+queue)) < n) && time.Now().Before(deadline) {
+	for (rec.n() < n || len(h.Ended("process "+queue)) < n) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	out := map[string]tracetest.SpanStub{}
-	for _, s := range h.ended("process " + queue) {
-		out[attrs(s)["messaging.message.id"]] = s
+	for _, s := range h.Ended("process " + queue) {
+		out[oteltest.Attrs(s)["messaging.message.id"]] = s
 	}
 	if len(out) != n {
 		t.Fatalf("%d process spans of %s, want %d", len(out), queue, n)
@@ -93,7 +93,7 @@ func TestKafkaProcessSpanNamesTheRecord(t *testing.T) {
 	offsets := map[int32]int64{} // next offset per partition, in publish order
 	for i, k := range keys {
 		p := int32(kafka.PartitionForKey([]byte(k), 3))
-		wantAttrs(t, spans[ids[i]], map[string]string{
+		oteltest.WantAttrs(t, spans[ids[i]], map[string]string{
 			"messaging.system": "kafka", "messaging.destination.name": queue,
 			"messaging.destination.partition.id": strconv.Itoa(int(p)),
 			"messaging.kafka.offset":             strconv.FormatInt(offsets[p], 10),
@@ -111,19 +111,7 @@ func TestKafkaProcessSpanNamesTheRecord(t *testing.T) {
 func TestPulsarProcessSpanNamesPartitionAndSubscription(t *testing.T) {
 	queue := brokertest.Topic(t, "otel-rec")
 	sub := brokertest.Topic(t, "sub")
-	req, err := http.NewRequest(http.MethodPut, brokertest.PulsarAdminURL(t)+"/admin/v2/persistent/public/default/"+queue+"/partitions", strings.NewReader("2"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		t.Fatalf("create partitioned %s: %s", queue, resp.Status)
-	}
+	brokertest.PulsarPartitionedTopic(t, queue, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	// A second subscription, made before the publish, reads where each
@@ -175,10 +163,10 @@ func TestPulsarProcessSpanNamesPartitionAndSubscription(t *testing.T) {
 		if !ok {
 			t.Fatalf("no process span for %s", id)
 		}
-		wantAttrs(t, s, map[string]string{"messaging.system": "pulsar", "messaging.destination.partition.id": part,
+		oteltest.WantAttrs(t, s, map[string]string{"messaging.system": "pulsar", "messaging.destination.partition.id": part,
 			"messaging.consumer.group.name": sub})
 		for _, k := range []string{"messaging.kafka.offset", "messaging.kafka.message.key"} {
-			if v, ok := attrs(s)[k]; ok {
+			if v, ok := oteltest.Attrs(s)[k]; ok {
 				t.Errorf("%s = %q on a Pulsar delivery", k, v)
 			}
 		}

@@ -9,39 +9,31 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
 	bqotel "github.com/babelqueue/babelqueue-go/otel"
+
+	"github.com/babelqueue/babelqueue-go/otel/internal/oteltest"
 )
 
 const testURN = "urn:babel:orders:created"
 
 // harness is a Telemetry recording into in-memory exporters.
 type harness struct {
-	tel    *bqotel.Telemetry
-	spans  *tracetest.InMemoryExporter
-	tp     *sdktrace.TracerProvider
-	reader *sdkmetric.ManualReader
+	*oteltest.Recorder
+	tel *bqotel.Telemetry
 }
 
 func newHarness(t *testing.T, system string) *harness {
 	t.Helper()
-	h := &harness{spans: tracetest.NewInMemoryExporter(), reader: sdkmetric.NewManualReader()}
-	h.tp = sdktrace.NewTracerProvider(sdktrace.WithSyncer(h.spans))
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(h.reader))
-	t.Cleanup(func() {
-		_ = h.tp.Shutdown(context.Background())
-		_ = mp.Shutdown(context.Background())
-	})
-	tel, err := bqotel.New(bqotel.WithTracerProvider(h.tp), bqotel.WithMeterProvider(mp), bqotel.WithSystem(system))
+	h := &harness{Recorder: oteltest.New(t)}
+	tel, err := bqotel.New(bqotel.WithTracerProvider(h.TP), bqotel.WithMeterProvider(h.MP), bqotel.WithSystem(system))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,31 +41,12 @@ func newHarness(t *testing.T, system string) *harness {
 	return h
 }
 
-func (h *harness) ended(name string) []tracetest.SpanStub {
-	var out []tracetest.SpanStub
-	for _, s := range h.spans.GetSpans() {
-		if s.Name == name {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-func (h *harness) only(t *testing.T, name string) tracetest.SpanStub {
-	t.Helper()
-	got := h.ended(name)
-	if len(got) != 1 {
-		t.Fatalf("%d ended spans named %q, want 1", len(got), name)
-	}
-	return got[0]
-}
-
 // waitSpans waits until n spans named name have ended.
 func (h *harness) waitSpans(t *testing.T, name string, n int, within time.Duration) []tracetest.SpanStub {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		got := h.ended(name)
+		got := h.Ended(name)
 		if len(got) >= n {
 			return got
 		}
@@ -84,33 +57,6 @@ func (h *harness) waitSpans(t *testing.T, name string, n int, within time.Durati
 	}
 }
 
-func attrs(s tracetest.SpanStub) map[string]string {
-	m := make(map[string]string, len(s.Attributes))
-	for _, kv := range s.Attributes {
-		m[string(kv.Key)] = kv.Value.String()
-	}
-	return m
-}
-
-func wantAttrs(t *testing.T, s tracetest.SpanStub, want map[string]string) {
-	t.Helper()
-	got := attrs(s)
-	for k, v := range want {
-		if got[k] != v {
-			t.Errorf("span %q: %s = %q, want %q (all: %v)", s.Name, k, got[k], v, got)
-		}
-	}
-}
-
-func linkedTo(s tracetest.SpanStub, other trace.SpanContext) bool {
-	for _, l := range s.Links {
-		if l.SpanContext.SpanID() == other.SpanID() && l.SpanContext.TraceID() == other.TraceID() {
-			return true
-		}
-	}
-	return false
-}
-
 // traceparent writes sc in W3C form.
 func traceparent(sc trace.SpanContext) string {
 	h := propagation.MapCarrier{}
@@ -118,39 +64,12 @@ func traceparent(sc trace.SpanContext) string {
 	return h["traceparent"]
 }
 
-func (h *harness) collect(t *testing.T) metricdata.ResourceMetrics {
-	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := h.reader.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
-	return rm
-}
-
-// matches reports whether set has every attribute of want; an empty
-// wanted value means the attribute must be absent.
-func matches(set attribute.Set, want map[string]string) bool {
-	for k, v := range want {
-		got, ok := set.Value(attribute.Key(k))
-		if v == "" {
-			if ok {
-				return false
-			}
-			continue
-		}
-		if !ok || got.String() != v {
-			return false
-		}
-	}
-	return true
-}
-
 // gauge returns the value of the gauge name at the data point having want,
 // and whether there is one.
 func (h *harness) gauge(t *testing.T, name string, want map[string]string) (float64, bool) {
 	t.Helper()
 	var rm metricdata.ResourceMetrics
-	if err := h.reader.Collect(context.Background(), &rm); err != nil {
+	if err := h.Reader.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)
 	}
 	for _, sm := range rm.ScopeMetrics {
@@ -161,13 +80,13 @@ func (h *harness) gauge(t *testing.T, name string, want map[string]string) (floa
 			switch g := m.Data.(type) {
 			case metricdata.Gauge[int64]:
 				for _, dp := range g.DataPoints {
-					if matches(dp.Attributes, want) {
+					if oteltest.Matches(dp.Attributes, want) {
 						return float64(dp.Value), true
 					}
 				}
 			case metricdata.Gauge[float64]:
 				for _, dp := range g.DataPoints {
-					if matches(dp.Attributes, want) {
+					if oteltest.Matches(dp.Attributes, want) {
 						return dp.Value, true
 					}
 				}
@@ -177,62 +96,10 @@ func (h *harness) gauge(t *testing.T, name string, want map[string]string) (floa
 	return 0, false
 }
 
-// count sums the counter name over the data points having want.
-func (h *harness) count(t *testing.T, name string, want map[string]string) int64 {
-	t.Helper()
-	var n int64
-	for _, sm := range h.collect(t).ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if sum, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == name {
-				for _, dp := range sum.DataPoints {
-					if matches(dp.Attributes, want) {
-						n += dp.Value
-					}
-				}
-			}
-		}
-	}
-	return n
-}
-
-// observations returns the count and sum of the histogram name over the
-// data points having want.
-func (h *harness) observations(t *testing.T, name string, want map[string]string) (uint64, float64) {
-	t.Helper()
-	var n uint64
-	var sum float64
-	for _, sm := range h.collect(t).ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if hist, ok := m.Data.(metricdata.Histogram[float64]); ok && m.Name == name {
-				for _, dp := range hist.DataPoints {
-					if matches(dp.Attributes, want) {
-						n += dp.Count
-						sum += dp.Sum
-					}
-				}
-			}
-		}
-	}
-	return n, sum
-}
-
 // consume runs app.Consume(queue) until the end of the test.
 func consume(t *testing.T, app *babelqueue.App, queue string) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- app.Consume(ctx, queue) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("Consume: %v", err)
-			}
-		case <-time.After(20 * time.Second):
-			t.Error("Consume did not stop")
-		}
-	})
+	bqtest.RunUntilCleanup(t, "Consume", 20*time.Second, func(ctx context.Context) error { return app.Consume(ctx, queue) })
 }
 
 // closeWithin closes at cleanup and fails the test when close does not
@@ -285,7 +152,7 @@ func (r *recorder) seen() []map[string]string {
 func checkRetryToDeadLetter(t *testing.T, h *harness, rec *recorder, root trace.SpanContext, queue, system, retryTarget string, viaHeader bool) []tracetest.SpanStub {
 	t.Helper()
 	process := h.waitSpans(t, "process "+queue, 2, 60*time.Second)
-	send := h.only(t, "send "+queue)
+	send := h.Only(t, "send "+queue)
 	if send.Parent.SpanID() != root.SpanID() || send.SpanContext.TraceID() != root.TraceID() {
 		t.Errorf("send span is not a child of the root span")
 	}
@@ -293,14 +160,14 @@ func checkRetryToDeadLetter(t *testing.T, h *harness, rec *recorder, root trace.
 		if p.SpanContext.TraceID() != root.TraceID() || p.Parent.SpanID() != send.SpanContext.SpanID() {
 			t.Errorf("process span %d is not a child of the send span in the root's trace", i)
 		}
-		wantAttrs(t, p, map[string]string{"messaging.system": system, "messaging.destination.name": queue,
-			"messaging.operation.type": "process", "messaging.message.id": attrs(send)["messaging.message.id"]})
+		oteltest.WantAttrs(t, p, map[string]string{"messaging.system": system, "messaging.destination.name": queue,
+			"messaging.operation.type": "process", "messaging.message.id": oteltest.Attrs(send)["messaging.message.id"]})
 	}
-	wantAttrs(t, process[0], map[string]string{"babelqueue.attempt": "0", "babelqueue.outcome": "retried", "babelqueue.reason": "failed"})
-	wantAttrs(t, process[1], map[string]string{"babelqueue.attempt": "1", "babelqueue.outcome": "dead_lettered", "babelqueue.reason": "failed",
+	oteltest.WantAttrs(t, process[0], map[string]string{"babelqueue.attempt": "0", "babelqueue.outcome": "retried", "babelqueue.reason": "failed"})
+	oteltest.WantAttrs(t, process[1], map[string]string{"babelqueue.attempt": "1", "babelqueue.outcome": "dead_lettered", "babelqueue.reason": "failed",
 		"babelqueue.target": queue + ".dlq"})
 	for i, p := range process {
-		if got := attrs(p)["error.type"]; got != "failed" {
+		if got := oteltest.Attrs(p)["error.type"]; got != "failed" {
 			t.Errorf("process span %d: error.type = %q, want failed", i, got)
 		}
 		// Both bindings report the partition and the group (Kafka: also
@@ -310,15 +177,15 @@ func checkRetryToDeadLetter(t *testing.T, h *harness, rec *recorder, root trace.
 			want = append(want, "messaging.kafka.offset", "messaging.kafka.message.key")
 		}
 		for _, k := range want {
-			if attrs(p)[k] == "" {
-				t.Errorf("process span %d lacks %s (all: %v)", i, k, attrs(p))
+			if oteltest.Attrs(p)[k] == "" {
+				t.Errorf("process span %d lacks %s (all: %v)", i, k, oteltest.Attrs(p))
 			}
 		}
 	}
 	if process[0].Status.Code != codes.Unset || process[1].Status.Code != codes.Error {
 		t.Errorf("statuses %v, %v: want unset, then error", process[0].Status, process[1].Status)
 	}
-	if !linkedTo(process[1], process[0].SpanContext) {
+	if !oteltest.LinkedTo(process[1], process[0].SpanContext) {
 		t.Errorf("the retry does not link to the failed attempt: %v", process[1].Links)
 	}
 	seen := rec.seen()
@@ -346,11 +213,11 @@ func checkRetryToDeadLetter(t *testing.T, h *harness, rec *recorder, root trace.
 		for k, v := range c.with {
 			want[k] = v
 		}
-		if n := h.count(t, c.metric, want); n != 1 {
+		if n := h.Count(t, c.metric, want); n != 1 {
 			t.Errorf("%s%v = %d, want 1", c.metric, c.with, n)
 		}
 	}
-	if n, _ := h.observations(t, bqotel.MetricProcessDuration, map[string]string{"error.type": "*errors.errorString"}); n != 2 {
+	if n, _ := h.Observations(t, bqotel.MetricProcessDuration, map[string]string{"error.type": "*errors.errorString"}); n != 2 {
 		t.Errorf("handler duration errors = %d, want 2", n)
 	}
 	return process
@@ -362,11 +229,11 @@ func checkRetryToDeadLetter(t *testing.T, h *harness, rec *recorder, root trace.
 func checkDeadLetterContinuesTrace(t *testing.T, h *harness, queue string, last tracetest.SpanStub) {
 	t.Helper()
 	dlq := h.waitSpans(t, "process "+queue+".dlq", 1, 60*time.Second)[0]
-	send := h.only(t, "send "+queue)
+	send := h.Only(t, "send "+queue)
 	if dlq.Parent.SpanID() != send.SpanContext.SpanID() || dlq.SpanContext.TraceID() != send.SpanContext.TraceID() {
 		t.Errorf("reading the dead letter does not continue the message's trace")
 	}
-	if !linkedTo(dlq, last.SpanContext) {
+	if !oteltest.LinkedTo(dlq, last.SpanContext) {
 		t.Errorf("the dead letter's delivery does not link to the last attempt: %v", dlq.Links)
 	}
 }

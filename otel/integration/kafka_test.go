@@ -67,7 +67,7 @@ func TestKafkaTraceFromPublishThroughRetryTierToDeadLetter(t *testing.T) {
 	rec := &recorder{}
 	app.Handle(testURN, rec.fail)
 
-	rootCtx, root := h.tp.Tracer("test").Start(ctx, "checkout")
+	rootCtx, root := h.TP.Tracer("test").Start(ctx, "checkout")
 	if _, err := app.Publish(rootCtx, testURN, map[string]any{"order_id": 1042}, babelqueue.WithKey([]byte("order-1042"))); err != nil {
 		t.Fatal(err)
 	}
@@ -78,10 +78,10 @@ func TestKafkaTraceFromPublishThroughRetryTierToDeadLetter(t *testing.T) {
 
 	lag := map[string]string{"messaging.system": "kafka", "messaging.destination.name": queue}
 	deadline := time.Now().Add(10 * time.Second)
-	n, sum := h.observations(t, bqotel.MetricReinjectLag, lag)
+	n, sum := h.Observations(t, bqotel.MetricReinjectLag, lag)
 	for n == 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
-		n, sum = h.observations(t, bqotel.MetricReinjectLag, lag)
+		n, sum = h.Observations(t, bqotel.MetricReinjectLag, lag)
 	}
 	if n != 1 || sum < 0 || sum > 10 {
 		t.Errorf("%s: %d observations summing %vs, want 1 between 0 and 10s", bqotel.MetricReinjectLag, n, sum)

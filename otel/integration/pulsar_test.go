@@ -43,7 +43,7 @@ func testPulsarRetryToDeadLetter(t *testing.T, viaHeader bool, opts ...pulsar.Op
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	rootCtx, root := h.tp.Tracer("test").Start(ctx, "checkout")
+	rootCtx, root := h.TP.Tracer("test").Start(ctx, "checkout")
 	if _, err := app.Publish(rootCtx, testURN, map[string]any{"order_id": 1042}); err != nil {
 		t.Fatal(err)
 	}

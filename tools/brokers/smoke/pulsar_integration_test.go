@@ -102,21 +102,29 @@ func TestPulsarProduceConsume(t *testing.T) {
 // enough to keep the test quick.
 const delay = 4 * time.Second
 
-// TestPulsarDeliverAfterShared: on a Shared subscription a message sent
-// with DeliverAfter is held back, and a message sent after it without delay
-// overtakes it.
-func TestPulsarDeliverAfterShared(t *testing.T) {
+// sendDelayed subscribes "smoke" with subType to a new topic, then sends
+// "delayed" with DeliverAfter delay. It returns a one-minute context, the
+// consumer, the producer and when the message was sent.
+func sendDelayed(t *testing.T, subType pulsar.SubscriptionType) (context.Context, pulsar.Consumer, pulsar.Producer, time.Time) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
 	c := pulsarClient(t)
 	topic := pulsarTopic(t)
-	cons := subscribe(t, c, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "smoke", Type: pulsar.Shared})
+	cons := subscribe(t, c, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "smoke", Type: subType})
 	p := producer(t, c, topic)
-
 	sent := time.Now()
 	if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("delayed"), DeliverAfter: delay}); err != nil {
 		t.Fatalf("Send delayed: %v", err)
 	}
+	return ctx, cons, p, sent
+}
+
+// TestPulsarDeliverAfterShared: on a Shared subscription a message sent
+// with DeliverAfter is held back, and a message sent after it without delay
+// overtakes it.
+func TestPulsarDeliverAfterShared(t *testing.T) {
+	ctx, cons, p, sent := sendDelayed(t, pulsar.Shared)
 	if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("now")}); err != nil {
 		t.Fatalf("Send now: %v", err)
 	}
@@ -149,17 +157,7 @@ func TestPulsarDeliverAfterShared(t *testing.T) {
 // TestPulsarDeliverAfterExclusive: an Exclusive subscription ignores
 // DeliverAfter and gets the message at once.
 func TestPulsarDeliverAfterExclusive(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	c := pulsarClient(t)
-	topic := pulsarTopic(t)
-	cons := subscribe(t, c, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "smoke", Type: pulsar.Exclusive})
-	p := producer(t, c, topic)
-
-	sent := time.Now()
-	if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("delayed"), DeliverAfter: delay}); err != nil {
-		t.Fatalf("Send: %v", err)
-	}
+	ctx, cons, _, sent := sendDelayed(t, pulsar.Exclusive)
 	m, err := receive(ctx, t, cons, delay/2)
 	if errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("no message within %s: the Exclusive subscription held the delayed message back", delay/2)
