@@ -131,7 +131,7 @@ do_up() {
 # formatted data directory), waits until it serves, writes and prints the
 # BQ_* lines.
 launch() {
-  local probe_bin cp_file started rc
+  local probe_bin cp_file started
   cp_file="$(resolve_classpath kafka "$BQ_BROKERS_DIR/kafka")"
   probe_bin="$(probe_bin)"
   local java_common=(-cp "$(cat "$cp_file")"
@@ -149,30 +149,8 @@ launch() {
   # a broker stall from a client one.
   java_args+=("-Xlog:gc,safepoint:file=$DIR/logs/gc.log:time,uptime,level:filecount=2,filesize=10m"
     -XX:+ExitOnOutOfMemoryError kafka.Kafka "$DIR/server.properties")
-  # The JVM runs in its own session (setsid) so the caller's Ctrl-C or exit
-  # does not kill it; the wrapper records its own pid, then becomes java.
-  (
-    exec 9>&- </dev/null >>"$DIR/logs/kafka.out" 2>&1
-    cd "$DIR"
-    # shellcheck disable=SC2016 # $$ and $@ belong to the inner shell.
-    exec setsid bash -c 'echo $$ >"$0"; exec java "$@"' "$PIDFILE" "${java_args[@]}"
-  ) &
-  for _ in $(seq 1 50); do
-    [ -s "$PIDFILE" ] && break
-    sleep 0.1
-  done
-  [ -s "$PIDFILE" ] || die "kafka: the JVM did not start (see $DIR/logs/kafka.out)"
-
-  rc=0
-  probe "$probe_bin" "${KAFKA_START_TIMEOUT}s" >"$DIR/logs/probe.out" 2>&1 || rc=$?
-  if [ "$rc" != 0 ]; then
-    tail_logs "$DIR/logs" server.log kafka.out probe.out
-    stop_pid "$PIDFILE" kafka
-    die "kafka: did not come up (limit ${KAFKA_START_TIMEOUT}s; probe output and log tails above, full logs in $DIR/logs)"
-  fi
-  env_lines >"$ENVFILE"
-  log "kafka: serving after $(($(date +%s) - started))s (pid $(cat "$PIDFILE"), rss $(($(rss_kib "$PIDFILE") / 1024)) MiB, logs in $DIR/logs)"
-  cat "$ENVFILE"
+  spawn_jvm kafka "$DIR" kafka.out "${java_args[@]}"
+  await_serving kafka "$probe_bin" "$KAFKA_START_TIMEOUT" "$started" server.log kafka.out
 }
 
 # do_kill: kill -9 the JVM (no shutdown hook runs) and keep everything on

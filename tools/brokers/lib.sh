@@ -218,3 +218,60 @@ new_cluster_id() {
   done
   printf '%s\n' "$id"
 }
+
+# spawn_jvm WHAT DIR OUT JAVA_ARG...: starts java from DIR in its own
+# session (setsid), so the caller's Ctrl-C or exit does not kill it, with its
+# output appended to DIR/logs/OUT. The wrapper records its own pid in
+# DIR/pid, then becomes java; dies when no pid shows within 5 s.
+spawn_jvm() {
+  local what="$1" dir="$2" out="$3"
+  shift 3
+  (
+    exec 9>&- </dev/null >>"$dir/logs/$out" 2>&1
+    cd "$dir"
+    # shellcheck disable=SC2016 # $$ and $@ belong to the inner shell.
+    exec setsid bash -c 'echo $$ >"$0"; exec java "$@"' "$dir/pid" "$@"
+  ) &
+  for _ in $(seq 1 50); do
+    [ -s "$dir/pid" ] && break
+    sleep 0.1
+  done
+  [ -s "$dir/pid" ] || die "$what: the JVM did not start (see $dir/logs/$out)"
+}
+
+# await_serving NAME PROBE_BIN LIMIT STARTED LOG...: for a single-broker
+# script (DIR, PIDFILE, ENVFILE, probe and env_lines of its own): runs probe
+# until the broker serves, within LIMIT seconds, then writes and prints the
+# BQ_* lines. When it does not serve, it prints the ends of the LOG files
+# and probe.out, stops the JVM and dies. STARTED is the start's epoch second.
+await_serving() {
+  local name="$1" probe_bin="$2" limit="$3" started="$4" rc=0
+  shift 4
+  probe "$probe_bin" "${limit}s" >"$DIR/logs/probe.out" 2>&1 || rc=$?
+  if [ "$rc" != 0 ]; then
+    tail_logs "$DIR/logs" "$@" probe.out
+    stop_pid "$PIDFILE" "$name"
+    die "$name: did not come up (limit ${limit}s; probe output and log tails above, full logs in $DIR/logs)"
+  fi
+  env_lines >"$ENVFILE"
+  log "$name: serving after $(($(date +%s) - started))s (pid $(cat "$PIDFILE"), rss $(($(rss_kib "$PIDFILE") / 1024)) MiB, logs in $DIR/logs)"
+  cat "$ENVFILE"
+}
+
+# service_main NAME ENVFILE VERB: runs the verb of a script whose functions
+# up, down and running manage a service without a JVM (postgres.sh,
+# redis.sh): up and down hold the service's lock, status exits 0 when it
+# runs, env prints the BQ_* lines of the running service from ENVFILE.
+service_main() {
+  local name="$1" envfile="$2"
+  case "${3:-}" in
+  up) with_lock "$name" up ;;
+  down) with_lock "$name" down ;;
+  status) running ;;
+  env) running && cat "$envfile" ;;
+  *)
+    echo "usage: $0 up|down|status|env" >&2
+    exit 2
+    ;;
+  esac
+}

@@ -95,7 +95,7 @@ do_up() {
 # serves, writes and prints the BQ_* lines. Without --wipe-data the
 # metadata and bookie data a previous run left are used as they are.
 launch() {
-  local probe_bin cp_file started rc wipe=()
+  local probe_bin cp_file started wipe=()
   [ "${1:-}" != --wipe-data ] || wipe=(--wipe-data)
   cp_file="$(resolve_classpath pulsar "$BQ_BROKERS_DIR/pulsar")"
   probe_bin="$(probe_bin)"
@@ -125,30 +125,8 @@ launch() {
 
   log "pulsar: starting on $BQ_HOST:$PULSAR_PORT (binary), $BQ_HOST:$PULSAR_TLS_PORT (binary, TLS), $BQ_HOST:$PULSAR_WEB_PORT (admin), bookie $BQ_HOST:$PULSAR_BOOKIE_PORT; token authentication, anonymous clients allowed"
   started=$(date +%s)
-  # The JVM runs in its own session (setsid) so the caller's Ctrl-C or exit
-  # does not kill it; the wrapper records its own pid, then becomes java.
-  (
-    exec 9>&- </dev/null >>"$DIR/logs/pulsar.out" 2>&1
-    cd "$DIR"
-    # shellcheck disable=SC2016 # $$ and $@ belong to the inner shell.
-    exec setsid bash -c 'echo $$ >"$0"; exec java "$@"' "$PIDFILE" "${java_args[@]}"
-  ) &
-  for _ in $(seq 1 50); do
-    [ -s "$PIDFILE" ] && break
-    sleep 0.1
-  done
-  [ -s "$PIDFILE" ] || die "pulsar: the JVM did not start (see $DIR/logs/pulsar.out)"
-
-  rc=0
-  probe "$probe_bin" "${PULSAR_START_TIMEOUT}s" >"$DIR/logs/probe.out" 2>&1 || rc=$?
-  if [ "$rc" != 0 ]; then
-    tail_logs "$DIR/logs" pulsar.log pulsar.out probe.out
-    stop_pid "$PIDFILE" pulsar
-    die "pulsar: did not come up (limit ${PULSAR_START_TIMEOUT}s; probe output and log tails above, full logs in $DIR/logs)"
-  fi
-  env_lines >"$ENVFILE"
-  log "pulsar: serving after $(($(date +%s) - started))s (pid $(cat "$PIDFILE"), rss $(($(rss_kib "$PIDFILE") / 1024)) MiB, logs in $DIR/logs)"
-  cat "$ENVFILE"
+  spawn_jvm pulsar "$DIR" pulsar.out "${java_args[@]}"
+  await_serving pulsar "$probe_bin" "$PULSAR_START_TIMEOUT" "$started" pulsar.log pulsar.out
 }
 
 # do_kill: kill -9 the JVM (no shutdown hook runs) and keep everything on
