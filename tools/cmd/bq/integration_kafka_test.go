@@ -43,6 +43,44 @@ func mustBQ(t *testing.T, ctx context.Context, args ...string) string {
 	return out
 }
 
+// tailFollows starts `bq tail --json --limit 1` on queue, publishes urn to
+// it every 500 ms until tail prints a line, and returns that line. The test
+// fails when nothing is printed within, and tail's exit code is checked.
+func tailFollows(t *testing.T, ctx context.Context, within time.Duration, broker, queue, urn string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	pr, pw := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		defer pw.Close()
+		var errOut bytes.Buffer
+		done <- run(ctx, []string{"tail", "--broker", broker, "--queue", queue, "--json", "--limit", "1"}, pw, &errOut)
+	}()
+	lines := make(chan string, 1)
+	go func() {
+		l, _ := bufio.NewReader(pr).ReadString('\n')
+		lines <- l
+		io.Copy(io.Discard, pr)
+	}()
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	var line string
+	for line == "" {
+		select {
+		case <-tick.C:
+			mustBQ(t, ctx, "publish", "--broker", broker, "--queue", queue, "--urn", urn)
+		case line = <-lines:
+		case <-ctx.Done():
+			t.Fatal("following tail printed nothing")
+		}
+	}
+	if code := <-done; code != exitOK {
+		t.Errorf("tail --limit 1 exit %d", code)
+	}
+	return line
+}
+
 func kafkaURL(t *testing.T) string {
 	return "kafka://" + strings.Join(brokertest.KafkaBrokers(t), ",")
 }
@@ -231,40 +269,10 @@ func TestKafkaPublishTailPeekStats(t *testing.T) {
 	}
 
 	// Following tail prints a message published after it started.
-	tctx, tcancel := context.WithCancel(ctx)
-	pr, pw := io.Pipe()
-	tailDone := make(chan int, 1)
-	go func() {
-		defer pw.Close()
-		var errOut bytes.Buffer
-		tailDone <- run(tctx, []string{"tail", "--broker", kafkaURL(t), "--queue", topic, "--json", "--limit", "1"}, pw, &errOut)
-	}()
-	lines := make(chan string, 1)
-	go func() {
-		l, _ := bufio.NewReader(pr).ReadString('\n')
-		lines <- l
-		io.Copy(io.Discard, pr)
-	}()
-	var followed string
-	deadline := time.After(30 * time.Second)
-	tick := time.NewTicker(500 * time.Millisecond)
-	for followed == "" {
-		select {
-		case <-tick.C:
-			mustBQ(t, ctx, "publish", "--broker", kafkaURL(t), "--queue", topic, "--urn", "urn:bq:test:follow")
-		case followed = <-lines:
-		case <-deadline:
-			t.Fatal("following tail printed nothing")
-		}
-	}
-	tick.Stop()
+	followed := tailFollows(t, ctx, 30*time.Second, kafkaURL(t), topic, "urn:bq:test:follow")
 	if !strings.Contains(followed, "urn:bq:test:follow") {
 		t.Errorf("followed line %q", followed)
 	}
-	if code := <-tailDone; code != exitOK {
-		t.Errorf("tail --limit 1 exit %d", code)
-	}
-	tcancel()
 
 	dlq := topic + ".dlq"
 	seedDLQ(t, ctx, dlq, []seedDeadLetter{

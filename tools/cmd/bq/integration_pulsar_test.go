@@ -4,7 +4,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -204,36 +203,9 @@ func TestPulsarTailFollows(t *testing.T) {
 	defer cancel()
 	queue := brokertest.Topic(t, "bq")
 	mustBQ(t, ctx, "publish", "--broker", url, "--queue", queue, "--urn", "urn:bq:before")
-	pr, pw := io.Pipe()
-	done := make(chan int, 1)
-	go func() {
-		defer pw.Close()
-		var errOut bytes.Buffer
-		done <- run(ctx, []string{"tail", "--broker", url, "--queue", queue, "--json", "--limit", "1"}, pw, &errOut)
-	}()
-	lines := make(chan string, 1)
-	go func() {
-		l, _ := bufio.NewReader(pr).ReadString('\n')
-		lines <- l
-		io.Copy(io.Discard, pr)
-	}()
-	tick := time.NewTicker(500 * time.Millisecond)
-	defer tick.Stop()
-	var line string
-	for line == "" {
-		select {
-		case <-tick.C:
-			mustBQ(t, ctx, "publish", "--broker", url, "--queue", queue, "--urn", "urn:bq:after")
-		case line = <-lines:
-		case <-ctx.Done():
-			t.Fatal("tail printed nothing")
-		}
-	}
+	line := tailFollows(t, ctx, time.Minute, url, queue, "urn:bq:after")
 	if !strings.Contains(line, `"urn":"urn:bq:after"`) {
 		t.Errorf("tail from the end printed %q, want a message published after it started", line)
-	}
-	if code := <-done; code != exitOK {
-		t.Errorf("exit %d", code)
 	}
 }
 
