@@ -81,6 +81,17 @@ func tailFollows(t *testing.T, ctx context.Context, within time.Duration, broker
 	return line
 }
 
+// sigkill sends SIGKILL to cmd's process and reports whether the error
+// wait returns says the signal ended it, not an exit of its own.
+func sigkill(t *testing.T, cmd *exec.Cmd, wait func() error) bool {
+	t.Helper()
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	ee, ok := wait().(*exec.ExitError)
+	return ok && !ee.Exited()
+}
+
 func kafkaURL(t *testing.T) string {
 	return "kafka://" + strings.Join(brokertest.KafkaBrokers(t), ",")
 }
@@ -590,11 +601,7 @@ func TestKafkaRedriveKilledAndResumed(t *testing.T) {
 				continue // refused: start it again
 			}
 			started = true
-			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			err := <-done
-			if ee, ok := err.(*exec.ExitError); ok && !ee.Exited() {
+			if sigkill(t, cmd, func() error { return <-done }) {
 				kills++
 			}
 		}

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -305,11 +304,7 @@ func TestPulsarRedriveKilledAndResumed(t *testing.T) {
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		err := cmd.Wait()
-		if ee, ok := err.(*exec.ExitError); ok && !ee.Exited() {
+		if sigkill(t, cmd, cmd.Wait) {
 			kills++
 		}
 	}
