@@ -284,6 +284,19 @@ func (l *memberLog) hook(member string) func(queue, ev string, p int, off int64)
 	}
 }
 
+// ownedBy returns how many partitions member may hand out now.
+func (l *memberLog) ownedBy(member string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, on := range l.owned[member] {
+		if on {
+			n++
+		}
+	}
+	return n
+}
+
 // runConsumer receives and acknowledges on tr from workers goroutines
 // until ctx ends, with a handler latency of work.
 func runConsumer(ctx context.Context, t *testing.T, tr *Transport, topic string, workers int, work time.Duration) *sync.WaitGroup {
@@ -522,14 +535,7 @@ func TestIntegrationKilledMemberLosesNothing(t *testing.T) {
 	}
 	// Wait until the group shares the partitions between both members.
 	waitUntilT(t, 60*time.Second, "the parent to get partitions", func() bool {
-		log.mu.Lock()
-		defer log.mu.Unlock()
-		owned := 0
-		for _, on := range log.owned["parent"] {
-			if on {
-				owned++
-			}
-		}
+		owned := log.ownedBy("parent")
 		return owned > 0 && owned < parts
 	})
 	time.Sleep(500 * time.Millisecond)
@@ -554,14 +560,7 @@ func TestIntegrationKilledMemberLosesNothing(t *testing.T) {
 	childMu.Unlock()
 	// The group resumes when the parent is assigned every partition.
 	waitUntilT(t, 60*time.Second, "the parent to take over every partition", func() bool {
-		log.mu.Lock()
-		defer log.mu.Unlock()
-		owned := 0
-		for _, on := range log.owned["parent"] {
-			if on {
-				owned++
-			}
-		}
+		owned := log.ownedBy("parent")
 		return owned == parts
 	})
 	log.mu.Lock()

@@ -60,16 +60,7 @@ func TestIntegrationReceiveReadyNeverHandsOutARevokedPartition(t *testing.T) {
 	t.Cleanup(func() { _ = b.Close() })
 	bctx, stopB := context.WithCancel(ctx)
 	bWG := runConsumer(bctx, t, b, topic, 2, 0)
-	revoked := func() bool {
-		log.mu.Lock()
-		defer log.mu.Unlock()
-		for _, owned := range log.owned["a"] {
-			if owned {
-				return false
-			}
-		}
-		return true
-	}
+	revoked := func() bool { return log.ownedBy("a") == 0 }
 	waitUntilT(t, 30*time.Second, "the revocation of a's partitions", revoked)
 	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
 		if r, ok := a.ReceiveReady(topic); ok || r != nil {
