@@ -123,6 +123,36 @@ type seedDeadLetter struct {
 	raw                     []byte // an undecodable body instead of an envelope
 }
 
+// encode returns the body of the seeded dead letter, s.raw or an envelope
+// with a dead_letter block (with errText as its error when not empty), and
+// its contract headers, the redrive count last when set.
+func (s seedDeadLetter) encode(t *testing.T, errText string) ([]byte, []wire.Header) {
+	t.Helper()
+	var headers []wire.Header
+	body := s.raw
+	if body == nil {
+		env, err := babelqueue.Make(s.urn, map[string]string{"key": s.key}, babelqueue.WithQueue(s.queue))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if body, err = env.Encode(); err != nil {
+			t.Fatal(err)
+		}
+		dl := wire.DeadLetter{Reason: s.reason, FailedAt: time.Now().UnixMilli(), OriginalQueue: s.queue, Attempts: 3}
+		if errText != "" {
+			dl.Error = &errText
+		}
+		if body, err = wire.AnnotateDeadLetter(body, dl); err != nil {
+			t.Fatal(err)
+		}
+		headers = wire.ProjectBody(body).Headers()
+	}
+	if s.redrives > 0 {
+		headers = append(headers, wire.Header{Key: headerRedriveCount, Value: fmt.Sprint(s.redrives)})
+	}
+	return body, headers
+}
+
 // seedDLQ writes dead letters to dlq as a consumer would have: envelope
 // with a dead_letter block, contract headers, key.
 func seedDLQ(t *testing.T, ctx context.Context, dlq string, seeds []seedDeadLetter) {
@@ -132,29 +162,10 @@ func seedDLQ(t *testing.T, ctx context.Context, dlq string, seeds []seedDeadLett
 	msgs := make([]kafkago.Message, 0, len(seeds))
 	for _, s := range seeds {
 		m := kafkago.Message{Topic: dlq, Key: []byte(s.key), Time: time.Now()}
-		if s.raw != nil {
-			m.Value = s.raw
-		} else {
-			env, err := babelqueue.Make(s.urn, map[string]string{"key": s.key}, babelqueue.WithQueue(s.queue))
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, err := env.Encode()
-			if err != nil {
-				t.Fatal(err)
-			}
-			msg := "boom"
-			body, err = wire.AnnotateDeadLetter(body, wire.DeadLetter{Reason: s.reason, Error: &msg, FailedAt: time.Now().UnixMilli(), OriginalQueue: s.queue, Attempts: 3})
-			if err != nil {
-				t.Fatal(err)
-			}
-			m.Value = body
-			for _, h := range wire.ProjectBody(body).Headers() {
-				m.Headers = append(m.Headers, kafkago.Header{Key: h.Key, Value: []byte(h.Value)})
-			}
-		}
-		if s.redrives > 0 {
-			m.Headers = append(m.Headers, kafkago.Header{Key: headerRedriveCount, Value: []byte(fmt.Sprint(s.redrives))})
+		var headers []wire.Header
+		m.Value, headers = s.encode(t, "boom")
+		for _, h := range headers {
+			m.Headers = append(m.Headers, kafkago.Header{Key: h.Key, Value: []byte(h.Value)})
 		}
 		msgs = append(msgs, m)
 	}

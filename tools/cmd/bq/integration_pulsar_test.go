@@ -36,25 +36,10 @@ func seedPulsarDLQ(t *testing.T, ctx context.Context, url, topic string, seeds [
 	defer p.Close()
 	for _, s := range seeds {
 		msg := &pulsar.ProducerMessage{Key: s.key, Properties: map[string]string{}}
-		if s.raw != nil {
-			msg.Payload = s.raw
-		} else {
-			env, err := babelqueue.Make(s.urn, map[string]string{"key": s.key}, babelqueue.WithQueue(s.queue))
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, _ := env.Encode()
-			body, err = wire.AnnotateDeadLetter(body, wire.DeadLetter{Reason: s.reason, FailedAt: time.Now().UnixMilli(), OriginalQueue: s.queue, Attempts: 3})
-			if err != nil {
-				t.Fatal(err)
-			}
-			msg.Payload = body
-			for _, h := range wire.ProjectBody(body).Headers() {
-				msg.Properties[h.Key] = h.Value
-			}
-		}
-		if s.redrives > 0 {
-			msg.Properties[headerRedriveCount] = fmt.Sprint(s.redrives)
+		var headers []wire.Header
+		msg.Payload, headers = s.encode(t, "")
+		for _, h := range headers {
+			msg.Properties[h.Key] = h.Value
 		}
 		if _, err := p.Send(ctx, msg); err != nil {
 			t.Fatal(err)
