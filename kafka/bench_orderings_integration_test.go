@@ -5,9 +5,7 @@ package kafka
 import (
 	"context"
 	"fmt"
-	"os"
 	"runtime"
-	"strings"
 	"testing"
 	"time"
 
@@ -35,19 +33,6 @@ func fillKeyless(t *testing.T, ctx context.Context, topic, body string, total in
 			batch = batch[:0]
 		}
 	}
-}
-
-// loadAverage returns the host's one-minute load average as /proc/loadavg
-// gives it, or "?" where there is none.
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	if f := strings.Fields(string(b)); len(f) > 0 {
-		return f[0]
-	}
-	return "?"
 }
 
 // TestBenchKafkaAppIOBoundOrderings measures an App whose handler takes
@@ -85,7 +70,7 @@ func TestBenchKafkaAppIOBoundOrderings(t *testing.T) {
 		for round := range rounds {
 			runtime.GC()
 			r := consumeAppWith(t, ctx, c.topic, total, latency, babelqueue.WithConcurrency(inFlight, c.order))
-			fmt.Printf("bench-round: %s round=%d ours=%.0f ceiling=%.0f ratio=%.2f load-average=%s\n", name, round+1, r, ceiling, r/ceiling, loadAverage())
+			fmt.Printf("bench-round: %s round=%d ours=%.0f ceiling=%.0f ratio=%.2f load-average=%s\n", name, round+1, r, ceiling, r/ceiling, brokertest.LoadAverage())
 			rates = append(rates, r)
 		}
 		ours := brokertest.Median(rates)
