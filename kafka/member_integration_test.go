@@ -18,6 +18,7 @@ import (
 	"time"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
 	"github.com/babelqueue/babelqueue-go/core/wire"
 	kafkago "github.com/segmentio/kafka-go"
 )
@@ -501,7 +502,7 @@ func TestIntegrationKilledMemberLosesNothing(t *testing.T) {
 		}
 	}()
 	// Wait for the child to be consuming before the parent joins.
-	waitUntilT(t, 30*time.Second, "the child to consume", func() bool {
+	bqtest.WaitUntil(t, 30*time.Second, "the child to consume", func() bool {
 		childMu.Lock()
 		defer childMu.Unlock()
 		return len(childAcked) > 50
@@ -534,7 +535,7 @@ func TestIntegrationKilledMemberLosesNothing(t *testing.T) {
 		}()
 	}
 	// Wait until the group shares the partitions between both members.
-	waitUntilT(t, 60*time.Second, "the parent to get partitions", func() bool {
+	bqtest.WaitUntil(t, 60*time.Second, "the parent to get partitions", func() bool {
 		owned := log.ownedBy("parent")
 		return owned > 0 && owned < parts
 	})
@@ -559,7 +560,7 @@ func TestIntegrationKilledMemberLosesNothing(t *testing.T) {
 	}
 	childMu.Unlock()
 	// The group resumes when the parent is assigned every partition.
-	waitUntilT(t, 60*time.Second, "the parent to take over every partition", func() bool {
+	bqtest.WaitUntil(t, 60*time.Second, "the parent to take over every partition", func() bool {
 		owned := log.ownedBy("parent")
 		return owned == parts
 	})
@@ -603,16 +604,5 @@ func TestIntegrationKilledMemberLosesNothing(t *testing.T) {
 	}
 	if own > 4 {
 		t.Errorf("the surviving member handled %d records twice, more than its 4 in flight", own)
-	}
-}
-
-func waitUntilT(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
