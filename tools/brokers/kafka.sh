@@ -74,25 +74,12 @@ do_up() {
   cp_file="$(resolve_classpath kafka "$BQ_BROKERS_DIR/kafka")"
   probe_bin="$(probe_bin)"
 
-  if pid_alive "$PIDFILE"; then
-    if probe "$probe_bin" 20s >/dev/null 2>"$DIR/logs/probe.err"; then
-      log "kafka: already running (pid $(cat "$PIDFILE"))"
-      grep -q '^BQ_KAFKA_TLS_BROKERS=' "$ENVFILE" ||
-        log "kafka: it was started without the TLS listeners; restart it (down.sh kafka, then up.sh kafka) to get BQ_KAFKA_TLS_*"
-      cat "$ENVFILE"
-      return 0
-    fi
-    log "kafka: pid $(cat "$PIDFILE") is alive but does not serve; restarting it"
-    cat "$DIR/logs/probe.err" >&2 || true
-    stop_pid "$PIDFILE" kafka
+  if reuse_running kafka "$probe_bin" 20s BQ_KAFKA_TLS_BROKERS \
+    "it was started without the TLS listeners; restart it (down.sh kafka, then up.sh kafka) to get BQ_KAFKA_TLS_*"; then
+    return 0
   fi
-
-  local p
-  for p in "$KAFKA_PORT" "$KAFKA_SASL_PORT" "$KAFKA_CONTROLLER_PORT" "$KAFKA_TLS_PORT" "$KAFKA_SASL_TLS_PORT"; do
-    if port_busy "$p"; then
-      die "kafka: port $BQ_HOST:$p is taken by another process (see: ss -ltnp | grep :$p); stop it or set BQ_KAFKA_PORT / BQ_KAFKA_SASL_PORT / BQ_KAFKA_CONTROLLER_PORT / BQ_KAFKA_TLS_PORT / BQ_KAFKA_SASL_TLS_PORT"
-    fi
-  done
+  ports_free kafka "stop it or set BQ_KAFKA_PORT / BQ_KAFKA_SASL_PORT / BQ_KAFKA_CONTROLLER_PORT / BQ_KAFKA_TLS_PORT / BQ_KAFKA_SASL_TLS_PORT" \
+    "$KAFKA_PORT" "$KAFKA_SASL_PORT" "$KAFKA_CONTROLLER_PORT" "$KAFKA_TLS_PORT" "$KAFKA_SASL_TLS_PORT"
 
   rm -rf "$DIR"
   mkdir -p "$DIR/data" "$DIR/logs"
@@ -167,12 +154,8 @@ do_start() {
   fi
   [ -s "$DIR/server.properties" ] && [ -d "$DIR/data" ] ||
     die "kafka: no kept data in $DIR (start it with up first)"
-  local p
-  for p in "$KAFKA_PORT" "$KAFKA_SASL_PORT" "$KAFKA_CONTROLLER_PORT" "$KAFKA_TLS_PORT" "$KAFKA_SASL_TLS_PORT"; do
-    if port_busy "$p"; then
-      die "kafka: port $BQ_HOST:$p is still taken; cannot start again"
-    fi
-  done
+  ports_free kafka "cannot start again" \
+    "$KAFKA_PORT" "$KAFKA_SASL_PORT" "$KAFKA_CONTROLLER_PORT" "$KAFKA_TLS_PORT" "$KAFKA_SASL_TLS_PORT"
   log "kafka: starting again on the kept data in $DIR/data"
   launch
 }

@@ -275,3 +275,35 @@ service_main() {
     ;;
   esac
 }
+
+# ports_free WHAT HINT PORT...: dies naming the first of the ports that
+# something on BQ_HOST accepts connections on, with HINT saying what to do.
+ports_free() {
+  local what="$1" hint="$2" p
+  shift 2
+  for p in "$@"; do
+    if port_busy "$p"; then
+      die "$what: port $BQ_HOST:$p is taken (see: ss -ltnp | grep :$p); $hint"
+    fi
+  done
+}
+
+# reuse_running NAME PROBE_BIN LIMIT TLS_VAR HINT: for a single-broker
+# script (DIR, PIDFILE, ENVFILE, probe of its own). When its JVM runs and
+# the probe sees it serve within LIMIT, prints its BQ_* lines (logging HINT
+# when they lack TLS_VAR, a broker started before TLS) and returns 0. A JVM
+# that runs without serving is stopped; then, or when none runs, returns 1.
+reuse_running() {
+  local name="$1" probe_bin="$2" limit="$3" tls_var="$4" hint="$5"
+  pid_alive "$PIDFILE" || return 1
+  if probe "$probe_bin" "$limit" >/dev/null 2>"$DIR/logs/probe.err"; then
+    log "$name: already running (pid $(cat "$PIDFILE"))"
+    grep -q "^$tls_var=" "$ENVFILE" || log "$name: $hint"
+    cat "$ENVFILE"
+    return 0
+  fi
+  log "$name: pid $(cat "$PIDFILE") is alive but does not serve; restarting it"
+  cat "$DIR/logs/probe.err" >&2 || true
+  stop_pid "$PIDFILE" "$name"
+  return 1
+}

@@ -49,28 +49,16 @@ probe() {
 }
 
 do_up() {
-  local probe_bin cp_file p
+  local probe_bin cp_file
   cp_file="$(resolve_classpath pulsar "$BQ_BROKERS_DIR/pulsar")"
   probe_bin="$(probe_bin)"
 
-  if pid_alive "$PIDFILE"; then
-    if probe "$probe_bin" 30s >/dev/null 2>"$DIR/logs/probe.err"; then
-      log "pulsar: already running (pid $(cat "$PIDFILE"))"
-      grep -q '^BQ_PULSAR_TLS_URL=' "$ENVFILE" ||
-        log "pulsar: it was started without TLS and tokens; restart it (down.sh pulsar, then up.sh pulsar) to get BQ_PULSAR_TLS_* and BQ_PULSAR_TOKEN"
-      cat "$ENVFILE"
-      return 0
-    fi
-    log "pulsar: pid $(cat "$PIDFILE") is alive but does not serve; restarting it"
-    cat "$DIR/logs/probe.err" >&2 || true
-    stop_pid "$PIDFILE" pulsar
+  if reuse_running pulsar "$probe_bin" 30s BQ_PULSAR_TLS_URL \
+    "it was started without TLS and tokens; restart it (down.sh pulsar, then up.sh pulsar) to get BQ_PULSAR_TLS_* and BQ_PULSAR_TOKEN"; then
+    return 0
   fi
-
-  for p in "$PULSAR_PORT" "$PULSAR_WEB_PORT" "$PULSAR_BOOKIE_PORT" "$PULSAR_TLS_PORT"; do
-    if port_busy "$p"; then
-      die "pulsar: port $BQ_HOST:$p is taken by another process (see: ss -ltnp | grep :$p); stop it or set BQ_PULSAR_PORT / BQ_PULSAR_WEB_PORT / BQ_PULSAR_BOOKIE_PORT / BQ_PULSAR_TLS_PORT"
-    fi
-  done
+  ports_free pulsar "stop it or set BQ_PULSAR_PORT / BQ_PULSAR_WEB_PORT / BQ_PULSAR_BOOKIE_PORT / BQ_PULSAR_TLS_PORT" \
+    "$PULSAR_PORT" "$PULSAR_WEB_PORT" "$PULSAR_BOOKIE_PORT" "$PULSAR_TLS_PORT"
 
   rm -rf "$DIR"
   mkdir -p "$DIR/data" "$DIR/logs"
@@ -138,18 +126,13 @@ do_kill() {
 # do_start: starts the JVM again on the data a kill kept (same metadata,
 # ledgers, certificates and token).
 do_start() {
-  local p
   if pid_alive "$PIDFILE"; then
     die "pulsar: already running (pid $(cat "$PIDFILE")); kill it first"
   fi
   if [ ! -s "$DIR/standalone.conf" ] || [ ! -d "$DIR/data" ]; then
     die "pulsar: no kept data in $DIR (start it with up first)"
   fi
-  for p in "$PULSAR_PORT" "$PULSAR_WEB_PORT" "$PULSAR_BOOKIE_PORT" "$PULSAR_TLS_PORT"; do
-    if port_busy "$p"; then
-      die "pulsar: port $BQ_HOST:$p is still taken; cannot start again"
-    fi
-  done
+  ports_free pulsar "cannot start again" "$PULSAR_PORT" "$PULSAR_WEB_PORT" "$PULSAR_BOOKIE_PORT" "$PULSAR_TLS_PORT"
   log "pulsar: starting again on the kept data in $DIR/data"
   launch
 }
