@@ -3,7 +3,6 @@
 package kafka
 
 import (
-	"context"
 	"fmt"
 	"runtime"
 	"testing"
@@ -11,29 +10,7 @@ import (
 
 	"github.com/babelqueue/babelqueue-go/brokertest"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
-	kafkago "github.com/segmentio/kafka-go"
 )
-
-// fillKeyless writes total copies of body to topic without keys, round
-// robin over the partitions, with a raw kafka-go writer.
-func fillKeyless(t *testing.T, ctx context.Context, topic, body string, total int) {
-	t.Helper()
-	w := &kafkago.Writer{Addr: kafkago.TCP(brokerList(t)...), Balancer: &kafkago.RoundRobin{}, BatchSize: 1000,
-		BatchTimeout: 5 * time.Millisecond, RequiredAcks: kafkago.RequireAll, Transport: &kafkago.Transport{}}
-	defer w.Close()
-	hs, ts := projection(body, time.Now())
-	headers := toKafkaHeaders(hs)
-	batch := make([]kafkago.Message, 0, 1000)
-	for i := range total {
-		batch = append(batch, kafkago.Message{Topic: topic, Value: []byte(body), Headers: headers, Time: ts})
-		if len(batch) == cap(batch) || i == total-1 {
-			if err := w.WriteMessages(ctx, batch...); err != nil {
-				t.Fatal(err)
-			}
-			batch = batch[:0]
-		}
-	}
-}
 
 // TestBenchKafkaAppIOBoundOrderings measures an App whose handler takes
 // 5 ms (time.Sleep) with 6 handlers at once on 6 partitions under each
