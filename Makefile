@@ -28,8 +28,8 @@ build: ## Build every module.
 	@for m in $(MODULES); do echo "== build $$m"; (cd $$m && $(GO) build ./...); done
 
 .PHONY: vet
-vet: ## go vet every module (integration-tagged files included).
-	@for m in $(MODULES); do echo "== vet $$m"; (cd $$m && $(GO) vet ./... && $(GO) vet -tags integration ./...); done
+vet: ## go vet every module (integration- and restart-tagged files included).
+	@for m in $(MODULES); do echo "== vet $$m"; (cd $$m && $(GO) vet ./... && $(GO) vet -tags "integration restart" ./...); done
 	@echo "== vet kafka (cluster tests)"; cd kafka && $(GO) vet -tags cluster ./...
 	@echo "== vet interop (interop tests)"; cd interop && $(GO) vet -tags interop ./...
 
@@ -151,7 +151,7 @@ FUZZTIME_CI ?= 4s
 lint: verify-versions modgraph readmecheck tidy-check sizecheck docsize docanchors doccomments ## gofmt check, go vet, staticcheck (pinned), actionlint (pinned), version list, module graph, README table and Quick start, tidy go.mod files, no large file, design-document anchors, doc comment openings.
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@$(MAKE) --no-print-directory vet
-	@for m in $(MODULES); do echo "== staticcheck $$m"; (cd $$m && $(GO) run $(STATICCHECK) ./... && $(GO) run $(STATICCHECK) -tags integration ./...); done
+	@for m in $(MODULES); do echo "== staticcheck $$m"; (cd $$m && $(GO) run $(STATICCHECK) ./... && $(GO) run $(STATICCHECK) -tags "integration restart" ./...); done
 	cd interop && $(GO) run $(STATICCHECK) -tags interop ./...
 	$(GO) run $(ACTIONLINT) -no-color .github/workflows/*.yml
 
@@ -228,7 +228,7 @@ restart-tests: ## Publish outcomes across a broker kill -9 and restart (Kafka: a
 	done
 	@echo "== restart tests kafkashare (idempotent producer)"; \
 	env $(CHAOS_ENV) BQ_BROKERS=kafka BQ_RESTART_SCRIPTS=$(CURDIR)/tools/brokers $(BROKERS) \
-	  bash -c 'cd kafkashare && $(GO) test -tags "integration restart" -run "^TestRestart" -count=1 -p 1 -timeout 20m -v . | grep -E "^(restart:|--- |PASS|FAIL|ok)|_test.go:"; exit $${PIPESTATUS[0]}'
+	  bash -c 'cd kafkashare && $(GO) test -tags "integration restart" -run "^TestRestartIdempotentPublish$$" -count=1 -p 1 -timeout 20m -v . | grep -E "^(restart:|--- |PASS|FAIL|ok)|_test.go:"; exit $${PIPESTATUS[0]}'
 
 .PHONY: chaos
 chaos: ## Chaos suite, full: per broker 10,000 envelopes, 22 SIGKILLs, a broker kill -9 and restart; 5,000 with 16 handlers per consumer and 12 SIGKILLs; the SIGTERM variant, producer-kill, redrive-kill, redrive-restart and the leak check; Pulsar restart-shared and restart-exclusive; then the three-node Kafka cluster scenarios.
@@ -241,10 +241,19 @@ chaos-short: ## Chaos suite, short (CI runs chaos-ci instead): per broker 3,000 
 	@$(MAKE) --no-print-directory chaos-run CHAOS_RUNS='run -scenario concurrent -concurrency 16 -n 3000 -kills 6 -duration 75s -broker-restart no;run -n 3000 -kills 6 -duration 75s;producer-kill -n 1500 -kills 5 -duration 20s'
 	@$(MAKE) --no-print-directory share-chaos
 
+# share-chaos's tests (kafkashare, tags integration and restart, so that
+# `make integration` runs none of them): the consumer scenarios, then the
+# idempotent producer's restart test, which chaos-ci runs in restart-tests
+# instead (SHARE_CHAOS_TESTS=$(SHARE_CHAOS_CONSUMERS)).
+SHARE_CHAOS_CONSUMERS := TestShareKilledConsumersLoseNothing|TestRestartShareConsumers
+SHARE_CHAOS_TESTS ?= $(SHARE_CHAOS_CONSUMERS)|TestRestartIdempotentPublish
+
 .PHONY: share-chaos
 share-chaos: ## Kafka share groups (kafkashare) on a broker of its own: consumer processes SIGKILLed (lost=0, duplicates within what was acquired), the same across a broker kill -9 and restart, the idempotent producer across a restart (duplicates=0).
-	@env $(CHAOS_ENV) BQ_BROKERS=kafka BQ_RESTART_SCRIPTS=$(CURDIR)/tools/brokers $(BROKERS) \
-	  bash -c 'cd kafkashare && $(GO) test -tags "integration restart" -run "^(TestShareKilledConsumersLoseNothing|TestRestartShareConsumers|TestRestartIdempotentPublish)$$" -count=1 -p 1 -timeout 20m -v . | grep -E "^(chaos:|restart:|--- |PASS|FAIL|ok)|_test.go:"; exit $${PIPESTATUS[0]}'
+	@echo "== share chaos kafkashare ($(SHARE_CHAOS_TESTS))"; start=$$(date +%s); \
+	env $(CHAOS_ENV) BQ_BROKERS=kafka BQ_RESTART_SCRIPTS=$(CURDIR)/tools/brokers $(BROKERS) \
+	  bash -c 'cd kafkashare && $(GO) test -tags "integration restart" -run "^($(SHARE_CHAOS_TESTS))$$" -count=1 -p 1 -timeout 20m -v . | grep -E "^(chaos:|restart:|--- |PASS|FAIL|ok)|_test.go:"; exit $${PIPESTATUS[0]}' || exit 1; \
+	echo "== share chaos took $$(( $$(date +%s) - start ))s (broker start included)"
 
 # The Pulsar deduplication restart test lost 232 acknowledged messages in
 # one of twelve runs on 2026-12-07 (TestRestartDeduplication, dedup run);
@@ -253,10 +262,11 @@ share-chaos: ## Kafka share groups (kafkashare) on a broker of its own: consumer
 CHAOS_CI_RESTART ?= kafka
 
 .PHONY: chaos-ci
-chaos-ci: ## Chaos suite, CI-sized (every kind of proof once, 20-30 min): per broker SIGKILLs with a broker kill -9 and restart and 16 handlers per consumer, redrive-kill, redrive-restart, SIGTERM, producer-kill and the leak check; Pulsar restart-exclusive; then the Kafka and kafkashare restart tests and the three-node Kafka cluster scenarios.
+chaos-ci: ## Chaos suite, CI-sized (every kind of proof once, 20-30 min): per broker SIGKILLs with a broker kill -9 and restart and 16 handlers per consumer, redrive-kill, redrive-restart, SIGTERM, producer-kill and the leak check; Pulsar restart-exclusive; then the Kafka and kafkashare restart tests, share-chaos's consumer scenarios (SIGKILLed share consumers, with and without a broker restart) and the three-node Kafka cluster scenarios.
 	@$(if $(filter kafka,$(CHAOS_BROKER_LIST)),$(MAKE) --no-print-directory chaos-run CHAOS_BROKER_LIST=kafka CHAOS_RUNS='$(CHAOS_CI_KAFKA)')
 	@$(if $(filter pulsar,$(CHAOS_BROKER_LIST)),$(MAKE) --no-print-directory chaos-run CHAOS_BROKER_LIST=pulsar CHAOS_RUNS='$(CHAOS_CI_PULSAR)')
 	@$(MAKE) --no-print-directory restart-tests CHAOS_BROKER_LIST=$(CHAOS_CI_RESTART)
+	@$(MAKE) --no-print-directory share-chaos SHARE_CHAOS_TESTS='$(SHARE_CHAOS_CONSUMERS)'
 	@$(if $(filter kafka,$(CHAOS_BROKER_LIST)),$(MAKE) --no-print-directory cluster-tests)
 
 # chaos-ci's scenarios: ';' separates scenarios run on brokers started for
