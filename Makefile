@@ -37,24 +37,29 @@ vet: ## go vet every module (integration- and restart-tagged files included).
 test: build vet ## Build, vet and run every module's unit tests with the race detector (no broker needed).
 	@for m in $(MODULES); do echo "== test $$m"; (cd $$m && $(GO) test -race $(GOTEST_FLAGS) ./...); done
 
-# The conformance matrix. The kafka and pulsar modules require conformance,
-# so bqconform cannot link them: each binding's conformance test (module:
-# package: test: column) writes its report to $BQ_CONFORMANCE_REPORT and
-# `bqconform -matrix` merges the reports into one column per binding. A
-# failing test prints its output and still leaves the matrix printed; the
-# target then fails.
-CONFORMANCE_TESTS := conformance:./corebinding:TestSuite:core kafka:.:TestConformanceKafkaBlocks:kafka pulsar:.:TestConformance:pulsar
+# The conformance matrix. The kafka, pulsar and kafkashare modules require
+# conformance, so bqconform cannot link them: each binding's conformance
+# test (module: package: test: column, then optionally the brokers it runs
+# on) writes its report to $BQ_CONFORMANCE_REPORT and `bqconform -matrix`
+# merges the reports into one column per binding. A test naming brokers is
+# built with the integration tag and run on those brokers, started for it
+# (make integration skips it: INTEGRATION_SKIP). A failing test prints its
+# output and still leaves the matrix printed; the target then fails.
+CONFORMANCE_TESTS := conformance:./corebinding:TestSuite:core kafka:.:TestConformanceKafkaBlocks:kafka pulsar:.:TestConformance:pulsar kafkashare:.:TestConformanceShare:kafkashare:kafka
+INTEGRATION_SKIP := ^TestConformanceShare$$
 # SUITE=DIR runs another suite directory (such as the canonical one) through
 # the same tests instead of the embedded one.
 SUITE ?=
 
 .PHONY: conformance
-conformance: ## Run the conformance suite against core, kafka and pulsar; print the matrix (a column per binding).
+conformance: ## Run the conformance suite against core, kafka, pulsar and kafkashare (on a real Kafka started for it); print the matrix (a column per binding).
 	@d=$$(mktemp -d); trap 'rm -rf "$$d"' EXIT; rc=0; reports=(); suite=(); \
 	if [ -n "$(SUITE)" ]; then export BQ_CONFORMANCE_SUITE="$(abspath $(SUITE))"; suite=(-suite "$$BQ_CONFORMANCE_SUITE"); fi; \
 	for t in $(CONFORMANCE_TESTS); do \
-	  IFS=: read -r mod pkg test name <<< "$$t"; reports+=("$$d/$$name.json"); \
-	  if ! (cd "$$mod" && BQ_CONFORMANCE_REPORT="$$d/$$name.json" $(GO) test -count=1 -run "^$$test\$$" "$$pkg" > "$$d/$$name.log" 2>&1); then \
+	  IFS=: read -r mod pkg test name brokers <<< "$$t"; reports+=("$$d/$$name.json"); \
+	  run=($(GO) test -count=1); \
+	  if [ -n "$$brokers" ]; then run=(env BQ_BROKERS="$$brokers" $(CURDIR)/$(BROKERS) $(GO) test -tags integration -count=1); fi; \
+	  if ! (cd "$$mod" && BQ_CONFORMANCE_REPORT="$$d/$$name.json" "$${run[@]}" -run "^$$test\$$" "$$pkg" > "$$d/$$name.log" 2>&1); then \
 	    echo "== the $$name conformance test failed:"; cat "$$d/$$name.log"; rc=1; \
 	  fi; \
 	done; \
@@ -75,7 +80,7 @@ integration: ## Start the real brokers, run every module's integration tests aga
 
 .PHONY: integration-tests
 integration-tests: ## Integration tests against brokers already described by BQ_* variables (see brokers-up).
-	@for m in $(MODULES); do echo "== integration $$m"; (cd $$m && $(GO) test -tags integration $(GOTEST_FLAGS) -p 1 -timeout 20m ./...); done
+	@for m in $(MODULES); do echo "== integration $$m"; (cd $$m && $(GO) test -tags integration $(GOTEST_FLAGS) -p 1 -timeout 20m -skip '$(INTEGRATION_SKIP)' ./...); done
 
 # The Python SDK as a peer (interop/README.md): interop/venv.sh prepares the
 # pinned babelqueue 1.24.0 in a venv cached under ~/.cache/babelqueue
