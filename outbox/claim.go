@@ -72,8 +72,12 @@ func (r *Relay) claimPostgres(ctx context.Context, share int, now int64) (batch,
 	if err != nil {
 		err = fmt.Errorf("outbox: claim: lock key buckets: %w", err)
 	} else if mask != 0 {
+		q, args := r.ob.st.claim, []any{now, mask, lo, hi, r.cfg.batch}
+		if r.cfg.plain.NoBitmask {
+			q, args = r.ob.st.inSet, []any{now, mask, r.cfg.batch}
+		}
 		var res *sql.Rows
-		if res, err = tx.QueryContext(ctx, r.ob.st.claim, now, mask, lo, hi, r.cfg.batch); err == nil {
+		if res, err = tx.QueryContext(ctx, q, args...); err == nil {
 			b.rows, err = scanRows(res, r.cfg.batch)
 		} else {
 			err = fmt.Errorf("outbox: claim: %w", err)

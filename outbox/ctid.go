@@ -6,19 +6,12 @@ import (
 	"fmt"
 )
 
-// On PostgreSQL the acknowledged rows are deleted by the ctid their claim
-// read rather than by id: a TID scan finds each row without a lookup in
-// the primary key's index, which cut the relay's PostgreSQL CPU per row
-// (DESIGN.md, "Settle"). The claim's bucket locks keep every row of its
-// keys where the claim read it, and the row count check turns the one
-// exception, a row updated outside the relay, into a rollback.
-
 // deleteByCtid deletes, in a PostgreSQL claim's transaction, the rows at
-// ctids: a TID scan, no index lookup. No other claim changes a row of a
-// key this claim holds, and a table rewrite waits for its transaction, so
-// each ctid is still its row; should one have moved (an UPDATE outside
-// the relay) the deletion fails and settle rolls back, so the claim's
-// rows are all sent again, in order.
+// ctids: a TID scan, no lookup in the primary key's index (DESIGN.md,
+// "Settle"). No other claim changes a row of a key this claim holds, and
+// a table rewrite waits for its transaction, so each ctid is still its
+// row; should one have moved (an UPDATE outside the relay) the deletion
+// fails and settle rolls back, so the claim's rows are all sent again.
 func (r *Relay) deleteByCtid(ctx context.Context, tx *sql.Tx, ctids []string) error {
 	if len(ctids) == 0 {
 		return nil

@@ -34,13 +34,16 @@ func (r *Relay) settle(ctx context.Context, b batch) error {
 			errs = append(errs, fmt.Errorf("outbox: %s: %w", what, err))
 		}
 	}
-	if b.tx != nil {
+	switch {
+	case b.tx == nil:
+		exec("delete published rows", r.ob.st.delete, o.ok)
+		exec("release rows held back", r.ob.st.release, o.held)
+	case r.cfg.plain.NoCtid:
+		exec("delete published rows", r.ob.st.byID, o.ok)
+	default:
 		if err := r.deleteByCtid(ctx, b.tx, o.okAt); err != nil {
 			errs = append(errs, err)
 		}
-	} else {
-		exec("delete published rows", r.ob.st.delete, o.ok)
-		exec("release rows held back", r.ob.st.release, o.held)
 	}
 	for f, ids := range o.failed {
 		delay := r.logFailure(ctx, f, ids)

@@ -31,6 +31,8 @@ type statements struct {
 	lock    string   // PostgreSQL: try-lock free key buckets, return them
 	claim   string   // the due rows of a claim
 	delete  string   // the acknowledged rows
+	inSet   string   // PostgreSQL, bench only (internal/plain): claim without the mask
+	byID    string   // PostgreSQL, bench only (internal/plain): delete without ctids
 	fail    string   // record a failure of some rows
 	release string   // SQLite: end the lease of rows held back
 }
@@ -91,7 +93,17 @@ const (
                      AND p.attempts > 0 AND p.published_at IS NULL AND p.next_attempt_at > $1))
   ORDER BY o.id LIMIT $5`
 	pgDelete = `DELETE FROM {t} WHERE ctid = ANY($1::text::tid[])`
-	pgFail   = `UPDATE {t} SET attempts = attempts + 1, last_error = $1, next_attempt_at = $2 WHERE id = ANY($3::text::bigint[])`
+	// pgClaimInSet and pgDeleteByID, the plain forms the bench measures pgClaim and pgDelete
+	// against: the buckets of mask $2 as a set, no range; rows found by id.
+	pgClaimInSet = `SELECT o.id, o.queue, o.msg_key, o.order_key, o.body, o.headers, o.attempts, o.ctid::text FROM {t} o
+  WHERE o.published_at IS NULL AND o.next_attempt_at <= $1
+    AND (hashtext(o.order_key) & 63) = ANY(ARRAY(SELECT b FROM generate_series(0, 63) b WHERE ($2::bigint >> b) & 1 = 1))
+    AND (NOT EXISTS (SELECT 1 FROM {t} f WHERE f.attempts > 0 AND f.published_at IS NULL AND f.next_attempt_at > $1)
+      OR NOT EXISTS (SELECT 1 FROM {t} p WHERE p.order_key = o.order_key AND p.id < o.id
+                     AND p.attempts > 0 AND p.published_at IS NULL AND p.next_attempt_at > $1))
+  ORDER BY o.id LIMIT $3`
+	pgDeleteByID = `DELETE FROM {t} WHERE id = ANY($1::text::bigint[])`
+	pgFail       = `UPDATE {t} SET attempts = attempts + 1, last_error = $1, next_attempt_at = $2 WHERE id = ANY($3::text::bigint[])`
 )
 
 // SQLite. Id lists are passed as JSON arrays ("[1,2]") read by json_each.
@@ -133,7 +145,7 @@ var (
 	pgStatements = statements{
 		schema: []string{pgTable, pgPendingIndex, pgBucketIndex, pgRetryIndex, pgDropIDIndex},
 		insert: pgInsert, stats: statsSQL, lastErr: lastErrSQL, purge: pgPurge,
-		lock: pgLock, claim: pgClaim, delete: pgDelete, fail: pgFail,
+		lock: pgLock, claim: pgClaim, delete: pgDelete, fail: pgFail, inSet: pgClaimInSet, byID: pgDeleteByID,
 	}
 	liteStatements = statements{
 		schema: []string{liteTable, litePendingIndex, liteIDIndex, liteRetryIndex},
@@ -156,6 +168,7 @@ func statementsOf(d Dialect, table string) statements {
 	s.schema = schema
 	s.insert, s.stats, s.lastErr, s.purge = t(s.insert), t(s.stats), t(s.lastErr), t(s.purge)
 	s.lock, s.claim, s.delete, s.fail, s.release = t(s.lock), t(s.claim), t(s.delete), t(s.fail), t(s.release)
+	s.inSet, s.byID = t(s.inSet), t(s.byID)
 	return s
 }
 
