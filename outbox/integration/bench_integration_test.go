@@ -49,12 +49,11 @@ func env(t *testing.T, name string) string {
 // prepared before the window, which runs from its start to its last
 // deletion.
 //
-// The same rounds run the relay without each of its PostgreSQL speed
-// mechanisms (internal/plain), against the same raw runs:
-// outbox-relay-no-bitmask, outbox-relay-no-ctid and outbox-relay-plain
-// (neither), and the median over the rounds of what each mechanism gains
-// over its plain form, the shipped relay's rate divided by the variant's
-// (outbox-relay-bitmask-gain, outbox-relay-ctid-gain).
+// The same rounds run the relay without its bit-mask claim
+// (internal/plain), against the same raw runs, printed as
+// outbox-relay-no-bitmask, and the median over the rounds of what the
+// mechanism gains, the shipped relay's rate divided by the plain one's
+// (outbox-relay-bitmask-gain).
 func TestBenchOutboxRelayThroughput(t *testing.T) {
 	if os.Getenv("BQ_BENCH") == "" {
 		t.Skip("benchmark: set BQ_BENCH=1 (make bench)")
@@ -66,8 +65,8 @@ func TestBenchOutboxRelayThroughput(t *testing.T) {
 	// best round of each side would pair raw's luckiest window with the
 	// relay's, from different rounds, and raw's rate swings more than the
 	// relay's. That comparison is printed too, for the shipped relay, as
-	// outbox-relay-throughput-best-of-each.
-	// A first round, not counted, warms the broker and the server up.
+	// outbox-relay-throughput-best-of-each. A first round, not counted,
+	// warms the broker and the server up.
 	const nRounds = 7
 	rates := make([][]float64, len(benchSides)) // [side][round]; side 0 is raw
 	for i := -1; i < nRounds; i++ {
@@ -93,20 +92,15 @@ func TestBenchOutboxRelayThroughput(t *testing.T) {
 		m := medianBy(nRounds, func(i int) float64 { return ours[i] / raw[i] })
 		fmt.Printf("bench: %s ours=%.0f raw=%.0f ratio=%.2f\n", benchSides[side].name, ours[m], raw[m], ours[m]/raw[m])
 	}
-	for _, g := range []struct {
-		name    string
-		without int
-	}{{"outbox-relay-bitmask-gain", 2}, {"outbox-relay-ctid-gain", 3}} {
-		m := medianBy(nRounds, func(i int) float64 { return rates[1][i] / rates[g.without][i] })
-		fmt.Printf("bench: %s value=%.2f\n", g.name, rates[1][m]/rates[g.without][m])
-	}
+	m := medianBy(nRounds, func(i int) float64 { return rates[1][i] / rates[2][i] })
+	fmt.Printf("bench: outbox-relay-bitmask-gain value=%.2f\n", rates[1][m]/rates[2][m])
 	fmt.Printf("bench: outbox-relay-throughput-best-of-each value=%.2f (ours=%.0f raw=%.0f)\n",
 		slices.Max(rates[1])/slices.Max(rates[0]), slices.Max(rates[1]), slices.Max(rates[0]))
 	b.printCPU(nRounds)
 }
 
 // benchSides are the sides of every round: raw first, then the relay as
-// shipped and without its mechanisms.
+// shipped and without its bit-mask claim.
 var benchSides = [...]struct {
 	name  string
 	forms plain.Forms
@@ -114,8 +108,6 @@ var benchSides = [...]struct {
 	{"raw", plain.Forms{}},
 	{"outbox-relay-throughput", plain.Forms{}},
 	{"outbox-relay-no-bitmask", plain.Forms{NoBitmask: true}},
-	{"outbox-relay-no-ctid", plain.Forms{NoCtid: true}},
-	{"outbox-relay-plain", plain.Forms{NoBitmask: true, NoCtid: true}},
 }
 
 // medianBy is the index, among 0..n-1, of the median of f.

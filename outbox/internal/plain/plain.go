@@ -5,7 +5,6 @@ package plain
 // Forms names the mechanisms a relay runs without; zero: none.
 type Forms struct {
 	NoBitmask bool // the read selects the locked buckets as a set: no mask test, no range
-	NoCtid    bool // acknowledged rows are deleted by id, not by ctid
 }
 
 // Option returns an outbox.RelayOption (as any) running a relay in f.
