@@ -194,6 +194,14 @@ func TestBenchShareNoopConsume(t *testing.T) {
 		rate, _ := appRate(t, app, q, total, &n)
 		return rate
 	}
+	alternate("kafkashare-noop-consume", rounds, ours, raw)
+}
+
+// alternate runs ours and raw rounds times each, the side that goes first
+// alternating from one round to the next, prints every round as a
+// "bench-round:" line and then "bench: <name>" with the median rates and
+// the median of the round ratios.
+func alternate(name string, rounds int, ours, raw func() float64) {
 	sides := [2]func() float64{ours, raw}
 	var oursRates, rawRates, ratios []float64
 	for round := range rounds {
@@ -202,10 +210,10 @@ func TestBenchShareNoopConsume(t *testing.T) {
 			j := (round + i) % len(sides)
 			r[j] = sides[j]()
 		}
-		fmt.Printf("bench-round: kafkashare-noop-consume round=%d ours=%.0f raw=%.0f ratio=%.2f\n", round+1, r[0], r[1], r[0]/r[1])
+		fmt.Printf("bench-round: %s round=%d ours=%.0f raw=%.0f ratio=%.2f\n", name, round+1, r[0], r[1], r[0]/r[1])
 		oursRates, rawRates, ratios = append(oursRates, r[0]), append(rawRates, r[1]), append(ratios, r[0]/r[1])
 	}
-	fmt.Printf("bench: kafkashare-noop-consume ours=%.0f raw=%.0f ratio=%.2f\n", brokertest.Median(oursRates), brokertest.Median(rawRates), brokertest.Median(ratios))
+	fmt.Printf("bench: %s ours=%.0f raw=%.0f ratio=%.2f\n", name, brokertest.Median(oursRates), brokertest.Median(rawRates), brokertest.Median(ratios))
 }
 
 // TestBenchSharePublish: App.Publish through the idempotent producer vs raw
@@ -266,15 +274,5 @@ func TestBenchSharePublish(t *testing.T) {
 	for _, side := range sides { // warm-up: connections, producer ids, partition metadata
 		side()
 	}
-	var oursRates, rawRates, ratios []float64
-	for round := range rounds {
-		var r [2]float64
-		for i := range sides {
-			j := (round + i) % len(sides)
-			r[j] = sides[j]()
-		}
-		fmt.Printf("bench-round: kafkashare-publish round=%d ours=%.0f raw=%.0f ratio=%.2f\n", round+1, r[0], r[1], r[0]/r[1])
-		oursRates, rawRates, ratios = append(oursRates, r[0]), append(rawRates, r[1]), append(ratios, r[0]/r[1])
-	}
-	fmt.Printf("bench: kafkashare-publish ours=%.0f raw=%.0f ratio=%.2f\n", brokertest.Median(oursRates), brokertest.Median(rawRates), brokertest.Median(ratios))
+	alternate("kafkashare-publish", rounds, sides[0], sides[1])
 }
