@@ -42,7 +42,7 @@
 // poll barrier. It fetches only when polled (no prefetch, whose records
 // would wait behind the barrier with their locks running and not
 // renewable). The share fetch of that poll carries the accepts of the
-// previous records; on a loaded broker it takes tens of milliseconds.
+// previous records: a broker round trip, longer when the broker is busy.
 //
 // WithMembers runs several members per queue, each with a poller goroutine
 // (queue.run) that polls as soon as its member holds nothing and a Receive
