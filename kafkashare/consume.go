@@ -188,15 +188,22 @@ func (t *Transport) Receive(ctx context.Context, topic string, timeout time.Dura
 	}
 }
 
-// ask records that a Receive with ctx wants records until deadline and
-// wakes the members' pollers.
+// ask records that a Receive with ctx wants records until deadline and,
+// when no Receive was asking (its deadline passed or its context ended),
+// wakes the members' pollers. A poller asked already polls again once its
+// member is free (settle wakes it), and a poll of the previous context
+// that ends makes its poller look again.
 func (s *queueSet) ask(ctx context.Context, deadline time.Time) {
 	s.askMu.Lock()
+	asking := s.askCtx != nil && s.askCtx.Err() == nil && time.Now().Before(s.askTil)
 	s.askCtx = ctx
 	if deadline.After(s.askTil) {
 		s.askTil = deadline
 	}
 	s.askMu.Unlock()
+	if asking {
+		return
+	}
 	for _, q := range s.members {
 		select {
 		case q.kick <- struct{}{}:

@@ -153,7 +153,8 @@ func TestPopTakesTheOldestPollFirst(t *testing.T) {
 }
 
 // A member polls only while a Receive asks: before its deadline and with
-// its context live; asking wakes every member's poller.
+// its context live; asking wakes every member's poller when no Receive
+// was asking.
 func TestMembersPollOnlyWhileAsked(t *testing.T) {
 	set := &queueSet{name: "q"}
 	m := &queue{set: set, kick: make(chan struct{}, 1)}
@@ -172,10 +173,16 @@ func TestMembersPollOnlyWhileAsked(t *testing.T) {
 	if c, u, ok := set.asked(); !ok || c != ctx || !u.Equal(until) {
 		t.Errorf("asked = %v, %v, %v; want the Receive's context and deadline", c, u, ok)
 	}
-	// An earlier deadline does not shorten a later one.
+	// An earlier deadline does not shorten a later one, and a Receive
+	// asking already wakes nobody.
 	set.ask(ctx, time.Now().Add(time.Minute))
 	if _, u, _ := set.asked(); !u.Equal(until) {
 		t.Errorf("deadline %v, want %v", u, until)
+	}
+	select {
+	case <-m.kick:
+		t.Error("a Receive asking already woke the member")
+	default:
 	}
 	cancel()
 	if _, _, ok := set.asked(); ok {
@@ -184,6 +191,11 @@ func TestMembersPollOnlyWhileAsked(t *testing.T) {
 	set.ask(context.Background(), time.Now().Add(-time.Second))
 	if _, _, ok := set.asked(); !ok {
 		t.Error("a live context with the earlier deadline still pending: not asked")
+	}
+	select {
+	case <-m.kick:
+	default:
+		t.Error("asking again after the context ended did not wake the member")
 	}
 	set.askTil = time.Now().Add(-time.Millisecond)
 	if _, _, ok := set.asked(); ok {
