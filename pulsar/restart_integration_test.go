@@ -321,7 +321,9 @@ func readBack(t *testing.T, c pulsar.Client, name, topic string) (map[string]int
 	return count, rep
 }
 
-// atOrAfter reports whether m is at or after last in the topic's order.
+// atOrAfter reports whether m is at or after last in the topic's order. In
+// the last entry, a batch index below zero (an entry that is not a batch,
+// or an index the broker did not report) counts as reaching it.
 func atOrAfter(m, last pulsar.MessageID) bool {
 	switch {
 	case m.LedgerID() != last.LedgerID():
@@ -329,7 +331,7 @@ func atOrAfter(m, last pulsar.MessageID) bool {
 	case m.EntryID() != last.EntryID():
 		return m.EntryID() > last.EntryID()
 	default:
-		return m.BatchIdx() >= last.BatchIdx()
+		return m.BatchIdx() < 0 || last.BatchIdx() < 0 || m.BatchIdx() >= last.BatchIdx()
 	}
 }
 
