@@ -51,15 +51,14 @@ func restartNamespace(t *testing.T, name string, dedup bool) {
 
 // restartSide is one App publishing through the broker restart.
 type restartSide struct {
-	name    string
-	app     *babelqueue.App
-	topic   string
-	mu      sync.Mutex
-	acked   map[string]bool
-	refused map[string]bool
-	unknown []error
-	// sent is when each publish (by id) started and ended, and how.
-	sent map[string]publishRecord
+	name  string
+	app   *babelqueue.App
+	topic string
+	seq   *atomic.Int64
+	brokertest.Outcomes
+
+	mu   sync.Mutex
+	sent map[string]publishRecord // how each publish (by id) went
 }
 
 // publishRecord is one publish of the restart test, kept so a lost id can
@@ -71,51 +70,39 @@ type publishRecord struct {
 	err        string
 }
 
-func (s *restartSide) publish(stop <-chan struct{}, seq *atomic.Int64, wg *sync.WaitGroup) {
-	defer wg.Done()
-	for {
-		select {
-		case <-stop:
-			return
-		default:
-		}
-		n := seq.Add(1)
-		id := fmt.Sprintf("%s-%06d", s.name, n)
-		start := time.Now()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_, err := s.app.Publish(ctx, "urn:t:restart", map[string]int64{"n": n}, babelqueue.WithEnvelopeOptions(babelqueue.WithID(id)))
-		cancel()
-		rec := publishRecord{n: n, start: start, end: time.Now()}
-		s.mu.Lock()
-		switch {
-		case err == nil:
-			s.acked[id] = true
-			rec.outcome = "acked"
-		case errors.Is(err, babelqueue.ErrPublishUnknown):
-			s.unknown = append(s.unknown, err)
-			rec.outcome = "unknown"
-		default:
-			s.refused[id] = true
-			rec.outcome = "refused"
-		}
-		if err != nil {
-			rec.err = err.Error()
-		}
-		s.sent[id] = rec
-		s.mu.Unlock()
-		time.Sleep(20 * time.Millisecond)
+// publish publishes one message and records its outcome.
+func (s *restartSide) publish() {
+	n := s.seq.Add(1)
+	id := fmt.Sprintf("%s-%06d", s.name, n)
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	_, err := s.app.Publish(ctx, "urn:t:restart", map[string]int64{"n": n}, babelqueue.WithEnvelopeOptions(babelqueue.WithID(id)))
+	cancel()
+	unknown := errors.Is(err, babelqueue.ErrPublishUnknown)
+	s.Add(id, err, unknown)
+	rec := publishRecord{n: n, start: start, end: time.Now(), outcome: "acked"}
+	switch {
+	case unknown:
+		rec.outcome = "unknown"
+	case err != nil:
+		rec.outcome = "refused"
 	}
+	if err != nil {
+		rec.err = err.Error()
+	}
+	s.mu.Lock()
+	s.sent[id] = rec
+	s.mu.Unlock()
+	time.Sleep(20 * time.Millisecond)
 }
 
 // account republishes every unknown outcome, trims the topic, reads it
-// back and returns lost, duplicates and the ids republished.
+// back and returns lost, duplicates, the refused ids stored and the ids
+// republished.
 func (s *restartSide) account(t *testing.T, c pulsar.Client, tl timeline) (lost, dups, refusedStored, republished int) {
 	t.Helper()
-	want := map[string]bool{}
-	for id := range s.acked {
-		want[id] = true
-	}
-	for _, err := range s.unknown {
+	var again []string
+	for _, err := range s.Unknown {
 		var u *babelqueue.UnknownPublishError
 		if !errors.As(err, &u) {
 			t.Fatalf("%s: unknown outcome without *UnknownPublishError: %v", s.name, err)
@@ -134,31 +121,27 @@ func (s *restartSide) account(t *testing.T, c pulsar.Client, tl timeline) (lost,
 				err = rerr
 			}
 		}
-		want[u.ID] = true
-		republished++
+		again = append(again, u.ID)
 	}
 	trimTopic(t, s.topic)
 	count, read := readBack(t, c, s.name, s.topic)
 	t.Logf("%s: %s", s.name, read)
-	var missing []string
-	for id := range want {
-		if count[id] == 0 {
-			lost++
-			missing = append(missing, id)
-		}
-	}
+	lost, dups, refusedStored = s.Tally(count, again)
 	if lost > 0 {
+		var missing []string
+		for id := range s.Acked {
+			if count[id] == 0 {
+				missing = append(missing, id)
+			}
+		}
+		for _, id := range again {
+			if count[id] == 0 {
+				missing = append(missing, id)
+			}
+		}
 		s.explainLoss(t, c, tl, missing)
 	}
-	for id := range s.refused {
-		if count[id] > 0 {
-			refusedStored++
-		}
-	}
-	for _, n := range count {
-		dups += max(n-1, 0)
-	}
-	return lost, dups, refusedStored, republished
+	return lost, dups, refusedStored, len(again)
 }
 
 // TestRestartDeduplication publishes through two Apps while the standalone
@@ -182,14 +165,14 @@ func TestRestartDeduplication(t *testing.T) {
 	restartNamespace(t, nsDedup, true)
 	restartNamespace(t, nsControl, false)
 
+	var seq atomic.Int64
 	side := func(name, ns string, opts ...Option) *restartSide {
 		tr := newIntegrationTransport(t, append([]Option{WithTopicPrefix("public", ns), WithSubscriptionType(pulsar.Shared)}, opts...)...)
 		app, err := babelqueue.NewApp(tr, babelqueue.WithDefaultQueue("orders"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return &restartSide{name: name, app: app,
-			topic: "persistent://public/" + ns + "/orders", acked: map[string]bool{}, refused: map[string]bool{}, sent: map[string]publishRecord{}}
+		return &restartSide{name: name, app: app, topic: "persistent://public/" + ns + "/orders", seq: &seq, sent: map[string]publishRecord{}}
 	}
 	dedup := side("dedup", nsDedup, WithDeduplication("restart-test-"+suffix))
 	control := side("control", nsControl, WithProducerOptions(func(o *pulsar.ProducerOptions) { o.SendTimeout = -1 }))
@@ -198,41 +181,31 @@ func TestRestartDeduplication(t *testing.T) {
 		keepEverything(t, c, s.topic)
 	}
 
-	var seq atomic.Int64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for _, s := range []*restartSide{dedup, dedup, control, control} {
-		wg.Add(1)
-		go s.publish(stop, &seq, &wg)
-	}
-	time.Sleep(3 * time.Second)
-	killed := time.Now()
-	brokertest.BrokerScript(t, "pulsar", "kill", time.Minute)
-	time.Sleep(3 * time.Second)
-	brokertest.BrokerScript(t, "pulsar", "start", 5*time.Minute)
-	tl := timeline{killed: killed, started: time.Now()}
-	down := tl.started.Sub(killed)
-	time.Sleep(5 * time.Second)
-	close(stop)
-	wg.Wait()
+	outage := brokertest.Outage{Broker: "pulsar", Before: 3 * time.Second, Down: 3 * time.Second, After: 5 * time.Second}
+	down := outage.Run(t, dedup.publish, dedup.publish, control.publish, control.publish)
+	// Run returns After after the broker served again, plus the wait for
+	// the publishes under way (at most their 2 s bound): the times the
+	// diagnostics place publishes against are that close.
+	served := time.Now().Add(-outage.After)
+	tl := timeline{killed: served.Add(-down), started: served}
 
 	for _, s := range []*restartSide{dedup, control} {
 		lost, dups, refusedStored, republished := s.account(t, c, tl)
 		line := fmt.Sprintf("restart: broker=pulsar run=%s published=%d acked=%d unknown=%d refused=%d republished=%d lost=%d duplicates=%d refused_stored=%d",
-			s.name, len(s.acked)+len(s.unknown)+len(s.refused), len(s.acked), len(s.unknown), len(s.refused), republished, lost, dups, refusedStored)
+			s.name, len(s.Acked)+len(s.Unknown)+len(s.Refused), len(s.Acked), len(s.Unknown), len(s.Refused), republished, lost, dups, refusedStored)
 		fmt.Println(line)
 		t.Logf("%s (broker down %s)", line, down.Round(100*time.Millisecond))
 		if lost != 0 || refusedStored != 0 {
 			t.Errorf("%s: lost=%d refused_stored=%d, want 0", s.name, lost, refusedStored)
 		}
-		if len(s.unknown) == 0 {
+		if len(s.Unknown) == 0 {
 			t.Errorf("%s: no publish returned an unknown outcome during the outage", s.name)
 		}
 		switch {
 		case s == dedup && dups != 0:
 			t.Errorf("dedup: %d duplicates, want every id stored once", dups)
 		case s == control && dups == 0:
-			t.Errorf("control: no duplicate after republishing %d unknown outcomes; the control shows nothing", len(s.unknown))
+			t.Errorf("control: no duplicate after republishing %d unknown outcomes; the control shows nothing", len(s.Unknown))
 		}
 	}
 }
