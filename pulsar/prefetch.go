@@ -452,8 +452,8 @@ func (p *prefetcher) fromChannel(cm pulsar.ConsumerMessage, open bool) (rm *babe
 	return rm, false
 }
 
-// halt stops the prefetcher and waits until its goroutine, if it ever
-// started, has returned; a direct Pop waiting returns. The deliveries it
+// halt stops the prefetcher and waits until its feeders, if they ever
+// started, have returned; a direct Pop waiting returns. The deliveries it
 // held are dropped unsettled, for the broker to deliver again once the
 // consumer is closed. Safe to call more than once.
 func (p *prefetcher) halt() {

@@ -68,9 +68,11 @@ func (t *Transport) Receive(ctx context.Context, queue string, timeout time.Dura
 // received. See DESIGN.md, "Attempts on receipt", for how the body is read.
 // With a pulsar-client-go consumer, Pop takes the next message from the
 // client's receive channel itself, until the App's concurrent loop asks for
-// ready announcements (NotifyReady): from then on a goroutine per queue
-// prepares messages ahead of Pop, in order, and decodes their bodies for
-// the App (prefetch.go); they stay unsettled until acknowledged.
+// ready announcements (NotifyReady): from then on a goroutine per receive
+// channel prepares messages ahead of Pop, each partition's in order, and
+// decodes their bodies for the App (prefetch.go); they stay unsettled
+// until acknowledged. A consumer per partition (a Failover or Exclusive
+// subscription of a partitioned topic) prefetches from the start.
 func (t *Transport) Pop(ctx context.Context, queue string, timeout time.Duration) (*babelqueue.ReceivedMessage, error) {
 	s, err := t.consumerFor(queue)
 	if err != nil {
