@@ -28,8 +28,8 @@ build: ## Build every module.
 	@for m in $(MODULES); do echo "== build $$m"; (cd $$m && $(GO) build ./...); done
 
 .PHONY: vet
-vet: ## go vet every module (integration-tagged files included).
-	@for m in $(MODULES); do echo "== vet $$m"; (cd $$m && $(GO) vet ./... && $(GO) vet -tags integration ./...); done
+vet: ## go vet every module (integration- and restart-tagged files included).
+	@for m in $(MODULES); do echo "== vet $$m"; (cd $$m && $(GO) vet ./... && $(GO) vet -tags "integration restart" ./...); done
 	@echo "== vet kafka (cluster tests)"; cd kafka && $(GO) vet -tags cluster ./...
 	@echo "== vet interop (interop tests)"; cd interop && $(GO) vet -tags interop ./...
 
@@ -37,24 +37,29 @@ vet: ## go vet every module (integration-tagged files included).
 test: build vet ## Build, vet and run every module's unit tests with the race detector (no broker needed).
 	@for m in $(MODULES); do echo "== test $$m"; (cd $$m && $(GO) test -race $(GOTEST_FLAGS) ./...); done
 
-# The conformance matrix. The kafka and pulsar modules require conformance,
-# so bqconform cannot link them: each binding's conformance test (module:
-# package: test: column) writes its report to $BQ_CONFORMANCE_REPORT and
-# `bqconform -matrix` merges the reports into one column per binding. A
-# failing test prints its output and still leaves the matrix printed; the
-# target then fails.
-CONFORMANCE_TESTS := conformance:./corebinding:TestSuite:core kafka:.:TestConformanceKafkaBlocks:kafka pulsar:.:TestConformance:pulsar
+# The conformance matrix. The kafka, pulsar and kafkashare modules require
+# conformance, so bqconform cannot link them: each binding's conformance
+# test (module: package: test: column, then optionally the brokers it runs
+# on) writes its report to $BQ_CONFORMANCE_REPORT and `bqconform -matrix`
+# merges the reports into one column per binding. A test naming brokers is
+# built with the integration tag and run on those brokers, started for it
+# (make integration skips it: INTEGRATION_SKIP). A failing test prints its
+# output and still leaves the matrix printed; the target then fails.
+CONFORMANCE_TESTS := conformance:./corebinding:TestSuite:core kafka:.:TestConformanceKafkaBlocks:kafka pulsar:.:TestConformance:pulsar kafkashare:.:TestConformanceShare:kafkashare:kafka
+INTEGRATION_SKIP := ^TestConformanceShare$$
 # SUITE=DIR runs another suite directory (such as the canonical one) through
 # the same tests instead of the embedded one.
 SUITE ?=
 
 .PHONY: conformance
-conformance: ## Run the conformance suite against core, kafka and pulsar; print the matrix (a column per binding).
+conformance: ## Run the conformance suite against core, kafka, pulsar and kafkashare (on a real Kafka started for it); print the matrix (a column per binding).
 	@d=$$(mktemp -d); trap 'rm -rf "$$d"' EXIT; rc=0; reports=(); suite=(); \
 	if [ -n "$(SUITE)" ]; then export BQ_CONFORMANCE_SUITE="$(abspath $(SUITE))"; suite=(-suite "$$BQ_CONFORMANCE_SUITE"); fi; \
 	for t in $(CONFORMANCE_TESTS); do \
-	  IFS=: read -r mod pkg test name <<< "$$t"; reports+=("$$d/$$name.json"); \
-	  if ! (cd "$$mod" && BQ_CONFORMANCE_REPORT="$$d/$$name.json" $(GO) test -count=1 -run "^$$test\$$" "$$pkg" > "$$d/$$name.log" 2>&1); then \
+	  IFS=: read -r mod pkg test name brokers <<< "$$t"; reports+=("$$d/$$name.json"); \
+	  run=($(GO) test -count=1); \
+	  if [ -n "$$brokers" ]; then run=(env BQ_BROKERS="$$brokers" $(CURDIR)/$(BROKERS) $(GO) test -tags integration -count=1); fi; \
+	  if ! (cd "$$mod" && BQ_CONFORMANCE_REPORT="$$d/$$name.json" "$${run[@]}" -run "^$$test\$$" "$$pkg" > "$$d/$$name.log" 2>&1); then \
 	    echo "== the $$name conformance test failed:"; cat "$$d/$$name.log"; rc=1; \
 	  fi; \
 	done; \
@@ -75,7 +80,7 @@ integration: ## Start the real brokers, run every module's integration tests aga
 
 .PHONY: integration-tests
 integration-tests: ## Integration tests against brokers already described by BQ_* variables (see brokers-up).
-	@for m in $(MODULES); do echo "== integration $$m"; (cd $$m && $(GO) test -tags integration $(GOTEST_FLAGS) -p 1 -timeout 20m ./...); done
+	@for m in $(MODULES); do echo "== integration $$m"; (cd $$m && $(GO) test -tags integration $(GOTEST_FLAGS) -p 1 -timeout 20m -skip '$(INTEGRATION_SKIP)' ./...); done
 
 # The Python SDK as a peer (interop/README.md): interop/venv.sh prepares the
 # pinned babelqueue 1.24.0 in a venv cached under ~/.cache/babelqueue
@@ -151,7 +156,7 @@ FUZZTIME_CI ?= 4s
 lint: verify-versions modgraph readmecheck tidy-check sizecheck docsize docanchors doccomments ## gofmt check, go vet, staticcheck (pinned), actionlint (pinned), version list, module graph, README table and Quick start, tidy go.mod files, no large file, design-document anchors, doc comment openings.
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@$(MAKE) --no-print-directory vet
-	@for m in $(MODULES); do echo "== staticcheck $$m"; (cd $$m && $(GO) run $(STATICCHECK) ./... && $(GO) run $(STATICCHECK) -tags integration ./...); done
+	@for m in $(MODULES); do echo "== staticcheck $$m"; (cd $$m && $(GO) run $(STATICCHECK) ./... && $(GO) run $(STATICCHECK) -tags "integration restart" ./...); done
 	cd interop && $(GO) run $(STATICCHECK) -tags interop ./...
 	$(GO) run $(ACTIONLINT) -no-color .github/workflows/*.yml
 
@@ -228,7 +233,7 @@ restart-tests: ## Publish outcomes across a broker kill -9 and restart (Kafka: a
 	done
 	@echo "== restart tests kafkashare (idempotent producer)"; \
 	env $(CHAOS_ENV) BQ_BROKERS=kafka BQ_RESTART_SCRIPTS=$(CURDIR)/tools/brokers $(BROKERS) \
-	  bash -c 'cd kafkashare && $(GO) test -tags "integration restart" -run "^TestRestart" -count=1 -p 1 -timeout 20m -v . | grep -E "^(restart:|--- |PASS|FAIL|ok)|_test.go:"; exit $${PIPESTATUS[0]}'
+	  bash -c 'cd kafkashare && $(GO) test -tags "integration restart" -run "^TestRestartIdempotentPublish$$" -count=1 -p 1 -timeout 20m -v . | grep -E "^(restart:|--- |PASS|FAIL|ok)|_test.go:"; exit $${PIPESTATUS[0]}'
 
 .PHONY: chaos
 chaos: ## Chaos suite, full: per broker 10,000 envelopes, 22 SIGKILLs, a broker kill -9 and restart; 5,000 with 16 handlers per consumer and 12 SIGKILLs; the SIGTERM variant, producer-kill, redrive-kill, redrive-restart and the leak check; Pulsar restart-shared and restart-exclusive; then the three-node Kafka cluster scenarios.
@@ -241,10 +246,19 @@ chaos-short: ## Chaos suite, short (CI runs chaos-ci instead): per broker 3,000 
 	@$(MAKE) --no-print-directory chaos-run CHAOS_RUNS='run -scenario concurrent -concurrency 16 -n 3000 -kills 6 -duration 75s -broker-restart no;run -n 3000 -kills 6 -duration 75s;producer-kill -n 1500 -kills 5 -duration 20s'
 	@$(MAKE) --no-print-directory share-chaos
 
+# share-chaos's tests (kafkashare, tags integration and restart, so that
+# `make integration` runs none of them): the consumer scenarios, then the
+# idempotent producer's restart test, which chaos-ci runs in restart-tests
+# instead (SHARE_CHAOS_TESTS=$(SHARE_CHAOS_CONSUMERS)).
+SHARE_CHAOS_CONSUMERS := TestShareKilledConsumersLoseNothing|TestRestartShareConsumers
+SHARE_CHAOS_TESTS ?= $(SHARE_CHAOS_CONSUMERS)|TestRestartIdempotentPublish
+
 .PHONY: share-chaos
 share-chaos: ## Kafka share groups (kafkashare) on a broker of its own: consumer processes SIGKILLed (lost=0, duplicates within what was acquired), the same across a broker kill -9 and restart, the idempotent producer across a restart (duplicates=0).
-	@env $(CHAOS_ENV) BQ_BROKERS=kafka BQ_RESTART_SCRIPTS=$(CURDIR)/tools/brokers $(BROKERS) \
-	  bash -c 'cd kafkashare && $(GO) test -tags "integration restart" -run "^(TestShareKilledConsumersLoseNothing|TestRestartShareConsumers|TestRestartIdempotentPublish)$$" -count=1 -p 1 -timeout 20m -v . | grep -E "^(chaos:|restart:|--- |PASS|FAIL|ok)|_test.go:"; exit $${PIPESTATUS[0]}'
+	@echo "== share chaos kafkashare ($(SHARE_CHAOS_TESTS))"; start=$$(date +%s); \
+	env $(CHAOS_ENV) BQ_BROKERS=kafka BQ_RESTART_SCRIPTS=$(CURDIR)/tools/brokers $(BROKERS) \
+	  bash -c 'cd kafkashare && $(GO) test -tags "integration restart" -run "^($(SHARE_CHAOS_TESTS))$$" -count=1 -p 1 -timeout 20m -v . | grep -E "^(chaos:|restart:|--- |PASS|FAIL|ok)|_test.go:"; exit $${PIPESTATUS[0]}' || exit 1; \
+	echo "== share chaos took $$(( $$(date +%s) - start ))s (broker start included)"
 
 # The Pulsar deduplication restart test lost 232 acknowledged messages in
 # one of twelve runs on 2026-12-07 (TestRestartDeduplication, dedup run);
@@ -253,10 +267,11 @@ share-chaos: ## Kafka share groups (kafkashare) on a broker of its own: consumer
 CHAOS_CI_RESTART ?= kafka
 
 .PHONY: chaos-ci
-chaos-ci: ## Chaos suite, CI-sized (every kind of proof once, 20-30 min): per broker SIGKILLs with a broker kill -9 and restart and 16 handlers per consumer, redrive-kill, redrive-restart, SIGTERM, producer-kill and the leak check; Pulsar restart-exclusive; then the Kafka and kafkashare restart tests and the three-node Kafka cluster scenarios.
+chaos-ci: ## Chaos suite, CI-sized (every kind of proof once, 20-30 min): per broker SIGKILLs with a broker kill -9 and restart and 16 handlers per consumer, redrive-kill, redrive-restart, SIGTERM, producer-kill and the leak check; Pulsar restart-exclusive; then the Kafka and kafkashare restart tests, share-chaos's consumer scenarios (SIGKILLed share consumers, with and without a broker restart) and the three-node Kafka cluster scenarios.
 	@$(if $(filter kafka,$(CHAOS_BROKER_LIST)),$(MAKE) --no-print-directory chaos-run CHAOS_BROKER_LIST=kafka CHAOS_RUNS='$(CHAOS_CI_KAFKA)')
 	@$(if $(filter pulsar,$(CHAOS_BROKER_LIST)),$(MAKE) --no-print-directory chaos-run CHAOS_BROKER_LIST=pulsar CHAOS_RUNS='$(CHAOS_CI_PULSAR)')
 	@$(MAKE) --no-print-directory restart-tests CHAOS_BROKER_LIST=$(CHAOS_CI_RESTART)
+	@$(MAKE) --no-print-directory share-chaos SHARE_CHAOS_TESTS='$(SHARE_CHAOS_CONSUMERS)'
 	@$(if $(filter kafka,$(CHAOS_BROKER_LIST)),$(MAKE) --no-print-directory cluster-tests)
 
 # chaos-ci's scenarios: ';' separates scenarios run on brokers started for

@@ -1,4 +1,4 @@
-//go:build integration
+//go:build integration && restart
 
 package kafkashare
 
@@ -52,7 +52,9 @@ func TestShareConsumerProcess(t *testing.T) {
 // Chaos: consumer processes SIGKILLed mid-run (4 kills, each after the
 // member joined and was handling) lose nothing: every message is handled,
 // those in flight at a kill come back when their 2 s lock runs out, and
-// the duplicates stay within the records acquired per kill.
+// the duplicates stay within the records acquired per kill. The file is
+// tagged restart with the broker-restart tests: make share-chaos runs it
+// on a broker of its own (in make chaos-ci), make integration does not.
 func TestShareKilledConsumersLoseNothing(t *testing.T) {
 	killedConsumers(t, 1500, 4, nil)
 }

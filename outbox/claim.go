@@ -25,9 +25,8 @@ type row struct {
 	body     string // a string: the driver.Outgoing a transport sends holds one
 	headers  map[string]string
 	attempts int
-	ctid     string // PostgreSQL: where the row is, kept while the claim holds its key
-	round    int    // its send: its rank among the claim's rows of its key
-	err      error  // the send's outcome
+	round    int   // its send: its rank among the claim's rows of its key
+	err      error // the send's outcome
 }
 
 // abandon ends the claim's transaction, if any, without an outcome: its
@@ -72,8 +71,12 @@ func (r *Relay) claimPostgres(ctx context.Context, share int, now int64) (batch,
 	if err != nil {
 		err = fmt.Errorf("outbox: claim: lock key buckets: %w", err)
 	} else if mask != 0 {
+		q, args := r.ob.st.claim, []any{now, mask, lo, hi, r.cfg.batch}
+		if r.cfg.plain.NoBitmask {
+			q, args = r.ob.st.inSet, []any{now, mask, r.cfg.batch}
+		}
 		var res *sql.Rows
-		if res, err = tx.QueryContext(ctx, r.ob.st.claim, now, mask, lo, hi, r.cfg.batch); err == nil {
+		if res, err = tx.QueryContext(ctx, q, args...); err == nil {
 			b.rows, err = scanRows(res, r.cfg.batch)
 		} else {
 			err = fmt.Errorf("outbox: claim: %w", err)
@@ -93,7 +96,7 @@ func scanRows(res *sql.Rows, limit int) ([]row, error) {
 	out := make([]row, 0, limit)
 	var rw row
 	var body, headers sql.RawBytes
-	dest := []any{&rw.id, &rw.queue, &rw.key, &rw.orderKey, &body, &headers, &rw.attempts, &rw.ctid}
+	dest := []any{&rw.id, &rw.queue, &rw.key, &rw.orderKey, &body, &headers, &rw.attempts}
 	for res.Next() {
 		rw = row{}
 		if err := res.Scan(dest...); err != nil {

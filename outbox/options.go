@@ -6,6 +6,7 @@ import (
 
 	"github.com/babelqueue/babelqueue-go/core/driver"
 	"github.com/babelqueue/babelqueue-go/core/option"
+	"github.com/babelqueue/babelqueue-go/outbox/internal/plain"
 )
 
 // Defaults of the outbox and relay options. Every option and its default:
@@ -67,7 +68,13 @@ type relayConfig struct {
 	minBackoff, maxBackoff time.Duration
 	sendTimeout            time.Duration
 	logger                 *slog.Logger
+	plain                  plain.Forms // set by the bench only
 	errs                   option.Errors
+}
+
+// init sets the bench's seam, internal/plain's option.
+func init() {
+	plain.Option = func(f plain.Forms) any { return RelayOption(func(c *relayConfig) { c.plain = f }) }
 }
 
 func (c *relayConfig) fail(format string, args ...any) { c.errs.Fail(format, args...) }

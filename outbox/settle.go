@@ -34,12 +34,8 @@ func (r *Relay) settle(ctx context.Context, b batch) error {
 			errs = append(errs, fmt.Errorf("outbox: %s: %w", what, err))
 		}
 	}
-	if b.tx != nil {
-		if err := r.deleteByCtid(ctx, b.tx, o.okAt); err != nil {
-			errs = append(errs, err)
-		}
-	} else {
-		exec("delete published rows", r.ob.st.delete, o.ok)
+	exec("delete published rows", r.ob.st.delete, o.ok)
+	if b.tx == nil {
 		exec("release rows held back", r.ob.st.release, o.held)
 	}
 	for f, ids := range o.failed {
@@ -59,7 +55,6 @@ func (r *Relay) settle(ctx context.Context, b batch) error {
 // outcomes are a batch's rows by their send's outcome.
 type outcomes struct {
 	ok     []int64             // acknowledged
-	okAt   []string            // their ctids (PostgreSQL)
 	held   []int64             // not sent, or held back after an earlier failure of their key
 	failed map[failure][]int64 // failed, by attempt and error
 }
@@ -78,7 +73,6 @@ func outcomesOf(rows []row) outcomes {
 		switch {
 		case rw.err == nil:
 			o.ok = append(o.ok, rw.id)
-			o.okAt = append(o.okAt, rw.ctid)
 		case errors.Is(rw.err, ErrEarlierFailed):
 			o.held = append(o.held, rw.id)
 		default:

@@ -31,6 +31,7 @@ type statements struct {
 	lock    string   // PostgreSQL: try-lock free key buckets, return them
 	claim   string   // the due rows of a claim
 	delete  string   // the acknowledged rows
+	inSet   string   // PostgreSQL, bench only (internal/plain): claim without the mask
 	fail    string   // record a failure of some rows
 	release string   // SQLite: end the lease of rows held back
 }
@@ -44,7 +45,7 @@ const (
 
 // PostgreSQL. The key bucket of a row is (hashtext(order_key) & 63), in the
 // claim and in the index of pending rows by id that the claim scans. Lists
-// of ids or ctids are passed as array text ("{1,2}") so that any
+// of ids are passed as array text ("{1,2}") so that any
 // database/sql driver can bind them.
 const (
 	pgTable = `CREATE TABLE IF NOT EXISTS {t} (
@@ -80,9 +81,8 @@ const (
 	// $3..$4, a condition on the index's second column, so other buckets'
 	// rows are passed over in the index) in id order, each passed over when
 	// an older row of its key failed and is not due yet; the probe of the
-	// retried rows runs per row only when one waits at all. It returns
-	// each row's ctid, which the deletion finds it by.
-	pgClaim = `SELECT o.id, o.queue, o.msg_key, o.order_key, o.body, o.headers, o.attempts, o.ctid::text FROM {t} o
+	// retried rows runs per row only when one waits at all.
+	pgClaim = `SELECT o.id, o.queue, o.msg_key, o.order_key, o.body, o.headers, o.attempts FROM {t} o
   WHERE o.published_at IS NULL AND o.next_attempt_at <= $1
     AND ($2::bigint >> (hashtext(o.order_key) & 63)) & 1 = 1
     AND (hashtext(o.order_key) & 63) BETWEEN $3 AND $4
@@ -90,8 +90,17 @@ const (
       OR NOT EXISTS (SELECT 1 FROM {t} p WHERE p.order_key = o.order_key AND p.id < o.id
                      AND p.attempts > 0 AND p.published_at IS NULL AND p.next_attempt_at > $1))
   ORDER BY o.id LIMIT $5`
-	pgDelete = `DELETE FROM {t} WHERE ctid = ANY($1::text::tid[])`
-	pgFail   = `UPDATE {t} SET attempts = attempts + 1, last_error = $1, next_attempt_at = $2 WHERE id = ANY($3::text::bigint[])`
+	pgDelete = `DELETE FROM {t} WHERE id = ANY($1::text::bigint[])`
+	// pgClaimInSet is the plain form the bench measures pgClaim against
+	// (internal/plain): the buckets of mask $2 as a set, no range.
+	pgClaimInSet = `SELECT o.id, o.queue, o.msg_key, o.order_key, o.body, o.headers, o.attempts FROM {t} o
+  WHERE o.published_at IS NULL AND o.next_attempt_at <= $1
+    AND (hashtext(o.order_key) & 63) = ANY(ARRAY(SELECT b FROM generate_series(0, 63) b WHERE ($2::bigint >> b) & 1 = 1))
+    AND (NOT EXISTS (SELECT 1 FROM {t} f WHERE f.attempts > 0 AND f.published_at IS NULL AND f.next_attempt_at > $1)
+      OR NOT EXISTS (SELECT 1 FROM {t} p WHERE p.order_key = o.order_key AND p.id < o.id
+                     AND p.attempts > 0 AND p.published_at IS NULL AND p.next_attempt_at > $1))
+  ORDER BY o.id LIMIT $3`
+	pgFail = `UPDATE {t} SET attempts = attempts + 1, last_error = $1, next_attempt_at = $2 WHERE id = ANY($3::text::bigint[])`
 )
 
 // SQLite. Id lists are passed as JSON arrays ("[1,2]") read by json_each.
@@ -123,7 +132,7 @@ const (
   ORDER BY o.id LIMIT ?3)
 UPDATE {t} SET locked_by = ?4, locked_until = ?5 FROM c WHERE {t}.id = c.id
   AND {t}.published_at IS NULL AND {t}.locked_until <= ?2
-RETURNING {t}.id, queue, msg_key, order_key, body, headers, attempts, ''`
+RETURNING {t}.id, queue, msg_key, order_key, body, headers, attempts`
 	liteDelete  = `DELETE FROM {t} WHERE locked_by = ?1 AND id IN (SELECT value FROM json_each(?2))`
 	liteFail    = `UPDATE {t} SET attempts = attempts + 1, last_error = ?1, next_attempt_at = ?2, locked_until = 0, locked_by = '' WHERE locked_by = ?3 AND id IN (SELECT value FROM json_each(?4))`
 	liteRelease = `UPDATE {t} SET locked_until = 0, locked_by = '' WHERE locked_by = ?1 AND id IN (SELECT value FROM json_each(?2))`
@@ -133,7 +142,7 @@ var (
 	pgStatements = statements{
 		schema: []string{pgTable, pgPendingIndex, pgBucketIndex, pgRetryIndex, pgDropIDIndex},
 		insert: pgInsert, stats: statsSQL, lastErr: lastErrSQL, purge: pgPurge,
-		lock: pgLock, claim: pgClaim, delete: pgDelete, fail: pgFail,
+		lock: pgLock, claim: pgClaim, delete: pgDelete, fail: pgFail, inSet: pgClaimInSet,
 	}
 	liteStatements = statements{
 		schema: []string{liteTable, litePendingIndex, liteIDIndex, liteRetryIndex},
@@ -156,6 +165,7 @@ func statementsOf(d Dialect, table string) statements {
 	s.schema = schema
 	s.insert, s.stats, s.lastErr, s.purge = t(s.insert), t(s.stats), t(s.lastErr), t(s.purge)
 	s.lock, s.claim, s.delete, s.fail, s.release = t(s.lock), t(s.claim), t(s.delete), t(s.fail), t(s.release)
+	s.inSet = t(s.inSet)
 	return s
 }
 
