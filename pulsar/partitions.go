@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/apache/pulsar-client-go/pulsar"
@@ -31,19 +33,35 @@ var errPartitionReceive = errors.New("pulsar: a consumer per partition is receiv
 // one partition's messages never wait behind another's (DESIGN.md, "One
 // lane per partition"). Deliveries are acknowledged through the consumer
 // of their partition (receivedFrom); Ack and Nack here find it by the
-// message's topic.
+// "-partition-<n>" suffix of the message's topic.
 type partitionConsumers struct {
-	parts   []consumer
-	byTopic map[string]consumer
-	once    sync.Once
+	parts []consumer
+	once  sync.Once
 }
+
+// of returns the consumer of the partition topic a message came from.
+func (pc *partitionConsumers) of(msg pulsar.Message) (consumer, bool) {
+	topic := msg.Topic()
+	i := strings.LastIndex(topic, partitionSuffix)
+	if i < 0 {
+		return nil, false
+	}
+	n, err := strconv.Atoi(topic[i+len(partitionSuffix):])
+	if err != nil || n < 0 || n >= len(pc.parts) {
+		return nil, false
+	}
+	return pc.parts[n], true
+}
+
+// partitionSuffix ends the name of a partition topic, before its index.
+const partitionSuffix = "-partition-"
 
 func (pc *partitionConsumers) Receive(context.Context) (pulsar.Message, error) {
 	return nil, errPartitionReceive
 }
 
 func (pc *partitionConsumers) Ack(msg pulsar.Message) error {
-	c, ok := pc.byTopic[msg.Topic()]
+	c, ok := pc.of(msg)
 	if !ok {
 		return fmt.Errorf("pulsar: ack of a message of %s: not a partition of this consumer", msg.Topic())
 	}
@@ -51,7 +69,7 @@ func (pc *partitionConsumers) Ack(msg pulsar.Message) error {
 }
 
 func (pc *partitionConsumers) Nack(msg pulsar.Message) {
-	if c, ok := pc.byTopic[msg.Topic()]; ok {
+	if c, ok := pc.of(msg); ok {
 		c.Nack(msg)
 	}
 }
@@ -96,7 +114,7 @@ func (t *Transport) subscribePartitions(opts pulsar.ConsumerOptions) (*partition
 	if opts.Name == "" {
 		opts.Name = consumerName()
 	}
-	pc := &partitionConsumers{parts: make([]consumer, 0, len(topics)), byTopic: make(map[string]consumer, len(topics))}
+	pc := &partitionConsumers{parts: make([]consumer, 0, len(topics))}
 	for _, topic := range topics {
 		po := opts
 		po.Topic = topic
@@ -112,7 +130,6 @@ func (t *Transport) subscribePartitions(opts pulsar.ConsumerOptions) (*partition
 			return nil, true, fmt.Errorf("partition %s: %w", topic, err)
 		}
 		pc.parts = append(pc.parts, c)
-		pc.byTopic[topic] = c
 	}
 	return pc, true, nil
 }

@@ -260,3 +260,36 @@ func isClosed(c *chanConsumer) bool {
 	defer c.mu.Unlock()
 	return c.closed
 }
+
+type topicMessage struct {
+	*fakeMessage
+	topic string
+}
+
+func (m topicMessage) Topic() string { return m.topic }
+
+// Ack and Nack of the partition consumers themselves find the partition by
+// the message's topic; a message of another topic is refused.
+func TestPartitionConsumersAckByTopic(t *testing.T) {
+	c := newPartClient(3, 1)
+	tr := partTransport(t, c, pulsar.Failover)
+	s, err := tr.consumerFor("q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc := s.c.(*partitionConsumers)
+	m := topicMessage{&fakeMessage{}, "persistent://public/default/q-partition-2"}
+	if err := pc.Ack(m); err != nil {
+		t.Fatal(err)
+	}
+	pc.Nack(m)
+	if acked, nacked := c.parts[2].counts(); acked != 1 || nacked != 1 {
+		t.Errorf("partition 2 acknowledged %d, nacked %d; want 1, 1", acked, nacked)
+	}
+	if err := pc.Ack(topicMessage{&fakeMessage{}, "q-partition-3"}); err == nil {
+		t.Error("Ack of a partition the consumer does not have succeeded")
+	}
+	if _, err := pc.Receive(context.Background()); !errors.Is(err, errPartitionReceive) {
+		t.Errorf("Receive = %v, want errPartitionReceive", err)
+	}
+}
