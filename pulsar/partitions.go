@@ -94,8 +94,8 @@ func (pc *partitionConsumers) Close() {
 // Every partition consumer has the same consumer name, as the client's
 // partitioned consumer gives its partitions, so that the broker's Failover
 // assignment spreads the partitions over the subscribed processes the
-// same way. A partition that cannot be subscribed closes the ones that
-// were and fails the whole subscription.
+// same way. The partitions are subscribed concurrently; when one cannot
+// be, those that were are closed and the whole subscription fails.
 func (t *Transport) subscribePartitions(opts pulsar.ConsumerOptions) (*partitionConsumers, bool, error) {
 	if (opts.Type != pulsar.Failover && opts.Type != pulsar.Exclusive) || opts.Topic == "" ||
 		len(opts.Topics) > 0 || opts.TopicsPattern != "" || opts.MessageChannel != nil ||
@@ -114,24 +114,43 @@ func (t *Transport) subscribePartitions(opts pulsar.ConsumerOptions) (*partition
 	if opts.Name == "" {
 		opts.Name = consumerName()
 	}
-	pc := &partitionConsumers{parts: make([]consumer, 0, len(topics))}
-	for _, topic := range topics {
-		po := opts
-		po.Topic = topic
-		c, err := t.client.Subscribe(po)
-		if err == nil {
-			if _, ok := c.(messageChan); !ok {
+	// The partitions are subscribed at once, as the client's partitioned
+	// consumer does: one after another, each partition's broker
+	// dispatch would start a subscription round trip after the last (a
+	// Failover subscription delays its first read after a consumer
+	// becomes active by the same time for each).
+	parts := make([]consumer, len(topics))
+	errs := make([]error, len(topics))
+	var wg sync.WaitGroup
+	for i, topic := range topics {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			po := opts
+			po.Topic = topic
+			c, err := t.client.Subscribe(po)
+			if err == nil {
+				if _, ok := c.(messageChan); !ok {
+					c.Close()
+					c, err = nil, errors.New("the client's consumer offers no receive channel")
+				}
+			}
+			if err != nil {
+				err = fmt.Errorf("partition %s: %w", topic, err)
+			}
+			parts[i], errs[i] = c, err
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, c := range parts {
+			if c != nil {
 				c.Close()
-				err = errors.New("the client's consumer offers no receive channel")
 			}
 		}
-		if err != nil {
-			pc.Close()
-			return nil, true, fmt.Errorf("partition %s: %w", topic, err)
-		}
-		pc.parts = append(pc.parts, c)
+		return nil, true, err
 	}
-	return pc, true, nil
+	return &partitionConsumers{parts: parts}, true, nil
 }
 
 // consumerName returns a new consumer name for the partition consumers of
