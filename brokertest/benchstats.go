@@ -1,7 +1,9 @@
 package brokertest
 
 import (
+	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,4 +42,17 @@ func BareSleepRate(n int, d, run time.Duration) float64 {
 	}
 	wg.Wait()
 	return float64(count.Load()) / time.Since(start).Seconds()
+}
+
+// LoadAverage returns the host's one-minute load average as /proc/loadavg
+// gives it, or "?" where there is none; a benchmark round prints it.
+func LoadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	if f := strings.Fields(string(b)); len(f) > 0 {
+		return f[0]
+	}
+	return "?"
 }

@@ -1,6 +1,7 @@
 package brokertest
 
 import (
+	"strconv"
 	"testing"
 	"time"
 )
@@ -28,5 +29,15 @@ func TestBareSleepRateCountsEverySleep(t *testing.T) {
 	got := BareSleepRate(2, 10*time.Millisecond, 100*time.Millisecond)
 	if got <= 0 || got > 240 {
 		t.Fatalf("BareSleepRate = %.1f/s, want between 0 and 240", got)
+	}
+}
+
+func TestLoadAverageIsANumberOrUnknown(t *testing.T) {
+	got := LoadAverage()
+	if got == "?" {
+		return // no /proc/loadavg on this host
+	}
+	if _, err := strconv.ParseFloat(got, 64); err != nil {
+		t.Errorf("LoadAverage() = %q, want a number or ?", got)
 	}
 }

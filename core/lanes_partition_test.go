@@ -123,7 +123,7 @@ func TestLanesPartitionLaneTakesItsNextMessageWhenItSettles(t *testing.T) {
 	waitStarted("B0")
 	waitStarted("A1")
 	// The loop is at its bound: A1 runs and the receiver files A2-A4.
-	waitFor(t, "the pending bound reached", func() bool { return mem.InFlight("q") == 4 })
+	bqtest.WaitUntil(t, 10*time.Second, "the pending bound reached", func() bool { return mem.InFlight("q") == 4 })
 	close(release["B0"])
 	waitStarted("B1")
 

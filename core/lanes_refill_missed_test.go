@@ -69,7 +69,7 @@ func TestLanesAnnouncementDuringAnEmptyReadyReceiveIsNotLost(t *testing.T) {
 	if !handled {
 		t.Fatal("the message announced during an empty ReceiveReady waited for the slow one (announcement lost)")
 	}
-	waitFor(t, "both acknowledged", func() bool { return mem.Acked("q") == 2 })
+	bqtest.WaitUntil(t, 10*time.Second, "both acknowledged", func() bool { return mem.Acked("q") == 2 })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}

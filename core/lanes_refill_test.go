@@ -127,7 +127,7 @@ func testLanesRefillKeepsOrderAndBound(t *testing.T, tr Transport, mem *readyMem
 	// and a settle finds a message ready.
 	publishSeq(t, a, "q", keys, n, true)
 	stop := lanesRun(t, a, "q")
-	waitFor(t, "every message handled", func() bool { return total.Load() == keys*n })
+	bqtest.WaitUntil(t, 10*time.Second, "every message handled", func() bool { return total.Load() == keys*n })
 	if err := stop(); err != nil {
 		t.Fatalf("Consume = %v", err)
 	}
@@ -182,13 +182,13 @@ func testLanesRefillStaysAtTheBound(t *testing.T, tr Transport, mem *readyMemory
 	stop := lanesRun(t, a, "q")
 	// The first hot message settles and frees a slot while its lane holds
 	// more: the worker refills it, and the hot lane then blocks.
-	waitFor(t, "the bound reached behind the blocked hot message", func() bool { return slowRan.Load() == 2 && mem.InFlight("q") == 3 })
+	bqtest.WaitUntil(t, 10*time.Second, "the bound reached behind the blocked hot message", func() bool { return slowRan.Load() == 2 && mem.InFlight("q") == 3 })
 	time.Sleep(20 * time.Millisecond)
 	if n := mem.InFlight("q"); n != 3 {
 		t.Errorf("%d messages received and unfinished, want the bound 3", n)
 	}
 	close(release)
-	waitFor(t, "all acknowledged", func() bool { return mem.Acked("q") == 6 })
+	bqtest.WaitUntil(t, 10*time.Second, "all acknowledged", func() bool { return mem.Acked("q") == 6 })
 	if otherRan.Load() != 1 {
 		t.Errorf("the other key ran %d times, want 1", otherRan.Load())
 	}
@@ -264,9 +264,9 @@ func TestLanesAnnouncedMessageRunsBesideASlowOne(t *testing.T) {
 	if _, err := a.Publish(context.Background(), "urn:t:seq", seqMsg{K: "fast"}, ToQueue("q"), WithKey([]byte("fast"))); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the later message handled while the slow one runs", fastDone.Load)
+	bqtest.WaitUntil(t, 10*time.Second, "the later message handled while the slow one runs", fastDone.Load)
 	close(release)
-	waitFor(t, "both acknowledged", func() bool { return mem.Acked("q") == 2 })
+	bqtest.WaitUntil(t, 10*time.Second, "both acknowledged", func() bool { return mem.Acked("q") == 2 })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}

@@ -39,18 +39,6 @@ func lanesRun(t *testing.T, a *App, q string) (stop func() error) {
 	}
 }
 
-// waitFor polls cond until it holds or a few seconds pass.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // publishSeq publishes keys × n messages, key by key interleaved, each
 // with its key (keyless when keyed is false) and sequence number.
 func publishSeq(t *testing.T, a *App, q string, keys, n int, keyed bool) {
@@ -115,7 +103,7 @@ func TestLanesKeepPerKeyOrderAndRunKeysInParallel(t *testing.T) {
 	})
 	stop := lanesRun(t, a, "q")
 	publishSeq(t, a, "q", keys, n, true)
-	waitFor(t, "every message handled", func() bool { return total.Load() == keys*n })
+	bqtest.WaitUntil(t, 10*time.Second, "every message handled", func() bool { return total.Load() == keys*n })
 	if err := stop(); err != nil {
 		t.Fatalf("Consume = %v", err)
 	}
@@ -163,7 +151,7 @@ func TestLanesKeylessMessagesKeepPartitionOrder(t *testing.T) {
 	})
 	stop := lanesRun(t, a, "q")
 	publishSeq(t, a, "q", 1, 60, false)
-	waitFor(t, "every message handled", func() bool { return total.Load() == 60 })
+	bqtest.WaitUntil(t, 10*time.Second, "every message handled", func() bool { return total.Load() == 60 })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +179,7 @@ func TestLanesPartitionOrderingSerializesAPartition(t *testing.T) {
 	})
 	stop := lanesRun(t, a, "q")
 	publishSeq(t, a, "q", 4, 5, true)
-	waitFor(t, "every message handled", func() bool { return total.Load() == 20 })
+	bqtest.WaitUntil(t, 10*time.Second, "every message handled", func() bool { return total.Load() == 20 })
 	stop()
 	if p := gauge.peak.Load(); p != 1 {
 		t.Errorf("peak %d handlers at once on one partition under OrderPartition, want 1", p)
@@ -211,9 +199,9 @@ func TestLanesOrderNoneRunsOneKeyInParallel(t *testing.T) {
 	})
 	stop := lanesRun(t, a, "q")
 	publishSeq(t, a, "q", 1, 4, true)
-	waitFor(t, "four handlers of one key at once", func() bool { return gauge.now.Load() == 4 })
+	bqtest.WaitUntil(t, 10*time.Second, "four handlers of one key at once", func() bool { return gauge.now.Load() == 4 })
 	close(release)
-	waitFor(t, "all acknowledged", func() bool { return mem.Acked("q") == 4 })
+	bqtest.WaitUntil(t, 10*time.Second, "all acknowledged", func() bool { return mem.Acked("q") == 4 })
 	stop()
 }
 
@@ -234,7 +222,7 @@ func TestLanesSlowMessageHoldsOnlyItsLaneAndItsPartitionCommit(t *testing.T) {
 	})
 	stop := lanesRun(t, a, "q")
 	publishSeq(t, a, "q", 6, 5, true) // 30 messages; key-0's five wait behind its first
-	waitFor(t, "the other keys handled", func() bool { return others.Load() == 25 && mem.Acked("q") == 25 })
+	bqtest.WaitUntil(t, 10*time.Second, "the other keys handled", func() bool { return others.Load() == 25 && mem.Acked("q") == 25 })
 	slowPart := mem.PartitionFor([]byte("key-0"))
 	if c := mem.Committed("q", slowPart); c != 0 {
 		t.Errorf("partition %d committed %d past the held message at offset 0", slowPart, c)
@@ -244,8 +232,8 @@ func TestLanesSlowMessageHoldsOnlyItsLaneAndItsPartitionCommit(t *testing.T) {
 		t.Errorf("acked %d while one message is held, want the other keys' 25", mem.Acked("q"))
 	}
 	close(hold)
-	waitFor(t, "key-0 handled", func() bool { return others.Load() == 29 })
-	waitFor(t, "all acknowledged", func() bool { return mem.Acked("q") == 30 })
+	bqtest.WaitUntil(t, 10*time.Second, "key-0 handled", func() bool { return others.Load() == 29 })
+	bqtest.WaitUntil(t, 10*time.Second, "all acknowledged", func() bool { return mem.Acked("q") == 30 })
 	if sum := committedSum(mem, "q", 2); sum != 30 {
 		t.Errorf("committed positions add up to %d after the slow message settled, want 30", sum)
 	}
@@ -291,7 +279,7 @@ func TestLanesFailedSettleWriteHandsBackTheLaneAndPausesOnlyIt(t *testing.T) {
 		defer mu.Unlock()
 		return len(handled[k])
 	}
-	waitFor(t, "the other keys handled during the pause", func() bool { return count("key-1") == 4 && count("key-2") == 4 })
+	bqtest.WaitUntil(t, 10*time.Second, "the other keys handled during the pause", func() bool { return count("key-1") == 4 && count("key-2") == 4 })
 	if err := clock.WaitForTimers(context.Background(), 1); err != nil {
 		t.Fatal(err)
 	}
@@ -302,8 +290,8 @@ func TestLanesFailedSettleWriteHandsBackTheLaneAndPausesOnlyIt(t *testing.T) {
 		t.Errorf("the failed retry write was not reported: %v", rec.errors())
 	}
 	clock.Advance(backoff)
-	waitFor(t, "key-0 handled after the pause", func() bool { return count("key-0") == 5 })
-	waitFor(t, "all acknowledged", func() bool { return mem.Acked("q") == 12 })
+	bqtest.WaitUntil(t, 10*time.Second, "key-0 handled after the pause", func() bool { return count("key-0") == 5 })
+	bqtest.WaitUntil(t, 10*time.Second, "all acknowledged", func() bool { return mem.Acked("q") == 12 })
 	mu.Lock()
 	if got := handled["key-0"]; !slices.Equal(got, []int{0, 0, 1, 2, 3}) {
 		t.Errorf("key-0 handled %v, want [0 0 1 2 3]: its later messages must not overtake the handed-back one", got)
@@ -329,7 +317,7 @@ func TestLanesBoundPendingMessages(t *testing.T) {
 	})
 	stop := lanesRun(t, a, "q")
 	publishSeq(t, a, "q", 1, 10, true)
-	waitFor(t, "three messages reserved", func() bool { return mem.InFlight("q") == 3 })
+	bqtest.WaitUntil(t, 10*time.Second, "three messages reserved", func() bool { return mem.InFlight("q") == 3 })
 	time.Sleep(20 * time.Millisecond)
 	if n := mem.InFlight("q"); n != 3 {
 		t.Errorf("%d messages received and unfinished, want the bound 3", n)
@@ -338,7 +326,7 @@ func TestLanesBoundPendingMessages(t *testing.T) {
 		t.Errorf("%d messages left in the queue, want 7", n)
 	}
 	close(release)
-	waitFor(t, "all acknowledged", func() bool { return mem.Acked("q") == 10 })
+	bqtest.WaitUntil(t, 10*time.Second, "all acknowledged", func() bool { return mem.Acked("q") == 10 })
 	stop()
 }
 
@@ -359,10 +347,10 @@ func TestLanesStopHandsBackWaitingAndLetsRunningSettle(t *testing.T) {
 	go func() { errc <- a.Consume(ctx, "q") }()
 	publishSeq(t, a, "q", 1, 3, true)
 	<-running
-	waitFor(t, "three reserved", func() bool { return mem.InFlight("q") == 3 })
+	bqtest.WaitUntil(t, 10*time.Second, "three reserved", func() bool { return mem.InFlight("q") == 3 })
 	cancel()
 	// The two messages waiting behind the running one go back at once.
-	waitFor(t, "waiting messages handed back", func() bool { return mem.Len("q") == 2 && mem.InFlight("q") == 1 })
+	bqtest.WaitUntil(t, 10*time.Second, "waiting messages handed back", func() bool { return mem.Len("q") == 2 && mem.InFlight("q") == 1 })
 	select {
 	case err := <-errc:
 		t.Fatalf("Consume returned %v while a handler runs within the settle timeout", err)
@@ -432,7 +420,7 @@ func TestLanesTransportClosedStopsConsume(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() { errc <- a.Consume(context.Background(), "q") }()
 	publishSeq(t, a, "q", 2, 2, true)
-	waitFor(t, "handled", func() bool { return mem.Acked("q") == 4 })
+	bqtest.WaitUntil(t, 10*time.Second, "handled", func() bool { return mem.Acked("q") == 4 })
 	mem.Close()
 	select {
 	case err := <-errc:

@@ -107,7 +107,7 @@ func TestConsumeInvalidPayloadDeadLettersOnConcurrentLanes(t *testing.T) {
 		return nil
 	})
 	stop := lanesRun(t, a, "q")
-	waitFor(t, "every message settled", func() bool { return handled.Load() == n/2 && mem.Len("q.dlq") == n/2 })
+	bqtest.WaitUntil(t, 10*time.Second, "every message settled", func() bool { return handled.Load() == n/2 && mem.Len("q.dlq") == n/2 })
 	if err := stop(); err != nil {
 		t.Fatalf("Consume = %v", err)
 	}

@@ -191,6 +191,12 @@ func (p *peer) next(t testing.TB, within time.Duration, v any) {
 func (p *peer) wait(t testing.TB, within time.Duration) [][]byte {
 	t.Helper()
 	_ = p.stdin.Close()
+	return p.finish(t, within)
+}
+
+// finish waits for the peer to end by itself (without closing stdin).
+func (p *peer) finish(t testing.TB, within time.Duration) [][]byte {
+	t.Helper()
 	var rest [][]byte
 	timeout := time.After(within)
 	for {
@@ -206,28 +212,6 @@ func (p *peer) wait(t testing.TB, within time.Duration) [][]byte {
 			rest = append(rest, line)
 		case <-timeout:
 			t.Fatalf("peer %s did not exit within %v; stderr:\n%s", p.name, within, p.stderr.String())
-		}
-	}
-}
-
-// finish waits for the peer to end by itself (without closing stdin).
-func (p *peer) finish(t testing.TB, within time.Duration) [][]byte {
-	t.Helper()
-	var rest [][]byte
-	timeout := time.After(within)
-	for {
-		select {
-		case line, ok := <-p.lines:
-			if !ok {
-				if err := <-p.done; err != nil {
-					t.Fatalf("peer %s: %v; stderr:\n%s", p.name, err, p.stderr.String())
-				}
-				p.done <- nil
-				return rest
-			}
-			rest = append(rest, line)
-		case <-timeout:
-			t.Fatalf("peer %s did not finish within %v; stderr:\n%s", p.name, within, p.stderr.String())
 		}
 	}
 }

@@ -219,6 +219,13 @@ func encodeBatch(t testing.TB, base int64, attrs protocol.Attributes, times ...t
 	for i, ts := range times {
 		recs[i] = protocol.Record{Offset: base + int64(i), Time: ts, Key: protocol.NewBytes([]byte("k")), Value: protocol.NewBytes([]byte("v"))}
 	}
+	return writeBatch(t, base, attrs, recs)
+}
+
+// writeBatch encodes recs as one record batch at base with kafka-go's own
+// record batch encoder.
+func writeBatch(t testing.TB, base int64, attrs protocol.Attributes, recs []protocol.Record) []byte {
+	t.Helper()
 	var buf bytes.Buffer
 	rs := protocol.RecordSet{Version: 2, Attributes: attrs, Records: protocol.NewRecordReader(recs...)}
 	if _, err := rs.WriteTo(&buf); err != nil {

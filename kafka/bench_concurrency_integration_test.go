@@ -18,14 +18,29 @@ import (
 // keys keys, with a raw kafka-go writer (murmur2 partitions, as ours).
 func fillKeyed(t *testing.T, ctx context.Context, topic, body string, total, keys int) {
 	t.Helper()
-	w := &kafkago.Writer{Addr: kafkago.TCP(brokerList(t)...), Balancer: &Murmur2Balancer{}, BatchSize: 1000,
+	fill(t, ctx, topic, body, total, &Murmur2Balancer{}, func(i int) []byte { return []byte(fmt.Sprintf("key-%d", i%keys)) })
+}
+
+// fillKeyless writes total copies of body to topic without keys, round
+// robin over the partitions, with a raw kafka-go writer.
+func fillKeyless(t *testing.T, ctx context.Context, topic, body string, total int) {
+	t.Helper()
+	fill(t, ctx, topic, body, total, &kafkago.RoundRobin{}, func(int) []byte { return nil })
+}
+
+// fill writes total copies of body with its projected headers to topic in
+// batches of 1,000 through a raw kafka-go writer with balancer; key gives
+// the key of the i-th record.
+func fill(t *testing.T, ctx context.Context, topic, body string, total int, balancer kafkago.Balancer, key func(i int) []byte) {
+	t.Helper()
+	w := &kafkago.Writer{Addr: kafkago.TCP(brokerList(t)...), Balancer: balancer, BatchSize: 1000,
 		BatchTimeout: 5 * time.Millisecond, RequiredAcks: kafkago.RequireAll, Transport: &kafkago.Transport{}}
 	defer w.Close()
 	hs, ts := projection(body, time.Now())
 	headers := toKafkaHeaders(hs)
 	batch := make([]kafkago.Message, 0, 1000)
 	for i := range total {
-		batch = append(batch, kafkago.Message{Topic: topic, Key: []byte(fmt.Sprintf("key-%d", i%keys)), Value: []byte(body), Headers: headers, Time: ts})
+		batch = append(batch, kafkago.Message{Topic: topic, Key: key(i), Value: []byte(body), Headers: headers, Time: ts})
 		if len(batch) == cap(batch) || i == total-1 {
 			if err := w.WriteMessages(ctx, batch...); err != nil {
 				t.Fatal(err)

@@ -3,52 +3,14 @@
 package kafka
 
 import (
-	"context"
 	"fmt"
-	"os"
 	"runtime"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/babelqueue/babelqueue-go/brokertest"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
-	kafkago "github.com/segmentio/kafka-go"
 )
-
-// fillKeyless writes total copies of body to topic without keys, round
-// robin over the partitions, with a raw kafka-go writer.
-func fillKeyless(t *testing.T, ctx context.Context, topic, body string, total int) {
-	t.Helper()
-	w := &kafkago.Writer{Addr: kafkago.TCP(brokerList(t)...), Balancer: &kafkago.RoundRobin{}, BatchSize: 1000,
-		BatchTimeout: 5 * time.Millisecond, RequiredAcks: kafkago.RequireAll, Transport: &kafkago.Transport{}}
-	defer w.Close()
-	hs, ts := projection(body, time.Now())
-	headers := toKafkaHeaders(hs)
-	batch := make([]kafkago.Message, 0, 1000)
-	for i := range total {
-		batch = append(batch, kafkago.Message{Topic: topic, Value: []byte(body), Headers: headers, Time: ts})
-		if len(batch) == cap(batch) || i == total-1 {
-			if err := w.WriteMessages(ctx, batch...); err != nil {
-				t.Fatal(err)
-			}
-			batch = batch[:0]
-		}
-	}
-}
-
-// loadAverage returns the host's one-minute load average as /proc/loadavg
-// gives it, or "?" where there is none.
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	if f := strings.Fields(string(b)); len(f) > 0 {
-		return f[0]
-	}
-	return "?"
-}
 
 // TestBenchKafkaAppIOBoundOrderings measures an App whose handler takes
 // 5 ms (time.Sleep) with 6 handlers at once on 6 partitions under each
@@ -85,7 +47,7 @@ func TestBenchKafkaAppIOBoundOrderings(t *testing.T) {
 		for round := range rounds {
 			runtime.GC()
 			r := consumeAppWith(t, ctx, c.topic, total, latency, babelqueue.WithConcurrency(inFlight, c.order))
-			fmt.Printf("bench-round: %s round=%d ours=%.0f ceiling=%.0f ratio=%.2f load-average=%s\n", name, round+1, r, ceiling, r/ceiling, loadAverage())
+			fmt.Printf("bench-round: %s round=%d ours=%.0f ceiling=%.0f ratio=%.2f load-average=%s\n", name, round+1, r, ceiling, r/ceiling, brokertest.LoadAverage())
 			rates = append(rates, r)
 		}
 		ours := brokertest.Median(rates)

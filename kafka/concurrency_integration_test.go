@@ -115,7 +115,7 @@ func TestIntegrationAppPartitionOrderKeepsEachPartitionsOrder(t *testing.T) {
 	if overlap != 0 {
 		t.Errorf("%d deliveries started while another of their partition ran", overlap)
 	}
-	waitUntilT(t, 30*time.Second, "every record committed", func() bool {
+	bqtest.WaitUntil(t, 30*time.Second, "every record committed", func() bool {
 		return committedTotal(t, group, topic, partitions) == keys*n
 	})
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/babelqueue/babelqueue-go/brokertest/devkafka"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
 	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
@@ -118,27 +119,6 @@ func embRead(t *testing.T, addrs []string, topic string, want int, within, settl
 		}
 		got = append(got, m)
 	}
-}
-
-// embRun runs fn(ctx) in a goroutine until cleanup, then cancels it and
-// waits for it (bounded) to return; an error other than cancellation fails
-// the test.
-func embRun(t *testing.T, name string, fn func(ctx context.Context) error) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- fn(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("%s: %v", name, err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Errorf("%s did not return within 10s of cancellation", name)
-		}
-	})
 }
 
 func TestEmbeddedPublishPopProjection(t *testing.T) {
@@ -247,7 +227,7 @@ func TestEmbeddedAppRetryWithoutTiersThenDeadLetter(t *testing.T) {
 	body := envelope(t, 0)
 	hs, _ := projection(body, time.Now())
 	embProduce(t, addrs, kafkago.Message{Topic: topic, Key: key, Value: []byte(body), Headers: toKafkaHeaders(hs)})
-	embRun(t, "Consume", func(ctx context.Context) error { return app.Consume(ctx, topic) })
+	bqtest.RunUntilCleanup(t, "Consume", 10*time.Second, func(ctx context.Context) error { return app.Consume(ctx, topic) })
 
 	dlq := embRead(t, addrs, topic+".dlq", 1, 10*time.Second, 300*time.Millisecond)
 	if len(dlq) != 1 {
@@ -340,7 +320,7 @@ func TestEmbeddedRetryTierAndReinjector(t *testing.T) {
 	if err != nil {
 		t.Fatalf("NewReinjector: %v", err)
 	}
-	embRun(t, "Reinjector.Run", r.Run)
+	bqtest.RunUntilCleanup(t, "Reinjector.Run", 10*time.Second, r.Run)
 
 	back := embPop(t, tr, topic, 10*time.Second)
 	if back == nil {

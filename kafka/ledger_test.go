@@ -15,6 +15,7 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
 )
 
 // popAll pops n records of orders and returns them by "<partition>@<offset>".
@@ -108,7 +109,7 @@ func TestHandBackInTheMiddleIsNeverPassed(t *testing.T) {
 			if err := rg.tr.HandBack(ctx, got["0@1"]); err != nil {
 				t.Fatal(err)
 			}
-			waitUntil(t, "the settled prefix to be committed", func() bool { return rg.offsets.get("orders", 0) == 1 })
+			bqtest.WaitUntil(t, 5*time.Second, "the settled prefix to be committed", func() bool { return rg.offsets.get("orders", 0) == 1 })
 			// 0@3 comes after the hand-back: it cannot be committed.
 			err := rg.tr.Ack(ctx, got["0@3"])
 			if !errors.Is(err, io.ErrClosedPipe) || !strings.Contains(err.Error(), "delivered again") {
@@ -130,7 +131,7 @@ func TestHandBackInTheMiddleIsNeverPassed(t *testing.T) {
 					t.Fatalf("Ack %s: %v", k, err)
 				}
 			}
-			waitUntil(t, "the settled partition to be committed", func() bool { return rg.offsets.get("orders", 0) == 4 })
+			bqtest.WaitUntil(t, 5*time.Second, "the settled partition to be committed", func() bool { return rg.offsets.get("orders", 0) == 4 })
 		})
 	}
 }
@@ -155,7 +156,7 @@ func TestBatchedCommitsWaitForTheSlowDelivery(t *testing.T) {
 	if err := rg.tr.Ack(ctx, got["0@0"]); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "the prefix to be committed", func() bool { return rg.offsets.get("orders", 0) == 3 })
+	bqtest.WaitUntil(t, 5*time.Second, "the prefix to be committed", func() bool { return rg.offsets.get("orders", 0) == 3 })
 	mr.gen.mu.Lock()
 	defer mr.gen.mu.Unlock()
 	if diff := cmp.Diff([]map[string]map[int]int64{{"orders": {0: 3}}}, mr.gen.commitLog); diff != "" {
@@ -291,7 +292,7 @@ func TestConcurrentReceiveAndAck(t *testing.T) {
 		}
 	}
 	for p := range 3 {
-		waitUntil(t, fmt.Sprintf("partition %d to be committed", p), func() bool { return rg.offsets.get("orders", p) == perPartition })
+		bqtest.WaitUntil(t, 5*time.Second, fmt.Sprintf("partition %d to be committed", p), func() bool { return rg.offsets.get("orders", p) == perPartition })
 	}
 }
 

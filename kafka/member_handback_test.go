@@ -99,7 +99,7 @@ func TestMemberHandBackDuringRevocationKeepsTheCarriedAcks(t *testing.T) {
 	}
 	ended := make(chan struct{})
 	go func() { mr.gen.End(); close(ended) }()
-	waitUntil(t, "the revocation to start", func() bool { return mr.state(0) != asgLive })
+	bqtest.WaitUntil(t, 5*time.Second, "the revocation to start", func() bool { return mr.state(0) != asgLive })
 	if err := mr.tr.Ack(ctx, got["0@0"]); err != nil {
 		t.Fatalf("Ack within the revoke timeout: %v", err)
 	}
@@ -160,13 +160,13 @@ func TestAppStopKeepsTheAckOfARunningHandler(t *testing.T) {
 func stopWithWaitingHandedBack(t *testing.T, m *memberReader, cancel context.CancelFunc) {
 	t.Helper()
 	first := func() *assignment { m.mu.Lock(); defer m.mu.Unlock(); return m.parts[0] }()
-	waitUntil(t, "records 1 and 2 to wait in the lane", func() bool {
+	bqtest.WaitUntil(t, 5*time.Second, "records 1 and 2 to wait in the lane", func() bool {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		return len(first.out) == 3
 	})
 	cancel()
-	waitUntil(t, "the waiting records to be handed back", func() bool {
+	bqtest.WaitUntil(t, 5*time.Second, "the waiting records to be handed back", func() bool {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		return first.state == asgRetired

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
 	"github.com/babelqueue/babelqueue-go/core/wire"
 	kafkago "github.com/segmentio/kafka-go"
 )
@@ -284,6 +285,19 @@ func (l *memberLog) hook(member string) func(queue, ev string, p int, off int64)
 	}
 }
 
+// ownedBy returns how many partitions member may hand out now.
+func (l *memberLog) ownedBy(member string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, on := range l.owned[member] {
+		if on {
+			n++
+		}
+	}
+	return n
+}
+
 // runConsumer receives and acknowledges on tr from workers goroutines
 // until ctx ends, with a handler latency of work.
 func runConsumer(ctx context.Context, t *testing.T, tr *Transport, topic string, workers int, work time.Duration) *sync.WaitGroup {
@@ -488,7 +502,7 @@ func TestIntegrationKilledMemberLosesNothing(t *testing.T) {
 		}
 	}()
 	// Wait for the child to be consuming before the parent joins.
-	waitUntilT(t, 30*time.Second, "the child to consume", func() bool {
+	bqtest.WaitUntil(t, 30*time.Second, "the child to consume", func() bool {
 		childMu.Lock()
 		defer childMu.Unlock()
 		return len(childAcked) > 50
@@ -521,15 +535,8 @@ func TestIntegrationKilledMemberLosesNothing(t *testing.T) {
 		}()
 	}
 	// Wait until the group shares the partitions between both members.
-	waitUntilT(t, 60*time.Second, "the parent to get partitions", func() bool {
-		log.mu.Lock()
-		defer log.mu.Unlock()
-		owned := 0
-		for _, on := range log.owned["parent"] {
-			if on {
-				owned++
-			}
-		}
+	bqtest.WaitUntil(t, 60*time.Second, "the parent to get partitions", func() bool {
+		owned := log.ownedBy("parent")
 		return owned > 0 && owned < parts
 	})
 	time.Sleep(500 * time.Millisecond)
@@ -553,15 +560,8 @@ func TestIntegrationKilledMemberLosesNothing(t *testing.T) {
 	}
 	childMu.Unlock()
 	// The group resumes when the parent is assigned every partition.
-	waitUntilT(t, 60*time.Second, "the parent to take over every partition", func() bool {
-		log.mu.Lock()
-		defer log.mu.Unlock()
-		owned := 0
-		for _, on := range log.owned["parent"] {
-			if on {
-				owned++
-			}
-		}
+	bqtest.WaitUntil(t, 60*time.Second, "the parent to take over every partition", func() bool {
+		owned := log.ownedBy("parent")
 		return owned == parts
 	})
 	log.mu.Lock()
@@ -604,16 +604,5 @@ func TestIntegrationKilledMemberLosesNothing(t *testing.T) {
 	}
 	if own > 4 {
 		t.Errorf("the surviving member handled %d records twice, more than its 4 in flight", own)
-	}
-}
-
-func waitUntilT(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -10,19 +10,9 @@ import (
 
 	kafkago "github.com/segmentio/kafka-go"
 
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
 	"github.com/babelqueue/babelqueue-go/core/driver"
 )
-
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
 
 // memberRig is a rig whose transport reads "orders" as a group member,
 // through a fake group whose first generation holds partitions 0-2.
@@ -101,10 +91,10 @@ func (mr *memberTestRig) revokeHoldingOne(t *testing.T) (*driver.ReceivedMessage
 	if err != nil || held == nil {
 		t.Fatalf("Receive = %v, %v", held, err)
 	}
-	waitUntil(t, "records buffered ahead", func() bool { return mr.buffered() > 5 })
+	bqtest.WaitUntil(t, 5*time.Second, "records buffered ahead", func() bool { return mr.buffered() > 5 })
 	ended := make(chan struct{})
 	go func() { mr.gen.End(); close(ended) }()
-	waitUntil(t, "the revocation to start", func() bool { return mr.state(0) != asgLive })
+	bqtest.WaitUntil(t, 5*time.Second, "the revocation to start", func() bool { return mr.state(0) != asgLive })
 	return held, ended
 }
 
@@ -177,7 +167,7 @@ func TestMemberConcurrentAcksCommitMonotonically(t *testing.T) {
 		t.Fatalf("%d distinct records handed out, want %d", len(seen), 3*per)
 	}
 	for p := range 3 {
-		waitUntil(t, "the last commit", func() bool { return mr.offsets.get("orders", p) == per })
+		bqtest.WaitUntil(t, 5*time.Second, "the last commit", func() bool { return mr.offsets.get("orders", p) == per })
 	}
 	mr.gen.mu.Lock()
 	defer mr.gen.mu.Unlock()
@@ -217,12 +207,12 @@ func TestMemberFailedCommitIsRetried(t *testing.T) {
 			mr.gen.commitErr = nil
 			mr.gen.mu.Unlock()
 			if interval > 0 {
-				waitUntil(t, "the failed commit to be retried", func() bool { return mr.offsets.get("orders", 2) == 1 })
+				bqtest.WaitUntil(t, 5*time.Second, "the failed commit to be retried", func() bool { return mr.offsets.get("orders", 2) == 1 })
 			}
 			if err := mr.tr.Ack(ctx, got["2@1"]); err != nil {
 				t.Fatal(err)
 			}
-			waitUntil(t, "the commit", func() bool { return mr.offsets.get("orders", 2) == 2 })
+			bqtest.WaitUntil(t, 5*time.Second, "the commit", func() bool { return mr.offsets.get("orders", 2) == 2 })
 		})
 	}
 }
@@ -271,7 +261,7 @@ func checkCap(t *testing.T, mr *memberTestRig, cap int) {
 	if err != nil || m == nil {
 		t.Fatalf("Receive = %v, %v", m, err)
 	}
-	waitUntil(t, "the budget to fill", func() bool { r, _ := mr.tr.budget.held(); return r == cap })
+	bqtest.WaitUntil(t, 5*time.Second, "the budget to fill", func() bool { r, _ := mr.tr.budget.held(); return r == cap })
 	time.Sleep(30 * time.Millisecond)
 	// The fetcher holds at most one record more, waiting for room.
 	if mr.gen.fetchedUpTo("orders", 0, int64(cap)+2) {
@@ -288,7 +278,7 @@ func checkCap(t *testing.T, mr *memberTestRig, cap int) {
 	if err := mr.tr.Ack(ctx, m); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "fetching to resume", func() bool { return mr.gen.fetchedUpTo("orders", 0, int64(cap)+1) })
+	bqtest.WaitUntil(t, 5*time.Second, "fetching to resume", func() bool { return mr.gen.fetchedUpTo("orders", 0, int64(cap)+1) })
 	if m, err := mr.tr.Receive(ctx, "orders", time.Second); err != nil || m == nil {
 		t.Fatalf("Receive after an ack = %v, %v", m, err)
 	}
@@ -333,7 +323,7 @@ func TestMemberCloseSettlesInFlightThenRefuses(t *testing.T) {
 	m := mr.member()
 	closed := make(chan error, 1)
 	go func() { closed <- mr.tr.Close() }()
-	waitUntil(t, "Close to stop dispatch", func() bool {
+	bqtest.WaitUntil(t, 5*time.Second, "Close to stop dispatch", func() bool {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		a := m.parts[0]

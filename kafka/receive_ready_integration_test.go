@@ -6,6 +6,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
 )
 
 // On the broker: while a rebalance revokes a member's partitions and a
@@ -39,7 +41,7 @@ func TestIntegrationReceiveReadyNeverHandsOutARevokedPartition(t *testing.T) {
 		defer m.mu.Unlock()
 		return m.buffered
 	}
-	waitUntilT(t, 20*time.Second, "records fetched ahead", func() bool { return buffered() > 1 })
+	bqtest.WaitUntil(t, 20*time.Second, "records fetched ahead", func() bool { return buffered() > 1 })
 	// The path works on the broker: a buffered record, handed out at once.
 	ready, ok := a.ReceiveReady(topic)
 	if !ok || ready == nil {
@@ -48,7 +50,7 @@ func TestIntegrationReceiveReadyNeverHandsOutARevokedPartition(t *testing.T) {
 	if err := a.Ack(ctx, ready); err != nil {
 		t.Fatal(err)
 	}
-	waitUntilT(t, 20*time.Second, "more records fetched ahead", func() bool { return buffered() > 0 })
+	bqtest.WaitUntil(t, 20*time.Second, "more records fetched ahead", func() bool { return buffered() > 0 })
 
 	// A second member joins: a's partitions are revoked while held is in
 	// flight, so a holds no live partition until held settles or the
@@ -60,17 +62,8 @@ func TestIntegrationReceiveReadyNeverHandsOutARevokedPartition(t *testing.T) {
 	t.Cleanup(func() { _ = b.Close() })
 	bctx, stopB := context.WithCancel(ctx)
 	bWG := runConsumer(bctx, t, b, topic, 2, 0)
-	revoked := func() bool {
-		log.mu.Lock()
-		defer log.mu.Unlock()
-		for _, owned := range log.owned["a"] {
-			if owned {
-				return false
-			}
-		}
-		return true
-	}
-	waitUntilT(t, 30*time.Second, "the revocation of a's partitions", revoked)
+	revoked := func() bool { return log.ownedBy("a") == 0 }
+	bqtest.WaitUntil(t, 30*time.Second, "the revocation of a's partitions", revoked)
 	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
 		if r, ok := a.ReceiveReady(topic); ok || r != nil {
 			t.Fatalf("ReceiveReady handed out %d@%d during the revocation", r.Partition, r.Offset)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
 )
 
 // ReceiveReadyFrom hands out one partition's buffered records in offset
@@ -21,7 +23,7 @@ func TestReceiveReadyFromTakesOnePartitionInOrder(t *testing.T) {
 	if err != nil || first == nil {
 		t.Fatalf("Receive = %v, %v", first, err)
 	}
-	waitUntil(t, "every record buffered", func() bool { return mr.buffered() == 5 })
+	bqtest.WaitUntil(t, 5*time.Second, "every record buffered", func() bool { return mr.buffered() == 5 })
 	var want int64
 	if first.Partition == 1 {
 		want = 1
@@ -60,7 +62,7 @@ func TestMemberPartitionsShareTheRecordBudget(t *testing.T) {
 		if err != nil || first == nil {
 			t.Fatalf("Receive = %v, %v", first, err)
 		}
-		waitUntil(t, "the budget to fill", func() bool { r, _ := mr.tr.budget.held(); return r >= 10 })
+		bqtest.WaitUntil(t, 5*time.Second, "the budget to fill", func() bool { r, _ := mr.tr.budget.held(); return r >= 10 })
 		time.Sleep(3 * budgetRecheck) // each fetcher fills what it may
 		m := mr.member()
 		m.mu.Lock()

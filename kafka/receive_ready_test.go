@@ -7,6 +7,7 @@ import (
 	"time"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
 )
 
 // readyKey names a delivery by partition and offset.
@@ -40,7 +41,7 @@ func TestReceiveReadyTakesFromReceiveSequence(t *testing.T) {
 	if err != nil || first == nil {
 		t.Fatalf("Receive = %v, %v", first, err)
 	}
-	waitUntil(t, "every record buffered", func() bool { return mr.buffered() == 3*per-1 })
+	bqtest.WaitUntil(t, 5*time.Second, "every record buffered", func() bool { return mr.buffered() == 3*per-1 })
 	got := []*babelqueue.ReceivedMessage{first}
 	for i := 1; i < 3*per; i++ {
 		var m *babelqueue.ReceivedMessage
@@ -124,7 +125,7 @@ func TestReceiveWaitingIsHandedARecordBufferedMeanwhile(t *testing.T) {
 			m, _ := mr.tr.Receive(ctx, "orders", 5*time.Second)
 			got <- m
 		}()
-		waitUntil(t, "the Receive to wait", func() bool { return mr.member().waiters.Load() == 1 })
+		bqtest.WaitUntil(t, 5*time.Second, "the Receive to wait", func() bool { return mr.member().waiters.Load() == 1 })
 		appendRecords(t, mr.rig, p, 1)
 		select {
 		case m := <-got:
@@ -134,10 +135,10 @@ func TestReceiveWaitingIsHandedARecordBufferedMeanwhile(t *testing.T) {
 		case <-time.After(time.Second):
 			t.Fatal("the waiting Receive was not woken by the record buffered meanwhile")
 		}
-		waitUntil(t, "the Receive to return", func() bool { return mr.member().waiters.Load() == 0 })
+		bqtest.WaitUntil(t, 5*time.Second, "the Receive to return", func() bool { return mr.member().waiters.Load() == 0 })
 	}
 	appendRecords(t, mr.rig, 1, 1)
-	waitUntil(t, "the record buffered", func() bool { return mr.buffered() == 1 })
+	bqtest.WaitUntil(t, 5*time.Second, "the record buffered", func() bool { return mr.buffered() == 1 })
 	if m, ok := mr.tr.ReceiveReady("orders"); !ok || m == nil || m.Partition != 1 {
 		t.Fatalf("ReceiveReady = %v, %v", m, ok)
 	}
@@ -151,7 +152,7 @@ func TestReceiveReadyAfterClose(t *testing.T) {
 	if m, err := mr.tr.Receive(ctx, "orders", time.Second); err != nil || m == nil {
 		t.Fatalf("Receive = %v, %v", m, err)
 	}
-	waitUntil(t, "records buffered ahead", func() bool { return mr.buffered() > 0 })
+	bqtest.WaitUntil(t, 5*time.Second, "records buffered ahead", func() bool { return mr.buffered() > 0 })
 	if err := mr.tr.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/binary"
 	"net"
 	"os"
 	"path/filepath"
@@ -36,14 +35,7 @@ func keyedBatch(t testing.TB, base int64, attrs protocol.Attributes, keys ...[]b
 		recs[i] = protocol.Record{Offset: base + int64(i), Time: t0, Key: protocol.NewBytes(k), Value: protocol.NewBytes(bytes.Repeat([]byte("v"), 200*i)),
 			Headers: []protocol.Header{{Key: "h", Value: []byte("x")}}}
 	}
-	var buf bytes.Buffer
-	rs := protocol.RecordSet{Version: 2, Attributes: attrs, Records: protocol.NewRecordReader(recs...)}
-	if _, err := rs.WriteTo(&buf); err != nil {
-		t.Fatal(err)
-	}
-	b := buf.Bytes()[4:]
-	binary.BigEndian.PutUint64(b, uint64(base))
-	return b
+	return writeBatch(t, base, attrs, recs)
 }
 
 // TestFetchTapReadsRecordKeyLengths: the key length of every record (null,

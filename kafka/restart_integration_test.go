@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -28,56 +27,24 @@ func TestRestartPublishOutcomes(t *testing.T) {
 	app := itApp(t, tr, topic, 3)
 
 	var (
-		mu      sync.Mutex
-		acked   = map[string]bool{}
-		refused = map[string]bool{}
-		unknown []error
-		seq     atomic.Int64
-		stop    = make(chan struct{})
-		wg      sync.WaitGroup
+		out brokertest.Outcomes
+		seq atomic.Int64
 	)
 	publish := func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			n := seq.Add(1)
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-			id := fmt.Sprintf("%s-%06d", topic, n)
-			_, err := app.Publish(ctx, "urn:t:restart", map[string]int64{"n": n}, babelqueue.WithEnvelopeOptions(babelqueue.WithID(id)))
-			cancel()
-			mu.Lock()
-			switch {
-			case err == nil:
-				acked[id] = true
-			case errors.Is(err, babelqueue.ErrPublishUnknown):
-				unknown = append(unknown, err)
-			default:
-				refused[id] = true
-			}
-			mu.Unlock()
-			time.Sleep(20 * time.Millisecond)
-		}
+		n := seq.Add(1)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		id := fmt.Sprintf("%s-%06d", topic, n)
+		_, err := app.Publish(ctx, "urn:t:restart", map[string]int64{"n": n}, babelqueue.WithEnvelopeOptions(babelqueue.WithID(id)))
+		cancel()
+		out.Add(id, err, errors.Is(err, babelqueue.ErrPublishUnknown))
+		time.Sleep(20 * time.Millisecond)
 	}
-	for range 4 {
-		wg.Add(1)
-		go publish()
-	}
-	time.Sleep(3 * time.Second)
-	killed := time.Now()
-	brokertest.BrokerScript(t, "kafka", "kill", time.Minute)
-	time.Sleep(4 * time.Second)
-	brokertest.BrokerScript(t, "kafka", "start", 5*time.Minute)
-	back := time.Since(killed)
-	time.Sleep(5 * time.Second)
-	close(stop)
-	wg.Wait()
+	outage := brokertest.Outage{Broker: "kafka", Before: 3 * time.Second, Down: 4 * time.Second, After: 5 * time.Second}
+	back := outage.Run(t, publish, publish, publish, publish)
+	acked, refused, unknown := out.Acked, out.Refused, out.Unknown
 
 	// Republish every unknown outcome until it is acknowledged.
-	republished := map[string]bool{}
+	var republished []string
 	for _, err := range unknown {
 		var u *babelqueue.UnknownPublishError
 		if !errors.As(err, &u) {
@@ -98,7 +65,7 @@ func TestRestartPublishOutcomes(t *testing.T) {
 			}
 			time.Sleep(500 * time.Millisecond)
 		}
-		republished[u.ID] = true
+		republished = append(republished, u.ID)
 	}
 
 	total := len(acked) + len(unknown) + len(refused)
@@ -122,27 +89,7 @@ func TestRestartPublishOutcomes(t *testing.T) {
 		}
 		count[env.Meta.ID]++
 	}
-	lost, dups, refusedStored := 0, 0, 0
-	for id := range acked {
-		if count[id] == 0 {
-			lost++
-		}
-	}
-	for id := range republished {
-		if count[id] == 0 {
-			lost++
-		}
-	}
-	for id := range refused {
-		if count[id] > 0 {
-			refusedStored++
-		}
-	}
-	for _, c := range count {
-		if c > 1 {
-			dups += c - 1
-		}
-	}
+	lost, dups, refusedStored := out.Tally(count, republished)
 	t.Logf("restart: broker=kafka published=%d acked=%d unknown=%d refused=%d lost=%d duplicates=%d refused_stored=%d down=%s",
 		total, len(acked), len(unknown), len(refused), lost, dups, refusedStored, back.Round(100*time.Millisecond))
 	fmt.Printf("restart: broker=kafka published=%d acked=%d unknown=%d refused=%d lost=%d duplicates=%d refused_stored=%d\n",

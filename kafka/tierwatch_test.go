@@ -131,7 +131,7 @@ func TestEmbeddedStaleTierWarnsUntilAReinjectorRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	embRun(t, "Reinjector.Run", r.Run)
+	bqtest.RunUntilCleanup(t, "Reinjector.Run", 10*time.Second, r.Run)
 	back := embPop(t, tr, topic, 10*time.Second)
 	if back == nil || back.Body != body {
 		t.Fatalf("re-injected %v, want the tier record", back)

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -30,56 +29,23 @@ func TestRestartIdempotentPublish(t *testing.T) {
 		t.Fatal(err)
 	}
 	var (
-		mu      sync.Mutex
-		acked   = map[string]bool{}
-		unknown []error
-		refused int
-		seq     atomic.Int64
-		stop    = make(chan struct{})
-		wg      sync.WaitGroup
+		out brokertest.Outcomes
+		seq atomic.Int64
 	)
 	publish := func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			n := seq.Add(1)
-			id := fmt.Sprintf("%s-%06d", topic, n)
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			_, err := app.Publish(ctx, urn, map[string]int64{"n": n}, babelqueue.WithEnvelopeOptions(babelqueue.WithID(id)))
-			cancel()
-			mu.Lock()
-			switch {
-			case err == nil:
-				acked[id] = true
-			case errors.Is(err, babelqueue.ErrPublishUnknown):
-				unknown = append(unknown, err)
-			default:
-				refused++
-			}
-			mu.Unlock()
-			time.Sleep(10 * time.Millisecond)
-		}
+		n := seq.Add(1)
+		id := fmt.Sprintf("%s-%06d", topic, n)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		_, err := app.Publish(ctx, urn, map[string]int64{"n": n}, babelqueue.WithEnvelopeOptions(babelqueue.WithID(id)))
+		cancel()
+		out.Add(id, err, errors.Is(err, babelqueue.ErrPublishUnknown))
+		time.Sleep(10 * time.Millisecond)
 	}
-	for range 4 {
-		wg.Add(1)
-		go publish()
-	}
-	time.Sleep(3 * time.Second)
-	killed := time.Now()
-	brokertest.BrokerScript(t, "kafka", "kill", time.Minute)
-	time.Sleep(3 * time.Second)
-	brokertest.BrokerScript(t, "kafka", "start", 5*time.Minute)
-	back := time.Since(killed)
-	time.Sleep(3 * time.Second)
-	close(stop)
-	wg.Wait()
+	outage := brokertest.Outage{Broker: "kafka", Before: 3 * time.Second, Down: 3 * time.Second, After: 3 * time.Second}
+	back := outage.Run(t, publish, publish, publish, publish)
 
-	republished := 0
-	for _, err := range unknown {
+	var republished []string
+	for _, err := range out.Unknown {
 		var u *babelqueue.UnknownPublishError
 		if !errors.As(err, &u) {
 			t.Fatalf("unknown outcome without *UnknownPublishError: %v", err)
@@ -90,10 +56,9 @@ func TestRestartIdempotentPublish(t *testing.T) {
 		if rerr != nil {
 			t.Fatalf("republish %s: %v", u.ID, rerr)
 		}
-		acked[u.ID] = true
-		republished++
+		republished = append(republished, u.ID)
 	}
-	recs := readAll(t, topic, len(acked), 60*time.Second)
+	recs := readAll(t, topic, len(out.Acked)+len(republished), 60*time.Second)
 	count := map[string]int{}
 	for _, r := range recs {
 		env, err := babelqueue.Decode(r.Value)
@@ -102,17 +67,9 @@ func TestRestartIdempotentPublish(t *testing.T) {
 		}
 		count[env.Meta.ID]++
 	}
-	lost, dups := 0, 0
-	for id := range acked {
-		if count[id] == 0 {
-			lost++
-		}
-	}
-	for _, c := range count {
-		dups += c - 1
-	}
+	lost, dups, _ := out.Tally(count, republished)
 	line := fmt.Sprintf("restart: broker=kafkashare published=%d acked=%d unknown=%d republished=%d refused=%d lost=%d duplicates=%d down=%s",
-		seq.Load(), len(acked)-republished, len(unknown), republished, refused, lost, dups, back.Round(100*time.Millisecond))
+		seq.Load(), len(out.Acked), len(out.Unknown), len(republished), len(out.Refused), lost, dups, back.Round(100*time.Millisecond))
 	fmt.Println(line)
 	t.Log(line)
 	if lost != 0 || dups != 0 {
@@ -126,8 +83,6 @@ func TestRestartIdempotentPublish(t *testing.T) {
 // acquired per kill and across the restart.
 func TestRestartShareConsumers(t *testing.T) {
 	killedConsumers(t, 1500, 3, func() {
-		brokertest.BrokerScript(t, "kafka", "kill", time.Minute)
-		time.Sleep(3 * time.Second)
-		brokertest.BrokerScript(t, "kafka", "start", 5*time.Minute)
+		brokertest.Outage{Broker: "kafka", Down: 3 * time.Second}.Run(t)
 	})
 }

@@ -6,9 +6,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
-	"os"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,19 +16,6 @@ import (
 	"github.com/babelqueue/babelqueue-go/brokertest"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 )
-
-// loadAverage returns the host's one-minute load average as /proc/loadavg
-// gives it, or "?" where there is none.
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	if f := strings.Fields(string(b)); len(f) > 0 {
-		return f[0]
-	}
-	return "?"
-}
 
 // fillPartitioned writes n bench envelopes to the partitioned topic in
 // batches: keyed round robin over keys keys (the partition of the key's
@@ -143,7 +128,7 @@ func TestBenchPulsarAppIOBoundOrderings(t *testing.T) {
 		for round := range rounds {
 			r := b.oursPartitioned(partitions, total, c.keys, latency, c.st, babelqueue.WithConcurrency(inFlight, c.order))
 			fmt.Printf("bench-round: %s round=%d subscription=%s ours=%.0f ceiling=%.0f ratio=%.2f load-average=%s\n",
-				name, round+1, subscriptionTypeName(c.st), r, ceiling, r/ceiling, loadAverage())
+				name, round+1, subscriptionTypeName(c.st), r, ceiling, r/ceiling, brokertest.LoadAverage())
 			rates = append(rates, r)
 		}
 		ours := brokertest.Median(rates)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
 )
 
 // TestConcurrentAppReceivesAcksNacksAndSendsFromManyGoroutines runs an App
@@ -66,7 +67,7 @@ func TestConcurrentAppReceivesAcksNacksAndSendsFromManyGoroutines(t *testing.T) 
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- a.Consume(ctx) }()
-	waitFor(t, "every message acknowledged", func() bool { acked, _ := fc.counts(); return acked == keys*n })
+	bqtest.WaitUntil(t, 5*time.Second, "every message acknowledged", func() bool { acked, _ := fc.counts(); return acked == keys*n })
 	cancel()
 	if err := <-errc; err != nil {
 		t.Fatalf("Consume = %v", err)

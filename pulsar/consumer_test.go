@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
 	"github.com/babelqueue/babelqueue-go/core/driver"
 )
 
@@ -38,18 +39,6 @@ func runConsumer(t *testing.T, c *Consumer) (stop func()) {
 	}
 	t.Cleanup(stop)
 	return stop
-}
-
-// waitFor polls cond until it holds or fails the test after 5 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 type seen struct {
@@ -105,7 +94,7 @@ func TestConsumerSharedRetriesByNackThenDeadLetters(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := runConsumer(t, c)
-	waitFor(t, "the dead letter", func() bool { return sentCount(s.fc, "orders.dlq") == 1 })
+	bqtest.WaitUntil(t, 5*time.Second, "the dead letter", func() bool { return sentCount(s.fc, "orders.dlq") == 1 })
 	stop()
 
 	if diff := cmp.Diff([]int{0, 1, 2}, h.get()); diff != "" {
@@ -134,7 +123,7 @@ func TestConsumerExclusiveRetriesByRepublish(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := runConsumer(t, c)
-	waitFor(t, "the dead letter", func() bool { return sentCount(s.fc, "orders.dlq") == 1 })
+	bqtest.WaitUntil(t, 5*time.Second, "the dead letter", func() bool { return sentCount(s.fc, "orders.dlq") == 1 })
 	stop()
 
 	if diff := cmp.Diff([]int{0, 1, 2}, h.get()); diff != "" {
@@ -184,7 +173,7 @@ func TestConsumerRoutesOnPropertyAndCallsMismatchHook(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("mismatch hook not called")
 	}
-	waitFor(t, "the ack", func() bool { a, _ := s.fc.consumer("orders").counts(); return a == 1 })
+	bqtest.WaitUntil(t, 5*time.Second, "the ack", func() bool { a, _ := s.fc.consumer("orders").counts(); return a == 1 })
 }
 
 func TestConsumerVersionGateFailedWriteThenExactForward(t *testing.T) {
@@ -201,12 +190,12 @@ func TestConsumerVersionGateFailedWriteThenExactForward(t *testing.T) {
 	props := map[string]string{"bq-schema-version": "2", "bq-attempts": "0", "bq-job": "urn:babel:orders:created"}
 	fc.ch <- &fakeMessage{payload: []byte(envelope), props: props, key: "k"}
 	runConsumer(t, c)
-	waitFor(t, "two failed dead-letter writes", func() bool { _, n := fc.counts(); return n >= 2 })
+	bqtest.WaitUntil(t, 5*time.Second, "two failed dead-letter writes", func() bool { _, n := fc.counts(); return n >= 2 })
 	s.fc.mu.Lock()
 	s.fc.createErr = nil
 	s.fc.mu.Unlock()
-	waitFor(t, "the dead letter", func() bool { return sentCount(s.fc, "orders.dlq") == 1 })
-	waitFor(t, "the ack", func() bool { a, _ := fc.counts(); return a == 1 })
+	bqtest.WaitUntil(t, 5*time.Second, "the dead letter", func() bool { return sentCount(s.fc, "orders.dlq") == 1 })
+	bqtest.WaitUntil(t, 5*time.Second, "the ack", func() bool { a, _ := fc.counts(); return a == 1 })
 
 	dl := s.fc.producer("orders.dlq").messages()[0]
 	if string(dl.Payload) != envelope || dl.Key != "k" {
@@ -238,7 +227,7 @@ func TestConsumerPoisonRetriesThenDrops(t *testing.T) {
 	s.fc.consumer("orders").ch <- &fakeMessage{payload: []byte(poison), key: "pk",
 		props: map[string]string{"bq-job": "urn:babel:orders:created", "traceparent": "tp"}}
 	stop := runConsumer(t, c)
-	waitFor(t, "the drop", func() bool { a, _ := s.fc.consumer("orders").counts(); return a == 3 })
+	bqtest.WaitUntil(t, 5*time.Second, "the drop", func() bool { a, _ := s.fc.consumer("orders").counts(); return a == 3 })
 	stop()
 
 	copies := s.fc.producer("orders").messages()
@@ -284,7 +273,7 @@ func TestAppKeyAndHookHeadersReachEveryWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := runConsumer(t, c)
-	waitFor(t, "the dead letter", func() bool { return sentCount(s.fc, "orders.dlq") == 1 })
+	bqtest.WaitUntil(t, 5*time.Second, "the dead letter", func() bool { return sentCount(s.fc, "orders.dlq") == 1 })
 	stop()
 
 	writes := append(s.fc.producer("orders").messages(), s.fc.producer("orders.dlq").messages()...)

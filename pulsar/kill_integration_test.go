@@ -21,6 +21,7 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
 )
 
 const killInFlight = 32
@@ -134,7 +135,7 @@ func runConsumerKill(t *testing.T, n int, idPrefix, childRun, queueEnv, fileEnv 
 	q := seedKillQueue(t, ctx, n, idPrefix)
 	file := filepath.Join(t.TempDir(), "child-handled.txt")
 	child := startKillChild(t, ctx, "^"+childRun+"$", queueEnv+"="+q, fileEnv+"="+file)
-	waitUntilP(t, 60*time.Second, "the child to handle 300 messages", func() bool { return len(readTimedIDs(t, file)) >= 300 })
+	bqtest.WaitUntil(t, 60*time.Second, "the child to handle 300 messages", func() bool { return len(readTimedIDs(t, file)) >= 300 })
 
 	// The survivor consumes beside the child.
 	var mu sync.Mutex
@@ -146,7 +147,7 @@ func runConsumerKill(t *testing.T, n int, idPrefix, childRun, queueEnv, fileEnv 
 		mu.Unlock()
 		return nil
 	}), q)
-	waitUntilP(t, 60*time.Second, "1,200 messages handled by both", func() bool {
+	bqtest.WaitUntil(t, 60*time.Second, "1,200 messages handled by both", func() bool {
 		mu.Lock()
 		s := len(survivor)
 		mu.Unlock()
@@ -217,17 +218,6 @@ func TestIntegrationKilledConsumerLosesNothing(t *testing.T) {
 	if extra := dups + own + childOwn; extra > killInFlight {
 		t.Errorf("%d handlings beyond the first (%d of the child's messages by the survivor, %d more by the survivor, %d more by the child), more than the child's %d in flight",
 			extra, dups, own, childOwn, killInFlight)
-	}
-}
-
-func waitUntilP(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
+	"github.com/babelqueue/babelqueue-go/core/bqtest"
 	"github.com/babelqueue/babelqueue-go/core/driver"
 )
 
@@ -66,7 +67,7 @@ func TestOversizePoisonDeadLetterIsBounded(t *testing.T) {
 	s.fc.consumer("orders").ch <- &fakeMessage{payload: []byte(strings.Repeat("\xff", 900)), props: map[string]string{"bq-job": "urn:babel:orders:created"}, key: "k", id: id}
 	s.fc.consumer("orders").ch <- &fakeMessage{payload: []byte(envelope), id: pulsar.NewMessageID(12, 35, -1, 0)}
 	stop := runConsumer(t, c)
-	waitFor(t, "the bounded dead letter and the next message", func() bool { return sentCount(s.fc, "orders.dlq") == 1 && handled.Load() == 1 })
+	bqtest.WaitUntil(t, 5*time.Second, "the bounded dead letter and the next message", func() bool { return sentCount(s.fc, "orders.dlq") == 1 && handled.Load() == 1 })
 	stop()
 	dl := s.fc.producer("orders.dlq").messages()[0]
 	var b oversizeLetter
@@ -99,7 +100,7 @@ func TestOversizeRetryCopyIsBounded(t *testing.T) {
 	big := strings.Replace(envelope, `"order_id":1042`, `"order_id":1042,"pad":"`+strings.Repeat("p", 1200)+`"`, 1)
 	s.fc.consumer("orders").ch <- &fakeMessage{payload: []byte(big), id: pulsar.NewMessageID(1, 2, -1, 0)}
 	stop := runConsumer(t, c)
-	waitFor(t, "the bounded dead letter", func() bool { return sentCount(s.fc, "orders.dlq") == 1 })
+	bqtest.WaitUntil(t, 5*time.Second, "the bounded dead letter", func() bool { return sentCount(s.fc, "orders.dlq") == 1 })
 	stop()
 	var b oversizeLetter
 	if err := json.Unmarshal(s.fc.producer("orders.dlq").messages()[0].Payload, &b); err != nil {

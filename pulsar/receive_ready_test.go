@@ -153,14 +153,7 @@ func TestDirectPopWaitingAtCloseReturnsErrClosed(t *testing.T) {
 	if err := tr.Close(); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-popped:
-		if !errors.Is(err, babelqueue.ErrClosed) {
-			t.Errorf("Pop waiting at Close = %v, want ErrClosed", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Pop still waiting 5s after Close")
-	}
+	popEndsClosed(t, popped)
 	select {
 	case <-s.pre.done:
 	default:

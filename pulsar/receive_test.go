@@ -268,14 +268,7 @@ func TestPrefetchKeepsOrderAndStopsOnClose(t *testing.T) {
 	if err := tr.Close(); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-popped:
-		if !errors.Is(err, babelqueue.ErrClosed) {
-			t.Errorf("Pop waiting at Close = %v, want ErrClosed", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Pop still waiting 5s after Close")
-	}
+	popEndsClosed(t, popped)
 	s := tr.consumers["q"]
 	select {
 	case <-s.pre.done:
@@ -398,5 +391,19 @@ func TestPrefetchConcurrentPopsHandOutEachMessageOnce(t *testing.T) {
 		if k != 1 {
 			t.Errorf("%s handed out %d times", body, k)
 		}
+	}
+}
+
+// popEndsClosed fails the test unless the Pop reporting on popped returns
+// ErrClosed within 5 s of the transport's Close.
+func popEndsClosed(t *testing.T, popped <-chan error) {
+	t.Helper()
+	select {
+	case err := <-popped:
+		if !errors.Is(err, babelqueue.ErrClosed) {
+			t.Errorf("Pop waiting at Close = %v, want ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Pop still waiting 5s after Close")
 	}
 }

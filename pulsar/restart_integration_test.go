@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -48,51 +47,30 @@ func restartNamespace(t *testing.T, name string, dedup bool) {
 
 // restartSide is one App publishing through the broker restart.
 type restartSide struct {
-	name    string
-	app     *babelqueue.App
-	topic   string
-	mu      sync.Mutex
-	acked   map[string]bool
-	refused map[string]bool
-	unknown []error
+	name  string
+	app   *babelqueue.App
+	topic string
+	seq   *atomic.Int64
+	brokertest.Outcomes
 }
 
-func (s *restartSide) publish(stop <-chan struct{}, seq *atomic.Int64, wg *sync.WaitGroup) {
-	defer wg.Done()
-	for {
-		select {
-		case <-stop:
-			return
-		default:
-		}
-		n := seq.Add(1)
-		id := fmt.Sprintf("%s-%06d", s.name, n)
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_, err := s.app.Publish(ctx, "urn:t:restart", map[string]int64{"n": n}, babelqueue.WithEnvelopeOptions(babelqueue.WithID(id)))
-		cancel()
-		s.mu.Lock()
-		switch {
-		case err == nil:
-			s.acked[id] = true
-		case errors.Is(err, babelqueue.ErrPublishUnknown):
-			s.unknown = append(s.unknown, err)
-		default:
-			s.refused[id] = true
-		}
-		s.mu.Unlock()
-		time.Sleep(20 * time.Millisecond)
-	}
+// publish publishes one message and records its outcome.
+func (s *restartSide) publish() {
+	n := s.seq.Add(1)
+	id := fmt.Sprintf("%s-%06d", s.name, n)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	_, err := s.app.Publish(ctx, "urn:t:restart", map[string]int64{"n": n}, babelqueue.WithEnvelopeOptions(babelqueue.WithID(id)))
+	cancel()
+	s.Add(id, err, errors.Is(err, babelqueue.ErrPublishUnknown))
+	time.Sleep(20 * time.Millisecond)
 }
 
 // account republishes every unknown outcome, reads the topic back and
-// returns lost, duplicates and the ids republished.
+// returns lost, duplicates, the refused ids stored and the ids republished.
 func (s *restartSide) account(t *testing.T, c pulsar.Client) (lost, dups, refusedStored, republished int) {
 	t.Helper()
-	want := map[string]bool{}
-	for id := range s.acked {
-		want[id] = true
-	}
-	for _, err := range s.unknown {
+	var again []string
+	for _, err := range s.Unknown {
 		var u *babelqueue.UnknownPublishError
 		if !errors.As(err, &u) {
 			t.Fatalf("%s: unknown outcome without *UnknownPublishError: %v", s.name, err)
@@ -111,8 +89,7 @@ func (s *restartSide) account(t *testing.T, c pulsar.Client) (lost, dups, refuse
 				err = rerr
 			}
 		}
-		want[u.ID] = true
-		republished++
+		again = append(again, u.ID)
 	}
 	r, err := c.CreateReader(pulsar.ReaderOptions{Topic: s.topic, StartMessageID: pulsar.EarliestMessageID()})
 	if err != nil {
@@ -133,20 +110,8 @@ func (s *restartSide) account(t *testing.T, c pulsar.Client) (lost, dups, refuse
 		}
 		count[env.Meta.ID]++
 	}
-	for id := range want {
-		if count[id] == 0 {
-			lost++
-		}
-	}
-	for id := range s.refused {
-		if count[id] > 0 {
-			refusedStored++
-		}
-	}
-	for _, n := range count {
-		dups += max(n-1, 0)
-	}
-	return lost, dups, refusedStored, republished
+	lost, dups, refusedStored = s.Tally(count, again)
+	return lost, dups, refusedStored, len(again)
 }
 
 // TestRestartDeduplication publishes through two Apps while the standalone
@@ -166,53 +131,39 @@ func TestRestartDeduplication(t *testing.T) {
 	restartNamespace(t, nsDedup, true)
 	restartNamespace(t, nsControl, false)
 
+	var seq atomic.Int64
 	side := func(name, ns string, opts ...Option) *restartSide {
 		tr := newIntegrationTransport(t, append([]Option{WithTopicPrefix("public", ns), WithSubscriptionType(pulsar.Shared)}, opts...)...)
 		app, err := babelqueue.NewApp(tr, babelqueue.WithDefaultQueue("orders"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return &restartSide{name: name, app: app,
-			topic: "persistent://public/" + ns + "/orders", acked: map[string]bool{}, refused: map[string]bool{}}
+		return &restartSide{name: name, app: app, topic: "persistent://public/" + ns + "/orders", seq: &seq}
 	}
 	dedup := side("dedup", nsDedup, WithDeduplication("restart-test-"+suffix))
 	control := side("control", nsControl, WithProducerOptions(func(o *pulsar.ProducerOptions) { o.SendTimeout = -1 }))
 
-	var seq atomic.Int64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for _, s := range []*restartSide{dedup, dedup, control, control} {
-		wg.Add(1)
-		go s.publish(stop, &seq, &wg)
-	}
-	time.Sleep(3 * time.Second)
-	killed := time.Now()
-	brokertest.BrokerScript(t, "pulsar", "kill", time.Minute)
-	time.Sleep(3 * time.Second)
-	brokertest.BrokerScript(t, "pulsar", "start", 5*time.Minute)
-	down := time.Since(killed)
-	time.Sleep(5 * time.Second)
-	close(stop)
-	wg.Wait()
+	outage := brokertest.Outage{Broker: "pulsar", Before: 3 * time.Second, Down: 3 * time.Second, After: 5 * time.Second}
+	down := outage.Run(t, dedup.publish, dedup.publish, control.publish, control.publish)
 
 	c := rawClient(t)
 	for _, s := range []*restartSide{dedup, control} {
 		lost, dups, refusedStored, republished := s.account(t, c)
 		line := fmt.Sprintf("restart: broker=pulsar run=%s published=%d acked=%d unknown=%d refused=%d republished=%d lost=%d duplicates=%d refused_stored=%d",
-			s.name, len(s.acked)+len(s.unknown)+len(s.refused), len(s.acked), len(s.unknown), len(s.refused), republished, lost, dups, refusedStored)
+			s.name, len(s.Acked)+len(s.Unknown)+len(s.Refused), len(s.Acked), len(s.Unknown), len(s.Refused), republished, lost, dups, refusedStored)
 		fmt.Println(line)
 		t.Logf("%s (broker down %s)", line, down.Round(100*time.Millisecond))
 		if lost != 0 || refusedStored != 0 {
 			t.Errorf("%s: lost=%d refused_stored=%d, want 0", s.name, lost, refusedStored)
 		}
-		if len(s.unknown) == 0 {
+		if len(s.Unknown) == 0 {
 			t.Errorf("%s: no publish returned an unknown outcome during the outage", s.name)
 		}
 		switch {
 		case s == dedup && dups != 0:
 			t.Errorf("dedup: %d duplicates, want every id stored once", dups)
 		case s == control && dups == 0:
-			t.Errorf("control: no duplicate after republishing %d unknown outcomes; the control shows nothing", len(s.unknown))
+			t.Errorf("control: no duplicate after republishing %d unknown outcomes; the control shows nothing", len(s.Unknown))
 		}
 	}
 }

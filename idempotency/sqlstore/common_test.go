@@ -12,6 +12,7 @@ import (
 	babelqueue "github.com/babelqueue/babelqueue-go/core"
 	"github.com/babelqueue/babelqueue-go/core/bqtest"
 	"github.com/babelqueue/babelqueue-go/idempotency/sqlstore"
+	"github.com/babelqueue/babelqueue-go/idempotency/storetest"
 )
 
 func newStore(t testing.TB, db *sql.DB, d sqlstore.Dialect, opts ...sqlstore.Option) *sqlstore.Store {
@@ -61,19 +62,7 @@ func runWrapTx(t *testing.T, db *sql.DB, s *sqlstore.Store) {
 	mu.Lock()
 	failing = false
 	mu.Unlock()
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for range 8 {
-		wg.Add(1)
-		go func() { defer wg.Done(); errs <- h(ctx, env) }()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatalf("delivery: %v", err)
-		}
-	}
+	storetest.DeliverConcurrently(t, ctx, h, env, 8)
 	var n int
 	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM effects WHERE msg = '`+id+`'`).Scan(&n); err != nil {
 		t.Fatal(err)

@@ -127,20 +127,7 @@ func Run(t *testing.T, newStore func(t *testing.T) idempotency.Store) {
 			time.Sleep(100 * time.Millisecond)
 			return nil
 		}, idempotency.WithBusyWait(10*time.Second, 10*time.Millisecond))
-		env := &babelqueue.Envelope{Job: "urn:test", Meta: babelqueue.Meta{ID: id}}
-		var wg sync.WaitGroup
-		errs := make(chan error, 8)
-		for range 8 {
-			wg.Add(1)
-			go func() { defer wg.Done(); errs <- h(ctx, env) }()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			if err != nil {
-				t.Fatalf("delivery: %v", err)
-			}
-		}
+		DeliverConcurrently(t, ctx, h, &babelqueue.Envelope{Job: "urn:test", Meta: babelqueue.Meta{ID: id}}, 8)
 		if got := effects.Load(); got != 1 {
 			t.Fatalf("effect ran %d times over 8 concurrent deliveries, want 1", got)
 		}
@@ -171,6 +158,25 @@ func Run(t *testing.T, newStore func(t *testing.T) idempotency.Store) {
 			t.Fatalf("handler calls %d, effects %d; want 2 and 1", calls, effects.Load())
 		}
 	})
+}
+
+// DeliverConcurrently calls h with env from n goroutines at once and fails
+// the test when any call returns an error.
+func DeliverConcurrently(t testing.TB, ctx context.Context, h babelqueue.Handler, env *babelqueue.Envelope, n int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs <- h(ctx, env) }()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("delivery: %v", err)
+		}
+	}
 }
 
 func mustWrap(t *testing.T, s idempotency.Store, h babelqueue.Handler, opts ...idempotency.Option) babelqueue.Handler {

@@ -197,12 +197,12 @@ def cmd_kafka_read(spec: Dict[str, Any]) -> None:
     consumer.close()
 
 
-def cmd_kafka_consume(spec: Dict[str, Any]) -> None:
-    """Consume ``topic`` with a BabelQueue app. Each delivery is reported with the raw record the
-    transport read and the envelope the handler got; ``fail`` makes the handler raise."""
+def consume_with_app(spec: Dict[str, Any], transport: Any, record_of: Any, ready: Any = None) -> None:
+    """Consume ``topic`` through ``transport`` with a BabelQueue app. Each delivery is reported with
+    the raw record the transport read (``record_of`` its handle) and the envelope the handler got;
+    ``fail`` makes the handler raise. ``ready``, when given, runs once the handlers are registered."""
     from babelqueue import BabelQueue
 
-    transport = kafka_transport(spec)
     app = BabelQueue(
         transport=transport,
         queue=spec["topic"],
@@ -220,6 +220,8 @@ def cmd_kafka_consume(spec: Dict[str, Any]) -> None:
 
     for urn in spec.get("urns", []):
         app.register(urn, handler)
+    if ready is not None:
+        ready()
     until = deadline(spec)
     count = int(spec.get("count", 0))
     done = 0
@@ -228,12 +230,17 @@ def cmd_kafka_consume(spec: Dict[str, Any]) -> None:
         if received is None:
             continue
         seen.clear()
-        record = kafka_record(received.handle)
+        record = record_of(received.handle)
         app.dispatch(received)
         emit({"record": record, "envelope": seen.get("envelope"), "clear": seen.get("clear"), "at": seen.get("at", now_ms()),
               "settled_at": now_ms()})
         done += 1
     transport.close()
+
+
+def cmd_kafka_consume(spec: Dict[str, Any]) -> None:
+    """Consume ``topic`` with a BabelQueue app (consume_with_app)."""
+    consume_with_app(spec, kafka_transport(spec), kafka_record)
 
 
 def cmd_kafka_reinject(spec: Dict[str, Any]) -> None:
@@ -391,43 +398,14 @@ def cmd_pulsar_read(spec: Dict[str, Any]) -> None:
 
 def cmd_pulsar_consume(spec: Dict[str, Any]) -> None:
     """Consume ``topic`` with a BabelQueue app on the subscription ``subscription`` (Shared)."""
-    from babelqueue import BabelQueue
-
     transport = pulsar_transport(spec)
-    app = BabelQueue(
-        transport=transport,
-        queue=spec["topic"],
-        max_attempts=int(spec.get("max_attempts", 3)),
-        dead_letter=bool(spec.get("dead_letter", False)),
-    )
-    seen: Dict[str, Any] = {}
 
-    def handler(data: Any, meta: Any, envelope: Any) -> None:
-        seen["envelope"] = envelope
-        seen["at"] = now_ms()
-        seen["clear"] = unprotected(spec, envelope)
-        if spec.get("fail"):
-            raise RuntimeError("python handler failed")
+    def ready() -> None:
+        # Subscribe before saying so, so the Go side publishes only once this consumer is attached.
+        transport._consumer(spec["topic"])
+        emit({"ready": True})
 
-    for urn in spec.get("urns", []):
-        app.register(urn, handler)
-    # Subscribe before saying so, so the Go side publishes only once this consumer is attached.
-    transport._consumer(spec["topic"])
-    emit({"ready": True})
-    until = deadline(spec)
-    count = int(spec.get("count", 0))
-    done = 0
-    while (count == 0 or done < count) and running(until):
-        received = transport.pop(spec["topic"], timeout=0.2)
-        if received is None:
-            continue
-        seen.clear()
-        record = pulsar_record(received.handle)
-        app.dispatch(received)
-        emit({"record": record, "envelope": seen.get("envelope"), "clear": seen.get("clear"), "at": seen.get("at", now_ms()),
-              "settled_at": now_ms()})
-        done += 1
-    transport.close()
+    consume_with_app(spec, transport, pulsar_record, ready)
 
 
 COMMANDS = {

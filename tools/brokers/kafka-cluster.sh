@@ -104,17 +104,7 @@ launch() {
     -XX:+ExplicitGCInvokesConcurrent -XX:+ExitOnOutOfMemoryError
     kafka.Kafka "$dir/server.properties")
   rm -f "$dir/pid"
-  (
-    exec 9>&- </dev/null >>"$dir/logs/kafka.out" 2>&1
-    cd "$dir"
-    # shellcheck disable=SC2016 # $$ and $@ belong to the inner shell.
-    exec setsid bash -c 'echo $$ >"$0"; exec java "$@"' "$dir/pid" "${java_args[@]}"
-  ) &
-  for _ in $(seq 1 50); do
-    [ -s "$dir/pid" ] && break
-    sleep 0.1
-  done
-  [ -s "$dir/pid" ] || die "kafka-cluster: node $1's JVM did not start (see $dir/logs/kafka.out)"
+  spawn_jvm "kafka-cluster: node $1" "$dir" kafka.out "${java_args[@]}"
 }
 
 live_pids() {

@@ -74,25 +74,12 @@ do_up() {
   cp_file="$(resolve_classpath kafka "$BQ_BROKERS_DIR/kafka")"
   probe_bin="$(probe_bin)"
 
-  if pid_alive "$PIDFILE"; then
-    if probe "$probe_bin" 20s >/dev/null 2>"$DIR/logs/probe.err"; then
-      log "kafka: already running (pid $(cat "$PIDFILE"))"
-      grep -q '^BQ_KAFKA_TLS_BROKERS=' "$ENVFILE" ||
-        log "kafka: it was started without the TLS listeners; restart it (down.sh kafka, then up.sh kafka) to get BQ_KAFKA_TLS_*"
-      cat "$ENVFILE"
-      return 0
-    fi
-    log "kafka: pid $(cat "$PIDFILE") is alive but does not serve; restarting it"
-    cat "$DIR/logs/probe.err" >&2 || true
-    stop_pid "$PIDFILE" kafka
+  if reuse_running kafka "$probe_bin" 20s BQ_KAFKA_TLS_BROKERS \
+    "it was started without the TLS listeners; restart it (down.sh kafka, then up.sh kafka) to get BQ_KAFKA_TLS_*"; then
+    return 0
   fi
-
-  local p
-  for p in "$KAFKA_PORT" "$KAFKA_SASL_PORT" "$KAFKA_CONTROLLER_PORT" "$KAFKA_TLS_PORT" "$KAFKA_SASL_TLS_PORT"; do
-    if port_busy "$p"; then
-      die "kafka: port $BQ_HOST:$p is taken by another process (see: ss -ltnp | grep :$p); stop it or set BQ_KAFKA_PORT / BQ_KAFKA_SASL_PORT / BQ_KAFKA_CONTROLLER_PORT / BQ_KAFKA_TLS_PORT / BQ_KAFKA_SASL_TLS_PORT"
-    fi
-  done
+  ports_free kafka "stop it or set BQ_KAFKA_PORT / BQ_KAFKA_SASL_PORT / BQ_KAFKA_CONTROLLER_PORT / BQ_KAFKA_TLS_PORT / BQ_KAFKA_SASL_TLS_PORT" \
+    "$KAFKA_PORT" "$KAFKA_SASL_PORT" "$KAFKA_CONTROLLER_PORT" "$KAFKA_TLS_PORT" "$KAFKA_SASL_TLS_PORT"
 
   rm -rf "$DIR"
   mkdir -p "$DIR/data" "$DIR/logs"
@@ -131,7 +118,7 @@ do_up() {
 # formatted data directory), waits until it serves, writes and prints the
 # BQ_* lines.
 launch() {
-  local probe_bin cp_file started rc
+  local probe_bin cp_file started
   cp_file="$(resolve_classpath kafka "$BQ_BROKERS_DIR/kafka")"
   probe_bin="$(probe_bin)"
   local java_common=(-cp "$(cat "$cp_file")"
@@ -149,30 +136,8 @@ launch() {
   # a broker stall from a client one.
   java_args+=("-Xlog:gc,safepoint:file=$DIR/logs/gc.log:time,uptime,level:filecount=2,filesize=10m"
     -XX:+ExitOnOutOfMemoryError kafka.Kafka "$DIR/server.properties")
-  # The JVM runs in its own session (setsid) so the caller's Ctrl-C or exit
-  # does not kill it; the wrapper records its own pid, then becomes java.
-  (
-    exec 9>&- </dev/null >>"$DIR/logs/kafka.out" 2>&1
-    cd "$DIR"
-    # shellcheck disable=SC2016 # $$ and $@ belong to the inner shell.
-    exec setsid bash -c 'echo $$ >"$0"; exec java "$@"' "$PIDFILE" "${java_args[@]}"
-  ) &
-  for _ in $(seq 1 50); do
-    [ -s "$PIDFILE" ] && break
-    sleep 0.1
-  done
-  [ -s "$PIDFILE" ] || die "kafka: the JVM did not start (see $DIR/logs/kafka.out)"
-
-  rc=0
-  probe "$probe_bin" "${KAFKA_START_TIMEOUT}s" >"$DIR/logs/probe.out" 2>&1 || rc=$?
-  if [ "$rc" != 0 ]; then
-    tail_logs "$DIR/logs" server.log kafka.out probe.out
-    stop_pid "$PIDFILE" kafka
-    die "kafka: did not come up (limit ${KAFKA_START_TIMEOUT}s; probe output and log tails above, full logs in $DIR/logs)"
-  fi
-  env_lines >"$ENVFILE"
-  log "kafka: serving after $(($(date +%s) - started))s (pid $(cat "$PIDFILE"), rss $(($(rss_kib "$PIDFILE") / 1024)) MiB, logs in $DIR/logs)"
-  cat "$ENVFILE"
+  spawn_jvm kafka "$DIR" kafka.out "${java_args[@]}"
+  await_serving kafka "$probe_bin" "$KAFKA_START_TIMEOUT" "$started" server.log kafka.out
 }
 
 # do_kill: kill -9 the JVM (no shutdown hook runs) and keep everything on
@@ -189,12 +154,8 @@ do_start() {
   fi
   [ -s "$DIR/server.properties" ] && [ -d "$DIR/data" ] ||
     die "kafka: no kept data in $DIR (start it with up first)"
-  local p
-  for p in "$KAFKA_PORT" "$KAFKA_SASL_PORT" "$KAFKA_CONTROLLER_PORT" "$KAFKA_TLS_PORT" "$KAFKA_SASL_TLS_PORT"; do
-    if port_busy "$p"; then
-      die "kafka: port $BQ_HOST:$p is still taken; cannot start again"
-    fi
-  done
+  ports_free kafka "cannot start again" \
+    "$KAFKA_PORT" "$KAFKA_SASL_PORT" "$KAFKA_CONTROLLER_PORT" "$KAFKA_TLS_PORT" "$KAFKA_SASL_TLS_PORT"
   log "kafka: starting again on the kept data in $DIR/data"
   launch
 }

@@ -218,3 +218,92 @@ new_cluster_id() {
   done
   printf '%s\n' "$id"
 }
+
+# spawn_jvm WHAT DIR OUT JAVA_ARG...: starts java from DIR in its own
+# session (setsid), so the caller's Ctrl-C or exit does not kill it, with its
+# output appended to DIR/logs/OUT. The wrapper records its own pid in
+# DIR/pid, then becomes java; dies when no pid shows within 5 s.
+spawn_jvm() {
+  local what="$1" dir="$2" out="$3"
+  shift 3
+  (
+    exec 9>&- </dev/null >>"$dir/logs/$out" 2>&1
+    cd "$dir"
+    # shellcheck disable=SC2016 # $$ and $@ belong to the inner shell.
+    exec setsid bash -c 'echo $$ >"$0"; exec java "$@"' "$dir/pid" "$@"
+  ) &
+  for _ in $(seq 1 50); do
+    [ -s "$dir/pid" ] && break
+    sleep 0.1
+  done
+  [ -s "$dir/pid" ] || die "$what: the JVM did not start (see $dir/logs/$out)"
+}
+
+# await_serving NAME PROBE_BIN LIMIT STARTED LOG...: for a single-broker
+# script (DIR, PIDFILE, ENVFILE, probe and env_lines of its own): runs probe
+# until the broker serves, within LIMIT seconds, then writes and prints the
+# BQ_* lines. When it does not serve, it prints the ends of the LOG files
+# and probe.out, stops the JVM and dies. STARTED is the start's epoch second.
+await_serving() {
+  local name="$1" probe_bin="$2" limit="$3" started="$4" rc=0
+  shift 4
+  probe "$probe_bin" "${limit}s" >"$DIR/logs/probe.out" 2>&1 || rc=$?
+  if [ "$rc" != 0 ]; then
+    tail_logs "$DIR/logs" "$@" probe.out
+    stop_pid "$PIDFILE" "$name"
+    die "$name: did not come up (limit ${limit}s; probe output and log tails above, full logs in $DIR/logs)"
+  fi
+  env_lines >"$ENVFILE"
+  log "$name: serving after $(($(date +%s) - started))s (pid $(cat "$PIDFILE"), rss $(($(rss_kib "$PIDFILE") / 1024)) MiB, logs in $DIR/logs)"
+  cat "$ENVFILE"
+}
+
+# service_main NAME ENVFILE VERB: runs the verb of a script whose functions
+# up, down and running manage a service without a JVM (postgres.sh,
+# redis.sh): up and down hold the service's lock, status exits 0 when it
+# runs, env prints the BQ_* lines of the running service from ENVFILE.
+service_main() {
+  local name="$1" envfile="$2"
+  case "${3:-}" in
+  up) with_lock "$name" up ;;
+  down) with_lock "$name" down ;;
+  status) running ;;
+  env) running && cat "$envfile" ;;
+  *)
+    echo "usage: $0 up|down|status|env" >&2
+    exit 2
+    ;;
+  esac
+}
+
+# ports_free WHAT HINT PORT...: dies naming the first of the ports that
+# something on BQ_HOST accepts connections on, with HINT saying what to do.
+ports_free() {
+  local what="$1" hint="$2" p
+  shift 2
+  for p in "$@"; do
+    if port_busy "$p"; then
+      die "$what: port $BQ_HOST:$p is taken (see: ss -ltnp | grep :$p); $hint"
+    fi
+  done
+}
+
+# reuse_running NAME PROBE_BIN LIMIT TLS_VAR HINT: for a single-broker
+# script (DIR, PIDFILE, ENVFILE, probe of its own). When its JVM runs and
+# the probe sees it serve within LIMIT, prints its BQ_* lines (logging HINT
+# when they lack TLS_VAR, a broker started before TLS) and returns 0. A JVM
+# that runs without serving is stopped; then, or when none runs, returns 1.
+reuse_running() {
+  local name="$1" probe_bin="$2" limit="$3" tls_var="$4" hint="$5"
+  pid_alive "$PIDFILE" || return 1
+  if probe "$probe_bin" "$limit" >/dev/null 2>"$DIR/logs/probe.err"; then
+    log "$name: already running (pid $(cat "$PIDFILE"))"
+    grep -q "^$tls_var=" "$ENVFILE" || log "$name: $hint"
+    cat "$ENVFILE"
+    return 0
+  fi
+  log "$name: pid $(cat "$PIDFILE") is alive but does not serve; restarting it"
+  cat "$DIR/logs/probe.err" >&2 || true
+  stop_pid "$PIDFILE" "$name"
+  return 1
+}

@@ -74,14 +74,4 @@ down() {
   rm -rf "$PG_DATA" "$PG_DIR/env"
 }
 
-cmd="${1:-}"
-case "$cmd" in
-up) with_lock postgres up ;;
-down) with_lock postgres down ;;
-status) running ;;
-env) running && cat "$PG_DIR/env" ;;
-*)
-  echo "usage: $0 up|down|status|env" >&2
-  exit 2
-  ;;
-esac
+service_main postgres "$PG_DIR/env" "${1:-}"

@@ -49,28 +49,16 @@ probe() {
 }
 
 do_up() {
-  local probe_bin cp_file p
+  local probe_bin cp_file
   cp_file="$(resolve_classpath pulsar "$BQ_BROKERS_DIR/pulsar")"
   probe_bin="$(probe_bin)"
 
-  if pid_alive "$PIDFILE"; then
-    if probe "$probe_bin" 30s >/dev/null 2>"$DIR/logs/probe.err"; then
-      log "pulsar: already running (pid $(cat "$PIDFILE"))"
-      grep -q '^BQ_PULSAR_TLS_URL=' "$ENVFILE" ||
-        log "pulsar: it was started without TLS and tokens; restart it (down.sh pulsar, then up.sh pulsar) to get BQ_PULSAR_TLS_* and BQ_PULSAR_TOKEN"
-      cat "$ENVFILE"
-      return 0
-    fi
-    log "pulsar: pid $(cat "$PIDFILE") is alive but does not serve; restarting it"
-    cat "$DIR/logs/probe.err" >&2 || true
-    stop_pid "$PIDFILE" pulsar
+  if reuse_running pulsar "$probe_bin" 30s BQ_PULSAR_TLS_URL \
+    "it was started without TLS and tokens; restart it (down.sh pulsar, then up.sh pulsar) to get BQ_PULSAR_TLS_* and BQ_PULSAR_TOKEN"; then
+    return 0
   fi
-
-  for p in "$PULSAR_PORT" "$PULSAR_WEB_PORT" "$PULSAR_BOOKIE_PORT" "$PULSAR_TLS_PORT"; do
-    if port_busy "$p"; then
-      die "pulsar: port $BQ_HOST:$p is taken by another process (see: ss -ltnp | grep :$p); stop it or set BQ_PULSAR_PORT / BQ_PULSAR_WEB_PORT / BQ_PULSAR_BOOKIE_PORT / BQ_PULSAR_TLS_PORT"
-    fi
-  done
+  ports_free pulsar "stop it or set BQ_PULSAR_PORT / BQ_PULSAR_WEB_PORT / BQ_PULSAR_BOOKIE_PORT / BQ_PULSAR_TLS_PORT" \
+    "$PULSAR_PORT" "$PULSAR_WEB_PORT" "$PULSAR_BOOKIE_PORT" "$PULSAR_TLS_PORT"
 
   rm -rf "$DIR"
   mkdir -p "$DIR/data" "$DIR/logs"
@@ -95,7 +83,7 @@ do_up() {
 # serves, writes and prints the BQ_* lines. Without --wipe-data the
 # metadata and bookie data a previous run left are used as they are.
 launch() {
-  local probe_bin cp_file started rc wipe=()
+  local probe_bin cp_file started wipe=()
   [ "${1:-}" != --wipe-data ] || wipe=(--wipe-data)
   cp_file="$(resolve_classpath pulsar "$BQ_BROKERS_DIR/pulsar")"
   probe_bin="$(probe_bin)"
@@ -125,30 +113,8 @@ launch() {
 
   log "pulsar: starting on $BQ_HOST:$PULSAR_PORT (binary), $BQ_HOST:$PULSAR_TLS_PORT (binary, TLS), $BQ_HOST:$PULSAR_WEB_PORT (admin), bookie $BQ_HOST:$PULSAR_BOOKIE_PORT; token authentication, anonymous clients allowed"
   started=$(date +%s)
-  # The JVM runs in its own session (setsid) so the caller's Ctrl-C or exit
-  # does not kill it; the wrapper records its own pid, then becomes java.
-  (
-    exec 9>&- </dev/null >>"$DIR/logs/pulsar.out" 2>&1
-    cd "$DIR"
-    # shellcheck disable=SC2016 # $$ and $@ belong to the inner shell.
-    exec setsid bash -c 'echo $$ >"$0"; exec java "$@"' "$PIDFILE" "${java_args[@]}"
-  ) &
-  for _ in $(seq 1 50); do
-    [ -s "$PIDFILE" ] && break
-    sleep 0.1
-  done
-  [ -s "$PIDFILE" ] || die "pulsar: the JVM did not start (see $DIR/logs/pulsar.out)"
-
-  rc=0
-  probe "$probe_bin" "${PULSAR_START_TIMEOUT}s" >"$DIR/logs/probe.out" 2>&1 || rc=$?
-  if [ "$rc" != 0 ]; then
-    tail_logs "$DIR/logs" pulsar.log pulsar.out probe.out
-    stop_pid "$PIDFILE" pulsar
-    die "pulsar: did not come up (limit ${PULSAR_START_TIMEOUT}s; probe output and log tails above, full logs in $DIR/logs)"
-  fi
-  env_lines >"$ENVFILE"
-  log "pulsar: serving after $(($(date +%s) - started))s (pid $(cat "$PIDFILE"), rss $(($(rss_kib "$PIDFILE") / 1024)) MiB, logs in $DIR/logs)"
-  cat "$ENVFILE"
+  spawn_jvm pulsar "$DIR" pulsar.out "${java_args[@]}"
+  await_serving pulsar "$probe_bin" "$PULSAR_START_TIMEOUT" "$started" pulsar.log pulsar.out
 }
 
 # do_kill: kill -9 the JVM (no shutdown hook runs) and keep everything on
@@ -160,18 +126,13 @@ do_kill() {
 # do_start: starts the JVM again on the data a kill kept (same metadata,
 # ledgers, certificates and token).
 do_start() {
-  local p
   if pid_alive "$PIDFILE"; then
     die "pulsar: already running (pid $(cat "$PIDFILE")); kill it first"
   fi
   if [ ! -s "$DIR/standalone.conf" ] || [ ! -d "$DIR/data" ]; then
     die "pulsar: no kept data in $DIR (start it with up first)"
   fi
-  for p in "$PULSAR_PORT" "$PULSAR_WEB_PORT" "$PULSAR_BOOKIE_PORT" "$PULSAR_TLS_PORT"; do
-    if port_busy "$p"; then
-      die "pulsar: port $BQ_HOST:$p is still taken; cannot start again"
-    fi
-  done
+  ports_free pulsar "cannot start again" "$PULSAR_PORT" "$PULSAR_WEB_PORT" "$PULSAR_BOOKIE_PORT" "$PULSAR_TLS_PORT"
   log "pulsar: starting again on the kept data in $DIR/data"
   launch
 }

@@ -57,14 +57,4 @@ down() {
   rm -rf "$R_DATA" "$R_DIR/env"
 }
 
-cmd="${1:-}"
-case "$cmd" in
-up) with_lock redis up ;;
-down) with_lock redis down ;;
-status) running ;;
-env) running && cat "$R_DIR/env" ;;
-*)
-  echo "usage: $0 up|down|status|env" >&2
-  exit 2
-  ;;
-esac
+service_main redis "$R_DIR/env" "${1:-}"

@@ -11,18 +11,7 @@ import (
 )
 
 func TestCertsServerCertificateVerifiesAgainstTheCA(t *testing.T) {
-	dir := t.TempDir()
-	if err := runCerts([]string{"-dir", dir, "-hosts", "127.0.0.1,localhost"}); err != nil {
-		t.Fatal(err)
-	}
-	read := func(name string) []byte {
-		t.Helper()
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
+	dir, read := generate(t, runCerts, "-hosts", "127.0.0.1,localhost")
 	roots := x509.NewCertPool()
 	if !roots.AppendCertsFromPEM(read(certsCAFile)) {
 		t.Fatal("ca.pem holds no certificate")

@@ -5,25 +5,17 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
 
 func TestTokenIsAnHS256JWTSignedWithTheSecret(t *testing.T) {
-	dir := t.TempDir()
-	if err := runToken([]string{"-dir", dir, "-subject", "role-x"}); err != nil {
-		t.Fatal(err)
+	_, read := generate(t, runToken, "-subject", "role-x")
+	secret := read(tokenSecretFile)
+	if len(secret) != tokenSecretBytes {
+		t.Fatalf("secret: %d bytes, want %d", len(secret), tokenSecretBytes)
 	}
-	secret, err := os.ReadFile(filepath.Join(dir, tokenSecretFile))
-	if err != nil || len(secret) != tokenSecretBytes {
-		t.Fatalf("secret: %d bytes, %v", len(secret), err)
-	}
-	raw, err := os.ReadFile(filepath.Join(dir, tokenFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := read(tokenFile)
 	parts := strings.Split(string(raw), ".")
 	if len(parts) != 3 {
 		t.Fatalf("token %q is not a compact JWS", raw)

@@ -43,10 +43,8 @@ const dlqDiscardExamples = `  bq dlq discard -b 127.0.0.1:9092 -t orders --urn u
 func newDLQDiscardCmd() *cobra.Command {
 	cmd := leaf("discard", "discard selected dead letters for good (with a record file and a dry run)", dlqDiscardHelp, dlqDiscardExamples)
 	fs := cmd.Flags()
-	var cf connFlags
+	var cf dlqFlags
 	cf.register(fs)
-	queue := topicFlag(fs, dlqTopicUsage)
-	dlq := fs.String("dlq", "", "dead-letter topic (overrides --topic)")
 	var sel selectorFlags
 	sel.register(fs)
 	all := fs.Bool("all", false, "select every dead letter that is an envelope (required when no selector is given)")
@@ -60,9 +58,9 @@ func newDLQDiscardCmd() *cobra.Command {
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx, out, errOut := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
-		topic := dlqName(*dlq, *queue)
-		if topic == "" {
-			return usagef("--topic (-t) or --dlq is required")
+		topic, err := cf.topic()
+		if err != nil {
+			return err
 		}
 		envelopes := sel != (selectorFlags{}) || *all
 		if !envelopes && !*poison && !*unsupported {
@@ -80,7 +78,7 @@ func newDLQDiscardCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		t, cursor, closeT, err := openRedrive(ctx, &cf, u, topic, *group, *sub)
+		t, cursor, closeT, err := openRedrive(ctx, &cf.connFlags, u, topic, *group, *sub)
 		if err != nil {
 			return err
 		}

@@ -14,6 +14,30 @@ import (
 	bqkafka "github.com/babelqueue/babelqueue-go/kafka"
 )
 
+// dlqFlags are the flags of the commands that read a dead-letter topic:
+// the connection flags, --topic (the work queue, or the DLQ itself) and
+// --dlq.
+type dlqFlags struct {
+	connFlags
+	queue, dlq *string
+}
+
+func (f *dlqFlags) register(fs *pflag.FlagSet) {
+	f.connFlags.register(fs)
+	f.queue = topicFlag(fs, dlqTopicUsage)
+	f.dlq = fs.String("dlq", "", "dead-letter topic (overrides --topic)")
+}
+
+// topic returns the dead-letter topic the flags name (dlqName), or a usage
+// error when neither --topic nor --dlq is given.
+func (f *dlqFlags) topic() (string, error) {
+	topic := dlqName(*f.dlq, *f.queue)
+	if topic == "" {
+		return "", usagef("--topic (-t) or --dlq is required")
+	}
+	return topic, nil
+}
+
 // dlqName resolves --dlq / --topic to the dead-letter topic: --dlq, else
 // a --topic that already ends in ".dlq", else <topic>.dlq.
 func dlqName(dlq, queue string) string {
@@ -171,18 +195,16 @@ const dlqStatsExamples = `  bq dlq stats --broker kafka://127.0.0.1:9092 --topic
 func newDLQStatsCmd() *cobra.Command {
 	cmd := leaf("stats", "count dead letters by reason, URN, original queue and age", dlqStatsHelp, dlqStatsExamples)
 	fs := cmd.Flags()
-	var cf connFlags
+	var cf dlqFlags
 	cf.register(fs)
-	queue := topicFlag(fs, dlqTopicUsage)
-	dlq := fs.String("dlq", "", "dead-letter topic (overrides --topic)")
 	var region dlqRegion
 	region.register(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx, out, errOut := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
-		topic := dlqName(*dlq, *queue)
-		if topic == "" {
-			return usagef("--topic (-t) or --dlq is required")
+		topic, err := cf.topic()
+		if err != nil {
+			return err
 		}
 		u, err := cf.resolve(errOut)
 		if err != nil {
@@ -227,10 +249,8 @@ const dlqPeekExamples = `  bq dlq peek --broker kafka://127.0.0.1:9092 --topic o
 func newDLQPeekCmd() *cobra.Command {
 	cmd := leaf("peek", "show dead letters: envelope, dead_letter block and headers", dlqPeekHelp, dlqPeekExamples)
 	fs := cmd.Flags()
-	var cf connFlags
+	var cf dlqFlags
 	cf.register(fs)
-	queue := topicFlag(fs, dlqTopicUsage)
-	dlq := fs.String("dlq", "", "dead-letter topic (overrides --topic)")
 	limit := fs.IntP("limit", "n", 20, "show at most this many dead letters (0: all)")
 	var region dlqRegion
 	region.register(fs)
@@ -239,9 +259,9 @@ func newDLQPeekCmd() *cobra.Command {
 	asJSON := fs.Bool("json", false, "print one JSON object per dead letter")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx, out, errOut := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
-		topic := dlqName(*dlq, *queue)
-		if topic == "" {
-			return usagef("--topic (-t) or --dlq is required")
+		topic, err := cf.topic()
+		if err != nil {
+			return err
 		}
 		if *limit < 0 {
 			return usagef("--limit %d: must be >= 0", *limit)

@@ -43,6 +43,55 @@ func mustBQ(t *testing.T, ctx context.Context, args ...string) string {
 	return out
 }
 
+// tailFollows starts `bq tail --json --limit 1` on queue, publishes urn to
+// it every 500 ms until tail prints a line, and returns that line. The test
+// fails when nothing is printed within, and tail's exit code is checked.
+func tailFollows(t *testing.T, ctx context.Context, within time.Duration, broker, queue, urn string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	pr, pw := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		defer pw.Close()
+		var errOut bytes.Buffer
+		done <- run(ctx, []string{"tail", "--broker", broker, "--queue", queue, "--json", "--limit", "1"}, pw, &errOut)
+	}()
+	lines := make(chan string, 1)
+	go func() {
+		l, _ := bufio.NewReader(pr).ReadString('\n')
+		lines <- l
+		io.Copy(io.Discard, pr)
+	}()
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	var line string
+	for line == "" {
+		select {
+		case <-tick.C:
+			mustBQ(t, ctx, "publish", "--broker", broker, "--queue", queue, "--urn", urn)
+		case line = <-lines:
+		case <-ctx.Done():
+			t.Fatal("following tail printed nothing")
+		}
+	}
+	if code := <-done; code != exitOK {
+		t.Errorf("tail --limit 1 exit %d", code)
+	}
+	return line
+}
+
+// sigkill sends SIGKILL to cmd's process and reports whether the error
+// wait returns says the signal ended it, not an exit of its own.
+func sigkill(t *testing.T, cmd *exec.Cmd, wait func() error) bool {
+	t.Helper()
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	ee, ok := wait().(*exec.ExitError)
+	return ok && !ee.Exited()
+}
+
 func kafkaURL(t *testing.T) string {
 	return "kafka://" + strings.Join(brokertest.KafkaBrokers(t), ",")
 }
@@ -74,6 +123,36 @@ type seedDeadLetter struct {
 	raw                     []byte // an undecodable body instead of an envelope
 }
 
+// encode returns the body of the seeded dead letter, s.raw or an envelope
+// with a dead_letter block (with errText as its error when not empty), and
+// its contract headers, the redrive count last when set.
+func (s seedDeadLetter) encode(t *testing.T, errText string) ([]byte, []wire.Header) {
+	t.Helper()
+	var headers []wire.Header
+	body := s.raw
+	if body == nil {
+		env, err := babelqueue.Make(s.urn, map[string]string{"key": s.key}, babelqueue.WithQueue(s.queue))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if body, err = env.Encode(); err != nil {
+			t.Fatal(err)
+		}
+		dl := wire.DeadLetter{Reason: s.reason, FailedAt: time.Now().UnixMilli(), OriginalQueue: s.queue, Attempts: 3}
+		if errText != "" {
+			dl.Error = &errText
+		}
+		if body, err = wire.AnnotateDeadLetter(body, dl); err != nil {
+			t.Fatal(err)
+		}
+		headers = wire.ProjectBody(body).Headers()
+	}
+	if s.redrives > 0 {
+		headers = append(headers, wire.Header{Key: headerRedriveCount, Value: fmt.Sprint(s.redrives)})
+	}
+	return body, headers
+}
+
 // seedDLQ writes dead letters to dlq as a consumer would have: envelope
 // with a dead_letter block, contract headers, key.
 func seedDLQ(t *testing.T, ctx context.Context, dlq string, seeds []seedDeadLetter) {
@@ -83,29 +162,10 @@ func seedDLQ(t *testing.T, ctx context.Context, dlq string, seeds []seedDeadLett
 	msgs := make([]kafkago.Message, 0, len(seeds))
 	for _, s := range seeds {
 		m := kafkago.Message{Topic: dlq, Key: []byte(s.key), Time: time.Now()}
-		if s.raw != nil {
-			m.Value = s.raw
-		} else {
-			env, err := babelqueue.Make(s.urn, map[string]string{"key": s.key}, babelqueue.WithQueue(s.queue))
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, err := env.Encode()
-			if err != nil {
-				t.Fatal(err)
-			}
-			msg := "boom"
-			body, err = wire.AnnotateDeadLetter(body, wire.DeadLetter{Reason: s.reason, Error: &msg, FailedAt: time.Now().UnixMilli(), OriginalQueue: s.queue, Attempts: 3})
-			if err != nil {
-				t.Fatal(err)
-			}
-			m.Value = body
-			for _, h := range wire.ProjectBody(body).Headers() {
-				m.Headers = append(m.Headers, kafkago.Header{Key: h.Key, Value: []byte(h.Value)})
-			}
-		}
-		if s.redrives > 0 {
-			m.Headers = append(m.Headers, kafkago.Header{Key: headerRedriveCount, Value: []byte(fmt.Sprint(s.redrives))})
+		var headers []wire.Header
+		m.Value, headers = s.encode(t, "boom")
+		for _, h := range headers {
+			m.Headers = append(m.Headers, kafkago.Header{Key: h.Key, Value: []byte(h.Value)})
 		}
 		msgs = append(msgs, m)
 	}
@@ -231,40 +291,10 @@ func TestKafkaPublishTailPeekStats(t *testing.T) {
 	}
 
 	// Following tail prints a message published after it started.
-	tctx, tcancel := context.WithCancel(ctx)
-	pr, pw := io.Pipe()
-	tailDone := make(chan int, 1)
-	go func() {
-		defer pw.Close()
-		var errOut bytes.Buffer
-		tailDone <- run(tctx, []string{"tail", "--broker", kafkaURL(t), "--queue", topic, "--json", "--limit", "1"}, pw, &errOut)
-	}()
-	lines := make(chan string, 1)
-	go func() {
-		l, _ := bufio.NewReader(pr).ReadString('\n')
-		lines <- l
-		io.Copy(io.Discard, pr)
-	}()
-	var followed string
-	deadline := time.After(30 * time.Second)
-	tick := time.NewTicker(500 * time.Millisecond)
-	for followed == "" {
-		select {
-		case <-tick.C:
-			mustBQ(t, ctx, "publish", "--broker", kafkaURL(t), "--queue", topic, "--urn", "urn:bq:test:follow")
-		case followed = <-lines:
-		case <-deadline:
-			t.Fatal("following tail printed nothing")
-		}
-	}
-	tick.Stop()
+	followed := tailFollows(t, ctx, 30*time.Second, kafkaURL(t), topic, "urn:bq:test:follow")
 	if !strings.Contains(followed, "urn:bq:test:follow") {
 		t.Errorf("followed line %q", followed)
 	}
-	if code := <-tailDone; code != exitOK {
-		t.Errorf("tail --limit 1 exit %d", code)
-	}
-	tcancel()
 
 	dlq := topic + ".dlq"
 	seedDLQ(t, ctx, dlq, []seedDeadLetter{
@@ -582,11 +612,7 @@ func TestKafkaRedriveKilledAndResumed(t *testing.T) {
 				continue // refused: start it again
 			}
 			started = true
-			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			err := <-done
-			if ee, ok := err.(*exec.ExitError); ok && !ee.Exited() {
+			if sigkill(t, cmd, func() error { return <-done }) {
 				kills++
 			}
 		}

@@ -4,7 +4,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"net/http"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -38,25 +36,10 @@ func seedPulsarDLQ(t *testing.T, ctx context.Context, url, topic string, seeds [
 	defer p.Close()
 	for _, s := range seeds {
 		msg := &pulsar.ProducerMessage{Key: s.key, Properties: map[string]string{}}
-		if s.raw != nil {
-			msg.Payload = s.raw
-		} else {
-			env, err := babelqueue.Make(s.urn, map[string]string{"key": s.key}, babelqueue.WithQueue(s.queue))
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, _ := env.Encode()
-			body, err = wire.AnnotateDeadLetter(body, wire.DeadLetter{Reason: s.reason, FailedAt: time.Now().UnixMilli(), OriginalQueue: s.queue, Attempts: 3})
-			if err != nil {
-				t.Fatal(err)
-			}
-			msg.Payload = body
-			for _, h := range wire.ProjectBody(body).Headers() {
-				msg.Properties[h.Key] = h.Value
-			}
-		}
-		if s.redrives > 0 {
-			msg.Properties[headerRedriveCount] = fmt.Sprint(s.redrives)
+		var headers []wire.Header
+		msg.Payload, headers = s.encode(t, "")
+		for _, h := range headers {
+			msg.Properties[h.Key] = h.Value
 		}
 		if _, err := p.Send(ctx, msg); err != nil {
 			t.Fatal(err)
@@ -204,36 +187,9 @@ func TestPulsarTailFollows(t *testing.T) {
 	defer cancel()
 	queue := brokertest.Topic(t, "bq")
 	mustBQ(t, ctx, "publish", "--broker", url, "--queue", queue, "--urn", "urn:bq:before")
-	pr, pw := io.Pipe()
-	done := make(chan int, 1)
-	go func() {
-		defer pw.Close()
-		var errOut bytes.Buffer
-		done <- run(ctx, []string{"tail", "--broker", url, "--queue", queue, "--json", "--limit", "1"}, pw, &errOut)
-	}()
-	lines := make(chan string, 1)
-	go func() {
-		l, _ := bufio.NewReader(pr).ReadString('\n')
-		lines <- l
-		io.Copy(io.Discard, pr)
-	}()
-	tick := time.NewTicker(500 * time.Millisecond)
-	defer tick.Stop()
-	var line string
-	for line == "" {
-		select {
-		case <-tick.C:
-			mustBQ(t, ctx, "publish", "--broker", url, "--queue", queue, "--urn", "urn:bq:after")
-		case line = <-lines:
-		case <-ctx.Done():
-			t.Fatal("tail printed nothing")
-		}
-	}
+	line := tailFollows(t, ctx, time.Minute, url, queue, "urn:bq:after")
 	if !strings.Contains(line, `"urn":"urn:bq:after"`) {
 		t.Errorf("tail from the end printed %q, want a message published after it started", line)
-	}
-	if code := <-done; code != exitOK {
-		t.Errorf("exit %d", code)
 	}
 }
 
@@ -333,11 +289,7 @@ func TestPulsarRedriveKilledAndResumed(t *testing.T) {
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		err := cmd.Wait()
-		if ee, ok := err.(*exec.ExitError); ok && !ee.Exited() {
+		if sigkill(t, cmd, cmd.Wait) {
 			kills++
 		}
 	}

@@ -329,10 +329,8 @@ const redriveExamples = `  # what would move, without writing anything
 func newRedriveCmd() *cobra.Command {
 	cmd := leaf("redrive", "move dead letters back to their queue (resumable)", redriveHelp, redriveExamples)
 	fs := cmd.Flags()
-	var cf connFlags
+	var cf dlqFlags
 	cf.register(fs)
-	queue := topicFlag(fs, dlqTopicUsage)
-	dlq := fs.String("dlq", "", "dead-letter topic (overrides --topic)")
 	var sel selectorFlags
 	sel.register(fs)
 	target := fs.String("target", "", "queue to move dead letters to (default: each one's original queue)")
@@ -346,9 +344,9 @@ func newRedriveCmd() *cobra.Command {
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx, out, errOut := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
-		topic := dlqName(*dlq, *queue)
-		if topic == "" {
-			return usagef("--topic (-t) or --dlq is required")
+		topic, err := cf.topic()
+		if err != nil {
+			return err
 		}
 		if *maxN < 0 || *maxRedrives < 0 {
 			return usagef("--max and --max-redrives must be >= 0")
@@ -363,7 +361,7 @@ func newRedriveCmd() *cobra.Command {
 		}
 		opts := redriveOptions{selector: selector, target: *target, max: *maxN, maxRedrives: *maxRedrives, dryRun: *dry, bypass: *bypass}
 
-		t, cursor, closeT, err := openRedrive(ctx, &cf, u, topic, *group, *sub)
+		t, cursor, closeT, err := openRedrive(ctx, &cf.connFlags, u, topic, *group, *sub)
 		if err != nil {
 			return err
 		}
