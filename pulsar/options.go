@@ -216,6 +216,12 @@ func WithSubscription(name string) Option {
 // declared the client's default, Exclusive, is used and counts as Exclusive
 // for the retry check of New.
 //
+// On a Failover or Exclusive subscription (declared or not) of a topic of
+// two partitions or more, the Transport subscribes a consumer to each
+// partition, so that each partition's messages come through a receive
+// channel of their own; the broker's assignment of active consumers is the
+// same as for the client's partitioned consumer.
+//
 // A negative acknowledgement advances Pulsar's redelivery count only on
 // Shared and KeyShared subscriptions, and native delayed delivery
 // (PublishDelayed) is honoured only by those two types.
@@ -390,6 +396,12 @@ func WithProducerOptions(fn func(*pulsar.ProducerOptions)) Option {
 // subscribes. fn runs after the Transport filled in topic, subscription
 // name and type, initial position and nack delay. Set AckWithResponse to
 // have Ack wait for the broker (see the defaults above).
+//
+// On a Failover or Exclusive subscription of a partitioned topic fn runs
+// once, and each partition topic is subscribed with its result (DESIGN.md,
+// "One consumer per partition"); a message channel, dead-letter or retry
+// topics, a zero receiver queue, or several topics set by fn keep the
+// client's one partitioned consumer.
 func WithConsumerOptions(fn func(*pulsar.ConsumerOptions)) Option {
 	return func(c *config) {
 		c.consumerOptions = fn

@@ -11,104 +11,183 @@ import (
 )
 
 const (
-	// prefetchBatch bounds how many prepared deliveries the prefetcher
-	// hands to Pop at once: what the client's receive channel holds when
-	// the prefetcher reads it, up to this many.
+	// prefetchBatch bounds how many messages a feeder takes from its
+	// receive channel at once: what the channel holds when the feeder
+	// reads it, up to this many.
 	prefetchBatch = 16
-	// prefetchBatches bounds how many batches wait for Pop. With the batch
-	// Pop is working through and the one being prepared, a queue's
-	// prefetcher holds at most (prefetchBatches + 2) × prefetchBatch
-	// deliveries beyond the client's own receiver queue.
-	prefetchBatches = 4
+	// prefetchDepth bounds the prepared deliveries a queue's prefetcher
+	// holds beyond the client's own receiver queues: its feeders share it
+	// equally, each at least prefetchBatch/2.
+	prefetchDepth = 96
 )
 
-// prefetcher serves a queue's Pops from the client's receive channel, in
+// prefetcher serves a queue's Pops from the client's receive channels, in
 // one of two modes, and keeps each partition's order: Pop calls one after
 // another get a partition's messages in the order the client received
 // them.
 //
-// It starts direct: Pop itself takes the next message from the channel on
-// the consume loop's goroutine, as a raw Receive does, and the App decodes
-// the body when it handles it. A sequential consume loop stays in this
-// mode: a goroutine between the client and the loop costs more CPU per
-// message in hand-offs and wake-ups than the decoding it moves aside (see
-// DESIGN.md).
+// With one receive channel (the consumer of a topic, or of all the
+// partitions of a partitioned topic) it starts direct: Pop itself takes
+// the next message from the channel on the consume loop's goroutine, as a
+// raw Receive does, and the App decodes the body when it handles it. A
+// sequential consume loop stays in this mode: a goroutine between the
+// client and the loop costs more CPU per message in hand-offs and
+// wake-ups than the decoding it moves aside (see DESIGN.md).
 //
 // The App's concurrent loop asks for ready announcements (NotifyReady),
-// which switches it to prefetching for good: a goroutine of its own takes
-// the messages from the channel and prepares them ahead of Pop, the
-// attempts rule (received) and the decoding of the body the App would do
-// first (babelqueue.ReceivedMessage.Predecode), so that the workers are left
-// with the handler and the acknowledgement. It hands them over in batches
-// of what the client had ready, so that the goroutines wake each other once
-// per batch rather than once per message.
+// which switches it to prefetching for good; a prefetcher of one consumer
+// per partition (partitionConsumers) prefetches from the start. A feeder
+// goroutine per receive channel takes the messages and prepares them ahead
+// of Pop, the attempts rule (received) and the decoding of the body the
+// App would do first (babelqueue.ReceivedMessage.Predecode), so that the
+// workers are left with the handler and the acknowledgement. It files
+// them by partition, a batch of what the client had ready at a time, so
+// that the goroutines wake each other once per batch rather than once per
+// message, and holds at most its share of prefetchDepth: a feeder whose
+// share is full waits, the others read on.
 //
-// Once it has prepared messages of more than one partition (mixed), it
-// hands them out across the partitions in turn: each Pop (and ReceiveReady)
-// gets the first held delivery of the partition it handed out least
-// recently, looking through the ready batches too, up to
-// maxHeldForPartition deliveries held. The client's channel may begin with
-// a long run of one partition's messages (each partition consumer of the
-// client feeds it on its own); handed out in that order, they would fill
-// the App's pending bound with one partition while the others wait for
-// the receive order to get past the run (pulsar/DESIGN.md, "Receive").
+// Pop and ReceiveReady hand out across the partitions in turn (the
+// partition handed out least recently first); takeFrom hands out one
+// partition's next delivery (pulsar/DESIGN.md, "One lane per partition").
 //
 // A prepared delivery is still only received: until Pop hands it out and
 // it is acknowledged, it is as unsettled as one in the client's receiver
 // queue, and the broker redelivers it when the consumer closes. The
-// Transport owns the goroutine and stops it (halt) before it closes the
+// Transport owns the goroutines and stops them (halt) before it closes the
 // consumer.
 type prefetcher struct {
-	in    <-chan pulsar.ConsumerMessage // the client's receive channel
+	in    <-chan pulsar.ConsumerMessage // the receive channel of direct mode (one feeder)
 	queue string
 	group string
 	slot  *consumerSlot
+	feed  []*feeder
 
-	ready chan []*babelqueue.ReceivedMessage // prepared batches, in order, never empty
-	stop  chan struct{}                      // closed by halt
-	done  chan struct{}                      // closed when run has returned, or by halt when it never ran
-	once  sync.Once
+	stop chan struct{} // closed by halt
+	done chan struct{} // closed when every feeder has returned, or by halt when none ran
+	once sync.Once
+	live atomic.Int32 // feeders not returned yet
+
+	// avail gets a token after a feeder filed deliveries (and after a
+	// hand-out that left some while Pops wait); a waiting Pop then takes
+	// again.
+	avail chan struct{}
 
 	// mode guards the switch to prefetching: a direct Pop receives with it
 	// read-locked, start and halt take it to switch. running is set once
-	// the goroutine is started, and never reset.
+	// the feeders are started, and never reset.
 	mode    sync.RWMutex
 	running atomic.Bool
 
-	mu   sync.Mutex
-	held []*babelqueue.ReceivedMessage // taken from ready, not yet handed out, in order
-
-	// mixed is set by run once it prepared deliveries of two partitions.
-	// Under mu, turns[part] is the value of handed when a delivery of
-	// partition part was last handed out (0: never), for the partitions
-	// below maxTurnPartitions.
-	mixed  atomic.Bool
-	turns  []uint64
+	// Under mu: the held deliveries of each partition seen (parts), the
+	// partitions holding any, in the order they came to hold one
+	// (active), how many are held in all (total), and a counter of
+	// hand-outs (handed).
+	mu     sync.Mutex
+	parts  map[int32]*heldPartition
+	active []*heldPartition
+	total  int
 	handed uint64
 
-	// waiting counts the Pops waiting for a batch (popPrepared); notify,
-	// when set (Transport.NotifyReady), is called after a batch is queued
-	// while none waits.
+	// waiting counts the Pops waiting for a delivery (popPrepared);
+	// notify, when set (Transport.NotifyReady), is called after a feeder
+	// filed deliveries while none waits.
 	waiting atomic.Int32
 	notify  atomic.Pointer[func()]
 }
 
+// feeder reads one receive channel of the client for a prefetcher.
+type feeder struct {
+	in    <-chan pulsar.ConsumerMessage
+	c     consumer // acknowledges what in delivers
+	part  int32    // the partition of every message of in; -1: the message ID's
+	share int      // bound of held
+	room  chan struct{}
+
+	// Under the prefetcher's mu: the deliveries filed and not handed out
+	// yet, and whether the feeder waits for one of them to be handed out.
+	held    int
+	stalled bool
+}
+
+// heldPartition holds one partition's prepared deliveries, in order.
+type heldPartition struct {
+	items []*babelqueue.ReceivedMessage // items[head:] are held
+	head  int
+	src   *feeder // the feeder that filed them
+	// turn is the prefetcher's handed count when a delivery of this
+	// partition was last handed out (0: never).
+	turn   uint64
+	active bool
+}
+
+func (h *heldPartition) len() int { return len(h.items) - h.head }
+
+// push appends rm behind the partition's held deliveries.
+func (h *heldPartition) push(rm *babelqueue.ReceivedMessage) {
+	if h.head > 0 && len(h.items) == cap(h.items) {
+		n := copy(h.items, h.items[h.head:])
+		clear(h.items[n:])
+		h.items, h.head = h.items[:n], 0
+	}
+	h.items = append(h.items, rm)
+}
+
+// pop removes and returns the partition's first held delivery; h holds
+// one.
+func (h *heldPartition) pop() *babelqueue.ReceivedMessage {
+	rm := h.items[h.head]
+	h.items[h.head] = nil
+	h.head++
+	if h.head == len(h.items) {
+		h.items, h.head = h.items[:0], 0
+	}
+	return rm
+}
+
 // startPrefetch returns the prefetcher of queue's consumer slot s, which
-// reads in, the client's receive channel. It starts in direct mode: its
-// goroutine starts only when start is called.
+// reads in, the receive channel of s's consumer. It starts in direct
+// mode: its feeder starts only when start is called.
 func startPrefetch(queue, group string, s *consumerSlot, in <-chan pulsar.ConsumerMessage) *prefetcher {
+	var c consumer
+	if s != nil {
+		c = s.c
+	}
+	return newPrefetcher(queue, group, s, []*feeder{{in: in, c: c, part: -1}})
+}
+
+// startPartitionPrefetch returns the prefetcher of queue's consumer slot
+// s, whose consumer pc holds one consumer per partition; it prefetches at
+// once, a feeder per partition.
+func startPartitionPrefetch(queue, group string, s *consumerSlot, pc *partitionConsumers) *prefetcher {
+	feed := make([]*feeder, len(pc.parts))
+	for i, c := range pc.parts {
+		feed[i] = &feeder{in: c.(messageChan).Chan(), c: c, part: int32(i)}
+	}
+	p := newPrefetcher(queue, group, s, feed)
+	p.start()
+	return p
+}
+
+func newPrefetcher(queue, group string, s *consumerSlot, feed []*feeder) *prefetcher {
+	share := max(prefetchDepth/len(feed), prefetchBatch/2)
+	for _, f := range feed {
+		f.share = share
+		f.room = make(chan struct{}, 1)
+	}
 	return &prefetcher{
-		in:    in,
+		in:    feed[0].in,
 		queue: queue,
 		group: group,
 		slot:  s,
-		ready: make(chan []*babelqueue.ReceivedMessage, prefetchBatches),
+		feed:  feed,
 		stop:  make(chan struct{}),
 		done:  make(chan struct{}),
+		avail: make(chan struct{}, 1),
+		parts: make(map[int32]*heldPartition),
 	}
 }
 
-// start switches p to prefetching: its goroutine starts, unless it runs
+// start switches p to prefetching: its feeders start, unless they run
 // already or p was halted. A direct Pop in progress finishes first.
 func (p *prefetcher) start() {
 	if p.running.Load() {
@@ -125,33 +204,49 @@ func (p *prefetcher) start() {
 	default:
 	}
 	p.running.Store(true)
-	go p.run(p.queue, p.group, p.slot, p.in)
+	p.live.Store(int32(len(p.feed)))
+	for _, f := range p.feed {
+		go p.run(f)
+	}
 }
 
-func (p *prefetcher) run(queue, group string, s *consumerSlot, in <-chan pulsar.ConsumerMessage) {
-	defer close(p.done)
-	first, mixed := int32(-1), false
-	saw := func(rm *babelqueue.ReceivedMessage) *babelqueue.ReceivedMessage {
-		if !mixed {
-			if first < 0 {
-				first = rm.Partition
-			} else if rm.Partition != first {
-				mixed = true
-				p.mixed.Store(true)
-			}
+// run is the feeder f: it takes the messages from f's receive channel,
+// prepares them and files them by partition, while f holds less than its
+// share, until the channel closes or halt stops it.
+func (p *prefetcher) run(f *feeder) {
+	defer func() {
+		if p.live.Add(-1) == 0 {
+			close(p.done)
 		}
-		return rm
-	}
+	}()
+	batch := make([]*babelqueue.ReceivedMessage, 0, prefetchBatch)
 	for {
+		select {
+		case <-p.stop:
+			return
+		default:
+		}
+		p.mu.Lock()
+		room := f.share - f.held
+		f.stalled = room <= 0
+		p.mu.Unlock()
+		if room <= 0 {
+			select {
+			case <-f.room:
+			case <-p.stop:
+				return
+			}
+			continue
+		}
 		// A message already waiting is taken without the two-way select
 		// (which locks both channels); the select is for an empty channel.
 		var cm pulsar.ConsumerMessage
 		var open bool
 		select {
-		case cm, open = <-in:
+		case cm, open = <-f.in:
 		default:
 			select {
-			case cm, open = <-in:
+			case cm, open = <-f.in:
 			case <-p.stop:
 				return
 			}
@@ -159,37 +254,33 @@ func (p *prefetcher) run(queue, group string, s *consumerSlot, in <-chan pulsar.
 		if !open {
 			return
 		}
-		batch := make([]*babelqueue.ReceivedMessage, 0, prefetchBatch)
+		batch = batch[:0]
 		if cm.Message != nil {
-			batch = append(batch, saw(prepared(queue, group, s, cm.Message)))
+			batch = append(batch, p.prepare(f, cm.Message))
 		}
 	more:
-		for len(batch) < prefetchBatch {
+		for len(batch) < min(room, prefetchBatch) {
 			select {
-			case cm, open = <-in:
+			case cm, open = <-f.in:
 				if !open {
 					break more
 				}
 				if cm.Message != nil {
-					batch = append(batch, saw(prepared(queue, group, s, cm.Message)))
+					batch = append(batch, p.prepare(f, cm.Message))
 				}
 			default:
 				break more
 			}
 		}
 		if len(batch) > 0 {
+			p.file(f, batch)
+			clear(batch)
 			select {
-			case p.ready <- batch:
+			case p.avail <- struct{}{}:
 			default:
-				select {
-				case p.ready <- batch:
-				case <-p.stop:
-					return
-				}
 			}
-			// Queued after the count was read by a Pop that then timed
-			// out, a batch is still taken by the next Pop; queued with no
-			// Pop waiting, it is announced.
+			// Filed with no Pop waiting, deliveries are announced; a Pop
+			// that starts waiting meanwhile finds the avail token.
 			if p.waiting.Load() == 0 {
 				if fn := p.notify.Load(); fn != nil {
 					(*fn)()
@@ -202,65 +293,122 @@ func (p *prefetcher) run(queue, group string, s *consumerSlot, in <-chan pulsar.
 	}
 }
 
-// prepared is received, with the body decoded for the App unless the
-// version gate rejects the message by its property (it is then never
-// decoded).
-func prepared(queue, group string, s *consumerSlot, m pulsar.Message) *babelqueue.ReceivedMessage {
-	rm, admitted := received(queue, s, m, group)
+// prepare is prepared for a message f received.
+func (p *prefetcher) prepare(f *feeder, m pulsar.Message) *babelqueue.ReceivedMessage {
+	rm, admitted := receivedFrom(p.queue, f.c, p.topic(), f.part, m, p.group)
 	if admitted {
 		rm.Predecode()
 	}
 	return rm
 }
 
-// take returns the next prepared delivery when one is ready, without
-// waiting.
-func (p *prefetcher) take() (*babelqueue.ReceivedMessage, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.held) == 0 {
-		select {
-		case b := <-p.ready:
-			p.held = b
-		default:
-			return nil, false
-		}
+func (p *prefetcher) topic() string {
+	if p.slot == nil {
+		return ""
 	}
-	return p.nextLocked(), true
+	return p.slot.topic
 }
 
-// maxHeldForPartition bounds the deliveries takeFrom moves from the ready
-// batches into held while it looks for one partition's next delivery.
-const maxHeldForPartition = (prefetchBatches + 1) * prefetchBatch
+// file appends batch, which f prepared, to the held deliveries of each
+// message's partition, in order.
+func (p *prefetcher) file(f *feeder, batch []*babelqueue.ReceivedMessage) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, rm := range batch {
+		h := p.parts[rm.Partition]
+		if h == nil {
+			h = &heldPartition{src: f}
+			p.parts[rm.Partition] = h
+		}
+		h.src = f
+		h.push(rm)
+		if !h.active {
+			h.active = true
+			p.active = append(p.active, h)
+		}
+	}
+	p.total += len(batch)
+	f.held += len(batch)
+}
+
+// take returns the next prepared delivery when one is held, without
+// waiting: the first held delivery of the partition handed out least
+// recently (a partition never handed out first, in the order the
+// partitions came to hold one). With one partition, that is the receive
+// order.
+func (p *prefetcher) take() (*babelqueue.ReceivedMessage, bool) {
+	p.mu.Lock()
+	if len(p.active) == 0 {
+		p.mu.Unlock()
+		return nil, false
+	}
+	best := 0
+	for i, h := range p.active {
+		if h.turn < p.active[best].turn {
+			best = i
+		}
+		if h.turn == 0 {
+			best = i
+			break
+		}
+	}
+	return p.handOutLocked(p.active[best], best), true
+}
 
 // takeFrom returns the first prepared delivery of partition part, ahead of
-// the other partitions' deliveries held before it (each partition keeps
-// its order), when the prefetcher runs and holds one; it looks through
-// the ready batches too, moving them into held up to
-// maxHeldForPartition deliveries. It never waits.
+// the other partitions' deliveries (each partition keeps its order), when
+// the prefetcher runs and holds one. It never waits.
 func (p *prefetcher) takeFrom(part int32) (*babelqueue.ReceivedMessage, bool) {
 	if !p.running.Load() {
 		return nil, false
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	for i := 0; ; i++ {
-		for ; i < len(p.held); i++ {
-			if rm := p.held[i]; rm.Partition == part {
-				p.removeLocked(i)
-				return rm, true
-			}
-		}
-		if len(p.held) >= maxHeldForPartition {
-			return nil, false
-		}
+	h := p.parts[part]
+	if h == nil || h.len() == 0 {
+		p.mu.Unlock()
+		return nil, false
+	}
+	return p.handOutLocked(h, slices.Index(p.active, h)), true
+}
+
+// handOutLocked removes and returns h's first held delivery, records h's
+// turn and unlocks p.mu; h holds one and is p.active[i]. It then sends
+// the tokens the hand-out calls for: room when h's feeder waits for it,
+// avail when deliveries are left and Pops wait.
+func (p *prefetcher) handOutLocked(h *heldPartition, i int) *babelqueue.ReceivedMessage {
+	rm := h.pop()
+	p.total--
+	p.handed++
+	h.turn = p.handed
+	if h.len() == 0 {
+		h.active = false
+		p.active = slices.Delete(p.active, i, i+1)
+	}
+	f := h.src
+	f.held--
+	stalled, left := f.stalled, p.total > 0
+	f.stalled = false
+	p.mu.Unlock()
+	if stalled {
 		select {
-		case b := <-p.ready:
-			p.held = append(p.held, b...)
+		case f.room <- struct{}{}:
 		default:
-			return nil, false
 		}
 	}
+	if left && p.waiting.Load() > 0 {
+		select {
+		case p.avail <- struct{}{}:
+		default:
+		}
+	}
+	return rm
+}
+
+// held returns how many prepared deliveries p holds.
+func (p *prefetcher) held() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.total
 }
 
 // takeReady is take in either mode: in direct mode, the next message the
@@ -304,86 +452,8 @@ func (p *prefetcher) fromChannel(cm pulsar.ConsumerMessage, open bool) (rm *babe
 	return rm, false
 }
 
-// got is take for a batch b that a waiting Pop received from ready: it
-// goes behind what is still held, and the next delivery is returned.
-func (p *prefetcher) got(b []*babelqueue.ReceivedMessage) *babelqueue.ReceivedMessage {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.held = append(p.held, b...)
-	return p.nextLocked()
-}
-
-// maxTurnPartitions bounds the partitions whose turn the prefetcher keeps;
-// a delivery of a partition at or beyond it counts as never handed out.
-const maxTurnPartitions = 1 << 12
-
-// nextLocked removes and returns the held delivery to hand out next: the
-// first one until run has seen two partitions; then the first delivery of
-// the partition handed out least recently (never comes first, then the
-// receive order), after moving the ready batches into held up to
-// maxHeldForPartition deliveries. p.mu is held and held is not empty.
-func (p *prefetcher) nextLocked() *babelqueue.ReceivedMessage {
-	if !p.mixed.Load() {
-		rm := p.held[0]
-		p.removeLocked(0)
-		return rm
-	}
-	for len(p.held) < maxHeldForPartition {
-		select {
-		case b := <-p.ready:
-			p.held = append(p.held, b...)
-			continue
-		default:
-		}
-		break
-	}
-	// Every delivery of one partition has the same turn, so the first one
-	// is kept: the partition's order holds.
-	best, bestTurn := 0, ^uint64(0)
-	for i, rm := range p.held {
-		if t := p.turnLocked(rm.Partition); t < bestTurn {
-			best, bestTurn = i, t
-			if t == 0 {
-				break
-			}
-		}
-	}
-	rm := p.held[best]
-	p.removeLocked(best)
-	return rm
-}
-
-// turnLocked returns when a delivery of partition part was last handed
-// out (0: never). p.mu is held.
-func (p *prefetcher) turnLocked(part int32) uint64 {
-	if i := int(part); i >= 0 && i < len(p.turns) {
-		return p.turns[i]
-	}
-	return 0
-}
-
-// removeLocked removes held delivery i, which is being handed out, and
-// records its partition's turn. p.mu is held.
-func (p *prefetcher) removeLocked(i int) {
-	part := int(p.held[i].Partition)
-	if i == 0 {
-		p.held[0] = nil
-		p.held = p.held[1:]
-	} else {
-		p.held = slices.Delete(p.held, i, i+1)
-	}
-	if part < 0 || part >= maxTurnPartitions {
-		return
-	}
-	if part >= len(p.turns) {
-		p.turns = append(p.turns, make([]uint64, part+1-len(p.turns))...)
-	}
-	p.handed++
-	p.turns[part] = p.handed
-}
-
-// halt stops the prefetcher and waits until its goroutine, if it ever
-// started, has returned; a direct Pop waiting returns. The deliveries it
+// halt stops the prefetcher and waits until its feeders, if they ever
+// started, have returned; a direct Pop waiting returns. The deliveries it
 // held are dropped unsettled, for the broker to deliver again once the
 // consumer is closed. Safe to call more than once.
 func (p *prefetcher) halt() {

@@ -11,16 +11,17 @@ import (
 )
 
 // takeFrom hands out one partition's prepared deliveries in their order,
-// ahead of the other partitions' held before them, looking through the
-// ready batches too; the rest keep their order for take.
+// ahead of the other partitions' held before them; the rest keep their
+// order for take.
 func TestPrefetchTakeFromOnePartitionKeepsEachPartitionsOrder(t *testing.T) {
 	p := startPrefetch("q", "g", nil, nil)
 	p.running.Store(true) // prefetching mode, with no goroutine
 	msg := func(part int32, n int) *babelqueue.ReceivedMessage {
 		return &babelqueue.ReceivedMessage{Partition: part, Offset: int64(n)}
 	}
-	p.ready <- []*babelqueue.ReceivedMessage{msg(0, 0), msg(0, 1), msg(1, 0)}
-	p.ready <- []*babelqueue.ReceivedMessage{msg(0, 2), msg(1, 1)}
+	for _, b := range [][]*babelqueue.ReceivedMessage{{msg(0, 0), msg(0, 1), msg(1, 0)}, {msg(0, 2), msg(1, 1)}} {
+		p.file(p.feed[0], b)
+	}
 	if m, ok := p.take(); !ok || m.Partition != 0 || m.Offset != 0 {
 		t.Fatalf("take = %v, %v; want 0@0", m, ok)
 	}
@@ -42,7 +43,8 @@ func TestPrefetchTakeFromOnePartitionKeepsEachPartitionsOrder(t *testing.T) {
 		}
 	}
 	direct := startPrefetch("q", "g", nil, nil)
-	direct.ready <- []*babelqueue.ReceivedMessage{msg(1, 0)}
+	b := []*babelqueue.ReceivedMessage{msg(1, 0)}
+	direct.file(direct.feed[0], b)
 	if m, ok := direct.takeFrom(1); ok {
 		t.Fatalf("takeFrom in direct mode = %v; want nothing", m)
 	}
@@ -50,8 +52,8 @@ func TestPrefetchTakeFromOnePartitionKeepsEachPartitionsOrder(t *testing.T) {
 
 // The client's channel may begin with a long run of one partition's
 // messages: once prefetching, Pop and ReceiveReady hand out across the
-// partitions in turn (a partition not handed out yet first), looking
-// through the ready batches, and each partition keeps its order, so that
+// partitions in turn (a partition not handed out yet first), and each
+// partition keeps its order, so that
 // an App with a lane per partition starts every lane at once instead of
 // filling its pending bound with the first partition.
 func TestPrefetchHandsOutAcrossPartitionsInTurn(t *testing.T) {
@@ -83,15 +85,16 @@ func TestPrefetchHandsOutAcrossPartitionsInTurn(t *testing.T) {
 			cc.cm <- msg(part, n)
 		}
 	}
-	// 50 messages: the prefetcher queues them as 4 ready batches.
+	// 50 messages, all filed: the first run comes while partition 0 is
+	// the only one seen.
 	if !tr.NotifyReady("q", func() {}) {
 		t.Fatal("NotifyReady = false")
 	}
 	pre := tr.consumers["q"].pre
 	deadline := time.Now().Add(5 * time.Second)
-	for len(cc.cm) > 0 || len(pre.ready) < 4 {
+	for len(cc.cm) > 0 || pre.held() < run+10 {
 		if time.Now().After(deadline) {
-			t.Fatalf("prefetcher left %d in the channel, %d batches ready", len(cc.cm), len(pre.ready))
+			t.Fatalf("prefetcher left %d in the channel, %d held", len(cc.cm), pre.held())
 		}
 		time.Sleep(time.Millisecond)
 	}

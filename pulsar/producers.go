@@ -171,12 +171,21 @@ func (t *Transport) consumerFor(queue string) (*consumerSlot, error) {
 	if t.cfg.consumerOptions != nil {
 		t.cfg.consumerOptions(&opts)
 	}
-	s.c, s.err = t.client.Subscribe(opts)
-	if s.err != nil {
-		s.err = fmt.Errorf("pulsar: subscribe %s to %s: %w", t.cfg.subscription, topic, s.err)
-		s.c = nil
-	} else if mc, ok := s.c.(messageChan); ok {
-		s.pre = startPrefetch(queue, t.cfg.subscription, s, mc.Chan())
+	pc, perPartition, err := t.subscribePartitions(opts)
+	switch {
+	case perPartition && err == nil:
+		s.c = pc
+		s.pre = startPartitionPrefetch(queue, t.cfg.subscription, s, pc)
+	case perPartition:
+		s.err = fmt.Errorf("pulsar: subscribe %s to %s: %w", t.cfg.subscription, topic, err)
+	default:
+		s.c, s.err = t.client.Subscribe(opts)
+		if s.err != nil {
+			s.err = fmt.Errorf("pulsar: subscribe %s to %s: %w", t.cfg.subscription, topic, s.err)
+			s.c = nil
+		} else if mc, ok := s.c.(messageChan); ok {
+			s.pre = startPrefetch(queue, t.cfg.subscription, s, mc.Chan())
+		}
 	}
 	close(s.ready)
 

@@ -68,9 +68,11 @@ func (t *Transport) Receive(ctx context.Context, queue string, timeout time.Dura
 // received. See DESIGN.md, "Attempts on receipt", for how the body is read.
 // With a pulsar-client-go consumer, Pop takes the next message from the
 // client's receive channel itself, until the App's concurrent loop asks for
-// ready announcements (NotifyReady): from then on a goroutine per queue
-// prepares messages ahead of Pop, in order, and decodes their bodies for
-// the App (prefetch.go); they stay unsettled until acknowledged.
+// ready announcements (NotifyReady): from then on a goroutine per receive
+// channel prepares messages ahead of Pop, each partition's in order, and
+// decodes their bodies for the App (prefetch.go); they stay unsettled
+// until acknowledged. A consumer per partition (a Failover or Exclusive
+// subscription of a partitioned topic) prefetches from the start.
 func (t *Transport) Pop(ctx context.Context, queue string, timeout time.Duration) (*babelqueue.ReceivedMessage, error) {
 	s, err := t.consumerFor(queue)
 	if err != nil {
@@ -135,19 +137,28 @@ func (t *Transport) popPrepared(ctx context.Context, s *consumerSlot, timeout ti
 	}
 	timer := waitTimer(timeout)
 	defer releaseWaitTimer(timer)
-	s.pre.waiting.Add(1)
-	select {
-	case b := <-s.pre.ready:
-		s.pre.waiting.Add(-1)
-		return s.pre.got(b), nil
-	case <-timer.C:
-		s.pre.waiting.Add(-1)
-		return nil, nil
-	case <-ctx.Done():
-		s.pre.waiting.Add(-1)
-		return nil, ctx.Err()
-	case <-s.pre.done:
-		s.pre.waiting.Add(-1)
+wait:
+	for {
+		// An avail token may be left from deliveries another Pop took
+		// meanwhile: the take after it then finds none, and the wait goes
+		// on.
+		s.pre.waiting.Add(1)
+		select {
+		case <-s.pre.avail:
+			s.pre.waiting.Add(-1)
+			if rm, ok := s.pre.take(); ok {
+				return rm, nil
+			}
+		case <-timer.C:
+			s.pre.waiting.Add(-1)
+			return nil, nil
+		case <-ctx.Done():
+			s.pre.waiting.Add(-1)
+			return nil, ctx.Err()
+		case <-s.pre.done:
+			s.pre.waiting.Add(-1)
+			break wait
+		}
 	}
 	// The prefetcher ended: halted by Close, or the client closed its
 	// receive channel. What it prepared before is still handed out, unless
@@ -253,6 +264,15 @@ func releaseWaitTimer(tm *time.Timer) {
 // reports whether the version gate let the message through by its
 // bq-schema-version property (absent or 1).
 func received(queue string, s *consumerSlot, m pulsar.Message, group string) (rm *babelqueue.ReceivedMessage, admitted bool) {
+	return receivedFrom(queue, s.c, s.topic, -1, m, group)
+}
+
+// receivedFrom is received for a message that consumer c received from
+// topic (the queue's topic, partitioned or not): the delivery is
+// acknowledged through c, and its partition is part, or the one of the
+// message ID when part is negative (a consumer of one partition's topic
+// reports partition 0 there).
+func receivedFrom(queue string, c consumer, topic string, part int32, m pulsar.Message, group string) (rm *babelqueue.ReceivedMessage, admitted bool) {
 	payload := m.Payload()
 	headers := m.Properties()
 	sv, present := headers[wire.HeaderSchemaVersion]
@@ -264,7 +284,7 @@ func received(queue string, s *consumerSlot, m pulsar.Message, group string) (rm
 	// assigned to d.rm is copied with a bulk write barrier over the whole
 	// ReceivedMessage whenever the GC is marking (17% of the CPU of a
 	// benchmark of received alone; about 50 ns a message less).
-	d := &delivery{msg: m, consumer: s.c, topic: s.topic}
+	d := &delivery{msg: m, consumer: c, topic: topic}
 	rm = &d.rm
 	rm.Body = bytesView(payload)
 	rm.Queue = queue
@@ -272,6 +292,9 @@ func received(queue string, s *consumerSlot, m pulsar.Message, group string) (rm
 	rm.Handle = d
 	rm.Group = group
 	rm.Key, rm.Partition = orderOf(m)
+	if part >= 0 {
+		rm.Partition = part
+	}
 	return rm, admitted
 }
 

@@ -28,10 +28,9 @@ var _ driver.PartitionReadyReceiver = (*Transport)(nil)
 // ReceiveReadyFrom is ReceiveReady for one partition of a partitioned
 // topic: the first delivery of partition already prepared, ahead of the
 // other partitions'. It is the driver.PartitionReadyReceiver of the
-// Transport. Each partition keeps its order; it looks at most
-// (prefetchBatches + 1) × prefetchBatch deliveries ahead, and returns (nil,
-// false) when it finds none. It hands out nothing in direct mode (before
-// NotifyReady). The App's lane of a partition (OrderPartition, on a
+// Transport. Each partition keeps its order; it returns (nil, false) when
+// the prefetcher holds none of the partition's deliveries. It hands out
+// nothing in direct mode (before NotifyReady). The App's lane of a partition (OrderPartition, on a
 // Failover or Exclusive subscription) takes its next message through it as
 // soon as it settled the last one.
 func (t *Transport) ReceiveReadyFrom(queue string, partition int32) (*babelqueue.ReceivedMessage, bool) {
@@ -42,11 +41,12 @@ func (t *Transport) ReceiveReadyFrom(queue string, partition int32) (*babelqueue
 	return s.pre.takeFrom(partition)
 }
 
-// NotifyReady makes the prefetcher of queue call fn after it queued a
+// NotifyReady makes the prefetcher of queue call fn after it filed a
 // prepared batch while no Pop waited (driver.ReadyNotifier); nil stops it.
 // The App's concurrent loop then need not keep a worker waiting in Pop. A
 // non-nil fn switches the prefetcher from direct receives to prefetching on
-// a goroutine of its own, for good. It reports false when queue has no
+// goroutines of its own, for good (a consumer per partition prefetches
+// already). It reports false when queue has no
 // prefetcher (never popped, a consumer without a receive channel) or the
 // Transport is closed.
 func (t *Transport) NotifyReady(queue string, fn func()) bool {

@@ -237,7 +237,7 @@ func TestPopTakesPreparedMessagesFromTheClientChannelThenWaits(t *testing.T) {
 // them; a Pop waiting when the Transport closes returns ErrClosed, and the
 // prefetcher has stopped before the consumer is closed.
 func TestPrefetchKeepsOrderAndStopsOnClose(t *testing.T) {
-	const n = 3 * (prefetchBatches + 2) * prefetchBatch
+	const n = 3 * prefetchDepth
 	cc := &chanConsumer{
 		fakeConsumer: &fakeConsumer{ch: make(chan pulsar.Message, 1), done: make(chan struct{})},
 		cm:           make(chan pulsar.ConsumerMessage, n),
