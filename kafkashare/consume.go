@@ -245,7 +245,7 @@ func (s *queueSet) pop() (*driver.ReceivedMessage, error) {
 	}
 	from.mu.Lock()
 	defer from.mu.Unlock()
-	if len(from.buf) == 0 { // only pop takes from buf, under recv: cannot happen
+	if len(from.buf) == 0 { // close emptied it meanwhile (only pop takes from it, under recv)
 		return nil, nil
 	}
 	h := from.buf[0]
