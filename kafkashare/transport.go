@@ -7,13 +7,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/babelqueue/babelqueue-go/core/driver"
 	"github.com/babelqueue/babelqueue-go/core/option"
-	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // Transport is a driver.Transport on a Kafka share group (KIP-932): it
@@ -128,8 +128,11 @@ func (t *Transport) Send(ctx context.Context, out *driver.Outgoing) (driver.Rece
 
 // record builds the Kafka record of out: value, key (out.Key, else the key
 // of From), headers (driver.OutgoingHeaders) and timestamp meta.created_at.
+// The body's projection is the one the App gave (driver.SetProjection),
+// not parsed again. The value and header values view the strings of out
+// without a copy: franz-go only reads them.
 func record(out *driver.Outgoing) *kgo.Record {
-	rec := &kgo.Record{Topic: out.Queue, Value: []byte(out.Body)}
+	rec := &kgo.Record{Topic: out.Queue, Value: stringBytes(out.Body)}
 	switch {
 	case out.Key != nil:
 		rec.Key = out.Key
@@ -144,13 +147,19 @@ func record(out *driver.Outgoing) *kgo.Record {
 	if len(hs) > 0 {
 		rec.Headers = make([]kgo.RecordHeader, len(hs))
 		for i, h := range hs {
-			rec.Headers[i] = kgo.RecordHeader{Key: h.Key, Value: []byte(h.Value)}
+			rec.Headers[i] = kgo.RecordHeader{Key: h.Key, Value: stringBytes(h.Value)}
 		}
 	}
-	if p := wire.ProjectBody([]byte(out.Body)); p.HasCreatedAt {
+	if p := out.Projection(); p.HasCreatedAt {
 		rec.Timestamp = time.UnixMilli(p.CreatedAt)
 	}
 	return rec
+}
+
+// stringBytes returns the bytes of s without a copy; they must only be
+// read.
+func stringBytes(s string) []byte {
+	return unsafe.Slice(unsafe.StringData(s), len(s))
 }
 
 // produceErr wraps a produce error: one the broker answered with (other

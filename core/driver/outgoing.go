@@ -39,7 +39,9 @@ func OutgoingHeaders(out *Outgoing) []wire.Header {
 		}
 		return hs
 	}
-	hs := wire.MergeHeaders(wire.ProjectBody([]byte(out.Body)).Headers(), out.Headers)
+	// The projection the writer gave (SetProjection), else the body
+	// parsed: a publish through the App is not parsed again.
+	hs := wire.MergeHeaders(out.Projection().Headers(), out.Headers)
 	if out.Intent.KeepsRoute() {
 		if job, ok := out.Headers[wire.HeaderJob]; ok && !wire.IsBlank(job) {
 			hs = withHeader(hs, wire.HeaderJob, job)
