@@ -319,49 +319,17 @@ func (q *queue) poll(ctx context.Context, until time.Time) bool {
 		return ok
 	}
 	now := q.t.cfg.clock.Now()
-	hs := make([]*held, 0, n)
-	fs.EachRecord(func(r *kgo.Record) {
-		hs = append(hs, &held{q: q, rec: r, since: now, lockEnd: r.AcquisitionDeadline()})
-	})
 	q.mu.Lock()
 	q.polled = q.set.seq.Add(1)
-	for _, h := range hs {
-		q.held[h] = struct{}{} // held, renewed and released on close from now on
-	}
+	fs.EachRecord(func(r *kgo.Record) {
+		h := &held{q: q, rec: r, since: now, lockEnd: r.AcquisitionDeadline()}
+		h.rm = delivery(q.t, h)
+		q.buf = append(q.buf, h)
+		q.held[h] = struct{}{}
+	})
 	q.mu.Unlock()
-	q.handOver(hs)
+	q.set.signal()
 	return true
-}
-
-// handOverChunk is how many records the poller prepares before it hands
-// them over to Receive; the first ones reach a handler after that many
-// decodes, not after a whole poll's.
-const handOverChunk = 16
-
-// handOver prepares the acquired records (the attempts rule and the
-// decoding of the body, ReceivedMessage.Predecode) and hands them over to
-// Receive a chunk at a time, so that the handlers start on the first ones
-// while the poller prepares the rest: the preparing of one record overlaps
-// the handling of another instead of adding to it. Every record is already
-// in held: the poll barrier holds, and close releases the records not
-// handed over yet (handOver then stops).
-func (q *queue) handOver(hs []*held) {
-	for len(hs) > 0 {
-		chunk := hs[:min(len(hs), handOverChunk)]
-		hs = hs[len(chunk):]
-		for _, h := range chunk {
-			h.rm = delivery(q.t, h)
-			h.rm.Predecode()
-		}
-		q.mu.Lock()
-		if q.closed {
-			q.mu.Unlock()
-			return
-		}
-		q.buf = append(q.buf, chunk...)
-		q.mu.Unlock()
-		q.set.signal()
-	}
 }
 
 // signal wakes a waiting Receive.
