@@ -260,14 +260,15 @@ share-chaos: ## Kafka share groups (kafkashare) on a broker of its own: consumer
 	  bash -c 'cd kafkashare && $(GO) test -tags "integration restart" -run "^($(SHARE_CHAOS_TESTS))$$" -count=1 -p 1 -timeout 20m -v . | grep -E "^(chaos:|restart:|--- |PASS|FAIL|ok)|_test.go:"; exit $${PIPESTATUS[0]}' || exit 1; \
 	echo "== share chaos took $$(( $$(date +%s) - start ))s (broker start included)"
 
-# The Pulsar deduplication restart test lost 232 acknowledged messages in
-# one of twelve runs on 2026-12-07 (TestRestartDeduplication, dedup run);
-# until that is explained it runs in `make restart-tests` and `make chaos`,
-# not in `make ci`. Kafka's restart tests and kafkashare's run here.
-CHAOS_CI_RESTART ?= kafka
+# The restart tests chaos-ci runs: Kafka's, Pulsar's and kafkashare's.
+# Pulsar's TestRestartDeduplication subscribes before it publishes: a topic
+# without a subscription or retention loses its closed ledgers at the
+# broker's first trim, and a kill -9 closes the one written before it
+# (pulsar/DESIGN.md, "What a receipt does not keep").
+CHAOS_CI_RESTART ?= kafka pulsar
 
 .PHONY: chaos-ci
-chaos-ci: ## Chaos suite, CI-sized (every kind of proof once, 20-30 min): per broker SIGKILLs with a broker kill -9 and restart and 16 handlers per consumer, redrive-kill, redrive-restart, SIGTERM, producer-kill and the leak check; Pulsar restart-exclusive; then the Kafka and kafkashare restart tests, share-chaos's consumer scenarios (SIGKILLed share consumers, with and without a broker restart) and the three-node Kafka cluster scenarios.
+chaos-ci: ## Chaos suite, CI-sized (every kind of proof once, 20-30 min): per broker SIGKILLs with a broker kill -9 and restart and 16 handlers per consumer, redrive-kill, redrive-restart, SIGTERM, producer-kill and the leak check; Pulsar restart-exclusive; then the Kafka, Pulsar and kafkashare restart tests, share-chaos's consumer scenarios (SIGKILLed share consumers, with and without a broker restart) and the three-node Kafka cluster scenarios.
 	@$(if $(filter kafka,$(CHAOS_BROKER_LIST)),$(MAKE) --no-print-directory chaos-run CHAOS_BROKER_LIST=kafka CHAOS_RUNS='$(CHAOS_CI_KAFKA)')
 	@$(if $(filter pulsar,$(CHAOS_BROKER_LIST)),$(MAKE) --no-print-directory chaos-run CHAOS_BROKER_LIST=pulsar CHAOS_RUNS='$(CHAOS_CI_PULSAR)')
 	@$(MAKE) --no-print-directory restart-tests CHAOS_BROKER_LIST=$(CHAOS_CI_RESTART)

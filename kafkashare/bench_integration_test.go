@@ -97,15 +97,19 @@ func appRate(t testing.TB, app *babelqueue.App, topic string, total int64, handl
 }
 
 // TestBenchShareAppIOBound: a 5 ms handler, 64 in flight (OrderNone), on a
-// share group vs the classic-group App (the kafka module) at the same
-// concurrency, vs the ceiling 64 / 5 ms. Prints
+// share group (3 members of 256 records per poll) vs the classic-group App
+// (the kafka module) at the same concurrency, vs the ceiling 64 / 5 ms.
+// Prints
 // "bench: kafkashare-app-io-bound ours=<msg/s> classic=<msg/s> ceiling=<msg/s> ratio=<ours/ceiling>".
 func TestBenchShareAppIOBound(t *testing.T) {
 	benchOnly(t)
-	const inFlight, total, parts, keys = 64, 8000, 6, 200
-	// Each poll acquires 3 × the handlers, so that the poll barrier
-	// (DESIGN.md) idles the handlers for one poll per 3 handler rounds.
-	const acquire = 3 * inFlight
+	const inFlight, total, parts, keys = 64, 16000, 6, 200
+	// Three members, each acquiring 4 × the handlers per poll (doc.go,
+	// "The poll barrier and locks"): while one member's share fetch is in
+	// flight (it carries the accepts of its previous poll: tens of
+	// milliseconds on a loaded broker), the other members' records keep
+	// the handlers busy.
+	const members, acquire = 3, 4 * inFlight
 	const latency = 5 * time.Millisecond
 	body := envelopeBody(t)
 	handler := func(handled *atomic.Int64) babelqueue.Handler {
@@ -118,7 +122,7 @@ func TestBenchShareAppIOBound(t *testing.T) {
 	// Share group.
 	q := newTopic(t, parts)
 	fill(t, q, body, total, keys)
-	tr := newTransport(t, WithMaxRecords(acquire))
+	tr := newTransport(t, WithMembers(members), WithMaxRecords(acquire))
 	app := newApp(t, tr, q, babelqueue.WithConcurrency(inFlight, babelqueue.OrderNone))
 	var n atomic.Int64
 	app.Handle(urn, handler(&n))
@@ -142,53 +146,85 @@ func TestBenchShareAppIOBound(t *testing.T) {
 
 // TestBenchShareNoopConsume: the App with a no-op handler on a share group
 // vs raw franz-go (poll, accept each record) in the same fetch mode (500
-// records acquired per poll, none ahead), both timed from the first record. Prints
-// "bench: kafkashare-noop-consume ours=<msg/s> raw=<msg/s> ratio=<ours/raw>".
+// records acquired per poll, none ahead), both timed from the first record,
+// each side on a topic and group of its own; three rounds per side, the
+// side that goes first alternating. Prints each round ("bench-round:") and
+// "bench: kafkashare-noop-consume ours=<median msg/s> raw=<median msg/s> ratio=<median of the round ratios>".
 func TestBenchShareNoopConsume(t *testing.T) {
 	benchOnly(t)
-	const total, parts = 30000, 6
+	const total, parts, rounds = 30000, 6, 3
 	body := envelopeBody(t)
-	// Raw franz-go.
-	q := newTopic(t, parts)
-	fill(t, q, body, total, 100)
-	tr := newTransport(t) // sets the group configs, as ours does
-	if err := tr.configureGroup(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokertest.KafkaBrokers(t)...), kgo.ShareGroup(tr.cfg.group), kgo.ConsumeTopics(q),
-		kgo.ShareMaxRecords(500), kgo.ShareMaxRecordsStrict()) // the fetch mode of ours: acquire when polled
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	var start time.Time
-	got, first := 0, 0
-	for got < total && ctx.Err() == nil {
-		cl.PollRecords(ctx, 500).EachRecord(func(r *kgo.Record) { got++; r.Ack(kgo.AckAccept) })
-		if start.IsZero() && got > 0 {
-			start, first = time.Now(), got // timed from the first poll with records, as ours
+	raw := func() float64 {
+		q := newTopic(t, parts)
+		fill(t, q, body, total, 100)
+		tr := newTransport(t) // sets the group configs, as ours does
+		if err := tr.configureGroup(context.Background()); err != nil {
+			t.Fatal(err)
 		}
+		tr.Close()
+		cl, err := kgo.NewClient(kgo.SeedBrokers(brokertest.KafkaBrokers(t)...), kgo.ShareGroup(tr.cfg.group), kgo.ConsumeTopics(q),
+			kgo.ShareMaxRecords(500), kgo.ShareMaxRecordsStrict()) // the fetch mode of ours: acquire when polled
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		var start time.Time
+		got, first := 0, 0
+		for got < total && ctx.Err() == nil {
+			cl.PollRecords(ctx, 500).EachRecord(func(r *kgo.Record) { got++; r.Ack(kgo.AckAccept) })
+			if start.IsZero() && got > 0 {
+				start, first = time.Now(), got // timed from the first poll with records, as ours
+			}
+		}
+		if got < total {
+			t.Fatalf("raw: read %d of %d", got, total)
+		}
+		return float64(got-first) / time.Since(start).Seconds()
 	}
-	raw := float64(got-first) / time.Since(start).Seconds()
-	cl.Close()
-	// Ours.
-	q2 := newTopic(t, parts)
-	fill(t, q2, body, total, 100)
-	tr2 := newTransport(t, WithMaxRecords(500))
-	app := newApp(t, tr2, q2)
-	var n atomic.Int64
-	app.Handle(urn, func(context.Context, *babelqueue.Envelope) error { n.Add(1); return nil })
-	ours, _ := appRate(t, app, q2, total, &n)
-	fmt.Printf("bench: kafkashare-noop-consume ours=%.0f raw=%.0f ratio=%.2f\n", ours, raw, ours/raw)
+	ours := func() float64 {
+		q := newTopic(t, parts)
+		fill(t, q, body, total, 100)
+		tr := newTransport(t, WithMaxRecords(500))
+		defer tr.Close()
+		app := newApp(t, tr, q)
+		var n atomic.Int64
+		app.Handle(urn, func(context.Context, *babelqueue.Envelope) error { n.Add(1); return nil })
+		rate, _ := appRate(t, app, q, total, &n)
+		return rate
+	}
+	alternate("kafkashare-noop-consume", rounds, ours, raw)
+}
+
+// alternate runs ours and raw rounds times each, the side that goes first
+// alternating from one round to the next, prints every round as a
+// "bench-round:" line and then "bench: <name>" with the median rates and
+// the median of the round ratios.
+func alternate(name string, rounds int, ours, raw func() float64) {
+	sides := [2]func() float64{ours, raw}
+	var oursRates, rawRates, ratios []float64
+	for round := range rounds {
+		var r [2]float64
+		for i := range sides {
+			j := (round + i) % len(sides)
+			r[j] = sides[j]()
+		}
+		fmt.Printf("bench-round: %s round=%d ours=%.0f raw=%.0f ratio=%.2f\n", name, round+1, r[0], r[1], r[0]/r[1])
+		oursRates, rawRates, ratios = append(oursRates, r[0]), append(rawRates, r[1]), append(ratios, r[0]/r[1])
+	}
+	fmt.Printf("bench: %s ours=%.0f raw=%.0f ratio=%.2f\n", name, brokertest.Median(oursRates), brokertest.Median(rawRates), brokertest.Median(ratios))
 }
 
 // TestBenchSharePublish: App.Publish through the idempotent producer vs raw
-// franz-go ProduceSync of the same record, 16 goroutines each. Prints
-// "bench: kafkashare-publish ours=<msg/s> raw=<msg/s> ratio=<ours/raw>".
+// franz-go ProduceSync of the same record, 16 goroutines each, both
+// producers warmed up; five rounds per side, the side that goes first
+// alternating, so that neither always runs on a colder producer or a
+// quieter machine. Prints each round ("bench-round:") and
+// "bench: kafkashare-publish ours=<median msg/s> raw=<median msg/s> ratio=<median of the round ratios>".
 func TestBenchSharePublish(t *testing.T) {
 	benchOnly(t)
-	const workers, per = 16, 1000
+	const workers, per, rounds = 16, 1000, 5
 	q := newTopic(t, 6)
 	tr := newTransport(t)
 	app := newApp(t, tr, q)
@@ -217,19 +253,26 @@ func TestBenchSharePublish(t *testing.T) {
 		return float64(workers*per) / time.Since(start).Seconds()
 	}
 	body := envelopeBody(t)
-	raw := func() float64 {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(brokertest.KafkaBrokers(t)...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cl.Close()
-		return run(func(ctx context.Context, i int) error {
-			return cl.ProduceSync(ctx, &kgo.Record{Topic: q, Key: []byte(fmt.Sprint(i % 100)), Value: []byte(body)}).FirstErr()
-		})
-	}()
-	ours := run(func(ctx context.Context, i int) error {
-		_, err := app.Publish(ctx, urn, map[string]any{"n": 1}, babelqueue.WithKey([]byte(fmt.Sprint(i%100))))
-		return err
-	})
-	fmt.Printf("bench: kafkashare-publish ours=%.0f raw=%.0f ratio=%.2f\n", ours, raw, ours/raw)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokertest.KafkaBrokers(t)...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	sides := [2]func() float64{
+		func() float64 { // ours
+			return run(func(ctx context.Context, i int) error {
+				_, err := app.Publish(ctx, urn, map[string]any{"n": 1}, babelqueue.WithKey([]byte(fmt.Sprint(i%100))))
+				return err
+			})
+		},
+		func() float64 { // raw
+			return run(func(ctx context.Context, i int) error {
+				return cl.ProduceSync(ctx, &kgo.Record{Topic: q, Key: []byte(fmt.Sprint(i % 100)), Value: []byte(body)}).FirstErr()
+			})
+		},
+	}
+	for _, side := range sides { // warm-up: connections, producer ids, partition metadata
+		side()
+	}
+	alternate("kafkashare-publish", rounds, sides[0], sides[1])
 }

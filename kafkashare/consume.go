@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -17,21 +17,23 @@ import (
 )
 
 // queue is one member of a topic's share consumption (queueSet): one
-// franz-go client.
+// franz-go client and the poller goroutine (run) that acquires its records.
 //
 // franz-go accepts every record of a poll that was not acknowledged by
-// the next poll, so a queue polls again only once every record of the
+// the next poll, so a member polls again only once every record of its
 // previous poll is settled (held is empty): the poll barrier. A record is
 // therefore never accepted unhandled, and a redelivery of a record cannot
-// reach this consumer while it still holds that record.
+// reach this member while it still holds that record.
 type queue struct {
 	t    *Transport
 	set  *queueSet
 	name string
 	cl   *kgo.Client
+	kick chan struct{} // wakes run: held emptied, or a Receive asks (buffer 1)
 
 	mu     sync.Mutex
 	buf    []*held            // acquired, not yet handed out
+	polled uint64             // the set's sequence number of the poll buf came from
 	held   map[*held]struct{} // acquired and not settled (buf included)
 	okAt   map[int32]time.Time
 	closed bool
@@ -51,14 +53,20 @@ type held struct {
 }
 
 // queueSet is the share consumption of one topic: WithMembers members,
-// each polled when its previous poll is settled, so that one member's
-// poll overlaps the handling of another's records.
+// each polling on its own goroutine as soon as its previous poll is
+// settled, while a Receive asks for records. One member's poll (a share
+// fetch round trip, which carries the acknowledgements of its previous
+// records) thus overlaps the handling of the other members' records.
 type queueSet struct {
 	name    string
-	recv    sync.Mutex    // serialises Receive calls (one poller, one pop at a time)
+	recv    sync.Mutex    // serialises Receive calls (one pop at a time)
 	members []*queue      // fixed at creation
-	next    int           // the member to look at first; guarded by recv
-	wake    chan struct{} // a member's held records all settled (buffer 1)
+	ready   chan struct{} // a member buffered records or closed (buffer 1)
+	seq     atomic.Uint64 // numbers the polls, so Receive hands out the oldest first
+
+	askMu  sync.Mutex
+	askCtx context.Context // the context of the last Receive
+	askTil time.Time       // the deadline of the latest Receive
 }
 
 // queueFor returns the share consumption of topic, creating its members
@@ -78,16 +86,18 @@ func (t *Transport) queueFor(ctx context.Context, topic string) (*queueSet, erro
 	if err := t.configureGroup(ctx); err != nil {
 		return nil, err
 	}
-	set := &queueSet{name: topic, wake: make(chan struct{}, 1)}
+	set := &queueSet{name: topic, ready: make(chan struct{}, 1)}
 	for range t.cfg.members {
-		q := &queue{t: t, set: set, name: topic, held: map[*held]struct{}{}, okAt: map[int32]time.Time{}}
+		q := &queue{t: t, set: set, name: topic, kick: make(chan struct{}, 1), held: map[*held]struct{}{}, okAt: map[int32]time.Time{}}
 		opts := append([]kgo.Opt{
 			kgo.SeedBrokers(t.cfg.brokers...),
 			kgo.ShareGroup(t.cfg.group),
 			kgo.ConsumeTopics(topic),
 			kgo.ShareMaxRecords(t.cfg.maxRecords),
 			// Acquire only when polled: prefetched records would wait,
-			// their locks running, behind the poll barrier.
+			// their locks running and not renewable, behind the poll
+			// barrier (for as long as the slowest handler of the
+			// previous poll).
 			kgo.ShareMaxRecordsStrict(),
 			kgo.ShareAckCallback(q.acked),
 		}, t.cfg.kgoOpts...)
@@ -103,8 +113,9 @@ func (t *Transport) queueFor(ctx context.Context, topic string) (*queueSet, erro
 	}
 	t.queues[topic] = set
 	for _, q := range set.members {
-		t.wg.Add(1)
+		t.wg.Add(2)
 		go q.keep()
+		go q.run()
 	}
 	return set, nil
 }
@@ -143,9 +154,10 @@ func (t *Transport) configureGroup(ctx context.Context) error {
 	return nil
 }
 
-// Receive hands out the next acquired record of queue from any of its
-// members, polling a member whose previous poll is fully settled; it
-// returns (nil, nil) when nothing came within timeout.
+// Receive hands out the next acquired record of queue, the oldest poll's
+// first; it returns (nil, nil) when none came within timeout. While a
+// Receive asks (until its deadline, its context live), every member whose
+// previous poll is fully settled polls.
 func (t *Transport) Receive(ctx context.Context, topic string, timeout time.Duration) (*driver.ReceivedMessage, error) {
 	set, err := t.queueFor(ctx, topic)
 	if err != nil {
@@ -154,45 +166,18 @@ func (t *Transport) Receive(ctx context.Context, topic string, timeout time.Dura
 	set.recv.Lock()
 	defer set.recv.Unlock()
 	deadline := time.Now().Add(timeout)
+	set.ask(ctx, deadline)
 	for {
-		var free *queue
-		n := len(set.members)
-		for i := range n {
-			// Members are looked at from set.next on, so that every free
-			// member is polled in turn (the broker may assign a partition
-			// to one member only).
-			q := set.members[(set.next+i)%n]
-			q.mu.Lock()
-			if q.closed {
-				q.mu.Unlock()
-				return nil, driver.ErrClosed
-			}
-			if len(q.buf) > 0 {
-				h := q.buf[0]
-				q.buf[0] = nil
-				q.buf = q.buf[1:]
-				q.mu.Unlock()
-				return &h.rm, nil
-			}
-			if len(q.held) == 0 && free == nil {
-				free = q
-			}
-			q.mu.Unlock()
+		if rm, err := set.pop(); rm != nil || err != nil {
+			return rm, err
 		}
 		wait := time.Until(deadline)
 		if wait <= 0 {
 			return nil, nil
 		}
-		if free != nil {
-			set.next = (slices.Index(set.members, free) + 1) % n
-			if err := free.poll(ctx, deadline); err != nil {
-				return nil, err
-			}
-			continue
-		}
 		tm := time.NewTimer(wait)
 		select {
-		case <-set.wake:
+		case <-set.ready:
 			tm.Stop()
 		case <-tm.C:
 			return nil, nil
@@ -203,32 +188,156 @@ func (t *Transport) Receive(ctx context.Context, topic string, timeout time.Dura
 	}
 }
 
-// poll acquires the next records of the share group into buf.
-func (q *queue) poll(ctx context.Context, deadline time.Time) error {
-	pctx, cancel := context.WithDeadline(ctx, deadline)
+// ask records that a Receive with ctx wants records until deadline and,
+// when no Receive was asking (its deadline passed or its context ended),
+// wakes the members' pollers. A poller asked already polls again once its
+// member is free (settle wakes it), and a poll of the previous context
+// that ends makes its poller look again.
+func (s *queueSet) ask(ctx context.Context, deadline time.Time) {
+	s.askMu.Lock()
+	asking := s.askCtx != nil && s.askCtx.Err() == nil && time.Now().Before(s.askTil)
+	s.askCtx = ctx
+	if deadline.After(s.askTil) {
+		s.askTil = deadline
+	}
+	s.askMu.Unlock()
+	if asking {
+		return
+	}
+	for _, q := range s.members {
+		select {
+		case q.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// asked returns the context and deadline a poll runs under, and false
+// when no Receive asks (its deadline passed or its context ended).
+func (s *queueSet) asked() (context.Context, time.Time, bool) {
+	s.askMu.Lock()
+	defer s.askMu.Unlock()
+	if s.askCtx == nil || s.askCtx.Err() != nil || !time.Now().Before(s.askTil) {
+		return nil, time.Time{}, false
+	}
+	return s.askCtx, s.askTil, true
+}
+
+// pop takes the first buffered record of the member whose poll is the
+// oldest (so that members are freed for their next poll in turn); it
+// returns driver.ErrClosed once the transport closed.
+func (s *queueSet) pop() (*driver.ReceivedMessage, error) {
+	var from *queue
+	var oldest uint64
+	for _, q := range s.members {
+		q.mu.Lock()
+		if q.closed {
+			q.mu.Unlock()
+			return nil, driver.ErrClosed
+		}
+		if len(q.buf) > 0 && (from == nil || q.polled < oldest) {
+			from, oldest = q, q.polled
+		}
+		q.mu.Unlock()
+	}
+	if from == nil {
+		return nil, nil
+	}
+	from.mu.Lock()
+	defer from.mu.Unlock()
+	if len(from.buf) == 0 { // close emptied it meanwhile (only pop takes from it, under recv)
+		return nil, nil
+	}
+	h := from.buf[0]
+	from.buf[0] = nil
+	from.buf = from.buf[1:]
+	return &h.rm, nil
+}
+
+// run is the member's poller: it polls whenever the member holds nothing
+// and a Receive asks, and stops with the transport.
+func (q *queue) run() {
+	defer q.t.wg.Done()
+	for {
+		select {
+		case <-q.t.stop:
+			return
+		default:
+		}
+		ctx, until, asked := q.set.asked()
+		q.mu.Lock()
+		free := len(q.held) == 0 && !q.closed
+		q.mu.Unlock()
+		if asked && free {
+			if !q.poll(ctx, until) {
+				q.pause(pollErrorPause)
+			}
+			continue
+		}
+		select {
+		case <-q.t.stop:
+			return
+		case <-q.kick:
+		}
+	}
+}
+
+// pollErrorPause is how long a member waits after a poll that failed.
+const pollErrorPause = 100 * time.Millisecond
+
+// pause waits d on the transport's clock, or until the transport stops.
+func (q *queue) pause(d time.Duration) {
+	tm := q.t.cfg.clock.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-q.t.stop:
+	case <-tm.C():
+	}
+}
+
+// poll acquires the member's next records into buf, the poll ending at
+// until, when ctx ends or when the transport stops; it reports false when
+// the fetch failed (logged) and nothing came.
+func (q *queue) poll(ctx context.Context, until time.Time) bool {
+	pctx, cancel := context.WithDeadline(ctx, until)
+	defer cancel()
+	unhook := context.AfterFunc(q.t.stopCtx, cancel)
+	defer unhook()
 	fs := q.cl.PollRecords(pctx, int(q.t.cfg.maxRecords))
-	cancel()
+	ok := true
 	for _, fe := range fs.Errors() {
 		switch {
-		case errors.Is(fe.Err, context.DeadlineExceeded):
-		case errors.Is(fe.Err, context.Canceled) && ctx.Err() != nil:
-			return ctx.Err()
-		case errors.Is(fe.Err, kgo.ErrClientClosed):
-			return driver.ErrClosed
+		case errors.Is(fe.Err, context.DeadlineExceeded), errors.Is(fe.Err, context.Canceled),
+			errors.Is(fe.Err, kgo.ErrClientClosed):
 		default:
+			ok = false
 			q.t.cfg.log().Warn("kafkashare: share fetch error; polling again", "queue", q.name, "err", fe.Err)
 		}
 	}
+	n := fs.NumRecords()
+	if n == 0 {
+		return ok
+	}
 	now := q.t.cfg.clock.Now()
 	q.mu.Lock()
-	defer q.mu.Unlock()
+	q.polled = q.set.seq.Add(1)
 	fs.EachRecord(func(r *kgo.Record) {
 		h := &held{q: q, rec: r, since: now, lockEnd: r.AcquisitionDeadline()}
 		h.rm = delivery(q.t, h)
 		q.buf = append(q.buf, h)
 		q.held[h] = struct{}{}
 	})
-	return nil
+	q.mu.Unlock()
+	q.set.signal()
+	return true
+}
+
+// signal wakes a waiting Receive.
+func (s *queueSet) signal() {
+	select {
+	case s.ready <- struct{}{}:
+	default:
+	}
 }
 
 // delivery builds the ReceivedMessage of a record, its attempts reconciled
@@ -319,9 +428,9 @@ func (q *queue) settleLocked(h *held, status kgo.AckStatus) {
 	h.settled = true
 	h.rec.Ack(status)
 	delete(q.held, h)
-	if len(q.held) == 0 && q.set != nil {
+	if len(q.held) == 0 {
 		select {
-		case q.set.wake <- struct{}{}:
+		case q.kick <- struct{}{}: // a nil kick (no poller) is never ready
 		default:
 		}
 	}
@@ -438,6 +547,9 @@ func (q *queue) close() {
 	}
 	q.buf = nil
 	q.mu.Unlock()
+	if q.set != nil {
+		q.set.signal() // a waiting Receive returns ErrClosed
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = q.cl.FlushAcks(ctx)

@@ -5,8 +5,9 @@
 // than its partitions, each record acquired under a lock and settled one by
 // one. Transport maps the driver.Transport contract onto it:
 //
-//   - Receive acquires records for the queue's member (one franz-go
-//     client per queue) and hands them out one at a time;
+//   - Receive hands out acquired records one at a time, those of the
+//     oldest poll first; each member (a franz-go client) of the queue
+//     acquires them on a poller goroutine of its own;
 //   - Ack accepts a record: the broker never delivers it again;
 //   - HandBack releases it: the broker delivers it again, to any member,
 //     with its delivery count increased (Features.HandBack: HandBackNack);
@@ -35,17 +36,32 @@
 // # The poll barrier and locks
 //
 // franz-go accepts every record of a poll that was not acknowledged by the
-// next poll. A queue therefore polls again only once every record it
-// acquired is settled, and fetches only when polled (no prefetch, whose
-// records would wait behind the barrier with their locks running). A slow
-// record holds back the next poll of its member, not the others' records of
-// the same poll. WithMembers runs several members per queue, polled in
-// turn, so that one member's poll overlaps the handling of another's. While held, a record's acquisition lock is renewed each
-// third of the lock (WithLockDuration sets the group's lock); a record whose
-// lock passed without a confirmed renewal is reported (WithOnLockLost and a
-// warning). Because of the barrier, a member never holds two deliveries of
-// one record at once; across members, the renewed lock keeps a record with
-// one member.
+// next poll (a renewal does not carry over), so one client cannot acquire
+// more while records of its previous poll are still in handlers. A member
+// therefore polls again only once every record it acquired is settled: the
+// poll barrier. It fetches only when polled (no prefetch, whose records
+// would wait behind the barrier with their locks running and not
+// renewable). The share fetch of that poll carries the accepts of the
+// previous records: a broker round trip, longer when the broker is busy.
+//
+// WithMembers runs several members per queue, each with a poller goroutine
+// (queue.run) that polls as soon as its member holds nothing and a Receive
+// asks for records (until that Receive's deadline, while its context
+// lives). Receive hands out the oldest poll's records first, so members
+// free up in turn, and one member's share fetch overlaps the handling of
+// the others' records. The handlers stay busy when the records the other
+// members hold outlast a fetch: for n handlers of latency L and a fetch
+// round trip F, (members-1) × WithMaxRecords ≥ F·n/L (the bench runs 3
+// members of 4n records for 5 ms handlers). A queue holds at most
+// members × WithMaxRecords records; those acquired and not yet received
+// stay held, renewed, until they are received or the transport closes.
+//
+// While held, a record's acquisition lock is renewed each third of the lock
+// (WithLockDuration sets the group's lock); a record whose lock passed
+// without a confirmed renewal is reported (WithOnLockLost and a warning).
+// A slow record holds back the next poll of its member only. Because of the
+// barrier, a member never holds two deliveries of one record at once;
+// across members, the renewed lock keeps a record with one member.
 //
 // # Ordering
 //

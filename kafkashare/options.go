@@ -96,6 +96,9 @@ func WithDeliveryCountLimit(n int) Option {
 
 // WithMaxRecords bounds the records one share fetch acquires (default
 // 64); they are all held, and their locks renewed, until each is settled.
+// With WithMembers(m), h handlers of latency L stay busy when
+// (m-1) × n ≥ F·h/L, F being a share fetch's round trip (doc.go, "The
+// poll barrier and locks").
 func WithMaxRecords(n int) Option {
 	return func(c *config) {
 		if n <= 0 || n > 10000 {
@@ -107,9 +110,10 @@ func WithMaxRecords(n int) Option {
 }
 
 // WithMembers sets how many share-group members (franz-go clients) each
-// queue runs (default 1, at most 16). Free members are polled in turn, so
-// one member's poll can overlap the handling of another's records; each
-// poll of a member that finds nothing waits the App's poll timeout.
+// queue runs (default 1, at most 16). Each member polls on its own
+// goroutine once its previous records are settled, so one member's share
+// fetch overlaps the handling of the others' records (two or three suit
+// many handlers). A queue holds at most n × WithMaxRecords records.
 func WithMembers(n int) Option {
 	return func(c *config) {
 		if n < 1 || n > 16 {

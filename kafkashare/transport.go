@@ -25,8 +25,11 @@ type Transport struct {
 	mu     sync.Mutex
 	queues map[string]*queueSet
 	closed atomic.Bool
-	stop   chan struct{}
-	wg     sync.WaitGroup
+	stop   chan struct{} // closed by Close: the keepers and pollers stop
+	// stopCtx ends with stop: it cancels the polls in flight.
+	stopCtx    context.Context
+	cancelStop context.CancelFunc
+	wg         sync.WaitGroup
 }
 
 var _ driver.Transport = (*Transport)(nil)
@@ -55,7 +58,8 @@ func New(opts ...Option) (*Transport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafkashare: producer: %w", err)
 	}
-	return &Transport{cfg: c, prod: prod, queues: map[string]*queueSet{}, stop: make(chan struct{})}, nil
+	stopCtx, cancelStop := context.WithCancel(context.Background())
+	return &Transport{cfg: c, prod: prod, queues: map[string]*queueSet{}, stop: make(chan struct{}), stopCtx: stopCtx, cancelStop: cancelStop}, nil
 }
 
 // Features reports keys and headers kept, no publish delay, retries
@@ -79,6 +83,7 @@ func (t *Transport) Close() error {
 		return nil
 	}
 	close(t.stop)
+	t.cancelStop()
 	t.wg.Wait()
 	t.mu.Lock()
 	var qs []*queue

@@ -1,7 +1,9 @@
 package kafkashare
 
 import (
+	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -110,5 +112,93 @@ func TestSweepReportsLostLockOnce(t *testing.T) {
 	q.acked(nil, kgo.ShareAckResults{{Topic: "q", Partition: 0}})
 	if !renew.renewAt.IsZero() || !renew.lockEnd.After(now.Add(2*time.Second)) {
 		t.Errorf("after the confirmation: renewAt %v lockEnd %v", renew.renewAt, renew.lockEnd)
+	}
+}
+
+// Receive hands out the records of the oldest poll first, so that the
+// member that polled first is freed first for its next poll; it reports
+// ErrClosed once a member closed.
+func TestPopTakesTheOldestPollFirst(t *testing.T) {
+	set := &queueSet{name: "q", ready: make(chan struct{}, 1)}
+	newer := &queue{set: set, held: map[*held]struct{}{}, polled: 2}
+	older := &queue{set: set, held: map[*held]struct{}{}, polled: 1}
+	set.members = []*queue{newer, older}
+	put := func(q *queue, off int64) {
+		h := &held{q: q, rec: &kgo.Record{Offset: off}}
+		h.rm = driver.ReceivedMessage{Offset: off, Handle: h}
+		q.buf = append(q.buf, h)
+		q.held[h] = struct{}{}
+	}
+	put(newer, 20)
+	put(older, 10)
+	put(older, 11)
+	var got []int64
+	for {
+		rm, err := set.pop()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rm == nil {
+			break
+		}
+		got = append(got, rm.Offset)
+	}
+	if want := []int64{10, 11, 20}; !slices.Equal(got, want) {
+		t.Errorf("popped %v, want %v", got, want)
+	}
+	older.closed = true
+	if _, err := set.pop(); !errors.Is(err, driver.ErrClosed) {
+		t.Errorf("pop after close: err = %v, want ErrClosed", err)
+	}
+}
+
+// A member polls only while a Receive asks: before its deadline and with
+// its context live; asking wakes every member's poller when no Receive
+// was asking.
+func TestMembersPollOnlyWhileAsked(t *testing.T) {
+	set := &queueSet{name: "q"}
+	m := &queue{set: set, kick: make(chan struct{}, 1)}
+	set.members = []*queue{m}
+	if _, _, ok := set.asked(); ok {
+		t.Error("asked before any Receive")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	until := time.Now().Add(time.Hour)
+	set.ask(ctx, until)
+	select {
+	case <-m.kick:
+	default:
+		t.Error("ask did not wake the member")
+	}
+	if c, u, ok := set.asked(); !ok || c != ctx || !u.Equal(until) {
+		t.Errorf("asked = %v, %v, %v; want the Receive's context and deadline", c, u, ok)
+	}
+	// An earlier deadline does not shorten a later one, and a Receive
+	// asking already wakes nobody.
+	set.ask(ctx, time.Now().Add(time.Minute))
+	if _, u, _ := set.asked(); !u.Equal(until) {
+		t.Errorf("deadline %v, want %v", u, until)
+	}
+	select {
+	case <-m.kick:
+		t.Error("a Receive asking already woke the member")
+	default:
+	}
+	cancel()
+	if _, _, ok := set.asked(); ok {
+		t.Error("asked after the Receive's context ended")
+	}
+	set.ask(context.Background(), time.Now().Add(-time.Second))
+	if _, _, ok := set.asked(); !ok {
+		t.Error("a live context with the earlier deadline still pending: not asked")
+	}
+	select {
+	case <-m.kick:
+	default:
+		t.Error("asking again after the context ended did not wake the member")
+	}
+	set.askTil = time.Now().Add(-time.Millisecond)
+	if _, _, ok := set.asked(); ok {
+		t.Error("asked after the deadline passed")
 	}
 }
