@@ -35,6 +35,7 @@ import (
 //	WithDeduplication              off: producers have generated names and no explicit sequence ids
 //	WithConsumerOptions            none: the client's grouped acknowledgements (see below)
 //	WithLogger                     slog.Default()
+//	WithClock                      driver.SystemClock{} (times the discovery of new partitions)
 //	WithOnWarning                  none (warnings are logged at level Warn)
 //
 // Producers do not batch: every write waits for the broker's receipt (a
@@ -114,6 +115,7 @@ type config struct {
 
 	logger    *slog.Logger
 	onWarning func(string)
+	clock     driver.Clock
 
 	authBy string  // the option that set auth, to report a second one
 	errs   []error // the problems the options found
@@ -146,6 +148,7 @@ func defaultConfig() config {
 		initialPosition: pulsar.SubscriptionPositionEarliest,
 		maxWait:         DefaultMaxWaitTime,
 		maxAttempts:     babelqueue.DefaultMaxAttempts,
+		clock:           driver.SystemClock{},
 	}
 }
 
@@ -417,6 +420,19 @@ func WithLogger(l *slog.Logger) Option {
 			return
 		}
 		c.logger = l
+	}
+}
+
+// WithClock sets the clock that times the periodic discovery of
+// partitions added to a subscribed topic (DESIGN.md, "One consumer per
+// partition"). nil is rejected.
+func WithClock(clock driver.Clock) Option {
+	return func(c *config) {
+		if clock == nil {
+			c.fail("clock is nil")
+			return
+		}
+		c.clock = clock
 	}
 }
 

@@ -70,6 +70,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		"blank token":           {url, shared, WithToken("")},
 		"tls auth without key":  {url, shared, WithTLSAuth("cert.pem", "")},
 		"nil logger":            {url, shared, WithLogger(nil)},
+		"nil clock":             {url, shared, WithClock(nil)},
 		"retry producer no q":   {url, WithRetryProducer("", &fakeProducer{})},
 		"blank dedup name":      {url, shared, WithDeduplication(" ")},
 	}

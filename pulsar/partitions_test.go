@@ -24,29 +24,52 @@ type partClient struct {
 	parts  []*chanConsumer
 	failOn int // the partition whose subscription fails; -1: none
 
-	mu   sync.Mutex
-	subs []pulsar.ConsumerOptions
+	mu      sync.Mutex
+	subs    []pulsar.ConsumerOptions
+	listErr error // what TopicPartitions of q returns while set
 }
 
 func partitionTopic(i int) string { return fmt.Sprintf("q-partition-%d", i) }
 
-func newPartClient(parts, buffer int) *partClient {
-	newChan := func(buffer int) *chanConsumer {
-		return &chanConsumer{
-			fakeConsumer: &fakeConsumer{ch: make(chan pulsar.Message, 1), done: make(chan struct{})},
-			cm:           make(chan pulsar.ConsumerMessage, buffer),
-		}
+func newPartChan(buffer int) *chanConsumer {
+	return &chanConsumer{
+		fakeConsumer: &fakeConsumer{ch: make(chan pulsar.Message, 1), done: make(chan struct{})},
+		cm:           make(chan pulsar.ConsumerMessage, buffer),
 	}
-	c := &partClient{fakeClient: newFakeClient(), shared: newChan(parts * buffer), failOn: -1}
+}
+
+func newPartClient(parts, buffer int) *partClient {
+	c := &partClient{fakeClient: newFakeClient(), shared: newPartChan(parts * buffer), failOn: -1}
 	for range parts {
-		c.parts = append(c.parts, newChan(buffer))
+		c.parts = append(c.parts, newPartChan(buffer))
 	}
 	return c
+}
+
+// addPartition adds a partition to q, as an administrator raising its
+// partition count does, whose consumer holds up to buffer messages.
+func (c *partClient) addPartition(buffer int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.parts = append(c.parts, newPartChan(buffer))
+}
+
+// failListing makes TopicPartitions of q fail with err until called with
+// nil.
+func (c *partClient) failListing(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.listErr = err
 }
 
 func (c *partClient) TopicPartitions(topic string) ([]string, error) {
 	if topic != "q" {
 		return []string{topic}, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.listErr != nil {
+		return nil, c.listErr
 	}
 	var names []string
 	for i := range c.parts {
@@ -57,8 +80,8 @@ func (c *partClient) TopicPartitions(topic string) ([]string, error) {
 
 func (c *partClient) Subscribe(opts pulsar.ConsumerOptions) (consumer, error) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.subs = append(c.subs, opts)
-	c.mu.Unlock()
 	if opts.Topic == "q" {
 		return c.shared, nil
 	}
@@ -92,12 +115,18 @@ func (c *partClient) fill(part, from, n int) {
 	}
 }
 
-func partTransport(t *testing.T, c *partClient, st pulsar.SubscriptionType) *Transport {
+func partTransport(t *testing.T, c *partClient, st pulsar.SubscriptionType, opts ...Option) *Transport {
 	t.Helper()
 	cfg := defaultConfig()
 	cfg.serviceURL = "pulsar://127.0.0.1:6650"
 	cfg.subType, cfg.subTypeDeclared = st, true
 	cfg.maxAttempts = 1 // no retry producer needed
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := errors.Join(cfg.errs...); err != nil {
+		t.Fatal(err)
+	}
 	tr := newTransport(cfg, c, false, nil, nil)
 	t.Cleanup(func() { _ = tr.Close() })
 	return tr

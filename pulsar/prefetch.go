@@ -17,7 +17,8 @@ const (
 	prefetchBatch = 16
 	// prefetchDepth bounds the prepared deliveries a queue's prefetcher
 	// holds beyond the client's own receiver queues: its feeders share it
-	// equally, each at least prefetchBatch/2.
+	// equally, each at least prefetchBatch/2 (feederShare), and share it
+	// anew when a partition's feeder joins (addPartitionFeeders).
 	prefetchDepth = 96
 )
 
@@ -159,17 +160,67 @@ func startPrefetch(queue, group string, s *consumerSlot, in <-chan pulsar.Consum
 // s, whose consumer pc holds one consumer per partition; it prefetches at
 // once, a feeder per partition.
 func startPartitionPrefetch(queue, group string, s *consumerSlot, pc *partitionConsumers) *prefetcher {
-	feed := make([]*feeder, len(pc.parts))
-	for i, c := range pc.parts {
-		feed[i] = &feeder{in: c.(messageChan).Chan(), c: c, part: int32(i)}
-	}
-	p := newPrefetcher(queue, group, s, feed)
+	p := newPrefetcher(queue, group, s, partitionFeeders(0, pc.list()))
 	p.start()
 	return p
 }
 
+// partitionFeeders returns the feeders of cs, the consumers of partitions
+// first, first+1, and so on.
+func partitionFeeders(first int, cs []consumer) []*feeder {
+	feed := make([]*feeder, len(cs))
+	for i, c := range cs {
+		feed[i] = &feeder{in: c.(messageChan).Chan(), c: c, part: int32(first + i), room: make(chan struct{}, 1)}
+	}
+	return feed
+}
+
+// feederShare is the share of prefetchDepth each of n feeders holds at
+// most: an equal part, at least prefetchBatch/2.
+func feederShare(n int) int { return max(prefetchDepth/n, prefetchBatch/2) }
+
+// addPartitionFeeders starts a feeder for each of cs, the consumers of
+// partitions first, first+1, and so on, added to the topic after p
+// started, and shares prefetchDepth anew among all the feeders (a feeder
+// above its new share reads again once its held deliveries are handed out
+// below it). It reports false, having started none, when p was halted or
+// its feeders have all returned.
+func (p *prefetcher) addPartitionFeeders(first int, cs []consumer) bool {
+	p.mode.Lock()
+	defer p.mode.Unlock()
+	select {
+	case <-p.stop:
+		return false
+	default:
+	}
+	if !p.running.Load() {
+		return false
+	}
+	for {
+		n := p.live.Load()
+		if n == 0 {
+			return false // done is closed: no feeder may start
+		}
+		if p.live.CompareAndSwap(n, n+int32(len(cs))) {
+			break
+		}
+	}
+	feed := partitionFeeders(first, cs)
+	p.mu.Lock()
+	p.feed = append(p.feed, feed...)
+	share := feederShare(len(p.feed))
+	for _, f := range p.feed {
+		f.share = share
+	}
+	p.mu.Unlock()
+	for _, f := range feed {
+		go p.run(f)
+	}
+	return true
+}
+
 func newPrefetcher(queue, group string, s *consumerSlot, feed []*feeder) *prefetcher {
-	share := max(prefetchDepth/len(feed), prefetchBatch/2)
+	share := feederShare(len(feed))
 	for _, f := range feed {
 		f.share = share
 		f.room = make(chan struct{}, 1)

@@ -22,6 +22,9 @@ type consumerSlot struct {
 	topic string
 	err   error
 	pre   *prefetcher // nil when c offers no receive channel (prefetch.go)
+	// disc subscribes partitions added to the topic when c is a consumer
+	// per partition (partitions.go); nil otherwise.
+	disc *partitionDiscovery
 }
 
 // producerFor returns the producer of topic, creating it on first use.
@@ -176,6 +179,7 @@ func (t *Transport) consumerFor(queue string) (*consumerSlot, error) {
 	case perPartition && err == nil:
 		s.c = pc
 		s.pre = startPartitionPrefetch(queue, t.cfg.subscription, s, pc)
+		s.disc = t.startPartitionDiscovery(pc, s.pre)
 	case perPartition:
 		s.err = fmt.Errorf("pulsar: subscribe %s to %s: %w", t.cfg.subscription, topic, err)
 	default:

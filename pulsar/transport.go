@@ -152,6 +152,9 @@ func (t *Transport) Close() error {
 	// A slot still being created is waited for, then closed.
 	for _, s := range consumers {
 		<-s.ready
+		if s.disc != nil {
+			s.disc.halt()
+		}
 		if s.pre != nil {
 			s.pre.halt()
 		}
