@@ -264,7 +264,7 @@ share-chaos: ## Kafka share groups (kafkashare) on a broker of its own: consumer
 # Pulsar's TestRestartDeduplication subscribes before it publishes: a topic
 # without a subscription or retention loses its closed ledgers at the
 # broker's first trim, and a kill -9 closes the one written before it
-# (pulsar/DESIGN.md, "What a receipt does not keep").
+# (pulsar/DESIGN.md, "Producers", paragraph "What a receipt does not keep").
 CHAOS_CI_RESTART ?= kafka pulsar
 
 .PHONY: chaos-ci

@@ -402,7 +402,7 @@ func WithProducerOptions(fn func(*pulsar.ProducerOptions)) Option {
 //
 // On a Failover or Exclusive subscription of a partitioned topic fn runs
 // once, and each partition topic is subscribed with its result (DESIGN.md,
-// "One consumer per partition"); a message channel, dead-letter or retry
+// "Receive"); a message channel, dead-letter or retry
 // topics, a zero receiver queue, or several topics set by fn keep the
 // client's one partitioned consumer.
 func WithConsumerOptions(fn func(*pulsar.ConsumerOptions)) Option {
@@ -424,8 +424,8 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithClock sets the clock that times the periodic discovery of
-// partitions added to a subscribed topic (DESIGN.md, "One consumer per
-// partition"). nil is rejected.
+// partitions added to a subscribed topic (DESIGN.md,
+// "Receive"). nil is rejected.
 func WithClock(clock driver.Clock) Option {
 	return func(c *config) {
 		if clock == nil {

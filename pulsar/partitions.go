@@ -33,8 +33,8 @@ var errPartitionReceive = errors.New("pulsar: a consumer per partition is receiv
 // partitionConsumers is the consumer of a partitioned topic on a Failover
 // or Exclusive subscription: one client consumer per partition topic, the
 // i-th of partition i, each with a receive channel of its own, so that one
-// partition's messages never wait behind another's (DESIGN.md, "One lane
-// per partition"). Deliveries are acknowledged through the consumer of
+// partition's messages never wait behind another's (DESIGN.md,
+// "Receive", the paragraph "One lane per partition"). Deliveries are acknowledged through the consumer of
 // their partition (receivedFrom); Ack and Nack here find it by the
 // "-partition-<n>" suffix of the message's topic.
 //

@@ -49,7 +49,7 @@ const (
 //
 // Pop and ReceiveReady hand out across the partitions in turn (the
 // partition handed out least recently first); takeFrom hands out one
-// partition's next delivery (pulsar/DESIGN.md, "One lane per partition").
+// partition's next delivery (pulsar/DESIGN.md, "Receive").
 //
 // A prepared delivery is still only received: until Pop hands it out and
 // it is acknowledged, it is as unsettled as one in the client's receiver
