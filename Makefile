@@ -271,7 +271,7 @@ CHAOS_CI_RESTART ?= kafka pulsar
 chaos-ci: ## Chaos suite, CI-sized (every kind of proof once, 20-30 min): per broker SIGKILLs with a broker kill -9 and restart and 16 handlers per consumer, redrive-kill, redrive-restart, SIGTERM, producer-kill and the leak check; Pulsar restart-exclusive; then the Kafka, Pulsar and kafkashare restart tests, share-chaos's consumer scenarios (SIGKILLed share consumers, with and without a broker restart) and the three-node Kafka cluster scenarios.
 	@$(if $(filter kafka,$(CHAOS_BROKER_LIST)),$(MAKE) --no-print-directory chaos-run CHAOS_BROKER_LIST=kafka CHAOS_RUNS='$(CHAOS_CI_KAFKA)')
 	@$(if $(filter pulsar,$(CHAOS_BROKER_LIST)),$(MAKE) --no-print-directory chaos-run CHAOS_BROKER_LIST=pulsar CHAOS_RUNS='$(CHAOS_CI_PULSAR)')
-	@$(MAKE) --no-print-directory restart-tests CHAOS_BROKER_LIST=$(CHAOS_CI_RESTART)
+	@$(MAKE) --no-print-directory restart-tests CHAOS_BROKER_LIST='$(CHAOS_CI_RESTART)'
 	@$(MAKE) --no-print-directory share-chaos SHARE_CHAOS_TESTS='$(SHARE_CHAOS_CONSUMERS)'
 	@$(if $(filter kafka,$(CHAOS_BROKER_LIST)),$(MAKE) --no-print-directory cluster-tests)
 
