@@ -34,8 +34,9 @@ vet: ## go vet every module (integration- and restart-tagged files included).
 	@echo "== vet interop (interop tests)"; cd interop && $(GO) vet -tags interop ./...
 
 .PHONY: test
-test: build vet ## Build, vet and run every module's unit tests with the race detector (no broker needed).
+test: build vet ## Build, vet, run every module's unit tests (race detector) and each benchmark once (no broker needed).
 	@for m in $(MODULES); do echo "== test $$m"; (cd $$m && $(GO) test -race $(GOTEST_FLAGS) ./...); done
+	@for m in $(MODULES); do echo "== bench once $$m"; out=$$(cd $$m && $(GO) test -run '^$$' -bench . -benchtime 1x ./... 2>&1) || { echo "$$out"; exit 1; }; done
 
 # The conformance matrix. The kafka, pulsar and kafkashare modules require
 # conformance, so bqconform cannot link them: each binding's conformance

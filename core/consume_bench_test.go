@@ -17,7 +17,7 @@ import (
 func BenchmarkDrainInMemory(b *testing.B) {
 	ctx := context.Background()
 	body := func() string {
-		env, _ := Make("urn:bench", map[string]any{"order_id": 1042, "sku": "A-1"}, WithQueue("bench"))
+		env, _ := Make("urn:bench:order", map[string]any{"order_id": 1042, "sku": "A-1"}, WithQueue("bench"))
 		raw, _ := env.Encode()
 		return string(raw)
 	}()
@@ -47,7 +47,7 @@ func BenchmarkDrainInMemory(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	a.Handle("urn:bench", func(context.Context, *Envelope) error { return nil })
+	a.Handle("urn:bench:order", func(context.Context, *Envelope) error { return nil })
 	b.StartTimer()
 	start = time.Now()
 	n, err := a.Drain(ctx, "bench")
@@ -68,7 +68,7 @@ func BenchmarkDrainInMemory(b *testing.B) {
 func BenchmarkRetryPathInMemory(b *testing.B) {
 	ctx := context.Background()
 	mem := bqtest.NewInMemoryTransport()
-	env, _ := Make("urn:bench", map[string]any{"order_id": 1042}, WithQueue("bench"))
+	env, _ := Make("urn:bench:order", map[string]any{"order_id": 1042}, WithQueue("bench"))
 	raw, _ := env.Encode()
 	for i := 0; i < b.N; i++ {
 		mem.Publish(ctx, "bench", string(raw))
@@ -78,7 +78,7 @@ func BenchmarkRetryPathInMemory(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	a.Handle("urn:bench", func(context.Context, *Envelope) error { return errBench })
+	a.Handle("urn:bench:order", func(context.Context, *Envelope) error { return errBench })
 	b.ResetTimer()
 	start := time.Now()
 	for i := 0; i < b.N; i++ {
@@ -109,7 +109,7 @@ func (noopHooks) OnSettle(context.Context, *Delivery, *Settlement)              
 // "bench: app_drain_hooks ours=<ns/msg with no-op hooks> raw=<ns/msg without hooks> ratio=<ours/raw>".
 func BenchmarkDrainHooks(b *testing.B) {
 	ctx := context.Background()
-	env, _ := Make("urn:bench", map[string]any{"order_id": 1042, "sku": "A-1"}, WithQueue("bench"))
+	env, _ := Make("urn:bench:order", map[string]any{"order_id": 1042, "sku": "A-1"}, WithQueue("bench"))
 	raw, _ := env.Encode()
 	round := func(opts ...Option) float64 {
 		mem := bqtest.NewInMemoryTransport()
@@ -120,7 +120,7 @@ func BenchmarkDrainHooks(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		a.Handle("urn:bench", func(context.Context, *Envelope) error { return nil })
+		a.Handle("urn:bench:order", func(context.Context, *Envelope) error { return nil })
 		start := time.Now()
 		if n, err := a.Drain(ctx, "bench"); err != nil || n != b.N {
 			b.Fatalf("Drain = %d, %v", n, err)
