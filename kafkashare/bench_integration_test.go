@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -147,76 +148,126 @@ func TestBenchShareAppIOBound(t *testing.T) {
 // TestBenchShareNoopConsume: the App with a no-op handler on a share group
 // vs raw franz-go (poll, accept each record) in the same fetch mode (500
 // records acquired per poll, none ahead), both timed from the first record,
-// each side on a topic and group of its own; five rounds per side, the
-// side that goes first alternating. A side reads for about half a second
-// on a broker that shares two cores, so a single round swings either way
-// (0.6 to 1.3); five rounds, as in TestBenchSharePublish, steady the
-// medians. Prints each round ("bench-round:") and
-// "bench: kafkashare-noop-consume ours=<median msg/s> raw=<median msg/s> ratio=<median of the round ratios>".
+// each side on a topic and group of its own. Four sides per round, the
+// side that goes first rotating over five rounds: ours with the default
+// members, ours with one member, raw franz-go's single-client poll loop
+// as a user writes it, and the same loop on two clients of the group. A
+// side reads for about half a second on a broker that shares two cores,
+// so a single round swings either way; the medians of five rounds steady
+// it. Prints each round ("bench-round:") and, with medians:
+//
+//	bench: kafkashare-noop-consume ours=<default members> raw=<one client> ratio=…
+//	bench: kafkashare-noop-consume-one-member ours=<WithMembers(1)> raw=<one client> ratio=…
+//	bench: kafkashare-noop-consume-two-raw ours=<default members> raw=<two clients> ratio=…
+//
+// The first is the goal (ours as configured by default against raw as a
+// user writes it); the second keeps the per-record overhead visible in
+// the same shape (one client each); the third compares like numbers of
+// clients.
 func TestBenchShareNoopConsume(t *testing.T) {
 	benchOnly(t)
 	const total, parts, rounds = 30000, 6, 5
 	body := envelopeBody(t)
-	raw := func() float64 {
-		q := newTopic(t, parts)
-		fill(t, q, body, total, 100)
-		tr := newTransport(t) // sets the group configs, as ours does
-		if err := tr.configureGroup(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		tr.Close()
-		cl, err := kgo.NewClient(kgo.SeedBrokers(brokertest.KafkaBrokers(t)...), kgo.ShareGroup(tr.cfg.group), kgo.ConsumeTopics(q),
-			kgo.ShareMaxRecords(500), kgo.ShareMaxRecordsStrict()) // the fetch mode of ours: acquire when polled
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cl.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		var start time.Time
-		got, first := 0, 0
-		for got < total && ctx.Err() == nil {
-			cl.PollRecords(ctx, 500).EachRecord(func(r *kgo.Record) { got++; r.Ack(kgo.AckAccept) })
-			if start.IsZero() && got > 0 {
-				start, first = time.Now(), got // timed from the first poll with records, as ours
+	raw := func(clients int) func() float64 {
+		return func() float64 {
+			q := newTopic(t, parts)
+			fill(t, q, body, total, 100)
+			tr := newTransport(t) // sets the group configs, as ours does
+			if err := tr.configureGroup(context.Background()); err != nil {
+				t.Fatal(err)
 			}
+			tr.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			var got atomic.Int64
+			var startNs atomic.Int64 // when the first poll with records returned
+			var firstN, endNs atomic.Int64
+			var wg sync.WaitGroup
+			for range clients {
+				cl, err := kgo.NewClient(kgo.SeedBrokers(brokertest.KafkaBrokers(t)...), kgo.ShareGroup(tr.cfg.group), kgo.ConsumeTopics(q),
+					kgo.ShareMaxRecords(500), kgo.ShareMaxRecordsStrict()) // the fetch mode of ours: acquire when polled
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer cl.Close()
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for ctx.Err() == nil {
+						n := 0
+						cl.PollRecords(ctx, 500).EachRecord(func(r *kgo.Record) { n++; r.Ack(kgo.AckAccept) })
+						if n > 0 {
+							sum := got.Add(int64(n))
+							if startNs.CompareAndSwap(0, time.Now().UnixNano()) {
+								firstN.Store(sum) // timed from the first poll with records, as ours
+							}
+							if sum >= total {
+								endNs.Store(time.Now().UnixNano())
+								cancel() // the other clients' polls return
+							}
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			if got.Load() < total {
+				t.Fatalf("raw: read %d of %d", got.Load(), total)
+			}
+			return float64(got.Load()-firstN.Load()) / time.Duration(endNs.Load()-startNs.Load()).Seconds()
 		}
-		if got < total {
-			t.Fatalf("raw: read %d of %d", got, total)
+	}
+	ours := func(opts ...Option) func() float64 {
+		return func() float64 {
+			q := newTopic(t, parts)
+			fill(t, q, body, total, 100)
+			tr := newTransport(t, append([]Option{WithMaxRecords(500)}, opts...)...)
+			defer tr.Close()
+			app := newApp(t, tr, q)
+			var n atomic.Int64
+			app.Handle(urn, func(context.Context, *babelqueue.Envelope) error { n.Add(1); return nil })
+			rate, _ := appRate(t, app, q, total, &n)
+			return rate
 		}
-		return float64(got-first) / time.Since(start).Seconds()
 	}
-	ours := func() float64 {
-		q := newTopic(t, parts)
-		fill(t, q, body, total, 100)
-		tr := newTransport(t, WithMaxRecords(500))
-		defer tr.Close()
-		app := newApp(t, tr, q)
-		var n atomic.Int64
-		app.Handle(urn, func(context.Context, *babelqueue.Envelope) error { n.Add(1); return nil })
-		rate, _ := appRate(t, app, q, total, &n)
-		return rate
+	sides := []func() float64{ours(), ours(WithMembers(1)), raw(1), raw(2)}
+	r := rotate(rounds, sides)
+	report("kafkashare-noop-consume", r[0], r[2])
+	report("kafkashare-noop-consume-one-member", r[1], r[2])
+	report("kafkashare-noop-consume-two-raw", r[0], r[3])
+}
+
+// rotate runs every side rounds times, the side that goes first rotating
+// from one round to the next, and returns each side's rates by round.
+func rotate(rounds int, sides []func() float64) [][]float64 {
+	out := make([][]float64, len(sides))
+	for round := range rounds {
+		for i := range sides {
+			j := (round + i) % len(sides)
+			out[j] = append(out[j], sides[j]())
+		}
 	}
-	alternate("kafkashare-noop-consume", rounds, ours, raw)
+	return out
+}
+
+// report prints the rounds of ours against raw ("bench-round:") and then
+// "bench: <name>" with the median rates and the median of the round
+// ratios.
+func report(name string, ours, raw []float64) {
+	var ratios []float64
+	for i := range ours {
+		ratios = append(ratios, ours[i]/raw[i])
+		fmt.Printf("bench-round: %s round=%d ours=%.0f raw=%.0f ratio=%.2f\n", name, i+1, ours[i], raw[i], ours[i]/raw[i])
+	}
+	// Median sorts its argument: the rates stay in round order for the
+	// other reports of the same rounds.
+	fmt.Printf("bench: %s ours=%.0f raw=%.0f ratio=%.2f\n", name, brokertest.Median(slices.Clone(ours)), brokertest.Median(slices.Clone(raw)), brokertest.Median(ratios))
 }
 
 // alternate runs ours and raw rounds times each, the side that goes first
-// alternating from one round to the next, prints every round as a
-// "bench-round:" line and then "bench: <name>" with the median rates and
-// the median of the round ratios.
+// alternating from one round to the next, and reports them (report).
 func alternate(name string, rounds int, ours, raw func() float64) {
-	sides := [2]func() float64{ours, raw}
-	var oursRates, rawRates, ratios []float64
-	for round := range rounds {
-		var r [2]float64
-		for i := range sides {
-			j := (round + i) % len(sides)
-			r[j] = sides[j]()
-		}
-		fmt.Printf("bench-round: %s round=%d ours=%.0f raw=%.0f ratio=%.2f\n", name, round+1, r[0], r[1], r[0]/r[1])
-		oursRates, rawRates, ratios = append(oursRates, r[0]), append(rawRates, r[1]), append(ratios, r[0]/r[1])
-	}
-	fmt.Printf("bench: %s ours=%.0f raw=%.0f ratio=%.2f\n", name, brokertest.Median(oursRates), brokertest.Median(rawRates), brokertest.Median(ratios))
+	r := rotate(rounds, []func() float64{ours, raw})
+	report(name, r[0], r[1])
 }
 
 // TestBenchSharePublish: App.Publish through the idempotent producer vs raw

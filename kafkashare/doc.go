@@ -44,24 +44,38 @@
 // renewable). The share fetch of that poll carries the accepts of the
 // previous records: a broker round trip, longer when the broker is busy.
 //
-// WithMembers runs several members per queue, each with a poller goroutine
-// (queue.run) that polls as soon as its member holds nothing and a Receive
-// asks for records (until that Receive's deadline, while its context
-// lives). Receive hands out the oldest poll's records first, so members
-// free up in turn, and one member's share fetch overlaps the handling of
-// the others' records. The handlers stay busy when the records the other
-// members hold outlast a fetch: for n handlers of latency L and a fetch
-// round trip F, (members-1) × WithMaxRecords ≥ F·n/L (the bench runs 3
-// members of 4n records for 5 ms handlers). A queue holds at most
-// members × WithMaxRecords records; those acquired and not yet received
-// stay held, renewed, until they are received or the transport closes.
-//
 // While held, a record's acquisition lock is renewed each third of the lock
 // (WithLockDuration sets the group's lock); a record whose lock passed
 // without a confirmed renewal is reported (WithOnLockLost and a warning).
 // A slow record holds back the next poll of its member only. Because of the
 // barrier, a member never holds two deliveries of one record at once;
 // across members, the renewed lock keeps a record with one member.
+//
+// # Members
+//
+// Each queue runs WithMembers members (default 2), each with a poller
+// goroutine (queue.run) that polls as soon as its member holds nothing and
+// a Receive asks for records (until that Receive's deadline, while its
+// context lives). Receive hands out the oldest poll's records first, so
+// members free up in turn, and one member's share fetch overlaps the
+// handling of the others' records. With one member the fetch round trip
+// and the handling of the poll's records follow each other; two make the
+// default overlap them, even for one handler. Many handlers stay busy when
+// the records the other members hold outlast a fetch: for n handlers of
+// latency L and a fetch round trip F, (members-1) × WithMaxRecords ≥ F·n/L
+// (the bench runs 3 members of 4n records for 5 ms handlers).
+//
+// What a member costs: a franz-go client (its connections, its share
+// heartbeats, the group membership) and the records it acquires. A queue
+// holds at most members × WithMaxRecords records; those acquired and not
+// yet received stay held, renewed, until they are received or the
+// transport closes, and other processes of the group cannot take them
+// meanwhile. Close releases them, so they come back with their delivery
+// count one higher (an attempt, by the rule above). WithMembers(1) halves
+// both, for slow handlers whose records are better left to other
+// processes. The members join together: the first delivery comes with the
+// same share heartbeat as with one. Not taken: decoding the envelopes
+// ahead on the poller (no gain on two shared cores).
 //
 // # Ordering
 //

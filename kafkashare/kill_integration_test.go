@@ -141,11 +141,14 @@ func killedConsumers(t *testing.T, n, kills int, midRun func()) {
 	}
 	time.Sleep(time.Second)
 	distinct, lines := read()
-	lost, dups, bound := n-distinct, lines-distinct, killed*childRecs
+	// A consumer process holds at most its members (the default) ×
+	// childRecs records.
+	childHeld := defaults().members * childRecs
+	lost, dups, bound := n-distinct, lines-distinct, killed*childHeld
 	restart := "no"
 	if midRun != nil {
 		restart = "yes"
-		bound += childRecs // the records held across the broker restart
+		bound += childHeld // the records held across the broker restart
 	}
 	line := fmt.Sprintf("chaos: broker=kafkashare n=%d kills=%d broker-restart=%s lost=%d duplicates=%d bound=%d", n, killed, restart, lost, dups, bound)
 	fmt.Println(line)

@@ -35,7 +35,7 @@ func defaults() config {
 		lock:         30 * time.Second,
 		deliveryCap:  10,
 		maxRecords:   64,
-		members:      1,
+		members:      2,
 		fromEarliest: true,
 		clock:        driver.SystemClock{},
 	}
@@ -97,8 +97,8 @@ func WithDeliveryCountLimit(n int) Option {
 // WithMaxRecords bounds the records one share fetch acquires (default
 // 64); they are all held, and their locks renewed, until each is settled.
 // With WithMembers(m), h handlers of latency L stay busy when
-// (m-1) × n ≥ F·h/L, F being a share fetch's round trip (doc.go, "The
-// poll barrier and locks").
+// (m-1) × n ≥ F·h/L, F being a share fetch's round trip (doc.go,
+// "Members").
 func WithMaxRecords(n int) Option {
 	return func(c *config) {
 		if n <= 0 || n > 10000 {
@@ -110,10 +110,12 @@ func WithMaxRecords(n int) Option {
 }
 
 // WithMembers sets how many share-group members (franz-go clients) each
-// queue runs (default 1, at most 16). Each member polls on its own
+// queue runs (default 2, at most 16). Each member polls on its own
 // goroutine once its previous records are settled, so one member's share
-// fetch overlaps the handling of the others' records (two or three suit
-// many handlers). A queue holds at most n × WithMaxRecords records.
+// fetch overlaps the handling of the others' records (three suit many
+// handlers). A queue holds at most n × WithMaxRecords records; 1 halves
+// that, and the connections, for slow handlers that leave records to other
+// processes of the group (doc.go, "Members").
 func WithMembers(n int) Option {
 	return func(c *config) {
 		if n < 1 || n > 16 {
