@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -165,8 +166,9 @@ func (t *Transport) Receive(ctx context.Context, topic string, timeout time.Dura
 	}
 	set.recv.Lock()
 	defer set.recv.Unlock()
-	deadline := time.Now().Add(timeout)
-	set.ask(ctx, deadline)
+	now := time.Now()
+	deadline := now.Add(timeout)
+	set.ask(ctx, now, deadline)
 	for {
 		if rm, err := set.pop(); rm != nil || err != nil {
 			return rm, err
@@ -188,14 +190,15 @@ func (t *Transport) Receive(ctx context.Context, topic string, timeout time.Dura
 	}
 }
 
-// ask records that a Receive with ctx wants records until deadline and,
+// ask records that a Receive with ctx wants records until deadline (now
+// being the time of the call) and,
 // when no Receive was asking (its deadline passed or its context ended),
 // wakes the members' pollers. A poller asked already polls again once its
 // member is free (settle wakes it), and a poll of the previous context
 // that ends makes its poller look again.
-func (s *queueSet) ask(ctx context.Context, deadline time.Time) {
+func (s *queueSet) ask(ctx context.Context, now, deadline time.Time) {
 	s.askMu.Lock()
-	asking := s.askCtx != nil && s.askCtx.Err() == nil && time.Now().Before(s.askTil)
+	asking := s.askCtx != nil && s.askCtx.Err() == nil && now.Before(s.askTil)
 	s.askCtx = ctx
 	if deadline.After(s.askTil) {
 		s.askTil = deadline
@@ -318,6 +321,13 @@ func (q *queue) poll(ctx context.Context, until time.Time) bool {
 	if n == 0 {
 		return ok
 	}
+	q.add(fs)
+	return true
+}
+
+// add holds the records of a poll, buffered for Receive, and wakes a
+// waiting Receive.
+func (q *queue) add(fs kgo.Fetches) {
 	now := q.t.cfg.clock.Now()
 	q.mu.Lock()
 	q.polled = q.set.seq.Add(1)
@@ -329,7 +339,6 @@ func (q *queue) poll(ctx context.Context, until time.Time) bool {
 	})
 	q.mu.Unlock()
 	q.set.signal()
-	return true
 }
 
 // signal wakes a waiting Receive.
@@ -341,20 +350,21 @@ func (s *queueSet) signal() {
 }
 
 // delivery builds the ReceivedMessage of a record, its attempts reconciled
-// (reconcile).
+// (reconcile). The body and the header values view the record's bytes
+// without a copy: franz-go allocates them per fetch and, given no pools
+// (WithClientOptions), never writes them again. The headers are deferred
+// (driver.ReceivedMessage.DeferHeaders): the App builds their map only
+// when it needs it.
 func delivery(t *Transport, h *held) driver.ReceivedMessage {
 	r := h.rec
 	rm := driver.ReceivedMessage{
-		Body: string(r.Value), Queue: r.Topic, Handle: h,
+		Body: bytesString(r.Value), Queue: r.Topic, Handle: h,
 		Key: r.Key, Partition: r.Partition, Offset: r.Offset, Group: t.cfg.group,
 	}
 	if len(r.Headers) > 0 {
-		rm.Headers = make(map[string]string, len(r.Headers))
-		for _, hd := range r.Headers {
-			rm.Headers[hd.Key] = string(hd.Value)
-		}
+		rm.DeferHeaders(h)
 	}
-	v, present := rm.Headers[wire.HeaderSchemaVersion]
+	v, present := h.LookupHeader(wire.HeaderSchemaVersion)
 	if wire.CheckSchemaVersionHeader(v, present) != nil {
 		return rm // the App dead-letters it as received (CONTRACT.md 4.3)
 	}
@@ -362,13 +372,45 @@ func delivery(t *Transport, h *held) driver.ReceivedMessage {
 	return rm
 }
 
+// LookupHeader returns the last value of key among the record's headers
+// (driver.HeaderSource).
+func (h *held) LookupHeader(key string) (string, bool) {
+	hs := h.rec.Headers
+	for i := len(hs) - 1; i >= 0; i-- {
+		if hs[i].Key == key {
+			return bytesString(hs[i].Value), true
+		}
+	}
+	return "", false
+}
+
+// HeaderMap returns the record's headers as a new map, the last value of
+// a key carried twice winning (driver.HeaderSource); nil when none.
+func (h *held) HeaderMap() map[string]string {
+	hs := h.rec.Headers
+	if len(hs) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(hs))
+	for _, hd := range hs {
+		m[hd.Key] = bytesString(hd.Value)
+	}
+	return m
+}
+
+// bytesString returns b as a string without a copy; b must not change.
+func bytesString(b []byte) string {
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
 // reconcile applies the share-group attempts rule: the attempts of the
 // Kafka binding (a valid bq-attempts header, else the body's), then at
 // least deliveryCount-1, the deliveries before this one the broker counted
 // (the Pulsar rule with the delivery count as redelivery count). When the
-// count moves, the body's attempts and the bq-attempts header carry it.
+// count moves, the body's attempts and the bq-attempts header carry it
+// (the deferred headers filled first).
 func reconcile(rm *driver.ReceivedMessage, deliveryCount int) {
-	hdr, present := rm.Headers[wire.HeaderAttempts]
+	hdr, present := rm.Header(wire.HeaderAttempts)
 	if !present && deliveryCount <= 1 {
 		return // the body's count stands: nothing to parse or change
 	}
@@ -380,6 +422,7 @@ func reconcile(rm *driver.ReceivedMessage, deliveryCount int) {
 		}
 	}
 	if cur, ok := wire.ParseAttemptsHeader(hdr); (present && (!ok || cur != n)) || (!present && n > 0) {
+		rm.FillHeaders()
 		if rm.Headers == nil {
 			rm.Headers = map[string]string{}
 		}

@@ -7,7 +7,9 @@
 //
 //   - Receive hands out acquired records one at a time, those of the
 //     oldest poll first; each member (a franz-go client) of the queue
-//     acquires them on a poller goroutine of its own;
+//     acquires them on a poller goroutine of its own. A message's body
+//     and headers view the record's bytes, the header map built only
+//     when the App needs it (driver.ReceivedMessage.DeferHeaders);
 //   - Ack accepts a record: the broker never delivers it again;
 //   - HandBack releases it: the broker delivers it again, to any member,
 //     with its delivery count increased (Features.HandBack: HandBackNack);

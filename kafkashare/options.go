@@ -170,7 +170,8 @@ func WithOnLockLost(fn func(LockLost)) Option {
 
 // WithClientOptions adds franz-go options to every client the transport
 // makes (TLS, SASL, ...); options that change the group, the producer's
-// idempotence or acks are the transport's own and must not be given.
+// idempotence or acks are the transport's own and must not be given, nor
+// pools (kgo.WithPools): received messages view the records' bytes.
 func WithClientOptions(opts ...kgo.Opt) Option {
 	return func(c *config) { c.kgoOpts = append(c.kgoOpts, opts...) }
 }

@@ -3,6 +3,7 @@ package kafkashare
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -164,7 +165,7 @@ func TestMembersPollOnlyWhileAsked(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	until := time.Now().Add(time.Hour)
-	set.ask(ctx, until)
+	set.ask(ctx, time.Now(), until)
 	select {
 	case <-m.kick:
 	default:
@@ -175,7 +176,7 @@ func TestMembersPollOnlyWhileAsked(t *testing.T) {
 	}
 	// An earlier deadline does not shorten a later one, and a Receive
 	// asking already wakes nobody.
-	set.ask(ctx, time.Now().Add(time.Minute))
+	set.ask(ctx, time.Now(), time.Now().Add(time.Minute))
 	if _, u, _ := set.asked(); !u.Equal(until) {
 		t.Errorf("deadline %v, want %v", u, until)
 	}
@@ -188,7 +189,7 @@ func TestMembersPollOnlyWhileAsked(t *testing.T) {
 	if _, _, ok := set.asked(); ok {
 		t.Error("asked after the Receive's context ended")
 	}
-	set.ask(context.Background(), time.Now().Add(-time.Second))
+	set.ask(context.Background(), time.Now(), time.Now().Add(-time.Second))
 	if _, _, ok := set.asked(); !ok {
 		t.Error("a live context with the earlier deadline still pending: not asked")
 	}
@@ -200,5 +201,84 @@ func TestMembersPollOnlyWhileAsked(t *testing.T) {
 	set.askTil = time.Now().Add(-time.Millisecond)
 	if _, _, ok := set.asked(); ok {
 		t.Error("asked after the deadline passed")
+	}
+}
+
+// BenchmarkReceiveAck is the transport's work per record of a no-op
+// consume: a poll of 500 records held (add), then each received and
+// accepted. The records carry the six contract headers of an envelope.
+func BenchmarkReceiveAck(b *testing.B) {
+	const n = 500
+	env, err := wire.Make("urn:babel:share:bench", map[string]any{"n": 1}, wire.WithQueue("q"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	body, err := env.Encode()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var hs []kgo.RecordHeader
+	for _, h := range wire.ProjectBody(body).Headers() {
+		hs = append(hs, kgo.RecordHeader{Key: h.Key, Value: []byte(h.Value)})
+	}
+	tr := &Transport{cfg: defaults(), queues: map[string]*queueSet{}}
+	tr.cfg.group = "g"
+	set := &queueSet{name: "q", ready: make(chan struct{}, 1)}
+	q := &queue{t: tr, set: set, name: "q", held: map[*held]struct{}{}}
+	set.members = []*queue{q}
+	tr.queues["q"] = set
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		recs := make([]*kgo.Record, n)
+		for i := range recs {
+			recs[i] = &kgo.Record{Topic: "q", Value: body, Headers: hs, Offset: int64(i)}
+		}
+		q.add(kgo.Fetches{{Topics: []kgo.FetchTopic{{Topic: "q", Partitions: []kgo.FetchPartition{{Records: recs}}}}}})
+		for range n {
+			rm, err := tr.Receive(ctx, "q", time.Second)
+			if err != nil || rm == nil {
+				b.Fatal(rm, err)
+			}
+			if err := tr.Ack(ctx, rm); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
+}
+
+// A delivery defers its headers: none is copied until asked for, a key
+// carried twice reads as its last value, and an attempts change fills the
+// map first, keeping the other headers.
+func TestDeliveryDefersHeaders(t *testing.T) {
+	body := `{"job":"u","trace_id":"t","data":{},"meta":{"id":"1","queue":"q","lang":"go","schema_version":1,"created_at":1},"attempts":0}`
+	tr := &Transport{cfg: defaults()}
+	rec := &kgo.Record{Topic: "q", Value: []byte(body), Headers: []kgo.RecordHeader{
+		{Key: wire.HeaderJob, Value: []byte("u")}, {Key: "x", Value: []byte("1")}, {Key: "x", Value: []byte("2")},
+	}}
+	rm := delivery(tr, &held{rec: rec})
+	if rm.Headers != nil {
+		t.Fatalf("headers built at delivery: %v", rm.Headers)
+	}
+	if v, ok := rm.Header("x"); !ok || v != "2" {
+		t.Errorf("Header(x) = %q, %v; want the last value 2", v, ok)
+	}
+	rm.FillHeaders()
+	if want := map[string]string{wire.HeaderJob: "u", "x": "2"}; !maps.Equal(rm.Headers, want) {
+		t.Errorf("filled headers %v, want %v", rm.Headers, want)
+	}
+	// The third delivery: attempts 2 in the body and the header, the
+	// deferred headers kept.
+	again := delivery(tr, &held{rec: rec})
+	reconcile(&again, 3)
+	if n, _ := wire.BodyAttempts(again.Body); n != 2 {
+		t.Errorf("body attempts %d, want 2", n)
+	}
+	if want := map[string]string{wire.HeaderJob: "u", "x": "2", wire.HeaderAttempts: "2"}; !maps.Equal(again.Headers, want) {
+		t.Errorf("headers after reconcile %v, want %v", again.Headers, want)
+	}
+	if string(rec.Value) != body {
+		t.Error("reconcile changed the record's bytes")
 	}
 }
