@@ -168,10 +168,13 @@ func WithOnLockLost(fn func(LockLost)) Option {
 	}
 }
 
-// WithClientOptions adds franz-go options to every client the transport
-// makes (TLS, SASL, ...); options that change the group, the producer's
-// idempotence or acks are the transport's own and must not be given, nor
-// pools (kgo.WithPools): received messages view the records' bytes.
+// WithClientOptions adds franz-go options, such as TLS or SASL, to every
+// client the transport makes.
+//
+// New refuses the options that would override the transport's own: a
+// consumer or share group, topics or partitions to consume, acks other
+// than all, idempotence disabled, and pools (kgo.WithPools), since
+// received messages view the records' bytes.
 func WithClientOptions(opts ...kgo.Opt) Option {
 	return func(c *config) { c.kgoOpts = append(c.kgoOpts, opts...) }
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,8 +56,13 @@ func New(opts ...Option) (*Transport, error) {
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
 	}, c.kgoOpts...)
 	prod, err := kgo.NewClient(popts...)
-	if err != nil {
-		return nil, fmt.Errorf("kafkashare: producer: %w", err)
+	if err != nil { // NewClient only validates; it does not connect
+		c.errs.Fail("WithClientOptions: %v", err)
+		return nil, c.errs.Err()
+	}
+	if checkClientOptions(prod, &c.errs); c.errs.Err() != nil {
+		prod.Close()
+		return nil, c.errs.Err()
 	}
 	stopCtx, cancelStop := context.WithCancel(context.Background())
 	return &Transport{cfg: c, prod: prod, queues: map[string]*queueSet{}, stop: make(chan struct{}), stopCtx: stopCtx, cancelStop: cancelStop}, nil
@@ -174,4 +180,40 @@ func produceErr(topic string, err error) error {
 		return fmt.Errorf("kafkashare: write to %q refused: %w", topic, err)
 	}
 	return fmt.Errorf("kafkashare: write to %q: %w: %w", topic, driver.ErrPublishUnknown, err)
+}
+
+// checkClientOptions reports the WithClientOptions that would override the
+// transport's own settings: a group or topics to consume (the share
+// consumers set their own), acks other than all, idempotence disabled,
+// and pools (received messages view the records' bytes, which a pool
+// would reuse).
+func checkClientOptions(cl *kgo.Client, errs *option.Errors) {
+	if g, _ := cl.OptValue(kgo.ConsumerGroup).(string); g != "" {
+		errs.Fail("WithClientOptions: kgo.ConsumerGroup %q: the transport joins its share group (WithShareGroup)", g)
+	}
+	if g, _ := cl.OptValue(kgo.ShareGroup).(string); g != "" {
+		errs.Fail("WithClientOptions: kgo.ShareGroup %q: name the share group with WithShareGroup", g)
+	}
+	if nonEmpty(cl.OptValue(kgo.ConsumeTopics)) {
+		errs.Fail("WithClientOptions: kgo.ConsumeTopics: the App's Consume names the topics")
+	}
+	if nonEmpty(cl.OptValue(kgo.ConsumePartitions)) {
+		errs.Fail("WithClientOptions: kgo.ConsumePartitions: a share group assigns the partitions")
+	}
+	if acks, _ := cl.OptValue(kgo.RequiredAcks).(kgo.Acks); acks != kgo.AllISRAcks() {
+		errs.Fail("WithClientOptions: kgo.RequiredAcks: the idempotent producer needs acks from all in-sync replicas")
+	}
+	if off, _ := cl.OptValue(kgo.DisableIdempotentWrite).(bool); off {
+		errs.Fail("WithClientOptions: kgo.DisableIdempotentWrite: a retried produce would write a duplicate")
+	}
+	if nonEmpty(cl.OptValue(kgo.WithPools)) {
+		errs.Fail("WithClientOptions: kgo.WithPools: received messages view the records' bytes, which a pool would reuse")
+	}
+}
+
+// nonEmpty reports whether v, an option's value, is a slice or map with
+// elements (kgo keeps some in unexported types).
+func nonEmpty(v any) bool {
+	rv := reflect.ValueOf(v)
+	return (rv.Kind() == reflect.Slice || rv.Kind() == reflect.Map) && rv.Len() > 0
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -281,4 +282,32 @@ func TestDeliveryDefersHeaders(t *testing.T) {
 	if string(rec.Value) != body {
 		t.Error("reconcile changed the record's bytes")
 	}
+}
+
+// poolStub is a kgo pool that pools nothing.
+type poolStub struct{}
+
+func (poolStub) GetDecompressBytes([]byte, kgo.CompressionCodecType) []byte { return nil }
+func (poolStub) PutDecompressBytes([]byte)                                  {}
+
+func TestNewRefusesClientOptionsThatOverrideTheTransport(t *testing.T) {
+	for name, opt := range map[string]kgo.Opt{
+		"ConsumerGroup":          kgo.ConsumerGroup("g"),
+		"ShareGroup":             kgo.ShareGroup("g"),
+		"ConsumeTopics":          kgo.ConsumeTopics("orders"),
+		"ConsumePartitions":      kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"orders": {0: kgo.NewOffset()}}),
+		"RequiredAcks":           kgo.RequiredAcks(kgo.LeaderAck()),
+		"DisableIdempotentWrite": kgo.DisableIdempotentWrite(),
+		"WithPools":              kgo.WithPools(poolStub{}),
+	} {
+		_, err := New(WithBrokers("127.0.0.1:9092"), WithShareGroup("g"), WithClientOptions(opt))
+		if !errors.Is(err, driver.ErrInvalidOption) || !strings.Contains(err.Error(), name) && !(name == "RequiredAcks" && strings.Contains(err.Error(), "acks=all")) {
+			t.Errorf("%s: err = %v, want ErrInvalidOption naming it", name, err)
+		}
+	}
+	tr, err := New(WithBrokers("127.0.0.1:9092"), WithShareGroup("g"), WithClientOptions(kgo.ClientID("ok")))
+	if err != nil {
+		t.Fatalf("a harmless client option: %v", err)
+	}
+	tr.Close()
 }
