@@ -127,8 +127,17 @@ func journalRecordAt(ctx context.Context, c pulsar.Client, topic string, start p
 		return nil, "", fmt.Errorf("pulsar: redrive: open journal %s: %w", topic, err)
 	}
 	defer r.Close()
+	last, err := r.GetLastMessageID()
+	if err != nil {
+		return nil, "", fmt.Errorf("pulsar: redrive: last record of journal %s: %w", topic, err)
+	}
+	if !validID(last) {
+		return nil, "", nil // an empty journal
+	}
 	if !r.HasNext() {
-		return nil, "", nil
+		// HasNext also says false when it could not ask the broker: a
+		// journal that has records must not read as empty.
+		return nil, "", fmt.Errorf("pulsar: redrive: journal %s: no record at %s though its last is %s", topic, start, last)
 	}
 	m, err := r.Next(ctx)
 	if err != nil {
@@ -154,12 +163,20 @@ func copiesWritten(ctx context.Context, c pulsar.Client, topic, after string, pe
 		return nil, fmt.Errorf("pulsar: redrive: scan %s for copies: %w", topic, err)
 	}
 	defer r.Close()
+	// The end is asked for first: HasNext also says false when it could not
+	// ask the broker, which must not pass for a scan that found nothing.
+	last, err := r.GetLastMessageID()
+	if err != nil {
+		return nil, fmt.Errorf("pulsar: redrive: scan %s for copies: last message: %w", topic, err)
+	}
 	found := make(map[string]bool)
+	var read pulsar.MessageID
 	for r.HasNext() {
 		m, err := r.Next(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("pulsar: redrive: scan %s for copies: %w", topic, err)
 		}
+		read = m.ID()
 		src := m.Properties()[wire.HeaderRedriveSource]
 		switch {
 		case src == "":
@@ -172,7 +189,25 @@ func copiesWritten(ctx context.Context, c pulsar.Client, topic, after string, pe
 			}
 		}
 	}
+	if validID(last) && entryBefore(start, last) && (read == nil || entryBefore(read, last)) {
+		return nil, fmt.Errorf("pulsar: redrive: scan %s for copies stopped before its last message %s", topic, last)
+	}
 	return found, nil
+}
+
+// validID reports whether id names a message (a topic without messages
+// reports a last ID with negative ledger and entry).
+func validID(id pulsar.MessageID) bool {
+	return id != nil && id.LedgerID() >= 0 && id.EntryID() >= 0
+}
+
+// entryBefore reports whether the entry of a comes before that of b in one
+// topic partition; the earliest ID comes before every entry.
+func entryBefore(a, b pulsar.MessageID) bool {
+	if a.LedgerID() != b.LedgerID() {
+		return a.LedgerID() < b.LedgerID()
+	}
+	return a.EntryID() < b.EntryID()
 }
 
 // lastMessageID returns the ID of the last message of topic (an ID with
@@ -265,20 +300,58 @@ func recoverJournal(ctx context.Context, c pulsar.Client, journal string) (journ
 		starts[part] = from
 		out.from[part] = from
 	}
-	for part, start := range starts {
-		found, err := copiesWritten(ctx, c, part, start, nil)
-		if err != nil {
-			return journalRecovery{}, err
-		}
-		for s := range found {
-			if pending[s] {
-				out.moved[s] = true
-			} else {
-				out.copied[s] = true
+	for scan := 0; ; scan++ {
+		for part, start := range starts {
+			found, err := copiesWritten(ctx, c, part, start, nil)
+			if err != nil {
+				return journalRecovery{}, err
+			}
+			for s := range found {
+				if pending[s] {
+					out.moved[s] = true
+				} else {
+					out.copied[s] = true
+				}
 			}
 		}
+		if scan > 0 || pendingFound(pending, out.moved) {
+			return out, nil
+		}
+		// Copies of the pending batch are missing: either never sent, or
+		// sent by the killed run and still being stored. The broker took
+		// every send of the killed run before it let this run take the
+		// cursor (one connection, read in order), so they are stored
+		// within a bookie write; scan once more after that.
+		if err := sleepCtx(ctx, inFlightSettle); err != nil {
+			return journalRecovery{}, err
+		}
 	}
-	return out, nil
+}
+
+// inFlightSettle is how long a recovering run waits before it scans the
+// targets a second time for pending copies the first scan did not find.
+const inFlightSettle = 2 * time.Second
+
+// pendingFound reports whether every pending source is in moved.
+func pendingFound(pending, moved map[string]bool) bool {
+	for s := range pending {
+		if !moved[s] {
+			return false
+		}
+	}
+	return true
+}
+
+// sleepCtx waits d, or until ctx ends (returning its error).
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // guardSubscription names the subscription a run keeps on each target
