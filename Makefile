@@ -137,19 +137,18 @@ outbox-kill: ## Outbox SIGKILL test: 10,000 rows relayed from PostgreSQL to Kafk
 	@BQ_BROKERS="kafka postgres" $(BROKERS) $(GO) run ./outbox/integration/cmd/bqoutboxkill -rows 10000 -kills 12 -timeout 5m
 
 .PHONY: fuzz
-fuzz: ## Run every fuzz target for FUZZTIME (default 10s) each; failing inputs are kept in the package's testdata/fuzz. A bare deadline failure with no failing input (a Go 1.26 fuzzer race) runs once more.
+fuzz: ## Run every fuzz target for FUZZTIME (default 10s) each; failing inputs are kept in the package's testdata/fuzz. A bare deadline error with no failing input (a Go 1.26 fuzzer race) is not a failure.
 	@for m in $(MODULES); do \
 	  for pkg in $$(cd $$m && $(GO) list ./...); do \
 	    dir=$$(cd $$m && $(GO) list -f '{{.Dir}}' $$pkg); \
 	    for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/func //'); do \
 	      echo "== fuzz $$pkg $$f"; \
-	      for try in 1 2; do \
-	        out=$$(cd $$dir && $(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) . 2>&1) && { echo "$$out"; break; }; \
-	        echo "$$out"; \
-	        if [ $$try = 1 ] && echo "$$out" | grep -q 'context deadline exceeded' && ! echo "$$out" | grep -q 'Failing input written'; then \
-	          echo "== fuzz $$f: the coordinator's -fuzztime race (go.dev/issue/75804, fixed in Go 1.27), no failing input: once more"; \
+	      rc=0; out=$$(cd $$dir && $(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) . 2>&1) || rc=$$?; echo "$$out"; \
+	      if [ $$rc != 0 ]; then \
+	        if echo "$$out" | grep -q 'context deadline exceeded' && ! echo "$$out" | grep -qE 'Failing input written|panic:|hung or terminated'; then \
+	          echo "== fuzz $$f: ran its $(FUZZTIME), no failing input; the bare deadline error is the coordinator's -fuzztime race (go.dev/issue/75804, fixed in Go 1.27)"; \
 	        else exit 1; fi; \
-	      done; \
+	      fi; \
 	    done; \
 	  done; \
 	done
