@@ -145,7 +145,7 @@ func (a *App) PublishWithHeaders(ctx context.Context, urn string, data any, head
 	case p.key != nil && !a.features.Keys:
 		return "", fmt.Errorf("babelqueue: publish %s to %s: transport %T writes no keys: %w", urn, queue, a.t, errors.ErrUnsupported)
 	}
-	env, err := Make(urn, data, append(p.envelope, WithQueue(queue))...)
+	env, err := makeFor(queue, urn, data, p.envelope)
 	if err != nil {
 		return "", within("publish to "+queue, err) // Make names the URN
 	}
@@ -175,6 +175,15 @@ func (a *App) PublishWithHeaders(ctx context.Context, urn string, data any, head
 		return "", within("publish "+urn+" to "+queue, err)
 	}
 	return env.Meta.ID, nil
+}
+
+// makeFor is Make of urn and data with opts and then WithQueue(queue);
+// without opts it allocates no option slice.
+func makeFor(queue, urn string, data any, opts []MakeOption) (*Envelope, error) {
+	if len(opts) == 0 {
+		return Make(urn, data, WithQueue(queue))
+	}
+	return Make(urn, data, append(opts[:len(opts):len(opts)], WithQueue(queue))...)
 }
 
 // send makes one write through the transport, between the publish hooks.

@@ -61,7 +61,8 @@ func appendDataValue(dst []byte, v any, depth int) ([]byte, bool) {
 		if x == nil {
 			return append(dst, "null"...), true
 		}
-		keys := sortedKeys(x)
+		var small [8]string // most data maps are small: their keys stay on the stack
+		keys := sortedKeys(x, small[:0])
 		dst = append(dst, '{')
 		for i, k := range keys {
 			if i > 0 {
@@ -79,7 +80,8 @@ func appendDataValue(dst []byte, v any, depth int) ([]byte, bool) {
 		if x == nil {
 			return append(dst, "null"...), true
 		}
-		keys := sortedKeys(x)
+		var small [8]string // most data maps are small: their keys stay on the stack
+		keys := sortedKeys(x, small[:0])
 		dst = append(dst, '{')
 		for i, k := range keys {
 			if i > 0 {
@@ -121,8 +123,9 @@ func appendDataValue(dst []byte, v any, depth int) ([]byte, bool) {
 	return dst, false
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
+// sortedKeys returns the keys of m in order, appended to keys (of length
+// zero; a caller's array spares an allocation for a small map).
+func sortedKeys[V any](m map[string]V, keys []string) []string {
 	for k := range m {
 		keys = append(keys, k)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // ErrInvalidURN is matched by the error of ValidURN.
@@ -21,25 +22,49 @@ func ValidURN(urn string) error {
 	bad := func(why string) error {
 		return fmt.Errorf("%w %q: %s (want urn:<namespace>:<name>)", ErrInvalidURN, urn, why)
 	}
-	for _, r := range urn {
-		if unicode.IsSpace(r) || unicode.IsControl(r) {
-			return bad("contains a space or control character")
+	// One pass, no allocation: a publish checks its URN every time. The
+	// checks keep their order: a space or control character first, then
+	// the scheme, an empty part, too few parts.
+	parts, empty, emptyFirst := 0, false, false
+	partLen := 0
+	for i := 0; i < len(urn); {
+		c := urn[i]
+		if c < utf8.RuneSelf {
+			if c <= ' ' || c == 0x7f { // ASCII spaces and controls
+				return bad("contains a space or control character")
+			}
+			i++
+		} else {
+			r, size := utf8.DecodeRuneInString(urn[i:])
+			if unicode.IsSpace(r) || unicode.IsControl(r) {
+				return bad("contains a space or control character")
+			}
+			i += size
 		}
+		if c == ':' {
+			parts++
+			if partLen == 0 && parts > 1 && !empty {
+				empty, emptyFirst = true, parts == 2
+			}
+			partLen = 0
+			continue
+		}
+		partLen++
 	}
-	scheme, rest, ok := strings.Cut(urn, ":")
+	scheme, _, ok := strings.Cut(urn, ":")
 	if !ok || !strings.EqualFold(scheme, "urn") {
 		return bad(`does not start with "urn:"`)
 	}
-	parts := strings.Split(rest, ":")
-	for i, part := range parts {
-		if part == "" && i == 0 {
-			return bad("the namespace is empty")
-		}
-		if part == "" {
-			return bad("a part after the namespace is empty")
-		}
+	// parts counts the colons: the parts after the scheme are one more.
+	if !empty && partLen == 0 {
+		empty, emptyFirst = true, parts == 1
 	}
-	if len(parts) < 2 {
+	switch {
+	case empty && emptyFirst:
+		return bad("the namespace is empty")
+	case empty:
+		return bad("a part after the namespace is empty")
+	case parts < 2:
 		return bad("nothing follows the namespace")
 	}
 	return nil
