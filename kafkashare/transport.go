@@ -138,7 +138,11 @@ func (t *Transport) Send(ctx context.Context, out *driver.Outgoing) (driver.Rece
 // not parsed again. The value and header values view the strings of out
 // without a copy: franz-go only reads them.
 func record(out *driver.Outgoing) *kgo.Record {
-	rec := &kgo.Record{Topic: out.Queue, Value: stringBytes(out.Body)}
+	// One allocation holds the record and the headers of a usual publish
+	// (the six contract headers).
+	r := new(recordWithHeaders)
+	rec := &r.rec
+	rec.Topic, rec.Value = out.Queue, stringBytes(out.Body)
 	switch {
 	case out.Key != nil:
 		rec.Key = out.Key
@@ -151,15 +155,21 @@ func record(out *driver.Outgoing) *kgo.Record {
 	}
 	hs := driver.OutgoingHeaders(out)
 	if len(hs) > 0 {
-		rec.Headers = make([]kgo.RecordHeader, len(hs))
-		for i, h := range hs {
-			rec.Headers[i] = kgo.RecordHeader{Key: h.Key, Value: stringBytes(h.Value)}
+		rec.Headers = r.headers[:0]
+		for _, h := range hs {
+			rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: h.Key, Value: stringBytes(h.Value)})
 		}
 	}
 	if p := out.Projection(); p.HasCreatedAt {
 		rec.Timestamp = time.UnixMilli(p.CreatedAt)
 	}
 	return rec
+}
+
+// recordWithHeaders is a record with room for its headers.
+type recordWithHeaders struct {
+	rec     kgo.Record
+	headers [6]kgo.RecordHeader
 }
 
 // stringBytes returns the bytes of s without a copy; they must only be

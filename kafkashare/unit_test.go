@@ -311,3 +311,41 @@ func TestNewRefusesClientOptionsThatOverrideTheTransport(t *testing.T) {
 	}
 	tr.Close()
 }
+
+// TestRecordCarriesTheEnvelopeAndItsHeaders: a publish's record holds the
+// body, the key, the contract headers, then the extra headers in key
+// order (past the room kept for six), and meta.created_at as timestamp.
+func TestRecordCarriesTheEnvelopeAndItsHeaders(t *testing.T) {
+	env, err := wire.Make("urn:babel:orders:created", map[string]any{"n": 1}, wire.WithQueue("orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := env.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &driver.Outgoing{Intent: driver.IntentPublish, Queue: "orders", Body: string(body), Key: []byte("k1"),
+		Headers: map[string]string{"x-b": "2", "x-a": "1", "bq-job": "ignored"}}
+	rec := record(out)
+	if rec.Topic != "orders" || string(rec.Value) != string(body) || string(rec.Key) != "k1" {
+		t.Fatalf("record = topic %q key %q value %q", rec.Topic, rec.Key, rec.Value)
+	}
+	var got []string
+	for _, h := range rec.Headers {
+		got = append(got, h.Key+"="+string(h.Value))
+	}
+	want := []string{}
+	for _, h := range wire.ProjectBody(body).Headers() {
+		want = append(want, h.Key+"="+h.Value)
+	}
+	want = append(want, "x-a=1", "x-b=2")
+	if !slices.Equal(got, want) {
+		t.Errorf("headers = %v, want %v", got, want)
+	}
+	if !slices.Contains(got, "bq-job=urn:babel:orders:created") {
+		t.Errorf("headers = %v: the contract bq-job lost to an extra one", got)
+	}
+	if ms := rec.Timestamp.UnixMilli(); ms != env.Meta.CreatedAt {
+		t.Errorf("timestamp = %d ms, want meta.created_at", ms)
+	}
+}
