@@ -276,19 +276,21 @@ func alternate(name string, rounds int, ours, raw func() float64) {
 }
 
 // TestBenchSharePublish: App.Publish through the idempotent producer vs raw
-// franz-go ProduceSync of the same record, 16 goroutines each, both
-// producers warmed up. The same record means what ours writes: a
-// pre-encoded envelope with its six contract headers (bq-job, ...) and its
-// created_at timestamp, which the contract requires of every SDK's
-// record; a raw record without them is a smaller record, not a cheaper
-// client, and the broker's extra work for headers would count against
-// ours alone; five rounds per side, the side that goes first
-// alternating, so that neither always runs on a colder producer or a
-// quieter machine. Prints each round ("bench-round:") and
+// franz-go ProduceSync of the same records, 16 goroutines each. The same
+// records means what ours writes: distinct envelopes (each publish makes
+// its own meta.id and created_at) with their six contract headers and
+// created_at timestamps, which the contract asks of every SDK's record;
+// raw's are built before its clock starts. One repeated record would
+// compress better (snappy, franz-go's default codec) than distinct ones,
+// and a record without headers is a smaller record, not a cheaper client.
+// Both sides warm up three times (connections, producer ids, the broker's
+// JIT); then 15 rounds per side, the side that goes first alternating, so
+// that neither always runs on a colder producer or a quieter machine.
+// Prints each round ("bench-round:") and
 // "bench: kafkashare-publish ours=<median msg/s> raw=<median msg/s> ratio=<median of the round ratios>".
 func TestBenchSharePublish(t *testing.T) {
 	benchOnly(t)
-	const workers, per, rounds = 16, 1000, 5
+	const workers, per, rounds = 16, 1000, 15
 	q := newTopic(t, 6)
 	tr := newTransport(t)
 	app := newApp(t, tr, q)
@@ -316,15 +318,22 @@ func TestBenchSharePublish(t *testing.T) {
 		}
 		return float64(workers*per) / time.Since(start).Seconds()
 	}
-	body := envelopeBody(t)
-	// The record ours writes: the body, its contract headers and its
-	// created_at timestamp.
-	proj := wire.ProjectBody([]byte(body))
-	var headers []kgo.RecordHeader
-	for _, h := range proj.Headers() {
-		headers = append(headers, kgo.RecordHeader{Key: h.Key, Value: []byte(h.Value)})
+	// Raw's records: distinct envelopes, as ours writes (see above).
+	type prebuilt struct {
+		value   []byte
+		headers []kgo.RecordHeader
+		created time.Time
 	}
-	created := time.UnixMilli(proj.CreatedAt)
+	recs := make([]prebuilt, workers*per)
+	for i := range recs {
+		body := envelopeBody(t)
+		proj := wire.ProjectBody([]byte(body))
+		p := prebuilt{value: []byte(body), created: time.UnixMilli(proj.CreatedAt)}
+		for _, h := range proj.Headers() {
+			p.headers = append(p.headers, kgo.RecordHeader{Key: h.Key, Value: []byte(h.Value)})
+		}
+		recs[i] = p
+	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokertest.KafkaBrokers(t)...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0))
 	if err != nil {
 		t.Fatal(err)
@@ -339,12 +348,15 @@ func TestBenchSharePublish(t *testing.T) {
 		},
 		func() float64 { // raw
 			return run(func(ctx context.Context, i int) error {
-				return cl.ProduceSync(ctx, &kgo.Record{Topic: q, Key: []byte(fmt.Sprint(i % 100)), Value: []byte(body), Headers: headers, Timestamp: created}).FirstErr()
+				p := &recs[i]
+				return cl.ProduceSync(ctx, &kgo.Record{Topic: q, Key: []byte(fmt.Sprint(i % 100)), Value: p.value, Headers: p.headers, Timestamp: p.created}).FirstErr()
 			})
 		},
 	}
-	for _, side := range sides { // warm-up: connections, producer ids, partition metadata
-		side()
+	for range 3 { // warm-up
+		for _, side := range sides {
+			side()
+		}
 	}
 	alternate("kafkashare-publish", rounds, sides[0], sides[1])
 }
