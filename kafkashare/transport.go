@@ -15,6 +15,7 @@ import (
 
 	"github.com/babelqueue/babelqueue-go/core/driver"
 	"github.com/babelqueue/babelqueue-go/core/option"
+	"github.com/babelqueue/babelqueue-go/core/wire"
 )
 
 // Transport is a driver.Transport on a Kafka share group (KIP-932): it
@@ -153,7 +154,15 @@ func record(out *driver.Outgoing) *kgo.Record {
 			rec.Key = out.From.Key
 		}
 	}
-	hs := driver.OutgoingHeaders(out)
+	var hs []wire.Header
+	if !out.Intent.Verbatim() && len(out.Headers) == 0 {
+		// driver.OutgoingHeaders without extra headers: the projection's
+		// alone, gathered on the stack.
+		var buf [6]wire.Header
+		hs = out.Projection().AppendHeaders(buf[:0])
+	} else {
+		hs = driver.OutgoingHeaders(out)
+	}
 	if len(hs) > 0 {
 		rec.Headers = r.headers[:0]
 		for _, h := range hs {

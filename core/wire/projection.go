@@ -105,8 +105,11 @@ func project(body []byte, view bool) Projection {
 // Headers returns the contract headers of p in the order bq-job,
 // bq-trace-id, bq-message-id, bq-schema-version, bq-source-lang,
 // bq-attempts. A blank value is left out.
-func (p Projection) Headers() []Header {
-	hs := make([]Header, 0, 6)
+func (p Projection) Headers() []Header { return p.AppendHeaders(make([]Header, 0, 6)) }
+
+// AppendHeaders appends Headers() to dst and returns it; a caller's array
+// spares the allocation.
+func (p Projection) AppendHeaders(dst []Header) []Header {
 	for _, h := range [...]Header{
 		{HeaderJob, p.Job},
 		{HeaderTraceID, p.TraceID},
@@ -116,8 +119,8 @@ func (p Projection) Headers() []Header {
 		{HeaderAttempts, p.Attempts},
 	} {
 		if !IsBlank(h.Value) {
-			hs = append(hs, h)
+			dst = append(dst, h)
 		}
 	}
-	return hs
+	return dst
 }
