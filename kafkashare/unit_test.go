@@ -210,14 +210,7 @@ func TestMembersPollOnlyWhileAsked(t *testing.T) {
 // accepted. The records carry the six contract headers of an envelope.
 func BenchmarkReceiveAck(b *testing.B) {
 	const n = 500
-	env, err := wire.Make("urn:babel:share:bench", map[string]any{"n": 1}, wire.WithQueue("q"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	body, err := env.Encode()
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, body := orderEnvelope(b)
 	var hs []kgo.RecordHeader
 	for _, h := range wire.ProjectBody(body).Headers() {
 		hs = append(hs, kgo.RecordHeader{Key: h.Key, Value: []byte(h.Value)})
@@ -316,14 +309,7 @@ func TestNewRefusesClientOptionsThatOverrideTheTransport(t *testing.T) {
 // body, the key, the contract headers, then the extra headers in key
 // order (past the room kept for six), and meta.created_at as timestamp.
 func TestRecordCarriesTheEnvelopeAndItsHeaders(t *testing.T) {
-	env, err := wire.Make("urn:babel:orders:created", map[string]any{"n": 1}, wire.WithQueue("orders"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := env.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, body := orderEnvelope(t)
 	out := &driver.Outgoing{Intent: driver.IntentPublish, Queue: "orders", Body: string(body), Key: []byte("k1"),
 		Headers: map[string]string{"x-b": "2", "x-a": "1", "bq-job": "ignored"}}
 	rec := record(out)
@@ -355,14 +341,7 @@ func TestRecordCarriesTheEnvelopeAndItsHeaders(t *testing.T) {
 // those of driver.OutgoingHeaders, for every intent; a publish without
 // extra headers costs one allocation.
 func TestRecordHeadersAreTheDriverHeaders(t *testing.T) {
-	env, err := wire.Make("urn:babel:orders:created", map[string]any{"n": 1}, wire.WithQueue("orders"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := env.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, body := orderEnvelope(t)
 	for _, intent := range []driver.Intent{driver.IntentPublish, driver.IntentDeadLetter, driver.IntentRelease, driver.IntentForward, driver.IntentRestore} {
 		for _, extra := range []map[string]string{nil, {"bq-job": "urn:babel:other:route", "x-a": "1"}} {
 			out := &driver.Outgoing{Intent: intent, Queue: "orders", Body: string(body), Headers: extra}
@@ -382,4 +361,18 @@ func TestRecordHeadersAreTheDriverHeaders(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { _ = record(out) }); n != 1 {
 		t.Errorf("record of a publish allocates %v times, want 1", n)
 	}
+}
+
+// orderEnvelope returns a new envelope to the queue "orders" and its body.
+func orderEnvelope(t testing.TB) (*wire.Envelope, []byte) {
+	t.Helper()
+	env, err := wire.Make("urn:babel:orders:created", map[string]any{"n": 1}, wire.WithQueue("orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := env.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env, body
 }
