@@ -19,7 +19,8 @@
 //     (Features.SettlesRetry);
 //   - dead letters and every other write go to their topics through
 //     franz-go's idempotent producer (acks=all): a produce retried after a
-//     lost response is stored once.
+//     lost response is stored once. A write a request carried waits for
+//     the broker's answer even past its context (Transport.Send).
 //
 // # Attempts
 //

@@ -109,6 +109,12 @@ func (t *Transport) Close() error {
 // acknowledged it. IntentRetry writes nothing: it releases out.From (at
 // once, or after WithRetryDelay with its lock renewed), so the broker's
 // delivery count carries the attempt.
+//
+// ctx bounds the wait only until a request carries the record: franz-go
+// fails a record on its context only while no unanswered request holds
+// it, so a write in flight when the broker goes away waits for its answer
+// (stored once, never in doubt). A write that ctx ended before it was sent
+// matches driver.ErrPublishUnknown and was not stored.
 func (t *Transport) Send(ctx context.Context, out *driver.Outgoing) (driver.Receipt, error) {
 	if t.closed.Load() {
 		return driver.Receipt{}, driver.ErrClosed
