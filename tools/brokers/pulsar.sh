@@ -133,8 +133,32 @@ do_start() {
     die "pulsar: no kept data in $DIR (start it with up first)"
   fi
   ports_free pulsar "cannot start again" "$PULSAR_PORT" "$PULSAR_WEB_PORT" "$PULSAR_BOOKIE_PORT" "$PULSAR_TLS_PORT"
-  log "pulsar: starting again on the kept data in $DIR/data"
-  launch
+  local try
+  for try in 1 2 3; do
+    log "pulsar: starting again on the kept data in $DIR/data"
+    local from
+    from=$(($(wc -l <"$DIR/logs/pulsar.log" 2>/dev/null || echo 0) + 1))
+    launch
+    bookie_settled "$from" && return 0
+    log "pulsar: the bookie's registration lock keeps flapping (start $try of 3); kill -9 and start again"
+    kill9_pid "$PIDFILE" pulsar
+  done
+  die "pulsar: the bookie's registration lock still flapped after three starts (see $DIR/logs/pulsar.log)"
+}
+
+# bookie_settled FROM: whether the bookie's registration lock is still,
+# judged on the log lines from FROM on. Started on kept metadata, Pulsar
+# 4.0 standalone may loop invalidating and re-taking the lock of
+# /ledgers/available/<bookie> (thousands of times a second, the bookie
+# missing for the brokers in between: ledgers cannot be created); a
+# healthy start logs it a few times and stops.
+bookie_settled() {
+  local from="$1" a b
+  sleep 3
+  a=$(tail -n +"$from" "$DIR/logs/pulsar.log" | grep -c 'Lock on resource /ledgers/available/.* was invalidated' || true)
+  sleep 2
+  b=$(tail -n +"$from" "$DIR/logs/pulsar.log" | grep -c 'Lock on resource /ledgers/available/.* was invalidated' || true)
+  [ "$b" -le "$a" ]
 }
 
 do_down() {
